@@ -1,0 +1,135 @@
+// What a job is: the spec a producer pushes, the retry policy, what a consumer receives, and
+// what get()/stats() report. Plain structs; every backend uses them unchanged.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "delayq/clock.h"
+#include "delayq/error.h"
+
+namespace delayq {
+
+using namespace std::chrono_literals;
+
+// How long to wait before the next attempt after a failed one (a nack without a delay, a
+// handler that failed or threw, a lease that ran out), and how many attempts a job gets.
+//
+// A job is delivered at most max_attempts times. After the delivery numbered max_attempts
+// fails, the job goes to the dead letters of its topic instead of being retried.
+struct RetryPolicy {
+  enum class Kind : uint8_t { fixed, list, exponential };
+
+  Kind kind = Kind::exponential;
+  uint32_t max_attempts = 10;
+  // fixed: every retry waits `base`.
+  // exponential: retry n (n = 1 after the first failure) waits min(cap, base * factor^(n-1)),
+  //   then minus a random share of up to `jitter` (0..1) of that, so that failed jobs spread
+  //   out; the wait never exceeds cap.
+  Duration base = 1s;
+  double factor = 2.0;
+  Duration cap = 1h;
+  double jitter = 0.0;
+  // list: retry n waits delays[n-1]; past the end of the list, the last entry.
+  std::vector<Duration> delays;
+
+  // Retry after the same delay each time.
+  static RetryPolicy fixed(Duration delay, uint32_t max_attempts);
+  // Retry after each listed delay in turn; max_attempts = delays.size() + 1, so the job is
+  // delivered once plus once per listed delay. Example, a payment callback:
+  //   RetryPolicy::list({2min, 10min, 10min, 1h, 2h, 6h, 15h})
+  static RetryPolicy list(std::vector<Duration> delays);
+  static RetryPolicy exponential(Duration base, double factor, Duration cap, double jitter,
+                                 uint32_t max_attempts);
+
+  // Empty when the policy is usable, else what is wrong with it.
+  std::string validate() const;
+  bool operator==(const RetryPolicy&) const = default;
+};
+
+// What a producer pushes.
+struct JobSpec {
+  // Non-empty, at most 255 bytes. Consumers reserve by topic.
+  std::string topic;
+  // Optional; unique in the queue while the job lives (delayed, ready, reserved or dead).
+  // At most 255 bytes. When empty, the queue generates one and returns it from push().
+  std::string id;
+  // When the job becomes due: `delay` after the push (>= 0), or at `due_at`. Set at most one;
+  // neither means now. A due_at in the past means now. Either one beyond the queue's max_delay
+  // from now is refused.
+  std::optional<Duration> delay;
+  std::optional<TimePoint> due_at;
+  // Time to run: how long a consumer holds the job after reserving it before it counts as
+  // failed and is retried. Zero means the queue's default_ttr.
+  Duration ttr{0};
+  // Opaque bytes, at most the queue's max_body_bytes.
+  std::string body;
+  // Missing means the queue's default policy.
+  std::optional<RetryPolicy> retry;
+};
+
+enum class JobState : uint8_t { delayed, ready, reserved, dead };
+const char* to_string(JobState s) noexcept;
+
+// Proof of one delivery. ack/nack/touch take it and refuse it once the job has moved on
+// (acknowledged, cancelled, redelivered after its lease ran out). `fence` grows with every
+// delivery in the queue.
+struct Token {
+  std::string id;
+  uint64_t fence = 0;
+
+  // "<fence>:<id>", for carrying a token through text protocols.
+  std::string to_string() const;
+  static Result<Token> parse(std::string_view text);
+  bool operator==(const Token&) const = default;
+};
+
+// What a consumer receives.
+struct Delivery {
+  std::string id;
+  std::string topic;
+  std::string body;
+  uint32_t attempt = 0;  // 1 for the first delivery
+  uint32_t max_attempts = 0;
+  Token token;
+  TimePoint due;             // when the job became due (after rounding up to the queue's tick)
+  TimePoint lease_deadline;  // when the reservation runs out unless touched
+};
+
+// A snapshot of one job, from get() and the dead-letter listing.
+struct JobInfo {
+  std::string id;
+  std::string topic;
+  JobState state = JobState::delayed;
+  uint32_t attempts = 0;  // deliveries made so far
+  uint32_t max_attempts = 0;
+  TimePoint due;                 // next (delayed) or last (other states) due time
+  TimePoint lease_deadline;      // meaningful when reserved
+  Duration ttr{0};
+  std::string body;
+};
+
+struct TopicStats {
+  uint64_t delayed = 0, ready = 0, reserved = 0, dead = 0;
+  bool operator==(const TopicStats&) const = default;
+};
+
+struct Stats {
+  std::map<std::string, TopicStats> topics;  // topics with at least one live job
+  // Totals since the queue was opened.
+  uint64_t pushed = 0;          // pushes that succeeded
+  uint64_t delivered = 0;       // deliveries handed out (reservations)
+  uint64_t acked = 0;
+  uint64_t retried = 0;         // failed attempts that were scheduled again
+  uint64_t dead_lettered = 0;
+  uint64_t leases_expired = 0;  // reservations that ran out (each also counts as retried or dead)
+  uint64_t cancelled = 0;
+  uint64_t requeued = 0;        // dead letters put back
+  uint64_t purged = 0;          // dead letters deleted
+};
+
+}  // namespace delayq

@@ -1,0 +1,150 @@
+// The Queue interface: what every backend (in-memory engine, durable engine, Redis) offers.
+//
+// Guarantees (docs/semantics.md has the long form):
+//  - Nothing is delivered before its due time.
+//  - At-least-once: a reserved job is held by one consumer until it is acknowledged, nacked, or
+//    its lease (ttr) runs out; a lease that runs out counts as a failed attempt.
+//  - A failed attempt is retried after the job's RetryPolicy delay, or moved to the dead letters
+//    of its topic once max_attempts deliveries have failed.
+//  - Within a topic, ready jobs come out in due order, ties in push order (per shard, when the
+//    queue is sharded).
+//  - A call that fails changes nothing.
+//
+// Thread safety: every method may be called from any number of threads at once.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "delayq/error.h"
+#include "delayq/job.h"
+
+namespace delayq {
+
+inline constexpr size_t kMaxTopicBytes = 255;
+inline constexpr size_t kMaxIdBytes = 255;
+
+// What a consume() handler decides about a delivery.
+struct HandlerResult {
+  enum class Action : uint8_t { ack, retry, dead_letter };
+  Action action = Action::ack;
+  std::optional<Duration> delay;  // retry only: wait this long instead of the policy's delay
+
+  static HandlerResult ack() { return {Action::ack, std::nullopt}; }
+  static HandlerResult retry(std::optional<Duration> delay = std::nullopt) {
+    return {Action::retry, delay};
+  }
+  static HandlerResult dead_letter() { return {Action::dead_letter, std::nullopt}; }
+};
+using Handler = std::function<HandlerResult(const Delivery&)>;
+
+class Queue;
+
+// A running consume() loop: `concurrency` threads, each reserving a job, calling the handler and
+// acting on its result. Destroying it (or stop()) lets each thread finish the job it holds and
+// joins them; jobs not yet reserved stay in the queue.
+class Consumer {
+ public:
+  Consumer() = default;
+  Consumer(Consumer&&) noexcept = default;
+  Consumer& operator=(Consumer&&) noexcept;
+  ~Consumer();
+
+  void stop();
+  // Deliveries handled so far (whatever the handler decided).
+  uint64_t handled() const;
+
+ private:
+  friend class Queue;
+  struct State;
+  std::shared_ptr<State> state_;
+  std::vector<std::thread> threads_;
+};
+
+class Queue {
+ public:
+  virtual ~Queue() = default;
+
+  // Adds a job. Returns its id (the given one, or a generated one).
+  // Errors: invalid_argument (empty or oversized topic/id/body, negative delay, delay beyond
+  // max_delay, both delay and due_at, bad retry policy), duplicate_id, closed, io_error.
+  virtual Result<std::string> push(JobSpec spec) = 0;
+
+  // Pushes each spec as push() would; one result per spec, in order. Specs are independent:
+  // one bad spec does not stop the others.
+  virtual std::vector<Result<std::string>> push_batch(std::vector<JobSpec> specs) = 0;
+
+  // Takes the next ready job of any of `topics` (the earliest due first) and leases it for its
+  // ttr. Waits up to `timeout` for one to become ready.
+  // Errors: timeout (nothing became ready in time), invalid_argument (no topics), closed.
+  virtual Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) = 0;
+  Result<Delivery> reserve(const std::string& topic, Duration timeout) {
+    return reserve(std::span<const std::string>(&topic, 1), timeout);
+  }
+
+  // The callback form of reserve(): `done` runs exactly once, on a thread owned by the queue,
+  // with a Delivery, or with timeout / closed. Prefer delayq/asio.h's async_reserve, which
+  // takes any Boost.Asio completion token.
+  virtual void reserve_async(std::vector<std::string> topics, Duration timeout,
+                             std::function<void(Result<Delivery>)> done) = 0;
+
+  // Acknowledges a delivery: the job is done and gone.
+  // Errors: stale_token (the token is not the job's current delivery), not_found.
+  virtual Status ack(const Token& token) = 0;
+
+  // Gives a delivery back as failed. The job is retried after `delay` if given, else after its
+  // policy's delay; or dead-lettered if this was its last attempt.
+  // Errors: stale_token, not_found, invalid_argument (negative delay).
+  virtual Status nack(const Token& token, std::optional<Duration> delay = std::nullopt) = 0;
+
+  // Moves a delivery to the dead letters at once, whatever attempts it has left.
+  virtual Status dead_letter(const Token& token) = 0;
+
+  // Extends a lease: it now runs out ttr from now. Returns the new lease deadline.
+  // Errors: stale_token, not_found.
+  virtual Result<TimePoint> touch(const Token& token) = 0;
+
+  // Removes a job in any state. Its current holder's ack will be refused (not_found).
+  // Errors: not_found.
+  virtual Status cancel(std::string_view id) = 0;
+
+  // A snapshot of a job. Errors: not_found.
+  virtual Result<JobInfo> get(std::string_view id) = 0;
+
+  // Moves a delayed or ready job to a new due time (the past means now).
+  // Errors: not_found, invalid_state (reserved or dead: nack or requeue those instead),
+  // invalid_argument (beyond max_delay).
+  virtual Status reschedule(std::string_view id, TimePoint when) = 0;
+
+  // Dead letters of a topic, oldest first, at most `limit`.
+  virtual Result<std::vector<JobInfo>> list_dead(std::string_view topic, size_t limit) = 0;
+  // Puts a dead job back as ready now, with its attempts reset to zero.
+  // Errors: not_found, invalid_state (the job is not dead).
+  virtual Status requeue_dead(std::string_view id) = 0;
+  // requeue_dead() for every dead job of a topic; returns how many.
+  virtual Result<uint64_t> requeue_dead_topic(std::string_view topic) = 0;
+  // Deletes every dead job of a topic; returns how many.
+  virtual Result<uint64_t> purge_dead(std::string_view topic) = 0;
+
+  virtual Stats stats() = 0;
+
+  // Stops the queue: blocked reserve() calls and pending reserve_async() callbacks return
+  // `closed`, later calls fail with `closed`. Jobs stay where they are (a durable backend keeps
+  // them for the next open). Idempotent; the destructor calls it.
+  virtual void close() = 0;
+
+  // Worker-style consumption of one topic with `concurrency` threads. The handler's result
+  // acks, retries or dead-letters each delivery; a handler that throws counts as a failed
+  // attempt (retried per policy). Leases are not extended automatically: call touch() from the
+  // handler for long work, or push with a ttr that covers it.
+  Consumer consume(std::string topic, Handler handler, size_t concurrency = 1);
+};
+
+}  // namespace delayq
