@@ -211,7 +211,9 @@ void RunRandomised(uint64_t seed, int ops) {
       std::optional<uint64_t> nd = w.next_deadline();
       std::optional<uint64_t> mm = m.min();
       ASSERT_EQ(nd.has_value(), mm.has_value());
-      if (nd) ASSERT_LE(*nd, *mm) << "next_deadline must be a lower bound";
+      if (nd) {
+        ASSERT_LE(*nd, *mm) << "next_deadline must be a lower bound";
+      }
       uint64_t target = now + rand_delta();
       if (rng() % 3 == 0 && nd) target = *nd;  // as a driver would
       now = std::max(now, target);

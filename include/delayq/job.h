@@ -16,6 +16,9 @@ namespace delayq {
 
 using namespace std::chrono_literals;
 
+inline constexpr size_t kMaxTopicBytes = 255;
+inline constexpr size_t kMaxIdBytes = 255;
+
 // How long to wait before the next attempt after a failed one (a nack without a delay, a
 // handler that failed or threw, a lease that ran out), and how many attempts a job gets.
 //

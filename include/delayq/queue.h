@@ -28,9 +28,6 @@
 
 namespace delayq {
 
-inline constexpr size_t kMaxTopicBytes = 255;
-inline constexpr size_t kMaxIdBytes = 255;
-
 // What a consume() handler decides about a delivery.
 struct HandlerResult {
   enum class Action : uint8_t { ack, retry, dead_letter };
@@ -145,6 +142,14 @@ class Queue {
   // attempt (retried per policy). Leases are not extended automatically: call touch() from the
   // handler for long work, or push with a ttr that covers it.
   Consumer consume(std::string topic, Handler handler, size_t concurrency = 1);
+
+ protected:
+  friend class Consumer;
+  // reserve() that also returns (Errc::closed) soon after `stop` becomes true and
+  // wake_waiters() is called. The default waits in slices of 100 ms; backends override both.
+  virtual Result<Delivery> reserve_interruptible(std::span<const std::string> topics,
+                                                 Duration timeout, const std::atomic<bool>& stop);
+  virtual void wake_waiters() {}
 };
 
 }  // namespace delayq

@@ -87,6 +87,8 @@ class TimingWheel {
   }
   // The deadline of a pending entry (precondition: pending(h)).
   uint64_t deadline(Handle h) const { return nodes_[h.index].deadline; }
+  // The payload of a pending entry (precondition: pending(h)).
+  uint64_t payload(Handle h) const { return nodes_[h.index].payload; }
 
   // Fires every entry whose deadline is <= now, in deadline order, calling
   // on_fire(payload, deadline) for each, then sets elapsed() to max(elapsed(), now).

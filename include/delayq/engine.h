@@ -1,0 +1,86 @@
+// The in-process engine: a Queue whose jobs live in this process's memory.
+//
+//   delayq::EngineOptions opt;                       // 1 ms tick, system clock
+//   auto q = delayq::Engine::open(opt).value();
+//   q->push({.topic = "orders", .id = "order-42", .delay = 30min, .body = "..."});
+//   auto d = q->reserve("orders", 1s);               // a Delivery, or Errc::timeout
+//   if (d) q->ack(d->token);
+//
+// How it runs: one core (jobs table, timing wheel, ready lists) per shard, each behind its own
+// mutex; one driver thread with a Boost.Asio steady_timer armed for the earliest deadline of
+// each shard. No periodic tick: an idle engine sleeps. With a ManualClock there is no timer:
+// the work falls due inside ManualClock::advance().
+//
+// Everything is lost when the process ends; the durable engine keeps it across restarts.
+#pragma once
+
+#include <memory>
+
+#include "delayq/clock.h"
+#include "delayq/queue.h"
+
+namespace delayq {
+
+struct EngineOptions {
+  // Resolution of due times and leases: between 1 ms and 1 s. Due times round up to it, so a
+  // job never fires early and at most one tick late (plus wake-up latency).
+  Duration tick = std::chrono::milliseconds(1);
+  // Pushes (and reschedules, nack delays, ttrs) further out than this are refused.
+  Duration max_delay = std::chrono::hours(24 * 3650);
+  // Larger bodies are refused.
+  size_t max_body_bytes = size_t{1} << 20;
+  // The lease of a job pushed with ttr = 0.
+  Duration default_ttr = std::chrono::seconds(30);
+  // The policy of a job pushed without one: exponential from 1 s, doubling, capped at 1 h,
+  // 10 attempts.
+  RetryPolicy default_retry;
+  // Independent cores, chosen by hash of the job id, to use more than one CPU. Ordering within a
+  // topic holds per shard. 1 keeps a single global order.
+  size_t shards = 1;
+  // The clock jobs fire by; must outlive the engine. nullptr: the system clock.
+  Clock* clock = nullptr;
+  // Seed for retry jitter; 0 picks one at random.
+  uint64_t seed = 0;
+};
+
+class Engine : public Queue {
+ public:
+  // Checks the options and starts the engine. Errors: invalid_argument, naming the option.
+  static Result<std::unique_ptr<Engine>> open(const EngineOptions& options);
+  ~Engine() override;
+
+  Result<std::string> push(JobSpec spec) override;
+  std::vector<Result<std::string>> push_batch(std::vector<JobSpec> specs) override;
+  Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) override;
+  using Queue::reserve;
+  void reserve_async(std::vector<std::string> topics, Duration timeout,
+                     std::function<void(Result<Delivery>)> done) override;
+  Status ack(const Token& token) override;
+  Status nack(const Token& token, std::optional<Duration> delay = std::nullopt) override;
+  Status dead_letter(const Token& token) override;
+  Result<TimePoint> touch(const Token& token) override;
+  Status cancel(std::string_view id) override;
+  Result<JobInfo> get(std::string_view id) override;
+  Status reschedule(std::string_view id, TimePoint when) override;
+  Result<std::vector<JobInfo>> list_dead(std::string_view topic, size_t limit) override;
+  Status requeue_dead(std::string_view id) override;
+  Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
+  Result<uint64_t> purge_dead(std::string_view topic) override;
+  Stats stats() override;
+  void close() override;
+
+  // The clock this engine runs on.
+  Clock& clock();
+
+ protected:
+  Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
+                                         const std::atomic<bool>& stop) override;
+  void wake_waiters() override;
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace delayq

@@ -1,0 +1,490 @@
+#include "engine/core.h"
+
+#include <algorithm>
+
+#include "common/format.h"
+
+namespace delayq::engine {
+
+std::string validate(const CoreOptions& o) {
+  if (o.tick < std::chrono::milliseconds(1) || o.tick > std::chrono::seconds(1))
+    return "tick must be between 1 ms and 1 s, got " + format_duration(o.tick);
+  if (o.max_delay <= Duration::zero()) return "max_delay must be positive";
+  // Due times are nanoseconds in an int64 (until year 2262): keep now + max_delay inside it.
+  if (o.max_delay > std::chrono::hours(24 * 365 * 100))
+    return "max_delay must be at most 100 years, got " + format_duration(o.max_delay);
+  if (o.max_body_bytes == 0) return "max_body_bytes must be positive";
+  if (o.default_ttr <= Duration::zero()) return "default_ttr must be positive";
+  if (o.default_ttr > o.max_delay) return "default_ttr must not exceed max_delay";
+  std::string p = o.default_retry.validate();
+  if (!p.empty()) return "default_retry: " + p;
+  return {};
+}
+
+Core::Core(const CoreOptions& options, TimePoint now)
+    : opt_(options),
+      tick_ns_(options.tick.count()),
+      wheel_(0),
+      policies_{options.default_retry},
+      rng_(options.seed) {
+  wheel_.advance(to_tick_floor(now), [](uint64_t, uint64_t) {});
+}
+
+uint64_t Core::to_tick_ceil(TimePoint t) const {
+  const int64_t ns = t.time_since_epoch().count();
+  if (ns <= 0) return 0;
+  return (static_cast<uint64_t>(ns) + tick_ns_ - 1) / tick_ns_;
+}
+
+uint64_t Core::to_tick_floor(TimePoint t) const {
+  const int64_t ns = t.time_since_epoch().count();
+  if (ns <= 0) return 0;
+  return static_cast<uint64_t>(ns) / tick_ns_;
+}
+
+TimePoint Core::from_tick(uint64_t tick) const {
+  return TimePoint(Duration(static_cast<int64_t>(tick) * tick_ns_));
+}
+
+// ---- validation ----
+
+Status Core::validate(const JobSpec& s, TimePoint now) const {
+  auto bad = [](std::string m) { return Status(Errc::invalid_argument, std::move(m)); };
+  if (s.topic.empty()) return bad("topic is empty: every job needs a topic to be reserved by");
+  if (s.topic.size() > kMaxTopicBytes)
+    return bad("topic is " + std::to_string(s.topic.size()) + " bytes long; the limit is " +
+               std::to_string(kMaxTopicBytes));
+  if (s.id.empty()) return bad("id is empty");
+  if (s.id.size() > kMaxIdBytes)
+    return bad("id is " + std::to_string(s.id.size()) + " bytes long; the limit is " +
+               std::to_string(kMaxIdBytes));
+  if (s.delay && s.due_at) return bad("set either delay or due_at, not both");
+  if (s.delay && *s.delay < Duration::zero())
+    return bad("delay is negative (" + format_duration(*s.delay) + "); use 0 for 'now'");
+  if (s.delay && *s.delay > opt_.max_delay)
+    return bad("delay of " + format_duration(*s.delay) + " exceeds max_delay (" +
+               format_duration(opt_.max_delay) + ")");
+  if (s.due_at && *s.due_at - now > opt_.max_delay)
+    return bad("due_at is " + format_duration(*s.due_at - now) + " away, beyond max_delay (" +
+               format_duration(opt_.max_delay) + ")");
+  if (s.ttr < Duration::zero()) return bad("ttr is negative (" + format_duration(s.ttr) + ")");
+  if (s.ttr > opt_.max_delay)
+    return bad("ttr of " + format_duration(s.ttr) + " exceeds max_delay (" +
+               format_duration(opt_.max_delay) + ")");
+  if (s.body.size() > opt_.max_body_bytes)
+    return bad("body is " + std::to_string(s.body.size()) + " bytes; the limit is " +
+               std::to_string(opt_.max_body_bytes) + " (max_body_bytes)");
+  if (s.retry) {
+    std::string why = s.retry->validate();
+    if (!why.empty()) return bad(std::move(why));
+  }
+  if (auto it = ids_.find(s.id); it != ids_.end())
+    return Status(Errc::duplicate_id, "a job with id '" + s.id + "' already exists (" +
+                                          to_string(jobs_[it->second].state) +
+                                          "); ids are unique while a job lives");
+  return {};
+}
+
+// ---- interning ----
+
+uint32_t Core::topic_index(std::string_view name) {
+  if (auto it = topic_ids_.find(name); it != topic_ids_.end()) return it->second;
+  const uint32_t i = static_cast<uint32_t>(topics_.size());
+  topics_.push_back(Topic{std::string(name), {}, {}, {}});
+  topic_ids_.emplace(std::string(name), i);
+  return i;
+}
+
+uint32_t Core::policy_index(const RetryPolicy& p) {
+  if (p == policies_[0]) return 0;
+  size_t h = std::hash<int>()(static_cast<int>(p.kind)) ^ (p.max_attempts * 0x9e3779b97f4a7c15ull);
+  h ^= std::hash<int64_t>()(p.base.count()) + (h << 6);
+  for (Duration d : p.delays) h ^= std::hash<int64_t>()(d.count()) + (h << 6) + (h >> 2);
+  auto [lo, hi] = policy_ids_.equal_range(h);
+  for (auto it = lo; it != hi; ++it)
+    if (policies_[it->second] == p) return it->second;
+  policies_.push_back(p);
+  const uint32_t i = static_cast<uint32_t>(policies_.size() - 1);
+  policy_ids_.emplace(h, i);
+  return i;
+}
+
+// ---- state bookkeeping ----
+
+uint64_t& Core::state_count(TopicStats& c, JobState s) {
+  switch (s) {
+    case JobState::delayed: return c.delayed;
+    case JobState::ready: return c.ready;
+    case JobState::reserved: return c.reserved;
+    case JobState::dead: break;
+  }
+  return c.dead;
+}
+
+void Core::set_state(Job& j, JobState s) {
+  TopicStats& c = counts(j);
+  --state_count(c, j.state);
+  ++state_count(c, s);
+  j.state = s;
+}
+
+void Core::link(List& l, uint32_t j) {
+  Job& job = jobs_[j];
+  job.prev = l.tail;
+  job.next = kNil;
+  if (l.tail != kNil) jobs_[l.tail].next = j; else l.head = j;
+  l.tail = j;
+}
+
+void Core::unlink(List& l, uint32_t j) {
+  Job& job = jobs_[j];
+  if (job.prev != kNil) jobs_[job.prev].next = job.next; else l.head = job.next;
+  if (job.next != kNil) jobs_[job.next].prev = job.prev; else l.tail = job.prev;
+  job.prev = job.next = kNil;
+}
+
+void Core::arm(uint32_t j, TimePoint when) {
+  const uint64_t tick = to_tick_ceil(when);
+  jobs_[j].timer = wheel_.schedule(tick, j);
+  earliest_scheduled_ = std::min(earliest_scheduled_, tick);
+}
+
+void Core::make_ready(uint32_t j) {
+  Job& job = jobs_[j];
+  set_state(job, JobState::ready);
+  link(topics_[job.topic].ready, j);
+  ++ready_added_;
+}
+
+void Core::schedule(uint32_t j, TimePoint due, TimePoint now) {
+  Job& job = jobs_[j];
+  if (due <= now) {
+    job.due = now;
+    make_ready(j);
+    return;
+  }
+  job.due = from_tick(to_tick_ceil(due));
+  set_state(job, JobState::delayed);
+  arm(j, job.due);
+}
+
+void Core::detach(uint32_t j) {
+  Job& job = jobs_[j];
+  if (job.timer) {
+    wheel_.cancel(job.timer);
+    job.timer = {};
+  }
+  if (job.state == JobState::ready) unlink(topics_[job.topic].ready, j);
+  if (job.state == JobState::dead) unlink(topics_[job.topic].dead, j);
+}
+
+void Core::to_dead(uint32_t j) {
+  Job& job = jobs_[j];
+  set_state(job, JobState::dead);
+  link(topics_[job.topic].dead, j);
+  ++totals_.dead_lettered;
+}
+
+void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint now) {
+  Job& job = jobs_[j];
+  const RetryPolicy& p = policies_[job.policy];
+  if (job.attempts >= p.max_attempts) {
+    to_dead(j);
+    return;
+  }
+  const Duration d = delay ? *delay : backoff(p, job.attempts, rng_);
+  ++totals_.retried;
+  schedule(j, now + d, now);
+}
+
+void Core::erase(uint32_t j) {
+  detach(j);
+  Job& job = jobs_[j];
+  --state_count(counts(job), job.state);
+  ids_.erase(*job.id);
+  job.id = nullptr;
+  job.body = std::string();
+  job.next = free_;
+  free_ = j;
+}
+
+void Core::on_timer(uint32_t j, TimePoint now) {
+  Job& job = jobs_[j];
+  job.timer = {};
+  if (job.state == JobState::delayed) {
+    make_ready(j);
+  } else if (job.state == JobState::reserved) {
+    ++totals_.leases_expired;
+    fail(j, std::nullopt, now);
+  }
+}
+
+void Core::advance(TimePoint now) {
+  wheel_.advance(to_tick_floor(now), [&](uint64_t payload, uint64_t) {
+    on_timer(static_cast<uint32_t>(payload), now);
+  });
+}
+
+std::optional<TimePoint> Core::next_deadline() const {
+  const std::optional<uint64_t> t = wheel_.next_deadline();
+  if (!t) return std::nullopt;
+  return from_tick(*t);
+}
+
+std::optional<TimePoint> Core::take_earliest_scheduled() {
+  if (earliest_scheduled_ == UINT64_MAX) return std::nullopt;
+  const TimePoint t = from_tick(earliest_scheduled_);
+  earliest_scheduled_ = UINT64_MAX;
+  return t;
+}
+
+uint64_t Core::take_ready_added() { return std::exchange(ready_added_, 0); }
+
+// ---- lookups ----
+
+Result<uint32_t> Core::find(std::string_view id) const {
+  auto it = ids_.find(id);
+  if (it == ids_.end())
+    return Status(Errc::not_found, "no job with id '" + std::string(id) +
+                                       "' (never pushed, or already acknowledged or cancelled)");
+  return it->second;
+}
+
+Result<uint32_t> Core::holder(const Token& t) {
+  Result<uint32_t> j = find(t.id);
+  if (!j) return j;
+  const Job& job = jobs_[*j];
+  if (job.state == JobState::reserved && job.fence == t.fence) return j;
+  std::string why = "token " + t.to_string() + " is stale: job '" + t.id + "' ";
+  if (job.state == JobState::reserved)
+    why += "was delivered again (attempt " + std::to_string(job.attempts) + ")";
+  else
+    why += "is " + std::string(to_string(job.state)) +
+           " now (its lease ran out, or the delivery was already settled)";
+  return Status(Errc::stale_token, std::move(why));
+}
+
+JobInfo Core::info(uint32_t j) const {
+  const Job& job = jobs_[j];
+  return JobInfo{*job.id,       topics_[job.topic].name, job.state, job.attempts,
+                 policies_[job.policy].max_attempts, job.due, job.lease_deadline, job.ttr,
+                 job.body};
+}
+
+// ---- the calls ----
+
+Status Core::push(JobSpec&& spec, TimePoint now) {
+  advance(now);
+  if (Status s = validate(spec, now); !s.ok()) return s;
+  const TimePoint due = spec.delay ? now + *spec.delay : spec.due_at ? *spec.due_at : now;
+  uint32_t j;
+  if (free_ != kNil) {
+    j = free_;
+    free_ = jobs_[j].next;
+  } else {
+    j = static_cast<uint32_t>(jobs_.size());
+    jobs_.emplace_back();
+  }
+  auto [it, inserted] = ids_.emplace(std::move(spec.id), j);
+  (void)inserted;  // validate() checked uniqueness
+  const uint32_t topic = topic_index(spec.topic);
+  const uint32_t policy = spec.retry ? policy_index(*spec.retry) : 0;
+  Job& job = jobs_[j];
+  job = Job{};
+  job.id = &it->first;
+  job.body = std::move(spec.body);
+  job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr;
+  job.topic = topic;
+  job.policy = policy;
+  job.state = JobState::delayed;
+  ++topics_[topic].counts.delayed;
+  schedule(j, due, now);
+  ++totals_.pushed;
+  return {};
+}
+
+Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint now) {
+  advance(now);
+  if (topics.empty()) return Status(Errc::invalid_argument, "reserve needs at least one topic");
+  uint32_t best = kNil;
+  for (const std::string& name : topics) {
+    auto it = topic_ids_.find(name);
+    if (it == topic_ids_.end()) continue;
+    const uint32_t head = topics_[it->second].ready.head;
+    if (head != kNil && (best == kNil || jobs_[head].due < jobs_[best].due)) best = head;
+  }
+  if (best == kNil) return Status(Errc::timeout, "no ready job");
+  Job& job = jobs_[best];
+  unlink(topics_[job.topic].ready, best);
+  set_state(job, JobState::reserved);
+  ++job.attempts;
+  job.fence = ++fence_;
+  job.lease_deadline = now + job.ttr;
+  arm(best, job.lease_deadline);
+  ++totals_.delivered;
+  Job& j = jobs_[best];
+  return Delivery{*j.id,
+                  topics_[j.topic].name,
+                  j.body,
+                  j.attempts,
+                  policies_[j.policy].max_attempts,
+                  Token{*j.id, j.fence},
+                  j.due,
+                  j.lease_deadline};
+}
+
+Status Core::ack(const Token& t, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = holder(t);
+  if (!j) return j.status();
+  erase(*j);
+  ++totals_.acked;
+  return {};
+}
+
+Status Core::nack(const Token& t, std::optional<Duration> delay, TimePoint now) {
+  advance(now);
+  if (delay && *delay < Duration::zero())
+    return Status(Errc::invalid_argument, "nack delay is negative (" + format_duration(*delay) + ")");
+  if (delay && *delay > opt_.max_delay)
+    return Status(Errc::invalid_argument, "nack delay of " + format_duration(*delay) +
+                                              " exceeds max_delay (" +
+                                              format_duration(opt_.max_delay) + ")");
+  Result<uint32_t> j = holder(t);
+  if (!j) return j.status();
+  detach(*j);
+  fail(*j, delay, now);
+  return {};
+}
+
+Status Core::dead_letter(const Token& t, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = holder(t);
+  if (!j) return j.status();
+  detach(*j);
+  to_dead(*j);
+  return {};
+}
+
+Result<TimePoint> Core::touch(const Token& t, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = holder(t);
+  if (!j) return j.status();
+  detach(*j);
+  Job& job = jobs_[*j];
+  job.lease_deadline = now + job.ttr;
+  arm(*j, job.lease_deadline);
+  return job.lease_deadline;
+}
+
+Status Core::cancel(std::string_view id, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = find(id);
+  if (!j) return j.status();
+  erase(*j);
+  ++totals_.cancelled;
+  return {};
+}
+
+Result<JobInfo> Core::get(std::string_view id, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = find(id);
+  if (!j) return j.status();
+  return info(*j);
+}
+
+Status Core::reschedule(std::string_view id, TimePoint when, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = find(id);
+  if (!j) return j.status();
+  const Job& job = jobs_[*j];
+  if (job.state == JobState::reserved)
+    return Status(Errc::invalid_state, "job '" + std::string(id) +
+                                           "' is reserved by a consumer; nack it with a delay instead");
+  if (job.state == JobState::dead)
+    return Status(Errc::invalid_state,
+                  "job '" + std::string(id) + "' is dead-lettered; requeue it instead");
+  if (when - now > opt_.max_delay)
+    return Status(Errc::invalid_argument, "new due time is " + format_duration(when - now) +
+                                              " away, beyond max_delay (" +
+                                              format_duration(opt_.max_delay) + ")");
+  detach(*j);
+  schedule(*j, when, now);
+  return {};
+}
+
+std::vector<JobInfo> Core::list_dead(std::string_view topic, size_t limit, TimePoint now) {
+  advance(now);
+  std::vector<JobInfo> out;
+  auto it = topic_ids_.find(topic);
+  if (it == topic_ids_.end()) return out;
+  for (uint32_t j = topics_[it->second].dead.head; j != kNil && out.size() < limit;
+       j = jobs_[j].next)
+    out.push_back(info(j));
+  return out;
+}
+
+Status Core::requeue_dead(std::string_view id, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = find(id);
+  if (!j) return j.status();
+  Job& job = jobs_[*j];
+  if (job.state != JobState::dead)
+    return Status(Errc::invalid_state, "job '" + std::string(id) + "' is " +
+                                           to_string(job.state) + ", not dead");
+  unlink(topics_[job.topic].dead, *j);
+  job.attempts = 0;
+  job.due = now;
+  make_ready(*j);
+  ++totals_.requeued;
+  return {};
+}
+
+uint64_t Core::requeue_dead_topic(std::string_view topic, TimePoint now) {
+  advance(now);
+  auto it = topic_ids_.find(topic);
+  if (it == topic_ids_.end()) return 0;
+  uint64_t n = 0;
+  while (topics_[it->second].dead.head != kNil) {
+    const Status s = requeue_dead(*jobs_[topics_[it->second].dead.head].id, now);
+    (void)s;  // a dead-list member is dead by construction
+    ++n;
+  }
+  return n;
+}
+
+uint64_t Core::purge_dead(std::string_view topic, TimePoint now) {
+  advance(now);
+  auto it = topic_ids_.find(topic);
+  if (it == topic_ids_.end()) return 0;
+  uint64_t n = 0;
+  while (topics_[it->second].dead.head != kNil) {
+    erase(topics_[it->second].dead.head);
+    ++n;
+  }
+  totals_.purged += n;
+  return n;
+}
+
+void Core::add_stats(Stats& s) const {
+  for (const Topic& t : topics_) {
+    const TopicStats& c = t.counts;
+    if (c.delayed + c.ready + c.reserved + c.dead == 0) continue;
+    TopicStats& o = s.topics[t.name];
+    o.delayed += c.delayed;
+    o.ready += c.ready;
+    o.reserved += c.reserved;
+    o.dead += c.dead;
+  }
+  s.pushed += totals_.pushed;
+  s.delivered += totals_.delivered;
+  s.acked += totals_.acked;
+  s.retried += totals_.retried;
+  s.dead_lettered += totals_.dead_lettered;
+  s.leases_expired += totals_.leases_expired;
+  s.cancelled += totals_.cancelled;
+  s.requeued += totals_.requeued;
+  s.purged += totals_.purged;
+}
+
+}  // namespace delayq::engine

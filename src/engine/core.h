@@ -1,0 +1,157 @@
+// The engine core: the whole queue as a single-threaded state machine.
+//
+// It owns the jobs table, the timing wheel (due times and lease deadlines), the per-topic ready
+// and dead-letter lists, and the counters. Every call takes `now` and first advances the wheel
+// to it, so a core needs no clock, no thread and no I/O: tests drive it with any sequence of
+// instants, the Engine wraps it in a mutex and a timer, and the durable store journals what it
+// reports. A call that fails changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "delayq/error.h"
+#include "delayq/job.h"
+#include "delayq/timing_wheel.h"
+
+namespace delayq::engine {
+
+struct CoreOptions {
+  Duration tick = std::chrono::milliseconds(1);
+  Duration max_delay = std::chrono::hours(24 * 3650);
+  size_t max_body_bytes = size_t{1} << 20;
+  Duration default_ttr = std::chrono::seconds(30);
+  RetryPolicy default_retry;
+  uint64_t seed = 1;  // for retry jitter
+};
+
+// Empty when the options are usable, else what is wrong.
+std::string validate(const CoreOptions& o);
+
+// The wait before retry number `failed` (1 after the first failed delivery).
+Duration backoff(const RetryPolicy& p, uint32_t failed, std::mt19937_64& rng);
+
+class Core {
+ public:
+  Core(const CoreOptions& options, TimePoint now);
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  // Precondition: spec.id is not empty (the Engine generates missing ids).
+  Status push(JobSpec&& spec, TimePoint now);
+  // Errc::timeout when no listed topic has a ready job. Never waits.
+  Result<Delivery> reserve(std::span<const std::string> topics, TimePoint now);
+  Status ack(const Token& t, TimePoint now);
+  Status nack(const Token& t, std::optional<Duration> delay, TimePoint now);
+  Status dead_letter(const Token& t, TimePoint now);
+  Result<TimePoint> touch(const Token& t, TimePoint now);
+  Status cancel(std::string_view id, TimePoint now);
+  Result<JobInfo> get(std::string_view id, TimePoint now);
+  Status reschedule(std::string_view id, TimePoint when, TimePoint now);
+  std::vector<JobInfo> list_dead(std::string_view topic, size_t limit, TimePoint now);
+  Status requeue_dead(std::string_view id, TimePoint now);
+  uint64_t requeue_dead_topic(std::string_view topic, TimePoint now);
+  uint64_t purge_dead(std::string_view topic, TimePoint now);
+
+  // Makes due jobs ready and handles leases that ran out, up to `now`.
+  void advance(TimePoint now);
+  // When advance() next has work: a lower bound, see TimingWheel::next_deadline().
+  std::optional<TimePoint> next_deadline() const;
+  // The earliest wheel deadline scheduled since the last call (nullopt if none): lets a driver
+  // re-arm its timer only when a call moved the next deadline earlier.
+  std::optional<TimePoint> take_earliest_scheduled();
+  // Jobs made ready since the last call: lets a driver wake consumers only when needed.
+  uint64_t take_ready_added();
+
+  // Adds this core's counts into `s`.
+  void add_stats(Stats& s) const;
+  size_t jobs() const { return ids_.size(); }
+  const CoreOptions& options() const { return opt_; }
+
+ private:
+  static constexpr uint32_t kNil = 0xffffffffu;
+
+  struct Job {
+    const std::string* id = nullptr;  // the key in ids_ (node-based: stable)
+    std::string body;
+    TimePoint due{};
+    TimePoint lease_deadline{};
+    Duration ttr{0};
+    uint64_t fence = 0;  // of the current delivery
+    TimingWheel::Handle timer;
+    uint32_t topic = 0;
+    uint32_t policy = 0;
+    uint32_t attempts = 0;
+    uint32_t prev = kNil, next = kNil;  // ready or dead list links
+    JobState state = JobState::delayed;
+  };
+
+  struct List {
+    uint32_t head = kNil, tail = kNil;
+  };
+
+  struct Topic {
+    std::string name;
+    List ready, dead;
+    TopicStats counts;
+  };
+
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  using IdMap = std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>>;
+
+  Status validate(const JobSpec& spec, TimePoint now) const;
+  uint32_t topic_index(std::string_view name);
+  uint32_t policy_index(const RetryPolicy& p);
+  uint64_t to_tick_ceil(TimePoint t) const;
+  uint64_t to_tick_floor(TimePoint t) const;
+  TimePoint from_tick(uint64_t tick) const;
+
+  // A job whose token checks out, or the error that says why not.
+  Result<uint32_t> holder(const Token& t);
+  Result<uint32_t> find(std::string_view id) const;
+
+  TopicStats& counts(const Job& j) { return topics_[j.topic].counts; }
+  uint64_t& state_count(TopicStats& c, JobState s);
+  void set_state(Job& j, JobState s);
+  void link(List& l, uint32_t j);
+  void unlink(List& l, uint32_t j);
+  // Moves a job to delayed at `due`, or ready if due <= now.
+  void schedule(uint32_t j, TimePoint due, TimePoint now);
+  void make_ready(uint32_t j);
+  void arm(uint32_t j, TimePoint when);
+  // Detaches a job from wherever it is (wheel, lists), leaving its state count in place.
+  void detach(uint32_t j);
+  // A failed attempt: retry after `delay` (or the policy's) or dead-letter when none remain.
+  void fail(uint32_t j, std::optional<Duration> delay, TimePoint now);
+  void to_dead(uint32_t j);
+  void erase(uint32_t j);
+  JobInfo info(uint32_t j) const;
+  void on_timer(uint32_t j, TimePoint now);
+
+  CoreOptions opt_;
+  int64_t tick_ns_;
+  TimingWheel wheel_;
+  std::vector<Job> jobs_;
+  uint32_t free_ = kNil;
+  IdMap ids_;
+  std::vector<Topic> topics_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> topic_ids_;
+  std::vector<RetryPolicy> policies_;
+  std::unordered_multimap<size_t, uint32_t> policy_ids_;
+  std::mt19937_64 rng_;
+  uint64_t fence_ = 0;
+  uint64_t ready_added_ = 0;
+  uint64_t earliest_scheduled_ = UINT64_MAX;
+  Stats totals_;
+};
+
+}  // namespace delayq::engine

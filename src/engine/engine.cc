@@ -1,0 +1,439 @@
+// The threaded face of the engine: shards of Core behind mutexes, one Asio driver thread with a
+// steady_timer per shard armed for that shard's next deadline, and the waiting of consumers.
+#include <utility>  // before Asio: Boost 1.74 needs it with g++ 12 in C++20
+
+#include "delayq/engine.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <condition_variable>
+#include <list>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "common/format.h"
+#include "engine/core.h"
+
+namespace delayq {
+
+namespace asio = boost::asio;
+using engine::Core;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+struct Shard {
+  Shard(const engine::CoreOptions& o, TimePoint now, asio::io_context& io)
+      : core(o, now), timer(io) {}
+  std::mutex mu;
+  Core core;
+  std::optional<TimePoint> armed;  // under mu: the deadline the timer is (being) armed for
+  asio::steady_timer timer;        // driver thread only
+};
+
+struct AsyncWaiter {
+  std::vector<std::string> topics;
+  std::function<void(Result<Delivery>)> done;
+  std::unique_ptr<asio::steady_timer> timer;
+  bool finished = false;
+};
+
+// Waits longer than this are treated as "forever" (and keep time_point arithmetic in range).
+constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
+
+Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
+
+std::string topic_list(std::span<const std::string> topics) {
+  std::string s;
+  for (const std::string& t : topics) s += (s.empty() ? "'" : ", '") + t + "'";
+  return s;
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineOptions opt;
+  Clock* clock = nullptr;
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::vector<std::unique_ptr<Shard>> shards;
+  std::thread driver;
+  std::atomic<bool> closed{false};
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<uint32_t> next_shard{0};
+  uint64_t clock_subscription = 0;
+
+  // Consumers blocked in reserve() wait for `epoch` to move.
+  std::mutex wait_mu;
+  std::condition_variable cv;
+  std::atomic<uint64_t> epoch{0};
+  std::atomic<int> waiters{0};
+
+  // reserve_async() waiters: the list is touched on the driver thread only.
+  std::list<std::shared_ptr<AsyncWaiter>> async_waiters;
+  std::atomic<int> async_pending{0};
+  std::atomic<bool> serve_posted{false};
+
+  Shard& shard_for(std::string_view id) {
+    if (shards.size() == 1) return *shards[0];
+    return *shards[std::hash<std::string_view>()(id) % shards.size()];
+  }
+
+  // Runs f(core, now) under the shard's lock, then wakes consumers and re-arms the shard's
+  // timer if the call made jobs ready or moved the next deadline earlier.
+  template <class F>
+  auto with_shard(Shard& s, F&& f) {
+    bool ready = false, rearm = false;
+    std::unique_lock lock(s.mu);
+    auto result = f(s.core, clock->now());
+    ready = s.core.take_ready_added() > 0;
+    if (std::optional<TimePoint> e = s.core.take_earliest_scheduled();
+        e && (!s.armed || *e < *s.armed)) {
+      s.armed = e;
+      rearm = !clock->manual();
+    }
+    lock.unlock();
+    if (ready) signal_ready();
+    if (rearm) asio::post(io, [this, &s] { arm_timer(s); });
+    return result;
+  }
+
+  // Driver thread: arms the shard's timer for its next deadline.
+  void arm_timer(Shard& s) {
+    std::optional<TimePoint> next;
+    TimePoint now;
+    {
+      std::lock_guard lock(s.mu);
+      next = s.core.next_deadline();
+      s.armed = next;
+      now = clock->now();
+    }
+    if (!next) {
+      s.timer.cancel();
+      return;
+    }
+    s.timer.expires_after(std::max(*next - now, Duration::zero()));
+    s.timer.async_wait([this, &s](const boost::system::error_code& ec) {
+      if (!ec) on_timer(s);
+    });
+  }
+
+  // Driver thread: the shard's deadline came.
+  void on_timer(Shard& s) {
+    with_shard(s, [](Core& c, TimePoint now) {
+      c.advance(now);
+      return 0;
+    });
+    arm_timer(s);
+  }
+
+  // ManualClock listener: everything due by the clock's new time happens now.
+  void on_manual_clock() {
+    for (auto& s : shards)
+      with_shard(*s, [](Core& c, TimePoint now) {
+        c.advance(now);
+        return 0;
+      });
+  }
+
+  void signal_ready() {
+    epoch.fetch_add(1);
+    if (waiters.load() > 0) {
+      { std::lock_guard lock(wait_mu); }
+      cv.notify_all();
+    }
+    if (async_pending.load() > 0 && !serve_posted.exchange(true))
+      asio::post(io, [this] { serve_async(); });
+  }
+
+  // One pass over the shards (starting at a rotating one so no shard is favoured).
+  Result<Delivery> try_reserve(std::span<const std::string> topics) {
+    const size_t n = shards.size();
+    const size_t start = n == 1 ? 0 : next_shard.fetch_add(1) % n;
+    for (size_t i = 0; i < n; ++i) {
+      Result<Delivery> r = with_shard(*shards[(start + i) % n], [&](Core& c, TimePoint now) {
+        return c.reserve(topics, now);
+      });
+      if (!r.is(Errc::timeout)) return r;
+    }
+    return Status(Errc::timeout, "no job of " + topic_list(topics) + " became ready in time");
+  }
+
+  Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout,
+                           const std::atomic<bool>* stop) {
+    if (topics.empty()) return Status(Errc::invalid_argument, "reserve needs at least one topic");
+    const Steady::time_point deadline = Steady::now() + std::clamp(timeout, Duration::zero(), kForever);
+    for (;;) {
+      if (closed.load()) return closed_error();
+      const uint64_t seen = epoch.load();
+      Result<Delivery> r = try_reserve(topics);
+      if (!r.is(Errc::timeout)) return r;
+      std::unique_lock lock(wait_mu);
+      waiters.fetch_add(1);
+      bool timed_out = false;
+      while (epoch.load() == seen && !closed.load() && !(stop && stop->load())) {
+        if (cv.wait_until(lock, deadline) == std::cv_status::timeout) {
+          timed_out = epoch.load() == seen;
+          break;
+        }
+      }
+      waiters.fetch_sub(1);
+      if (stop && stop->load()) return Status(Errc::closed, "the consumer was stopped");
+      if (timed_out) return r;
+    }
+  }
+
+  // Driver thread.
+  void finish(const std::shared_ptr<AsyncWaiter>& w, Result<Delivery> r) {
+    if (w->finished) return;
+    w->finished = true;
+    async_pending.fetch_sub(1);
+    if (w->timer) w->timer->cancel();
+    w->done(std::move(r));
+  }
+
+  // Driver thread: hands ready jobs to async waiters, oldest waiter first.
+  void serve_async() {
+    serve_posted.store(false);
+    for (auto it = async_waiters.begin(); it != async_waiters.end();) {
+      if (!(*it)->finished) {
+        Result<Delivery> r = try_reserve((*it)->topics);
+        if (r.is(Errc::timeout)) {
+          ++it;
+          continue;
+        }
+        finish(*it, std::move(r));
+      }
+      it = async_waiters.erase(it);
+    }
+  }
+};
+
+Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
+  engine::CoreOptions co;
+  co.tick = options.tick;
+  co.max_delay = options.max_delay;
+  co.max_body_bytes = options.max_body_bytes;
+  co.default_ttr = options.default_ttr;
+  co.default_retry = options.default_retry;
+  if (std::string why = engine::validate(co); !why.empty())
+    return Status(Errc::invalid_argument, "engine options: " + why);
+  if (options.shards < 1 || options.shards > 1024)
+    return Status(Errc::invalid_argument, "engine options: shards must be between 1 and 1024, got " +
+                                              std::to_string(options.shards));
+  auto impl = std::make_unique<Impl>();
+  impl->opt = options;
+  impl->clock = options.clock ? options.clock : &SystemClock::instance();
+  const uint64_t seed = options.seed ? options.seed : std::random_device()();
+  const TimePoint now = impl->clock->now();
+  for (size_t i = 0; i < options.shards; ++i) {
+    co.seed = seed + i;
+    impl->shards.push_back(std::make_unique<Shard>(co, now, impl->io));
+  }
+  impl->work.emplace(impl->io.get_executor());
+  Impl* raw = impl.get();
+  impl->driver = std::thread([raw] { raw->io.run(); });
+  if (impl->clock->manual())
+    impl->clock_subscription = impl->clock->subscribe([raw] { raw->on_manual_clock(); });
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Engine::~Engine() { close(); }
+
+void Engine::close() {
+  Impl& m = *impl_;
+  if (m.closed.exchange(true)) return;
+  if (m.clock_subscription) m.clock->unsubscribe(m.clock_subscription);
+  {
+    std::lock_guard lock(m.wait_mu);
+  }
+  m.cv.notify_all();
+  asio::post(m.io, [&m] {
+    for (auto& w : m.async_waiters) m.finish(w, closed_error());
+    m.async_waiters.clear();
+    for (auto& s : m.shards) s->timer.cancel();
+  });
+  m.work.reset();
+  if (m.driver.joinable()) m.driver.join();
+}
+
+Clock& Engine::clock() { return *impl_->clock; }
+
+Result<std::string> Engine::push(JobSpec spec) {
+  Impl& m = *impl_;
+  if (m.closed.load()) return closed_error();
+  const bool generated = spec.id.empty();
+  for (;;) {
+    if (generated) spec.id = std::to_string(m.next_id.fetch_add(1));
+    std::string id = spec.id;
+    Status s = m.with_shard(m.shard_for(id), [&](Core& c, TimePoint now) {
+      return c.push(std::move(spec), now);
+    });
+    if (s.ok()) return id;
+    // A generated id that a user happened to take already: draw the next one.
+    if (!(generated && s.is(Errc::duplicate_id))) return s;
+  }
+}
+
+std::vector<Result<std::string>> Engine::push_batch(std::vector<JobSpec> specs) {
+  Impl& m = *impl_;
+  std::vector<Result<std::string>> out;
+  out.reserve(specs.size());
+  if (m.shards.size() > 1) {
+    for (JobSpec& s : specs) out.push_back(push(std::move(s)));
+    return out;
+  }
+  if (m.closed.load()) {
+    for (size_t i = 0; i < specs.size(); ++i) out.push_back(closed_error());
+    return out;
+  }
+  // One shard: one lock for the whole batch.
+  m.with_shard(*m.shards[0], [&](Core& c, TimePoint now) {
+    for (JobSpec& spec : specs) {
+      const bool generated = spec.id.empty();
+      for (;;) {
+        if (generated) spec.id = std::to_string(m.next_id.fetch_add(1));
+        std::string id = spec.id;
+        Status s = c.push(std::move(spec), now);
+        if (s.ok()) {
+          out.emplace_back(std::move(id));
+          break;
+        }
+        if (!(generated && s.is(Errc::duplicate_id))) {
+          out.emplace_back(std::move(s));
+          break;
+        }
+      }
+    }
+    return 0;
+  });
+  return out;
+}
+
+Result<Delivery> Engine::reserve(std::span<const std::string> topics, Duration timeout) {
+  return impl_->reserve(topics, timeout, nullptr);
+}
+
+Result<Delivery> Engine::reserve_interruptible(std::span<const std::string> topics,
+                                               Duration timeout, const std::atomic<bool>& stop) {
+  return impl_->reserve(topics, timeout, &stop);
+}
+
+void Engine::wake_waiters() {
+  { std::lock_guard lock(impl_->wait_mu); }
+  impl_->cv.notify_all();
+}
+
+void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
+                           std::function<void(Result<Delivery>)> done) {
+  Impl& m = *impl_;
+  if (m.closed.load()) {
+    done(closed_error());
+    return;
+  }
+  if (topics.empty()) {
+    done(Status(Errc::invalid_argument, "reserve needs at least one topic"));
+    return;
+  }
+  auto w = std::make_shared<AsyncWaiter>();
+  w->topics = std::move(topics);
+  w->done = std::move(done);
+  m.async_pending.fetch_add(1);
+  asio::post(m.io, [&m, w, timeout] {
+    if (m.closed.load()) return m.finish(w, closed_error());
+    Result<Delivery> r = m.try_reserve(w->topics);
+    if (!r.is(Errc::timeout)) return m.finish(w, std::move(r));
+    m.async_waiters.push_back(w);
+    if (timeout < kForever) {
+      w->timer = std::make_unique<asio::steady_timer>(m.io);
+      w->timer->expires_after(std::max(timeout, Duration::zero()));
+      w->timer->async_wait([&m, w, r](const boost::system::error_code& ec) {
+        if (!ec) m.finish(w, r.status());
+      });
+    }
+  });
+}
+
+Status Engine::ack(const Token& t) {
+  return impl_->with_shard(impl_->shard_for(t.id),
+                           [&](Core& c, TimePoint now) { return c.ack(t, now); });
+}
+
+Status Engine::nack(const Token& t, std::optional<Duration> delay) {
+  return impl_->with_shard(impl_->shard_for(t.id),
+                           [&](Core& c, TimePoint now) { return c.nack(t, delay, now); });
+}
+
+Status Engine::dead_letter(const Token& t) {
+  return impl_->with_shard(impl_->shard_for(t.id),
+                           [&](Core& c, TimePoint now) { return c.dead_letter(t, now); });
+}
+
+Result<TimePoint> Engine::touch(const Token& t) {
+  return impl_->with_shard(impl_->shard_for(t.id),
+                           [&](Core& c, TimePoint now) { return c.touch(t, now); });
+}
+
+Status Engine::cancel(std::string_view id) {
+  return impl_->with_shard(impl_->shard_for(id),
+                           [&](Core& c, TimePoint now) { return c.cancel(id, now); });
+}
+
+Result<JobInfo> Engine::get(std::string_view id) {
+  return impl_->with_shard(impl_->shard_for(id),
+                           [&](Core& c, TimePoint now) { return c.get(id, now); });
+}
+
+Status Engine::reschedule(std::string_view id, TimePoint when) {
+  return impl_->with_shard(impl_->shard_for(id),
+                           [&](Core& c, TimePoint now) { return c.reschedule(id, when, now); });
+}
+
+Result<std::vector<JobInfo>> Engine::list_dead(std::string_view topic, size_t limit) {
+  std::vector<JobInfo> all;
+  for (auto& s : impl_->shards) {
+    std::vector<JobInfo> part = impl_->with_shard(
+        *s, [&](Core& c, TimePoint now) { return c.list_dead(topic, limit, now); });
+    all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  if (impl_->shards.size() > 1)
+    std::stable_sort(all.begin(), all.end(),
+                     [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
+  if (all.size() > limit) all.resize(limit);
+  return all;
+}
+
+Status Engine::requeue_dead(std::string_view id) {
+  return impl_->with_shard(impl_->shard_for(id),
+                           [&](Core& c, TimePoint now) { return c.requeue_dead(id, now); });
+}
+
+Result<uint64_t> Engine::requeue_dead_topic(std::string_view topic) {
+  uint64_t n = 0;
+  for (auto& s : impl_->shards)
+    n += impl_->with_shard(*s, [&](Core& c, TimePoint now) { return c.requeue_dead_topic(topic, now); });
+  return n;
+}
+
+Result<uint64_t> Engine::purge_dead(std::string_view topic) {
+  uint64_t n = 0;
+  for (auto& s : impl_->shards)
+    n += impl_->with_shard(*s, [&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });
+  return n;
+}
+
+Stats Engine::stats() {
+  Stats st;
+  for (auto& s : impl_->shards) {
+    std::lock_guard lock(s->mu);
+    s->core.add_stats(st);
+  }
+  return st;
+}
+
+}  // namespace delayq
