@@ -360,41 +360,49 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
 }
 
 Status Engine::ack(const Token& t) {
+  if (impl_->closed.load()) return closed_error();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.ack(t, now); });
 }
 
 Status Engine::nack(const Token& t, std::optional<Duration> delay) {
+  if (impl_->closed.load()) return closed_error();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.nack(t, delay, now); });
 }
 
 Status Engine::dead_letter(const Token& t) {
+  if (impl_->closed.load()) return closed_error();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.dead_letter(t, now); });
 }
 
 Result<TimePoint> Engine::touch(const Token& t) {
+  if (impl_->closed.load()) return closed_error();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.touch(t, now); });
 }
 
 Status Engine::cancel(std::string_view id) {
+  if (impl_->closed.load()) return closed_error();
   return impl_->with_shard(impl_->shard_for(id),
                            [&](Core& c, TimePoint now) { return c.cancel(id, now); });
 }
 
 Result<JobInfo> Engine::get(std::string_view id) {
+  if (impl_->closed.load()) return closed_error();
   return impl_->with_shard(impl_->shard_for(id),
                            [&](Core& c, TimePoint now) { return c.get(id, now); });
 }
 
 Status Engine::reschedule(std::string_view id, TimePoint when) {
+  if (impl_->closed.load()) return closed_error();
   return impl_->with_shard(impl_->shard_for(id),
                            [&](Core& c, TimePoint now) { return c.reschedule(id, when, now); });
 }
 
 Result<std::vector<JobInfo>> Engine::list_dead(std::string_view topic, size_t limit) {
+  if (impl_->closed.load()) return closed_error();
   std::vector<JobInfo> all;
   for (auto& s : impl_->shards) {
     std::vector<JobInfo> part = impl_->with_shard(
@@ -409,11 +417,13 @@ Result<std::vector<JobInfo>> Engine::list_dead(std::string_view topic, size_t li
 }
 
 Status Engine::requeue_dead(std::string_view id) {
+  if (impl_->closed.load()) return closed_error();
   return impl_->with_shard(impl_->shard_for(id),
                            [&](Core& c, TimePoint now) { return c.requeue_dead(id, now); });
 }
 
 Result<uint64_t> Engine::requeue_dead_topic(std::string_view topic) {
+  if (impl_->closed.load()) return closed_error();
   uint64_t n = 0;
   for (auto& s : impl_->shards)
     n += impl_->with_shard(*s, [&](Core& c, TimePoint now) { return c.requeue_dead_topic(topic, now); });
@@ -421,6 +431,7 @@ Result<uint64_t> Engine::requeue_dead_topic(std::string_view topic) {
 }
 
 Result<uint64_t> Engine::purge_dead(std::string_view topic) {
+  if (impl_->closed.load()) return closed_error();
   uint64_t n = 0;
   for (auto& s : impl_->shards)
     n += impl_->with_shard(*s, [&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });
