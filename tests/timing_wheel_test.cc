@@ -224,8 +224,12 @@ void RunRandomised(uint64_t seed, int ops) {
     }
     ASSERT_EQ(w.size(), m.size());
   }
-  // Drain everything.
+  // Drain everything the way a driver does: sleep until next_deadline(), advance, repeat. Each
+  // step must make progress (a lower bound that never moved would spin a driver forever).
+  size_t steps = 0;
+  const size_t max_steps = 8 * (w.size() + 4);
   while (std::optional<uint64_t> nd = w.next_deadline()) {
+    ASSERT_LT(++steps, max_steps) << "next_deadline() stopped making progress at " << *nd;
     now = std::max(now, *nd);
     ASSERT_EQ(advance(w, now), m.advance(now));
   }

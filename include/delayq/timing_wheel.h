@@ -157,6 +157,9 @@ class TimingWheel {
   size_t due_pos_ = 0;
   uint64_t elapsed_;
   size_t live_ = 0;
+  // A lower bound on the tick at which any occupied slot next comes due (0 while the due list
+  // holds entries): advance() to a tick below it only moves elapsed_, without a bit scan.
+  uint64_t horizon_ = UINT64_MAX;
 };
 
 // ---- implementation of the hot paths ----
@@ -203,12 +206,17 @@ inline void TimingWheel::place(uint32_t idx) {
   if (d <= elapsed_) {
     n.loc = kDue;
     due_.push_back(idx);
+    horizon_ = 0;
     return;
   }
   // The lowest level whose current block (a slot of the level above) holds d.
   int k = 0;
   while (k < kLevels - 1 && d / level_span(k) != elapsed_ / level_span(k)) ++k;
   const uint32_t slot = static_cast<uint32_t>((d / slot_span(k)) % kSlots);
+  // The slot comes due at d rounded down to its span (for a later round of the top level, in
+  // that round: skipping earlier passes over the slot loses nothing).
+  const uint64_t start = d - d % slot_span(k);
+  if (start < horizon_) horizon_ = start;
   Level& l = levels_[k];
   if (l.count[slot] == 0 && l.head[slot] != kNil) {
     // Only cancelled nodes remain linked here: reclaim them before reuse.
@@ -249,6 +257,11 @@ inline bool TimingWheel::cancel(Handle h) {
 
 template <class F>
 size_t TimingWheel::advance(uint64_t now, F&& on_fire) {
+  // Below the horizon no slot comes due: only time moves.
+  if (now < horizon_ && due_pos_ >= due_.size()) {
+    if (now > elapsed_) elapsed_ = now;
+    return 0;
+  }
   size_t fired = 0;
   for (;;) {
     // Fire what is due, in order. on_fire may append to due_ (or cancel entries in it).
@@ -269,7 +282,10 @@ size_t TimingWheel::advance(uint64_t now, F&& on_fire) {
     due_.clear();
     due_pos_ = 0;
     const std::optional<Expiration> e = next_expiration();
-    if (!e || e->time > now) break;
+    if (!e || e->time > now) {
+      horizon_ = e ? e->time : UINT64_MAX;
+      break;
+    }
     elapsed_ = e->time;
     drain_slot(e->level, e->slot);
   }

@@ -26,7 +26,8 @@ Core::Core(const CoreOptions& options, TimePoint now)
       tick_ns_(options.tick.count()),
       wheel_(0),
       policies_{options.default_retry},
-      rng_(options.seed) {
+      rng_(options.seed),
+      fences_(options.fences ? options.fences : &own_fences_) {
   wheel_.advance(to_tick_floor(now), [](uint64_t, uint64_t) {});
 }
 
@@ -48,7 +49,7 @@ TimePoint Core::from_tick(uint64_t tick) const {
 
 // ---- validation ----
 
-Status Core::validate(const JobSpec& s, TimePoint now) const {
+Status Core::validate(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
   auto bad = [](std::string m) { return Status(Errc::invalid_argument, std::move(m)); };
   if (s.topic.empty()) return bad("topic is empty: every job needs a topic to be reserved by");
   if (s.topic.size() > kMaxTopicBytes)
@@ -64,7 +65,8 @@ Status Core::validate(const JobSpec& s, TimePoint now) const {
   if (s.delay && *s.delay > opt_.max_delay)
     return bad("delay of " + format_duration(*s.delay) + " exceeds max_delay (" +
                format_duration(opt_.max_delay) + ")");
-  if (s.due_at && *s.due_at - now > opt_.max_delay)
+  // (Compared as now + max_delay, which cannot overflow, rather than due_at - now, which can.)
+  if (s.due_at && *s.due_at > now + opt_.max_delay)
     return bad("due_at is " + format_duration(*s.due_at - now) + " away, beyond max_delay (" +
                format_duration(opt_.max_delay) + ")");
   if (s.ttr < Duration::zero()) return bad("ttr is negative (" + format_duration(s.ttr) + ")");
@@ -78,9 +80,9 @@ Status Core::validate(const JobSpec& s, TimePoint now) const {
     std::string why = s.retry->validate();
     if (!why.empty()) return bad(std::move(why));
   }
-  if (auto it = ids_.find(s.id); it != ids_.end())
+  if (int64_t j = lookup(s.id, id_hash); j >= 0)
     return Status(Errc::duplicate_id, "a job with id '" + s.id + "' already exists (" +
-                                          to_string(jobs_[it->second].state) +
+                                          to_string(jobs_[j].state) +
                                           "); ids are unique while a job lives");
   return {};
 }
@@ -88,11 +90,12 @@ Status Core::validate(const JobSpec& s, TimePoint now) const {
 // ---- interning ----
 
 uint32_t Core::topic_index(std::string_view name) {
-  if (auto it = topic_ids_.find(name); it != topic_ids_.end()) return it->second;
+  if (last_topic_ != kNil && topics_[last_topic_].name == name) return last_topic_;
+  if (auto it = topic_ids_.find(name); it != topic_ids_.end()) return last_topic_ = it->second;
   const uint32_t i = static_cast<uint32_t>(topics_.size());
   topics_.push_back(Topic{std::string(name), {}, {}, {}});
   topic_ids_.emplace(std::string(name), i);
-  return i;
+  return last_topic_ = i;
 }
 
 uint32_t Core::policy_index(const RetryPolicy& p) {
@@ -201,8 +204,7 @@ void Core::erase(uint32_t j) {
   detach(j);
   Job& job = jobs_[j];
   --state_count(counts(job), job.state);
-  ids_.erase(*job.id);
-  job.id = nullptr;
+  ids_.erase(IdIndex::hash(job.id), j);
   job.body = std::string();
   job.next = free_;
   free_ = j;
@@ -243,11 +245,11 @@ uint64_t Core::take_ready_added() { return std::exchange(ready_added_, 0); }
 // ---- lookups ----
 
 Result<uint32_t> Core::find(std::string_view id) const {
-  auto it = ids_.find(id);
-  if (it == ids_.end())
+  const int64_t j = lookup(id, IdIndex::hash(id));
+  if (j < 0)
     return Status(Errc::not_found, "no job with id '" + std::string(id) +
                                        "' (never pushed, or already acknowledged or cancelled)");
-  return it->second;
+  return static_cast<uint32_t>(j);
 }
 
 Result<uint32_t> Core::holder(const Token& t) {
@@ -266,7 +268,7 @@ Result<uint32_t> Core::holder(const Token& t) {
 
 JobInfo Core::info(uint32_t j) const {
   const Job& job = jobs_[j];
-  return JobInfo{*job.id,       topics_[job.topic].name, job.state, job.attempts,
+  return JobInfo{job.id,       topics_[job.topic].name, job.state, job.attempts,
                  policies_[job.policy].max_attempts, job.due, job.lease_deadline, job.ttr,
                  job.body};
 }
@@ -275,23 +277,22 @@ JobInfo Core::info(uint32_t j) const {
 
 Status Core::push(JobSpec&& spec, TimePoint now) {
   advance(now);
-  if (Status s = validate(spec, now); !s.ok()) return s;
+  const uint64_t h = IdIndex::hash(spec.id);
+  if (Status s = validate(spec, h, now); !s.ok()) return s;
   const TimePoint due = spec.delay ? now + *spec.delay : spec.due_at ? *spec.due_at : now;
   uint32_t j;
   if (free_ != kNil) {
     j = free_;
     free_ = jobs_[j].next;
   } else {
-    j = static_cast<uint32_t>(jobs_.size());
-    jobs_.emplace_back();
+    j = jobs_.emplace_back();
   }
-  auto [it, inserted] = ids_.emplace(std::move(spec.id), j);
-  (void)inserted;  // validate() checked uniqueness
+  ids_.insert(h, j);  // validate() checked uniqueness
   const uint32_t topic = topic_index(spec.topic);
   const uint32_t policy = spec.retry ? policy_index(*spec.retry) : 0;
   Job& job = jobs_[j];
   job = Job{};
-  job.id = &it->first;
+  job.id = std::move(spec.id);
   job.body = std::move(spec.body);
   job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr;
   job.topic = topic;
@@ -318,17 +319,17 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   unlink(topics_[job.topic].ready, best);
   set_state(job, JobState::reserved);
   ++job.attempts;
-  job.fence = ++fence_;
+  job.fence = fences_->fetch_add(1, std::memory_order_relaxed) + 1;
   job.lease_deadline = now + job.ttr;
   arm(best, job.lease_deadline);
   ++totals_.delivered;
   Job& j = jobs_[best];
-  return Delivery{*j.id,
+  return Delivery{j.id,
                   topics_[j.topic].name,
                   j.body,
                   j.attempts,
                   policies_[j.policy].max_attempts,
-                  Token{*j.id, j.fence},
+                  Token{j.id, j.fence},
                   j.due,
                   j.lease_deadline};
 }
@@ -404,7 +405,7 @@ Status Core::reschedule(std::string_view id, TimePoint when, TimePoint now) {
   if (job.state == JobState::dead)
     return Status(Errc::invalid_state,
                   "job '" + std::string(id) + "' is dead-lettered; requeue it instead");
-  if (when - now > opt_.max_delay)
+  if (when > now + opt_.max_delay)
     return Status(Errc::invalid_argument, "new due time is " + format_duration(when - now) +
                                               " away, beyond max_delay (" +
                                               format_duration(opt_.max_delay) + ")");
@@ -446,7 +447,7 @@ uint64_t Core::requeue_dead_topic(std::string_view topic, TimePoint now) {
   if (it == topic_ids_.end()) return 0;
   uint64_t n = 0;
   while (topics_[it->second].dead.head != kNil) {
-    const Status s = requeue_dead(*jobs_[topics_[it->second].dead.head].id, now);
+    const Status s = requeue_dead(jobs_[topics_[it->second].dead.head].id, now);
     (void)s;  // a dead-list member is dead by construction
     ++n;
   }

@@ -7,6 +7,7 @@
 // reports. A call that fails changes nothing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -19,6 +20,8 @@
 #include "delayq/error.h"
 #include "delayq/job.h"
 #include "delayq/timing_wheel.h"
+#include "engine/id_index.h"
+#include "engine/slab.h"
 
 namespace delayq::engine {
 
@@ -29,6 +32,9 @@ struct CoreOptions {
   Duration default_ttr = std::chrono::seconds(30);
   RetryPolicy default_retry;
   uint64_t seed = 1;  // for retry jitter
+  // Where delivery fences come from. Shards of one queue share one counter so that fences grow
+  // across the whole queue; nullptr: the core's own.
+  std::atomic<uint64_t>* fences = nullptr;
 };
 
 // Empty when the options are usable, else what is wrong.
@@ -78,7 +84,7 @@ class Core {
   static constexpr uint32_t kNil = 0xffffffffu;
 
   struct Job {
-    const std::string* id = nullptr;  // the key in ids_ (node-based: stable)
+    std::string id;
     std::string body;
     TimePoint due{};
     TimePoint lease_deadline{};
@@ -106,9 +112,10 @@ class Core {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
-  using IdMap = std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>>;
-
-  Status validate(const JobSpec& spec, TimePoint now) const;
+  Status validate(const JobSpec& spec, uint64_t id_hash, TimePoint now) const;
+  int64_t lookup(std::string_view id, uint64_t h) const {
+    return ids_.find(id, h, [this](uint32_t j) -> std::string_view { return jobs_[j].id; });
+  }
   uint32_t topic_index(std::string_view name);
   uint32_t policy_index(const RetryPolicy& p);
   uint64_t to_tick_ceil(TimePoint t) const;
@@ -140,15 +147,17 @@ class Core {
   CoreOptions opt_;
   int64_t tick_ns_;
   TimingWheel wheel_;
-  std::vector<Job> jobs_;
+  Slab<Job> jobs_;
   uint32_t free_ = kNil;
-  IdMap ids_;
+  IdIndex ids_;
+  uint32_t last_topic_ = kNil;  // the topic of the previous push: skips a lookup
   std::vector<Topic> topics_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> topic_ids_;
   std::vector<RetryPolicy> policies_;
   std::unordered_multimap<size_t, uint32_t> policy_ids_;
   std::mt19937_64 rng_;
-  uint64_t fence_ = 0;
+  std::atomic<uint64_t> own_fences_{0};
+  std::atomic<uint64_t>* fences_;
   uint64_t ready_added_ = 0;
   uint64_t earliest_scheduled_ = UINT64_MAX;
   Stats totals_;

@@ -64,6 +64,7 @@ struct Engine::Impl {
   std::atomic<bool> closed{false};
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint32_t> next_shard{0};
+  std::atomic<uint64_t> fences{0};  // shared by the shards' cores
   uint64_t clock_subscription = 0;
 
   // Consumers blocked in reserve() wait for `epoch` to move.
@@ -229,6 +230,7 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   impl->clock = options.clock ? options.clock : &SystemClock::instance();
   const uint64_t seed = options.seed ? options.seed : std::random_device()();
   const TimePoint now = impl->clock->now();
+  co.fences = &impl->fences;
   for (size_t i = 0; i < options.shards; ++i) {
     co.seed = seed + i;
     impl->shards.push_back(std::make_unique<Shard>(co, now, impl->io));

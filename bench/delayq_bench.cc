@@ -1,0 +1,246 @@
+// delayq-bench: the workload driver of ../shared/workloads.md. One JSON line per run on stdout;
+// notes on stderr.
+//
+//   delayq-bench --workload W1 --backend memory --jobs 100000 --delay-max 5
+//   delayq-bench --workload W2 --jobs 1000000 --delay-max 5
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "delayq/engine.h"
+#include "delayq/timer_service.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using delayq::Duration;
+using Steady = std::chrono::steady_clock;
+
+struct Args {
+  std::string workload = "W1";
+  std::string backend = "memory";
+  size_t jobs = 100000;
+  double delay_max_s = 5;
+  size_t consumers = 2;
+  size_t shards = 1;
+  size_t batch = 0;  // 0: one push() per job; else push_batch() of this many
+  int tick_ms = 1;
+  double time_limit_s = 0;  // 0: delay_max + 30 s
+  uint64_t seed = 1;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "delayq-bench: " << why << "\n"
+            << "usage: delayq-bench [--workload W1|W2] [--backend memory] [--jobs N]\n"
+               "                    [--delay-max SECONDS] [--consumers N] [--shards N]\n"
+               "                    [--batch N] [--tick-ms MS] [--time-limit SECONDS] [--seed N]\n";
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--help" || k == "-h") usage("help");
+    if (i + 1 >= argc) usage("missing value after " + k);
+    const std::string v = argv[++i];
+    char* end = nullptr;
+    const double num = std::strtod(v.c_str(), &end);
+    const bool is_num = end && *end == '\0' && !v.empty();
+    auto need_num = [&](double lo) {
+      if (!is_num || num < lo) usage("bad value for " + k + ": '" + v + "'");
+      return num;
+    };
+    if (k == "--workload") a.workload = v;
+    else if (k == "--backend") a.backend = v;
+    else if (k == "--jobs") a.jobs = static_cast<size_t>(need_num(1));
+    else if (k == "--delay-max") a.delay_max_s = need_num(0);
+    else if (k == "--consumers") a.consumers = static_cast<size_t>(need_num(1));
+    else if (k == "--shards") a.shards = static_cast<size_t>(need_num(1));
+    else if (k == "--batch") a.batch = static_cast<size_t>(need_num(0));
+    else if (k == "--tick-ms") a.tick_ms = static_cast<int>(need_num(1));
+    else if (k == "--time-limit") a.time_limit_s = need_num(0);
+    else if (k == "--seed") a.seed = static_cast<uint64_t>(need_num(0));
+    else usage("unknown option " + k);
+  }
+  if (a.workload != "W1" && a.workload != "W2") usage("unknown workload " + a.workload);
+  if (a.backend != "memory") usage("backend '" + a.backend + "' is not built yet (memory only)");
+  if (a.time_limit_s == 0) a.time_limit_s = a.delay_max_s + 30;
+  return a;
+}
+
+double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string num(double v) {
+  std::ostringstream o;
+  o.precision(v >= 1000 ? 1 : 4);
+  o << std::fixed << v;
+  return o.str();
+}
+
+// Lateness summary in ms: p50/p99 by nearest rank.
+std::string lateness_json(std::vector<double>& ms) {
+  if (ms.empty()) return "null";
+  std::sort(ms.begin(), ms.end());
+  auto rank = [&](double p) {
+    const size_t r = static_cast<size_t>(std::ceil(p * ms.size()));
+    return ms[std::clamp<size_t>(r, 1, ms.size()) - 1];
+  };
+  double sum = 0;
+  for (double v : ms) sum += v;
+  return "{\"p50\":" + num(rank(0.50)) + ",\"p99\":" + num(rank(0.99)) +
+         ",\"max\":" + num(ms.back()) + ",\"min\":" + num(ms.front()) +
+         ",\"mean\":" + num(sum / ms.size()) + "}";
+}
+
+int run_w1(const Args& a) {
+  delayq::EngineOptions opt;
+  opt.tick = std::chrono::milliseconds(a.tick_ms);
+  opt.shards = a.shards;
+  opt.seed = a.seed;
+  auto q = delayq::Engine::open(opt);
+  if (!q) {
+    std::cerr << q.status().to_string() << "\n";
+    return 2;
+  }
+  delayq::Engine& engine = **q;
+  const size_t n = a.jobs;
+  std::mt19937_64 rng(a.seed);
+  const int64_t max_ms = static_cast<int64_t>(a.delay_max_s * 1000);
+  std::vector<Duration> delay(n);
+  for (auto& d : delay) d = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, max_ms)(rng));
+  std::vector<delayq::TimePoint> pushed_at(n);
+  std::vector<double> lateness_ms(n, 0);
+  std::vector<std::atomic<uint8_t>> got(n);
+  std::atomic<size_t> received{0}, duplicates{0};
+  std::atomic<bool> stop{false};
+  const std::string body(64, 'x');
+  const std::string topic = "w1";
+  auto& sys = delayq::SystemClock::instance();
+
+  std::atomic<int64_t> last_ack_ns{0};
+  std::vector<std::thread> consumers;
+  for (size_t c = 0; c < a.consumers; ++c) {
+    consumers.emplace_back([&] {
+      while (!stop.load()) {
+        delayq::Result<delayq::Delivery> d = engine.reserve(topic, 100ms);
+        if (!d) continue;
+        const delayq::TimePoint now = sys.now();
+        const size_t i = std::stoul(d->id);
+        lateness_ms[i] = std::chrono::duration<double, std::milli>(now - (pushed_at[i] + delay[i])).count();
+        if (got[i].exchange(1)) duplicates.fetch_add(1);
+        if (!engine.ack(d->token).ok()) continue;
+        last_ack_ns.store(Steady::now().time_since_epoch().count());
+        if (received.fetch_add(1) + 1 == n) stop.store(true);
+      }
+    });
+  }
+
+  const Steady::time_point start = Steady::now();
+  if (a.batch == 0) {
+    for (size_t i = 0; i < n; ++i) {
+      pushed_at[i] = sys.now();
+      delayq::Result<std::string> r =
+          engine.push({.topic = topic, .id = std::to_string(i), .delay = delay[i], .body = body});
+      if (!r) {
+        std::cerr << "push failed: " << r.status().to_string() << "\n";
+        return 1;
+      }
+    }
+  } else {
+    for (size_t i = 0; i < n;) {
+      std::vector<delayq::JobSpec> specs;
+      const size_t end = std::min(n, i + a.batch);
+      const delayq::TimePoint t = sys.now();
+      for (size_t k = i; k < end; ++k) {
+        pushed_at[k] = t;
+        specs.push_back({.topic = topic, .id = std::to_string(k), .delay = delay[k], .body = body});
+      }
+      for (auto& r : engine.push_batch(std::move(specs)))
+        if (!r) {
+          std::cerr << "push failed: " << r.status().to_string() << "\n";
+          return 1;
+        }
+      i = end;
+    }
+  }
+  const double push_s = seconds(Steady::now() - start);
+
+  const Steady::time_point limit = start + std::chrono::duration_cast<Steady::duration>(
+                                               std::chrono::duration<double>(a.time_limit_s));
+  while (!stop.load() && Steady::now() < limit) std::this_thread::sleep_for(5ms);
+  stop.store(true);
+  for (auto& t : consumers) t.join();
+  const size_t got_n = received.load();
+  const double e2e = got_n ? seconds(Steady::time_point(Steady::duration(last_ack_ns.load())) - start) : 0;
+  std::vector<double> lat;
+  lat.reserve(got_n);
+  for (size_t i = 0; i < n; ++i)
+    if (got[i].load()) lat.push_back(lateness_ms[i]);
+
+  std::cout << "{\"peer\":\"delayq-memory\",\"workload\":\"W1\",\"jobs\":" << n
+            << ",\"push_per_s\":" << num(n / push_s) << ",\"end_to_end_s\":" << num(e2e)
+            << ",\"lateness_ms\":" << lateness_json(lat) << ",\"received\":" << got_n
+            << ",\"duplicates\":" << duplicates.load() << ",\"params\":{\"delay_max_s\":"
+            << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"sync\":\"none\""
+            << ",\"tick_ms\":" << a.tick_ms << ",\"shards\":" << a.shards
+            << ",\"batch\":" << a.batch << "}}" << std::endl;
+  if (got_n != n) {
+    std::cerr << "time limit: received " << got_n << " of " << n << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int run_w2(const Args& a) {
+  delayq::TimerService timers(std::chrono::milliseconds(a.tick_ms));
+  const size_t n = a.jobs;
+  std::mt19937_64 rng(a.seed);
+  const int64_t max_ms = static_cast<int64_t>(a.delay_max_s * 1000);
+  std::vector<Duration> delay(n);
+  for (auto& d : delay) d = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, max_ms)(rng));
+  std::vector<delayq::TimerService::Handle> handles(n);
+  std::atomic<size_t> fired{0};
+
+  const Steady::time_point t0 = Steady::now();
+  for (size_t i = 0; i < n; ++i) handles[i] = timers.schedule_after(delay[i], [&fired] { fired.fetch_add(1, std::memory_order_relaxed); });
+  const double schedule_s = seconds(Steady::now() - t0);
+
+  size_t cancelled = 0;
+  const Steady::time_point t1 = Steady::now();
+  for (size_t i = 0; i < n; i += 2) cancelled += timers.cancel(handles[i]);
+  const double cancel_s = seconds(Steady::now() - t1);
+  const size_t cancel_calls = (n + 1) / 2;
+
+  // Check the service kept its word: every entry not cancelled fires.
+  const Steady::time_point limit = Steady::now() + std::chrono::duration_cast<Steady::duration>(
+                                                       std::chrono::duration<double>(a.time_limit_s));
+  while (fired.load() + cancelled < n && Steady::now() < limit) std::this_thread::sleep_for(5ms);
+  timers.stop();
+
+  std::cout << "{\"peer\":\"delayq-memory\",\"workload\":\"W2\",\"jobs\":" << n
+            << ",\"schedule_per_s\":" << num(n / schedule_s)
+            << ",\"cancel_per_s\":" << num(cancel_calls / cancel_s) << ",\"cancelled\":" << cancelled
+            << ",\"fired\":" << fired.load() << ",\"params\":{\"delay_max_s\":" << num(a.delay_max_s)
+            << ",\"tick_ms\":" << a.tick_ms << "}}" << std::endl;
+  return fired.load() + cancelled == n ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  std::cerr << "delayq-bench: " << a.workload << " on " << a.backend << ", " << a.jobs
+            << " jobs, delays up to " << a.delay_max_s << " s\n";
+  return a.workload == "W1" ? run_w1(a) : run_w2(a);
+}

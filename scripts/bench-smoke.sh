@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A short W1 and W2 run: fails unless every job was received, none twice and none early.
+# Speed is not checked here (see docs/benchmarks.md): only correctness of the driver's runs.
+set -euo pipefail
+build=${1:-build}
+bench="$build/bench/delayq-bench"
+check() {  # check JSON_LINE: received == jobs, duplicates == 0, lateness min >= 0
+  python3 - "$1" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+ok = True
+if r["workload"] == "W1":
+    ok = r["received"] == r["jobs"] and r.get("duplicates", 0) == 0 and r["lateness_ms"]["min"] >= 0
+else:
+    ok = r["fired"] + r["cancelled"] == r["jobs"]
+print(("ok   " if ok else "FAIL ") + sys.argv[1])
+sys.exit(0 if ok else 1)
+PY
+}
+check "$("$bench" --workload W1 --jobs 20000 --delay-max 1 2>/dev/null)"
+check "$("$bench" --workload W1 --jobs 20000 --delay-max 1 --shards 2 --batch 100 2>/dev/null)"
+check "$("$bench" --workload W2 --jobs 200000 --delay-max 1 2>/dev/null)"

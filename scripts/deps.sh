@@ -1,0 +1,22 @@
+# Sourced by the other scripts: installs the Debian 12 packages delayq needs, once.
+# Quiet when everything is already there; apt-get update only when something is missing.
+delayq_packages=(cmake ninja-build g++ libboost-dev libgtest-dev libgmock-dev libbenchmark-dev)
+
+delayq_install_deps() {
+  local missing=()
+  for p in "${delayq_packages[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+delayq_configure() {  # delayq_configure BUILD_DIR [cmake args...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: the normal build, then the whole suite
+# again under AddressSanitizer + UndefinedBehaviorSanitizer, then a short run of the workload
+# driver that checks every job arrives and none early.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+delayq_install_deps
+
+echo "== build (RelWithDebInfo) =="
+delayq_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build
+echo "== tests =="
+ctest --test-dir build --output-on-failure -j2
+
+echo "== build (ASan + UBSan) =="
+delayq_configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_SANITIZE=ON \
+  -DDELAYQ_BUILD_BENCH=OFF -DDELAYQ_BUILD_EXAMPLES=OFF
+cmake --build build-asan
+echo "== tests under sanitizers =="
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j2
+
+echo "== workload smoke run =="
+./scripts/bench-smoke.sh build
