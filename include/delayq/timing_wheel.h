@@ -45,6 +45,8 @@
 #include <optional>
 #include <vector>
 
+#include "delayq/detail/slab.h"
+
 namespace delayq {
 
 class TimingWheel {
@@ -150,7 +152,7 @@ class TimingWheel {
   // Empties a slot into the due list or lower levels (in schedule order).
   void drain_slot(int level, uint32_t slot);
 
-  std::vector<Node> nodes_;
+  detail::Slab<Node> nodes_;
   uint32_t free_head_ = kNil;
   std::vector<Level> levels_;
   std::vector<uint32_t> due_;  // entries with deadline <= elapsed_, in firing order
@@ -170,8 +172,8 @@ inline uint32_t TimingWheel::alloc(uint64_t deadline, uint64_t payload) {
     idx = free_head_;
     free_head_ = nodes_[idx].next;
   } else {
-    idx = static_cast<uint32_t>(nodes_.size());
-    nodes_.push_back(Node{0, 0, kNil, 0, kFree, 0});
+    idx = nodes_.emplace_back();
+    nodes_[idx] = Node{0, 0, kNil, 0, kFree, 0};
   }
   Node& n = nodes_[idx];
   n.deadline = deadline;

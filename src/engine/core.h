@@ -21,7 +21,7 @@
 #include "delayq/job.h"
 #include "delayq/timing_wheel.h"
 #include "engine/id_index.h"
-#include "engine/slab.h"
+#include "delayq/detail/slab.h"
 
 namespace delayq::engine {
 
@@ -147,7 +147,7 @@ class Core {
   CoreOptions opt_;
   int64_t tick_ns_;
   TimingWheel wheel_;
-  Slab<Job> jobs_;
+  detail::Slab<Job> jobs_;
   uint32_t free_ = kNil;
   IdIndex ids_;
   uint32_t last_topic_ = kNil;  // the topic of the previous push: skips a lookup

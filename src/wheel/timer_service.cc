@@ -22,7 +22,7 @@ struct TimerService::Impl {
   const Steady::time_point origin;
   mutable std::mutex mu;
   TimingWheel wheel;
-  std::vector<Callback> callbacks;  // indexed by wheel payload
+  detail::Slab<Callback> callbacks;  // indexed by wheel payload
   std::vector<uint32_t> free_slots;
   uint64_t armed = UINT64_MAX;  // under mu: tick the driver's timer is (being) armed for
   asio::io_context io;
@@ -104,8 +104,8 @@ TimerService::Handle TimerService::schedule_at(Steady::time_point when, Callback
       m.free_slots.pop_back();
       m.callbacks[slot] = std::move(cb);
     } else {
-      slot = static_cast<uint32_t>(m.callbacks.size());
-      m.callbacks.push_back(std::move(cb));
+      slot = m.callbacks.emplace_back();
+      m.callbacks[slot] = std::move(cb);
     }
     h = m.wheel.schedule(tick, slot);
     if (tick < m.armed) {

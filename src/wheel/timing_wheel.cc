@@ -83,7 +83,7 @@ void TimingWheel::drain_slot(int level, uint32_t slot) {
 }
 
 size_t TimingWheel::memory_bytes() const {
-  return nodes_.capacity() * sizeof(Node) + levels_.capacity() * sizeof(Level) +
+  return nodes_.memory_bytes() + levels_.capacity() * sizeof(Level) +
          due_.capacity() * sizeof(uint32_t);
 }
 
