@@ -62,17 +62,47 @@ TEST_F(EngineSemantics, NothingIsDeliveredBeforeItsDueTime) {
   EXPECT_LE(d.due, clock.now());
 }
 
-TEST_F(EngineSemantics, DueTimesRoundUpToTheTickNeverDown) {
+TEST_F(EngineSemantics, DueTimesAreExactWhateverTheTick) {
   EngineOptions o;
-  o.tick = 1s;
+  o.tick = 1s;  // the wheel sorts by whole seconds; jobs still fire on their exact instant
   open(o);
   const TimePoint t0 = clock.now();
   push("t", 1500ms, "a");
-  clock.advance(1500ms);  // due, but the 1 s tick rounds the deadline up to 2 s
+  clock.advance(1s);  // the job's tick has come, its instant has not
   EXPECT_TRUE(take("t").is(Errc::timeout));
-  clock.advance(500ms);
+  clock.advance(499ms);
+  EXPECT_TRUE(take("t").is(Errc::timeout));
+  clock.advance(1ms);
   Delivery d = must_take("t");
-  EXPECT_EQ(d.due, t0 + 2s);
+  EXPECT_EQ(d.due, t0 + 1500ms);
+}
+
+TEST_F(EngineSemantics, LeasesRunOutOnTheirExactInstant) {
+  EngineOptions o;
+  o.tick = 1s;
+  open(o);
+  push("t", 0ms, "j", "", RetryPolicy::fixed(0ms, 5), 2500ms);
+  Delivery d = must_take("t");
+  clock.advance(2499ms);
+  EXPECT_EQ(q->get("j")->state, JobState::reserved);
+  clock.advance(1ms);
+  EXPECT_EQ(q->get("j")->state, JobState::ready);
+  EXPECT_TRUE(q->ack(d.token).is(Errc::stale_token));
+}
+
+TEST_F(EngineSemantics, ACancelledJobWaitingForItsInstantNeverFires) {
+  EngineOptions o;
+  o.tick = 1s;
+  open(o);
+  push("t", 1500ms, "a");
+  push("t", 1700ms, "b");
+  clock.advance(1s);  // both wait for their instants now
+  ASSERT_TRUE(q->cancel("a").ok());
+  ASSERT_TRUE(q->reschedule("b", clock.now() + 10s).ok());
+  clock.advance(1s);
+  EXPECT_TRUE(take("t").is(Errc::timeout));
+  clock.advance(9s);
+  EXPECT_EQ(must_take("t").id, "b");
 }
 
 TEST_F(EngineSemantics, DelayZeroIsReadyAtOnce) {

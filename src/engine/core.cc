@@ -31,12 +31,6 @@ Core::Core(const CoreOptions& options, TimePoint now)
   wheel_.advance(to_tick_floor(now), [](uint64_t, uint64_t) {});
 }
 
-uint64_t Core::to_tick_ceil(TimePoint t) const {
-  const int64_t ns = t.time_since_epoch().count();
-  if (ns <= 0) return 0;
-  return (static_cast<uint64_t>(ns) + tick_ns_ - 1) / tick_ns_;
-}
-
 uint64_t Core::to_tick_floor(TimePoint t) const {
   const int64_t ns = t.time_since_epoch().count();
   if (ns <= 0) return 0;
@@ -146,10 +140,17 @@ void Core::unlink(List& l, uint32_t j) {
   job.prev = job.next = kNil;
 }
 
+// Timers are exact. The wheel files a job under the tick in which its instant falls (rounding
+// down); when that tick comes and the instant has not, the job waits in soon_, a small heap
+// ordered by exact instant, and the driver sleeps until that instant. So the tick sets how
+// finely the wheel sorts, not how late a job may fire: never early, and no rounding lateness.
 void Core::arm(uint32_t j, TimePoint when) {
-  const uint64_t tick = to_tick_ceil(when);
-  jobs_[j].timer = wheel_.schedule(tick, j);
-  earliest_scheduled_ = std::min(earliest_scheduled_, tick);
+  Job& job = jobs_[j];
+  ++job.timer_gen;
+  const uint64_t tick = to_tick_floor(when);
+  job.timer = wheel_.schedule(tick, j);
+  const TimePoint at = from_tick(tick);
+  if (!earliest_scheduled_ || at < *earliest_scheduled_) earliest_scheduled_ = at;
 }
 
 void Core::make_ready(uint32_t j) {
@@ -166,7 +167,7 @@ void Core::schedule(uint32_t j, TimePoint due, TimePoint now) {
     make_ready(j);
     return;
   }
-  job.due = from_tick(to_tick_ceil(due));
+  job.due = due;
   set_state(job, JobState::delayed);
   arm(j, job.due);
 }
@@ -177,6 +178,7 @@ void Core::detach(uint32_t j) {
     wheel_.cancel(job.timer);
     job.timer = {};
   }
+  ++job.timer_gen;  // a pending soon_ entry of this job is void now
   if (job.state == JobState::ready) unlink(topics_[job.topic].ready, j);
   if (job.state == JobState::dead) unlink(topics_[job.topic].dead, j);
 }
@@ -212,7 +214,6 @@ void Core::erase(uint32_t j) {
 
 void Core::on_timer(uint32_t j, TimePoint now) {
   Job& job = jobs_[j];
-  job.timer = {};
   if (job.state == JobState::delayed) {
     make_ready(j);
   } else if (job.state == JobState::reserved) {
@@ -223,21 +224,33 @@ void Core::on_timer(uint32_t j, TimePoint now) {
 
 void Core::advance(TimePoint now) {
   wheel_.advance(to_tick_floor(now), [&](uint64_t payload, uint64_t) {
-    on_timer(static_cast<uint32_t>(payload), now);
+    const uint32_t j = static_cast<uint32_t>(payload);
+    Job& job = jobs_[j];
+    job.timer = {};
+    const TimePoint at = timer_instant(job);
+    if (at <= now) return on_timer(j, now);
+    soon_.push_back(Soon{at, soon_seq_++, j, job.timer_gen});
+    std::push_heap(soon_.begin(), soon_.end(), std::greater<>());
+    if (!earliest_scheduled_ || at < *earliest_scheduled_) earliest_scheduled_ = at;
   });
+  while (!soon_.empty() && soon_.front().at <= now) {
+    const Soon s = soon_.front();
+    std::pop_heap(soon_.begin(), soon_.end(), std::greater<>());
+    soon_.pop_back();
+    if (jobs_[s.job].timer_gen == s.gen) on_timer(s.job, now);
+  }
 }
 
 std::optional<TimePoint> Core::next_deadline() const {
-  const std::optional<uint64_t> t = wheel_.next_deadline();
-  if (!t) return std::nullopt;
-  return from_tick(*t);
+  std::optional<TimePoint> next;
+  if (const std::optional<uint64_t> t = wheel_.next_deadline()) next = from_tick(*t);
+  // A stale soon_ entry only makes the driver wake once for nothing.
+  if (!soon_.empty() && (!next || soon_.front().at < *next)) next = soon_.front().at;
+  return next;
 }
 
 std::optional<TimePoint> Core::take_earliest_scheduled() {
-  if (earliest_scheduled_ == UINT64_MAX) return std::nullopt;
-  const TimePoint t = from_tick(earliest_scheduled_);
-  earliest_scheduled_ = UINT64_MAX;
-  return t;
+  return std::exchange(earliest_scheduled_, std::nullopt);
 }
 
 uint64_t Core::take_ready_added() { return std::exchange(ready_added_, 0); }

@@ -91,6 +91,7 @@ class Core {
     Duration ttr{0};
     uint64_t fence = 0;  // of the current delivery
     TimingWheel::Handle timer;
+    uint32_t timer_gen = 0;  // bumped by every arm/detach: marks entries of `soon_` stale
     uint32_t topic = 0;
     uint32_t policy = 0;
     uint32_t attempts = 0;
@@ -100,6 +101,15 @@ class Core {
 
   struct List {
     uint32_t head = kNil, tail = kNil;
+  };
+
+  // A job whose tick has come but whose exact instant has not. Ordered by (at, seq).
+  struct Soon {
+    TimePoint at;
+    uint64_t seq;
+    uint32_t job;
+    uint32_t gen;
+    bool operator>(const Soon& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
   struct Topic {
@@ -118,7 +128,6 @@ class Core {
   }
   uint32_t topic_index(std::string_view name);
   uint32_t policy_index(const RetryPolicy& p);
-  uint64_t to_tick_ceil(TimePoint t) const;
   uint64_t to_tick_floor(TimePoint t) const;
   TimePoint from_tick(uint64_t tick) const;
 
@@ -143,6 +152,10 @@ class Core {
   void erase(uint32_t j);
   JobInfo info(uint32_t j) const;
   void on_timer(uint32_t j, TimePoint now);
+  // The instant a job's timer stands for: its due time, or its lease deadline.
+  TimePoint timer_instant(const Job& j) const {
+    return j.state == JobState::reserved ? j.lease_deadline : j.due;
+  }
 
   CoreOptions opt_;
   int64_t tick_ns_;
@@ -159,7 +172,9 @@ class Core {
   std::atomic<uint64_t> own_fences_{0};
   std::atomic<uint64_t>* fences_;
   uint64_t ready_added_ = 0;
-  uint64_t earliest_scheduled_ = UINT64_MAX;
+  std::vector<Soon> soon_;  // a min-heap (std::push_heap with greater<>)
+  uint64_t soon_seq_ = 0;
+  std::optional<TimePoint> earliest_scheduled_;
   Stats totals_;
 };
 

@@ -73,7 +73,9 @@ struct Engine::Impl {
   std::atomic<uint64_t> epoch{0};
   std::atomic<int> waiters{0};
 
-  // reserve_async() waiters: the list is touched on the driver thread only.
+  // reserve_async() waiters: the list is touched on the driver thread only. async_mu orders
+  // their registration against close(), so none is posted after close() drained the driver.
+  std::mutex async_mu;
   std::list<std::shared_ptr<AsyncWaiter>> async_waiters;
   std::atomic<int> async_pending{0};
   std::atomic<bool> serve_posted{false};
@@ -104,6 +106,7 @@ struct Engine::Impl {
 
   // Driver thread: arms the shard's timer for its next deadline.
   void arm_timer(Shard& s) {
+    if (closed.load()) return;
     std::optional<TimePoint> next;
     TimePoint now;
     {
@@ -200,7 +203,9 @@ struct Engine::Impl {
   void serve_async() {
     serve_posted.store(false);
     for (auto it = async_waiters.begin(); it != async_waiters.end();) {
-      if (!(*it)->finished) {
+      if (closed.load()) {
+        finish(*it, closed_error());
+      } else if (!(*it)->finished) {
         Result<Delivery> r = try_reserve((*it)->topics);
         if (r.is(Errc::timeout)) {
           ++it;
@@ -249,7 +254,10 @@ Engine::~Engine() { close(); }
 
 void Engine::close() {
   Impl& m = *impl_;
-  if (m.closed.exchange(true)) return;
+  {
+    std::lock_guard lock(m.async_mu);
+    if (m.closed.exchange(true)) return;
+  }
   if (m.clock_subscription) m.clock->unsubscribe(m.clock_subscription);
   {
     std::lock_guard lock(m.wait_mu);
@@ -259,9 +267,14 @@ void Engine::close() {
     for (auto& w : m.async_waiters) m.finish(w, closed_error());
     m.async_waiters.clear();
     for (auto& s : m.shards) s->timer.cancel();
+    m.io.stop();
   });
   m.work.reset();
   if (m.driver.joinable()) m.driver.join();
+  // Handlers queued behind the stop (async waits registered before `closed` was set, timer
+  // re-arms from racing calls) run here: each sees `closed` and finishes at once.
+  m.io.restart();
+  m.io.poll();
 }
 
 Clock& Engine::clock() { return *impl_->clock; }
@@ -334,12 +347,14 @@ void Engine::wake_waiters() {
 void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
                            std::function<void(Result<Delivery>)> done) {
   Impl& m = *impl_;
-  if (m.closed.load()) {
-    done(closed_error());
-    return;
-  }
   if (topics.empty()) {
     done(Status(Errc::invalid_argument, "reserve needs at least one topic"));
+    return;
+  }
+  std::unique_lock lock(m.async_mu);
+  if (m.closed.load()) {
+    lock.unlock();
+    done(closed_error());
     return;
   }
   auto w = std::make_shared<AsyncWaiter>();
