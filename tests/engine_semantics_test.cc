@@ -105,6 +105,30 @@ TEST_F(EngineSemantics, ACancelledJobWaitingForItsInstantNeverFires) {
   EXPECT_EQ(must_take("t").id, "b");
 }
 
+TEST_F(EngineSemantics, JobsOfOneCatchUpComeOutInExactDueOrder) {
+  EngineOptions o;
+  o.tick = 1s;
+  open(o);
+  push("t", 1900ms, "a");  // waits for its instant after the clock passes 1 s
+  push("t", 2100ms, "b");
+  push("t", 2050ms, "c");  // same tick as b, earlier instant, pushed later
+  clock.advance(1500ms);
+  clock.advance(1s);
+  EXPECT_EQ(must_take("t").id, "a");
+  EXPECT_EQ(must_take("t").id, "c");
+  EXPECT_EQ(must_take("t").id, "b");
+}
+
+TEST_F(EngineSemantics, ALeaseThatRanOutDuringAJumpRetriesFromWhenItRanOut) {
+  const TimePoint t0 = clock.now();
+  push("t", 0ms, "j", "", RetryPolicy::fixed(10s, 5), 5s);
+  (void)must_take("t");
+  clock.advance(12s);  // the lease ran out at 5 s: the retry is due at 15 s, not 22 s
+  EXPECT_EQ(q->get("j")->due, t0 + 15s);
+  clock.advance(3s);
+  EXPECT_EQ(must_take("t").attempt, 2u);
+}
+
 TEST_F(EngineSemantics, DelayZeroIsReadyAtOnce) {
   push("t", 0ms, "now");
   EXPECT_EQ(must_take("t").id, "now");
@@ -368,9 +392,13 @@ TEST_F(EngineSemantics, RescheduleMovesADelayedOrReadyJob) {
   ASSERT_TRUE(q->reschedule("ready", t0 + 2s).ok());
   EXPECT_TRUE(take("t").is(Errc::timeout));
   clock.advance(1s);
-  EXPECT_EQ(must_take("t").id, "later");
+  Delivery later = must_take("t");
+  EXPECT_EQ(later.id, "later");
+  ASSERT_TRUE(q->ack(later.token).ok());
   clock.advance(1s);
-  EXPECT_EQ(must_take("t").id, "ready");
+  Delivery ready = must_take("t");
+  EXPECT_EQ(ready.id, "ready");
+  ASSERT_TRUE(q->ack(ready.token).ok());
   clock.advance(2h);
   EXPECT_TRUE(take("t").is(Errc::timeout)) << "the old due time must not fire";
 }

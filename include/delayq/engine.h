@@ -22,8 +22,9 @@
 namespace delayq {
 
 struct EngineOptions {
-  // Resolution of due times and leases: between 1 ms and 1 s. Due times round up to it, so a
-  // job never fires early and at most one tick late (plus wake-up latency).
+  // How finely the timing wheel sorts due times and leases: between 1 ms and 1 s. Jobs still
+  // fire on their exact instant (never early; late only by wake-up latency): a coarser tick
+  // means fewer wheel steps for far-off jobs, not later jobs.
   Duration tick = std::chrono::milliseconds(1);
   // Pushes (and reschedules, nack delays, ttrs) further out than this are refused.
   Duration max_delay = std::chrono::hours(24 * 3650);

@@ -99,7 +99,7 @@ struct Delivery {
   uint32_t attempt = 0;  // 1 for the first delivery
   uint32_t max_attempts = 0;
   Token token;
-  TimePoint due;             // when the job became due (after rounding up to the queue's tick)
+  TimePoint due;             // when the job became due
   TimePoint lease_deadline;  // when the reservation runs out unless touched
 };
 

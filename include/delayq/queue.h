@@ -86,9 +86,11 @@ class Queue {
     return reserve(std::span<const std::string>(&topic, 1), timeout);
   }
 
-  // The callback form of reserve(): `done` runs exactly once, on a thread owned by the queue,
-  // with a Delivery, or with timeout / closed. Prefer delayq/asio.h's async_reserve, which
-  // takes any Boost.Asio completion token.
+  // The callback form of reserve(): `done` runs exactly once with a Delivery, or with timeout /
+  // closed. It runs on a thread owned by the queue, except when the call is refused at once (no
+  // topics, or the queue is already closed) or the queue closes meanwhile: then it runs on the
+  // calling thread, or on the thread that calls close(). Prefer delayq/asio.h's async_reserve,
+  // which takes any Boost.Asio completion token and runs the handler on its executor.
   virtual void reserve_async(std::vector<std::string> topics, Duration timeout,
                              std::function<void(Result<Delivery>)> done) = 0;
 
@@ -97,7 +99,8 @@ class Queue {
   virtual Status ack(const Token& token) = 0;
 
   // Gives a delivery back as failed. The job is retried after `delay` if given, else after its
-  // policy's delay; or dead-lettered if this was its last attempt.
+  // policy's delay; or dead-lettered if this was its last attempt. Either way the delay counts
+  // from now; a lease that runs out counts from the instant it ran out.
   // Errors: stale_token, not_found, invalid_argument (negative delay).
   virtual Status nack(const Token& token, std::optional<Duration> delay = std::nullopt) = 0;
 

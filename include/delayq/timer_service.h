@@ -33,7 +33,8 @@ class TimerService {
   Handle schedule_at(std::chrono::steady_clock::time_point when, Callback cb);
 
   // Returns true if the callback had not started and now never will; false if it already ran,
-  // is running, was cancelled, or the handle is not this service's. Thread-safe.
+  // is running, or was cancelled. Pass only handles of this service: the handle carries no
+  // owner, so another service's handle may name one of this service's entries. Thread-safe.
   bool cancel(Handle h);
 
   // Callbacks scheduled and neither run nor cancelled.

@@ -61,7 +61,11 @@ Consumer Queue::consume(std::string topic, Handler handler, size_t concurrency) 
         } else if (r->action == HandlerResult::Action::ack) {
           s = q.ack(d->token);
         } else if (r->action == HandlerResult::Action::retry) {
-          s = q.nack(d->token, r->delay);
+          // A negative delay means "now"; one beyond max_delay falls back to the policy.
+          std::optional<Duration> delay = r->delay;
+          if (delay && *delay < Duration::zero()) delay = Duration::zero();
+          s = q.nack(d->token, delay);
+          if (s.is(Errc::invalid_argument)) s = q.nack(d->token);
         } else {
           s = q.dead_letter(d->token);
         }

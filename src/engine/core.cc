@@ -6,6 +6,17 @@
 
 namespace delayq::engine {
 
+std::string check_waits(const RetryPolicy& p, Duration max_delay) {
+  Duration longest = p.base;
+  if (p.kind == RetryPolicy::Kind::exponential) longest = p.cap;
+  if (p.kind == RetryPolicy::Kind::list)
+    for (Duration d : p.delays) longest = std::max(longest, d);
+  if (longest > max_delay)
+    return "retry policy: a wait of " + format_duration(longest) + " exceeds max_delay (" +
+           format_duration(max_delay) + ")";
+  return {};
+}
+
 std::string validate(const CoreOptions& o) {
   if (o.tick < std::chrono::milliseconds(1) || o.tick > std::chrono::seconds(1))
     return "tick must be between 1 ms and 1 s, got " + format_duration(o.tick);
@@ -17,6 +28,7 @@ std::string validate(const CoreOptions& o) {
   if (o.default_ttr <= Duration::zero()) return "default_ttr must be positive";
   if (o.default_ttr > o.max_delay) return "default_ttr must not exceed max_delay";
   std::string p = o.default_retry.validate();
+  if (p.empty()) p = check_waits(o.default_retry, o.max_delay);
   if (!p.empty()) return "default_retry: " + p;
   return {};
 }
@@ -72,6 +84,7 @@ Status Core::validate(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
                std::to_string(opt_.max_body_bytes) + " (max_body_bytes)");
   if (s.retry) {
     std::string why = s.retry->validate();
+    if (why.empty()) why = check_waits(*s.retry, opt_.max_delay);
     if (!why.empty()) return bad(std::move(why));
   }
   if (int64_t j = lookup(s.id, id_hash); j >= 0)
@@ -190,16 +203,17 @@ void Core::to_dead(uint32_t j) {
   ++totals_.dead_lettered;
 }
 
-void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint now) {
+void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now) {
   Job& job = jobs_[j];
   const RetryPolicy& p = policies_[job.policy];
   if (job.attempts >= p.max_attempts) {
     to_dead(j);
     return;
   }
-  const Duration d = delay ? *delay : backoff(p, job.attempts, rng_);
+  // validate() keeps listed and capped waits within max_delay; the clamp covers the rest.
+  const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.max_delay);
   ++totals_.retried;
-  schedule(j, now + d, now);
+  schedule(j, at + d, now);
 }
 
 void Core::erase(uint32_t j) {
@@ -212,13 +226,13 @@ void Core::erase(uint32_t j) {
   free_ = j;
 }
 
-void Core::on_timer(uint32_t j, TimePoint now) {
+void Core::on_timer(uint32_t j, TimePoint at, TimePoint now) {
   Job& job = jobs_[j];
   if (job.state == JobState::delayed) {
     make_ready(j);
   } else if (job.state == JobState::reserved) {
     ++totals_.leases_expired;
-    fail(j, std::nullopt, now);
+    fail(j, std::nullopt, at, now);  // the retry counts from when the lease ran out
   }
 }
 
@@ -227,17 +241,18 @@ void Core::advance(TimePoint now) {
     const uint32_t j = static_cast<uint32_t>(payload);
     Job& job = jobs_[j];
     job.timer = {};
+    // Everything whose tick came goes through soon_, due now or not, so that the jobs of one
+    // catch-up (and those already waiting there) come out in exact (instant, order) order.
     const TimePoint at = timer_instant(job);
-    if (at <= now) return on_timer(j, now);
     soon_.push_back(Soon{at, soon_seq_++, j, job.timer_gen});
     std::push_heap(soon_.begin(), soon_.end(), std::greater<>());
-    if (!earliest_scheduled_ || at < *earliest_scheduled_) earliest_scheduled_ = at;
+    if (at > now && (!earliest_scheduled_ || at < *earliest_scheduled_)) earliest_scheduled_ = at;
   });
   while (!soon_.empty() && soon_.front().at <= now) {
     const Soon s = soon_.front();
     std::pop_heap(soon_.begin(), soon_.end(), std::greater<>());
     soon_.pop_back();
-    if (jobs_[s.job].timer_gen == s.gen) on_timer(s.job, now);
+    if (jobs_[s.job].timer_gen == s.gen) on_timer(s.job, s.at, now);
   }
 }
 
@@ -367,7 +382,7 @@ Status Core::nack(const Token& t, std::optional<Duration> delay, TimePoint now) 
   Result<uint32_t> j = holder(t);
   if (!j) return j.status();
   detach(*j);
-  fail(*j, delay, now);
+  fail(*j, delay, now, now);
   return {};
 }
 

@@ -39,6 +39,8 @@ struct CoreOptions {
 
 // Empty when the options are usable, else what is wrong.
 std::string validate(const CoreOptions& o);
+// Empty when no wait of the policy exceeds max_delay, else what is wrong.
+std::string check_waits(const RetryPolicy& p, Duration max_delay);
 
 // The wait before retry number `failed` (1 after the first failed delivery).
 Duration backoff(const RetryPolicy& p, uint32_t failed, std::mt19937_64& rng);
@@ -147,11 +149,12 @@ class Core {
   // Detaches a job from wherever it is (wheel, lists), leaving its state count in place.
   void detach(uint32_t j);
   // A failed attempt: retry after `delay` (or the policy's) or dead-letter when none remain.
-  void fail(uint32_t j, std::optional<Duration> delay, TimePoint now);
+  // `at`: when the attempt failed (a lease can run out before the call that notices it).
+  void fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now);
   void to_dead(uint32_t j);
   void erase(uint32_t j);
   JobInfo info(uint32_t j) const;
-  void on_timer(uint32_t j, TimePoint now);
+  void on_timer(uint32_t j, TimePoint at, TimePoint now);
   // The instant a job's timer stands for: its due time, or its lease deadline.
   TimePoint timer_instant(const Job& j) const {
     return j.state == JobState::reserved ? j.lease_deadline : j.due;

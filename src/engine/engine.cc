@@ -38,6 +38,8 @@ struct AsyncWaiter {
   std::vector<std::string> topics;
   std::function<void(Result<Delivery>)> done;
   std::unique_ptr<asio::steady_timer> timer;
+  std::list<std::shared_ptr<AsyncWaiter>>::iterator pos;  // in async_waiters, once listed
+  bool listed = false;
   bool finished = false;
 };
 
@@ -199,6 +201,14 @@ struct Engine::Impl {
     w->done(std::move(r));
   }
 
+  // Driver thread: a waiter's time ran out.
+  void expire(const std::shared_ptr<AsyncWaiter>& w, const Status& why) {
+    if (w->finished) return;
+    if (w->listed) async_waiters.erase(w->pos);
+    w->listed = false;
+    finish(w, why);
+  }
+
   // Driver thread: hands ready jobs to async waiters, oldest waiter first.
   void serve_async() {
     serve_posted.store(false);
@@ -213,6 +223,7 @@ struct Engine::Impl {
         }
         finish(*it, std::move(r));
       }
+      (*it)->listed = false;
       it = async_waiters.erase(it);
     }
   }
@@ -365,12 +376,13 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
     if (m.closed.load()) return m.finish(w, closed_error());
     Result<Delivery> r = m.try_reserve(w->topics);
     if (!r.is(Errc::timeout)) return m.finish(w, std::move(r));
-    m.async_waiters.push_back(w);
+    w->pos = m.async_waiters.insert(m.async_waiters.end(), w);
+    w->listed = true;
     if (timeout < kForever) {
       w->timer = std::make_unique<asio::steady_timer>(m.io);
       w->timer->expires_after(std::max(timeout, Duration::zero()));
       w->timer->async_wait([&m, w, r](const boost::system::error_code& ec) {
-        if (!ec) m.finish(w, r.status());
+        if (!ec) m.expire(w, r.status());
       });
     }
   });
@@ -457,10 +469,12 @@ Result<uint64_t> Engine::purge_dead(std::string_view topic) {
 
 Stats Engine::stats() {
   Stats st;
-  for (auto& s : impl_->shards) {
-    std::lock_guard lock(s->mu);
-    s->core.add_stats(st);
-  }
+  for (auto& s : impl_->shards)
+    impl_->with_shard(*s, [&](Core& c, TimePoint now) {
+      c.advance(now);  // counts as of now, not as of the last call
+      c.add_stats(st);
+      return 0;
+    });
   return st;
 }
 

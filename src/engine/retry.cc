@@ -24,7 +24,8 @@ Duration backoff(const RetryPolicy& p, uint32_t failed, std::mt19937_64& rng) {
     const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
     d -= capped * p.jitter * u;
   }
-  return Duration(static_cast<int64_t>(std::max(d, 0.0)));
+  // d <= cap, a valid Duration, so the conversion cannot overflow.
+  return Duration(static_cast<int64_t>(std::clamp(d, 0.0, static_cast<double>(p.cap.count()))));
 }
 
 }  // namespace delayq::engine
