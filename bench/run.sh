@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every benchmark behind docs/benchmarks.md on this machine and writes the raw results to
+# OUT_DIR (default bench-results/): the micro-benchmarks (JSON + plot) and the W1 / W2 workload
+# lines. Build first (./scripts/test.sh or cmake --build build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build}
+out=${1:-bench-results}
+mkdir -p "$out"
+{
+  echo "# $(date -u +%FT%TZ) $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+  echo "# git $(git rev-parse --short HEAD)"
+} | tee "$out/machine.txt"
+
+if [ -x "$build/bench/delayq-micro" ]; then
+  "$build/bench/delayq-micro" --benchmark_format=console --benchmark_out_format=json \
+    --benchmark_out="$out/micro.json" | tee "$out/micro.txt"
+  if command -v gnuplot >/dev/null; then bench/plot_micro.sh "$out/micro.json" "$out/micro.png"; fi
+fi
+
+bench="$build/bench/delayq-bench"
+: >"$out/workloads.jsonl"
+run() { "$bench" "$@" 2>/dev/null | tee -a "$out/workloads.jsonl"; }
+for i in 1 2 3; do
+  run --workload W1 --backend memory --jobs 100000 --delay-max 5
+  run --workload W1 --backend memory --jobs 100000 --delay-max 5 --batch 100
+  run --workload W2 --jobs 1000000 --delay-max 5
+done
