@@ -243,6 +243,39 @@ TEST(TimingWheel, RandomisedAgainstMultimap) {
   }
 }
 
+// Few distinct deadlines and many cancels: slots hold long chains of stale references and get
+// compacted over and over, interleaved with firing, against the model.
+TEST(TimingWheel, RandomisedHeavyCancelOnCrowdedSlots) {
+  for (uint64_t seed = 200; seed <= 215; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    TimingWheel w;
+    Model m;
+    std::vector<std::pair<uint64_t, TimingWheel::Handle>> live;
+    uint64_t now = 0, p = 1;
+    for (int i = 0; i < 20000; ++i) {
+      const uint64_t r = rng() % 100;
+      if (r < 50) {
+        const uint64_t d = now + 1 + (rng() % 4) * (rng() % 2 ? 1 : kL1);
+        live.emplace_back(p, w.schedule(d, p));
+        m.schedule(d, p);
+        ++p;
+      } else if (r < 95 && !live.empty()) {
+        const size_t k = rng() % live.size();
+        ASSERT_EQ(w.cancel(live[k].second), m.cancel(live[k].first));
+        live[k] = live.back();
+        live.pop_back();
+      } else {
+        now += rng() % 3;
+        ASSERT_EQ(advance(w, now), m.advance(now)) << "at " << now;
+      }
+      ASSERT_EQ(w.size(), m.size());
+    }
+    now += 4 * kL1;
+    ASSERT_EQ(advance(w, now), m.advance(now));
+  }
+}
+
 TEST(TimingWheel, RandomisedWithFarStartingPoint) {
   // Start deep into the tick range so block arithmetic is not only exercised near zero.
   for (uint64_t seed = 100; seed <= 110; ++seed) {
@@ -270,6 +303,28 @@ TEST(TimingWheel, MemoryPerEntryIsAtMost64Bytes) {
   const size_t n = 200000;
   for (size_t i = 0; i < n; ++i) w.schedule(1 + i * 7919 % (kL3 * 2), i);
   EXPECT_LE(static_cast<double>(w.memory_bytes()) / n, 64.0);
+}
+
+// Order timeouts: every tick 300 orders arrive with a 30-minute timeout (1800 ticks here) and
+// 95% of them are paid, i.e. cancelled, within a minute. Memory must follow the live entries,
+// not every entry ever scheduled in the window.
+TEST(TimingWheel, MemoryFollowsLiveEntriesWhenMostAreCancelled) {
+  TimingWheel w;
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<TimingWheel::Handle>> by_tick;
+  size_t fired = 0;
+  for (uint64_t t = 0; t < 2500; ++t) {
+    by_tick.emplace_back();
+    for (int i = 0; i < 300; ++i) by_tick.back().push_back(w.schedule(t + 1800, i));
+    if (t >= 60)
+      for (TimingWheel::Handle h : by_tick[t - 60])
+        if (rng() % 100 < 95) w.cancel(h);
+    fired += advance(w, t).size();
+  }
+  ASSERT_GT(w.size(), 10000u);
+  const double per_live = static_cast<double>(w.memory_bytes()) / w.size();
+  EXPECT_LE(per_live, 96.0) << w.size() << " live entries hold " << w.memory_bytes() << " bytes";
+  EXPECT_GT(fired, 0u);
 }
 
 }  // namespace

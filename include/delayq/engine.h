@@ -48,6 +48,8 @@ class Engine : public Queue {
  public:
   // Checks the options and starts the engine. Errors: invalid_argument, naming the option.
   static Result<std::unique_ptr<Engine>> open(const EngineOptions& options);
+  // close(), then waits for the driver thread. Must not run inside a reserve_async callback of
+  // this engine (close() may).
   ~Engine() override;
 
   Result<std::string> push(JobSpec spec) override;
@@ -81,6 +83,7 @@ class Engine : public Queue {
  private:
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
+  void join_driver();
   std::unique_ptr<Impl> impl_;
 };
 

@@ -26,10 +26,14 @@
 // find the next occupied slot in a few bit scans; after a long sleep advance() jumps straight
 // from one occupied slot to the next, never stepping through empty ones.
 //
-// Entries are nodes in a slab (32 bytes each), addressed by a Handle (index + generation).
-// Slot lists are singly linked and cancel is lazy: it marks the node and decrements its slot's
-// live count (clearing the slot's bit when that reaches zero); the node's memory is reclaimed
-// when the slot is next emptied or reused. A stale handle (fired, cancelled) cancels nothing.
+// Entries are 24-byte nodes in a slab, addressed by a Handle (index + generation). A slot holds
+// references to its nodes (index + generation, 8 bytes) in a chain of 64-byte blocks: schedule
+// appends to the slot's last block, and emptying a slot reads its references in order (prefetching
+// the nodes), never chasing one node's pointer to find the next. Cancel frees the node at once
+// and leaves a stale reference, which is skipped when the slot is emptied; a slot whose stale
+// references outnumber its live ones is compacted, so memory follows the live entries even when
+// most entries are cancelled (order timeouts: most orders are paid). A stale handle (fired,
+// cancelled) cancels nothing.
 //
 // Ordering: entries fire in deadline order; entries with the same deadline fire in the order
 // they were scheduled.
@@ -85,7 +89,8 @@ class TimingWheel {
 
   // True if h names an entry that has not fired and was not cancelled.
   bool pending(Handle h) const {
-    return h.index < nodes_.size() && nodes_[h.index].gen == h.gen && nodes_[h.index].live();
+    return h.gen != 0 && h.index < nodes_.size() && nodes_[h.index].gen == h.gen &&
+           nodes_[h.index].loc != kFree;
   }
   // The deadline of a pending entry (precondition: pending(h)).
   uint64_t deadline(Handle h) const { return nodes_[h.index].deadline; }
@@ -113,26 +118,41 @@ class TimingWheel {
  private:
   static constexpr uint32_t kNil = 0xffffffffu;
   static constexpr uint32_t kDue = 0xfffffffeu;   // loc of an entry in the due list
-  static constexpr uint32_t kFree = 0xfffffffdu;  // loc of a node on the free list
+  static constexpr uint32_t kFree = 0xfffffffdu;  // loc of a free node
   static constexpr size_t kWords = (kSlots + 63) / 64;
   static_assert(kWords <= 64, "the summary word must cover a level's bitmap");
 
   struct Node {
     uint64_t deadline;
-    uint64_t payload;
-    uint32_t next;
-    uint32_t gen;
-    uint32_t loc;   // level * kSlots + slot, kDue, or kFree
-    uint32_t dead;  // 1 once cancelled while still linked
-    bool live() const { return loc != kFree && dead == 0; }
+    uint64_t payload;  // while free: the next free node
+    uint32_t gen;      // changes when the node is scheduled, fires or is cancelled
+    uint32_t loc;      // level * kSlots + slot, kDue, or kFree
   };
-  static_assert(sizeof(Node) == 32);
+  static_assert(sizeof(Node) == 24);
+
+  // A reference to a node: (gen << 32) | index. Stale once the node's gen moved on.
+  using Ref = uint64_t;
+  static Ref ref_of(uint32_t idx, uint32_t gen) { return (uint64_t{gen} << 32) | idx; }
+  static uint32_t ref_index(Ref r) { return static_cast<uint32_t>(r); }
+
+  static constexpr uint32_t kRefsPerBlock = 7;
+  struct Block {
+    Ref ref[kRefsPerBlock];
+    uint32_t next;  // next block of the slot, or of the free list
+    uint32_t n;     // refs used
+  };
+  static_assert(sizeof(Block) == 64);
+
+  struct Slot {
+    uint32_t head = kNil, tail = kNil;  // block chain, oldest first
+    uint32_t live = 0;                  // pending entries
+    uint32_t refs = 0;                  // references held (live + stale)
+  };
 
   struct Level {
-    std::array<uint32_t, kSlots> head;   // LIFO list; reversed when the slot is emptied
-    std::array<uint32_t, kSlots> count;  // live entries in the slot
-    std::array<uint64_t, kWords> bits;   // bit set <=> count > 0
-    uint64_t summary;                    // bit w set <=> bits[w] != 0
+    std::array<Slot, kSlots> slot;
+    std::array<uint64_t, kWords> bits;  // bit set <=> slot.live > 0
+    uint64_t summary;                   // bit w set <=> bits[w] != 0
   };
 
   struct Expiration {
@@ -143,19 +163,29 @@ class TimingWheel {
 
   uint32_t alloc(uint64_t deadline, uint64_t payload);
   void release(uint32_t idx);
-  void place(uint32_t idx);  // links a node by its deadline against elapsed_
+  bool valid(Ref r, uint32_t loc) const {
+    const Node& n = nodes_[ref_index(r)];
+    return n.gen == static_cast<uint32_t>(r >> 32) && n.loc == loc;
+  }
+  void place(uint32_t idx);  // files a node by its deadline against elapsed_
+  void append(Slot& s, Ref r);
+  uint32_t alloc_block();
+  void free_blocks(uint32_t head);
+  void compact(Slot& s, uint32_t loc);
   void set_bit(Level& l, uint32_t slot);
   void clear_bit(Level& l, uint32_t slot);
-  // Next occupied slot at or after `from` (circular when wrap); kNil when none.
+  // Next occupied slot at or after `from`; kNil when none.
   static uint32_t find_from(const Level& l, uint32_t from);
   std::optional<Expiration> next_expiration() const;
   // Empties a slot into the due list or lower levels (in schedule order).
   void drain_slot(int level, uint32_t slot);
 
   detail::Slab<Node> nodes_;
-  uint32_t free_head_ = kNil;
+  uint32_t free_node_ = kNil;
+  detail::Slab<Block, 10> blocks_;
+  uint32_t free_block_ = kNil;
   std::vector<Level> levels_;
-  std::vector<uint32_t> due_;  // entries with deadline <= elapsed_, in firing order
+  std::vector<Ref> due_;  // entries with deadline <= elapsed_, in firing order
   size_t due_pos_ = 0;
   uint64_t elapsed_;
   size_t live_ = 0;
@@ -168,27 +198,25 @@ class TimingWheel {
 
 inline uint32_t TimingWheel::alloc(uint64_t deadline, uint64_t payload) {
   uint32_t idx;
-  if (free_head_ != kNil) {
-    idx = free_head_;
-    free_head_ = nodes_[idx].next;
+  if (free_node_ != kNil) {
+    idx = free_node_;
+    free_node_ = static_cast<uint32_t>(nodes_[idx].payload);
   } else {
     idx = nodes_.emplace_back();
-    nodes_[idx] = Node{0, 0, kNil, 0, kFree, 0};
   }
   Node& n = nodes_[idx];
   n.deadline = deadline;
   n.payload = payload;
-  n.dead = 0;
-  if (++n.gen == 0) n.gen = 1;  // skip the "never issued" generation on wrap-around
+  if (++n.gen == 0) n.gen = 1;  // 0 never names a live entry
   return idx;
 }
 
 inline void TimingWheel::release(uint32_t idx) {
   Node& n = nodes_[idx];
+  if (++n.gen == 0) n.gen = 1;  // stales every handle and reference to it
   n.loc = kFree;
-  n.dead = 0;
-  n.next = free_head_;
-  free_head_ = idx;
+  n.payload = free_node_;
+  free_node_ = idx;
 }
 
 inline void TimingWheel::set_bit(Level& l, uint32_t slot) {
@@ -202,12 +230,39 @@ inline void TimingWheel::clear_bit(Level& l, uint32_t slot) {
   if (w == 0) l.summary &= ~(uint64_t{1} << (slot >> 6));
 }
 
+inline uint32_t TimingWheel::alloc_block() {
+  uint32_t b;
+  if (free_block_ != kNil) {
+    b = free_block_;
+    free_block_ = blocks_[b].next;
+  } else {
+    b = blocks_.emplace_back();
+  }
+  blocks_[b].next = kNil;
+  return b;
+}
+
+// Every block of a chain but the last is full (compact() keeps it so), so the last block's fill
+// follows from s.refs and appending only writes to the block: no read that could miss.
+inline void TimingWheel::append(Slot& s, Ref r) {
+  const uint32_t used = s.refs % kRefsPerBlock;
+  if (used == 0) {
+    const uint32_t b = alloc_block();
+    if (s.tail == kNil) s.head = b; else blocks_[s.tail].next = b;
+    s.tail = b;
+  }
+  Block& b = blocks_[s.tail];
+  b.ref[used] = r;
+  b.n = used + 1;
+  ++s.refs;
+}
+
 inline void TimingWheel::place(uint32_t idx) {
   Node& n = nodes_[idx];
   const uint64_t d = n.deadline;
   if (d <= elapsed_) {
     n.loc = kDue;
-    due_.push_back(idx);
+    due_.push_back(ref_of(idx, n.gen));
     horizon_ = 0;
     return;
   }
@@ -220,19 +275,10 @@ inline void TimingWheel::place(uint32_t idx) {
   const uint64_t start = d - d % slot_span(k);
   if (start < horizon_) horizon_ = start;
   Level& l = levels_[k];
-  if (l.count[slot] == 0 && l.head[slot] != kNil) {
-    // Only cancelled nodes remain linked here: reclaim them before reuse.
-    for (uint32_t i = l.head[slot]; i != kNil;) {
-      const uint32_t next = nodes_[i].next;
-      release(i);
-      i = next;
-    }
-    l.head[slot] = kNil;
-  }
-  n.next = l.head[slot];
+  Slot& s = l.slot[slot];
   n.loc = static_cast<uint32_t>(k) * kSlots + slot;
-  l.head[slot] = idx;
-  if (l.count[slot]++ == 0) set_bit(l, slot);
+  append(s, ref_of(idx, n.gen));
+  if (s.live++ == 0) set_bit(l, slot);
 }
 
 inline TimingWheel::Handle TimingWheel::schedule(uint64_t deadline, uint64_t payload) {
@@ -245,14 +291,20 @@ inline TimingWheel::Handle TimingWheel::schedule(uint64_t deadline, uint64_t pay
 
 inline bool TimingWheel::cancel(Handle h) {
   if (!pending(h)) return false;
-  Node& n = nodes_[h.index];
-  n.dead = 1;
-  if (++n.gen == 0) n.gen = 1;
+  const uint32_t loc = nodes_[h.index].loc;
+  release(h.index);
   --live_;
-  if (n.loc != kDue) {
-    Level& l = levels_[n.loc / kSlots];
-    const uint32_t slot = n.loc % kSlots;
-    if (--l.count[slot] == 0) clear_bit(l, slot);
+  if (loc != kDue) {
+    Level& l = levels_[loc / kSlots];
+    const uint32_t slot = loc % kSlots;
+    Slot& s = l.slot[slot];
+    if (--s.live == 0) {
+      clear_bit(l, slot);
+      free_blocks(s.head);  // every reference left is stale
+      s = Slot{};
+    } else if (s.refs > 2 * s.live + kRefsPerBlock) {
+      compact(s, loc);
+    }
   }
   return true;
 }
@@ -268,14 +320,10 @@ size_t TimingWheel::advance(uint64_t now, F&& on_fire) {
   for (;;) {
     // Fire what is due, in order. on_fire may append to due_ (or cancel entries in it).
     while (due_pos_ < due_.size()) {
-      const uint32_t idx = due_[due_pos_++];
-      Node& n = nodes_[idx];
-      if (n.dead) {
-        release(idx);
-        continue;
-      }
-      const uint64_t payload = n.payload, deadline = n.deadline;
-      if (++n.gen == 0) n.gen = 1;
+      const Ref r = due_[due_pos_++];
+      if (!valid(r, kDue)) continue;  // cancelled
+      const uint32_t idx = ref_index(r);
+      const uint64_t payload = nodes_[idx].payload, deadline = nodes_[idx].deadline;
       release(idx);
       --live_;
       ++fired;

@@ -6,6 +6,17 @@
 
 namespace delayq::engine {
 
+namespace {
+
+// t + d for d >= 0, saturating at the end of representable time (April 2262): sums near that end
+// must not wrap around into the past, where a job would fire at once.
+TimePoint plus(TimePoint t, Duration d) {
+  if (t > TimePoint::max() - d) return TimePoint::max();
+  return t + d;
+}
+
+}  // namespace
+
 std::string check_waits(const RetryPolicy& p, Duration max_delay) {
   Duration longest = p.base;
   if (p.kind == RetryPolicy::Kind::exponential) longest = p.cap;
@@ -71,8 +82,11 @@ Status Core::validate(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
   if (s.delay && *s.delay > opt_.max_delay)
     return bad("delay of " + format_duration(*s.delay) + " exceeds max_delay (" +
                format_duration(opt_.max_delay) + ")");
-  // (Compared as now + max_delay, which cannot overflow, rather than due_at - now, which can.)
-  if (s.due_at && *s.due_at > now + opt_.max_delay)
+  if (s.delay && plus(now, *s.delay) == TimePoint::max())
+    return bad("delay of " + format_duration(*s.delay) +
+               " runs past the end of representable time (April 2262)");
+  // (Compared against now + max_delay, saturated, rather than as due_at - now, which can overflow.)
+  if (s.due_at && *s.due_at > plus(now, opt_.max_delay))
     return bad("due_at is " + format_duration(*s.due_at - now) + " away, beyond max_delay (" +
                format_duration(opt_.max_delay) + ")");
   if (s.ttr < Duration::zero()) return bad("ttr is negative (" + format_duration(s.ttr) + ")");
@@ -213,7 +227,7 @@ void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoi
   // validate() keeps listed and capped waits within max_delay; the clamp covers the rest.
   const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.max_delay);
   ++totals_.retried;
-  schedule(j, at + d, now);
+  schedule(j, plus(at, d), now);
 }
 
 void Core::erase(uint32_t j) {
@@ -307,7 +321,7 @@ Status Core::push(JobSpec&& spec, TimePoint now) {
   advance(now);
   const uint64_t h = IdIndex::hash(spec.id);
   if (Status s = validate(spec, h, now); !s.ok()) return s;
-  const TimePoint due = spec.delay ? now + *spec.delay : spec.due_at ? *spec.due_at : now;
+  const TimePoint due = spec.delay ? plus(now, *spec.delay) : spec.due_at ? *spec.due_at : now;
   uint32_t j;
   if (free_ != kNil) {
     j = free_;
@@ -348,7 +362,7 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   set_state(job, JobState::reserved);
   ++job.attempts;
   job.fence = fences_->fetch_add(1, std::memory_order_relaxed) + 1;
-  job.lease_deadline = now + job.ttr;
+  job.lease_deadline = plus(now, job.ttr);
   arm(best, job.lease_deadline);
   ++totals_.delivered;
   Job& j = jobs_[best];
@@ -401,7 +415,7 @@ Result<TimePoint> Core::touch(const Token& t, TimePoint now) {
   if (!j) return j.status();
   detach(*j);
   Job& job = jobs_[*j];
-  job.lease_deadline = now + job.ttr;
+  job.lease_deadline = plus(now, job.ttr);
   arm(*j, job.lease_deadline);
   return job.lease_deadline;
 }
@@ -433,7 +447,7 @@ Status Core::reschedule(std::string_view id, TimePoint when, TimePoint now) {
   if (job.state == JobState::dead)
     return Status(Errc::invalid_state,
                   "job '" + std::string(id) + "' is dead-lettered; requeue it instead");
-  if (when > now + opt_.max_delay)
+  if (when > plus(now, opt_.max_delay))
     return Status(Errc::invalid_argument, "new due time is " + format_duration(when - now) +
                                               " away, beyond max_delay (" +
                                               format_duration(opt_.max_delay) + ")");

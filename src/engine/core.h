@@ -163,7 +163,7 @@ class Core {
   CoreOptions opt_;
   int64_t tick_ns_;
   TimingWheel wheel_;
-  detail::Slab<Job> jobs_;
+  detail::Slab<Job, 10> jobs_;
   uint32_t free_ = kNil;
   IdIndex ids_;
   uint32_t last_topic_ = kNil;  // the topic of the previous push: skips a lookup

@@ -9,6 +9,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <list>
 #include <mutex>
 #include <random>
@@ -261,7 +263,16 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Engine::~Engine() { close(); }
+Engine::~Engine() {
+  close();
+  // Destroying the engine from one of its own reserve_async callbacks would free the driver
+  // thread's state under its feet: a programming error, reported rather than left undefined.
+  if (std::this_thread::get_id() == impl_->driver.get_id()) {
+    std::fprintf(stderr, "delayq: an Engine was destroyed from its own reserve_async callback\n");
+    std::abort();
+  }
+  join_driver();
+}
 
 void Engine::close() {
   Impl& m = *impl_;
@@ -274,14 +285,27 @@ void Engine::close() {
     std::lock_guard lock(m.wait_mu);
   }
   m.cv.notify_all();
-  asio::post(m.io, [&m] {
+  auto stop_driver = [&m] {
     for (auto& w : m.async_waiters) m.finish(w, closed_error());
     m.async_waiters.clear();
     for (auto& s : m.shards) s->timer.cancel();
     m.io.stop();
-  });
+  };
   m.work.reset();
-  if (m.driver.joinable()) m.driver.join();
+  if (std::this_thread::get_id() == m.driver.get_id()) {
+    // Called from a reserve_async callback, on the driver thread itself: it cannot wait for
+    // itself. Stop it here; it ends when the callback returns, and the destructor joins it.
+    stop_driver();
+    return;
+  }
+  asio::post(m.io, stop_driver);
+  join_driver();
+}
+
+void Engine::join_driver() {
+  Impl& m = *impl_;
+  if (!m.driver.joinable()) return;
+  m.driver.join();
   // Handlers queued behind the stop (async waits registered before `closed` was set, timer
   // re-arms from racing calls) run here: each sees `closed` and finishes at once.
   m.io.restart();

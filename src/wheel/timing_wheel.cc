@@ -6,11 +6,44 @@ namespace delayq {
 
 TimingWheel::TimingWheel(uint64_t start) : levels_(kLevels), elapsed_(start) {
   for (Level& l : levels_) {
-    l.head.fill(kNil);
-    l.count.fill(0);
+    l.slot.fill(Slot{});
     l.bits.fill(0);
     l.summary = 0;
   }
+}
+
+void TimingWheel::free_blocks(uint32_t head) {
+  while (head != kNil) {
+    const uint32_t next = blocks_[head].next;
+    blocks_[head].next = free_block_;
+    free_block_ = head;
+    head = next;
+  }
+}
+
+// Rewrites the slot's references without the stale ones, in order, into the front of its own
+// chain, and frees the blocks left over.
+void TimingWheel::compact(Slot& s, uint32_t loc) {
+  uint32_t out = s.head;
+  uint32_t used = 0;
+  for (uint32_t b = s.head; b != kNil; b = blocks_[b].next) {
+    const uint32_t n = blocks_[b].n;
+    for (uint32_t i = 0; i < n; ++i) {
+      const Ref r = blocks_[b].ref[i];
+      if (!valid(r, loc)) continue;
+      if (used == kRefsPerBlock) {
+        blocks_[out].n = used;
+        out = blocks_[out].next;
+        used = 0;
+      }
+      blocks_[out].ref[used++] = r;
+    }
+  }
+  blocks_[out].n = used;
+  free_blocks(blocks_[out].next);
+  blocks_[out].next = kNil;
+  s.tail = out;
+  s.refs = s.live;
 }
 
 uint32_t TimingWheel::find_from(const Level& l, uint32_t from) {
@@ -58,33 +91,31 @@ std::optional<uint64_t> TimingWheel::next_deadline() const {
 
 void TimingWheel::drain_slot(int level, uint32_t slot) {
   Level& l = levels_[level];
-  uint32_t i = l.head[slot];
-  l.head[slot] = kNil;
-  l.count[slot] = 0;
+  const uint32_t loc = static_cast<uint32_t>(level) * kSlots + slot;
+  uint32_t b = l.slot[slot].head;
+  l.slot[slot] = Slot{};  // entries put back into this slot (later rounds) start a new chain
   clear_bit(l, slot);
-  // The list is newest first: reverse it so entries are re-placed in schedule order, which keeps
-  // equal deadlines firing first-scheduled first.
-  uint32_t prev = kNil;
-  while (i != kNil) {
-    const uint32_t next = nodes_[i].next;
-    nodes_[i].next = prev;
-    prev = i;
-    i = next;
-  }
-  for (i = prev; i != kNil;) {
-    const uint32_t next = nodes_[i].next;
-    if (nodes_[i].dead) {
-      release(i);
-    } else {
-      place(i);
+  // References are in schedule order: re-placing them in order keeps equal deadlines firing
+  // first-scheduled first.
+  while (b != kNil) {
+    const Block& blk = blocks_[b];
+    const uint32_t n = blk.n;
+    if (blk.next != kNil) __builtin_prefetch(&blocks_[blk.next]);
+    for (uint32_t i = 0; i < n; ++i) __builtin_prefetch(&nodes_[ref_index(blk.ref[i])]);
+    for (uint32_t i = 0; i < n; ++i) {
+      const Ref r = blocks_[b].ref[i];  // re-read: place() may grow the block slab
+      if (valid(r, loc)) place(ref_index(r));
     }
-    i = next;
+    const uint32_t next = blocks_[b].next;
+    blocks_[b].next = free_block_;
+    free_block_ = b;
+    b = next;
   }
 }
 
 size_t TimingWheel::memory_bytes() const {
-  return nodes_.memory_bytes() + levels_.capacity() * sizeof(Level) +
-         due_.capacity() * sizeof(uint32_t);
+  return nodes_.memory_bytes() + blocks_.memory_bytes() + levels_.capacity() * sizeof(Level) +
+         due_.capacity() * sizeof(Ref);
 }
 
 }  // namespace delayq
