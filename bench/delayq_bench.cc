@@ -3,6 +3,12 @@
 //
 //   delayq-bench --workload W1 --backend memory --jobs 100000 --delay-max 5
 //   delayq-bench --workload W2 --jobs 1000000 --delay-max 5
+#include <utility>  // before Asio: Boost 1.74 needs it with g++ 12 in C++20
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -35,6 +41,7 @@ struct Args {
   size_t shards = 1;
   size_t batch = 0;  // 0: one push() per job; else push_batch() of this many
   int tick_ms = 1;
+  double slack_us = -1;  // -1: the engine's default
   double time_limit_s = 0;  // 0: delay_max + 30 s
   uint64_t seed = 1;
 };
@@ -43,7 +50,8 @@ struct Args {
   std::cerr << "delayq-bench: " << why << "\n"
             << "usage: delayq-bench [--workload W1|W2] [--backend memory] [--jobs N]\n"
                "                    [--delay-max SECONDS] [--consumers N] [--shards N]\n"
-               "                    [--batch N] [--tick-ms MS] [--time-limit SECONDS] [--seed N]\n";
+               "                    [--batch N] [--tick-ms MS] [--slack-us US]\n"
+               "                    [--time-limit SECONDS] [--seed N]\n";
   std::exit(2);
 }
 
@@ -69,12 +77,14 @@ Args parse(int argc, char** argv) {
     else if (k == "--shards") a.shards = static_cast<size_t>(need_num(1));
     else if (k == "--batch") a.batch = static_cast<size_t>(need_num(0));
     else if (k == "--tick-ms") a.tick_ms = static_cast<int>(need_num(1));
+    else if (k == "--slack-us") a.slack_us = need_num(0);
     else if (k == "--time-limit") a.time_limit_s = need_num(0);
     else if (k == "--seed") a.seed = static_cast<uint64_t>(need_num(0));
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2") usage("unknown workload " + a.workload);
-  if (a.backend != "memory") usage("backend '" + a.backend + "' is not built yet (memory only)");
+  if (a.backend != "memory" && a.backend != "asio")
+    usage("backend '" + a.backend + "' is not built yet (memory, or the asio baseline)");
   if (a.time_limit_s == 0) a.time_limit_s = a.delay_max_s + 30;
   return a;
 }
@@ -108,6 +118,7 @@ int run_w1(const Args& a) {
   opt.tick = std::chrono::milliseconds(a.tick_ms);
   opt.shards = a.shards;
   opt.seed = a.seed;
+  if (a.slack_us >= 0) opt.timer_slack = std::chrono::nanoseconds(static_cast<int64_t>(a.slack_us * 1000));
   auto q = delayq::Engine::open(opt);
   if (!q) {
     std::cerr << q.status().to_string() << "\n";
@@ -194,12 +205,64 @@ int run_w1(const Args& a) {
             << ",\"duplicates\":" << duplicates.load() << ",\"params\":{\"delay_max_s\":"
             << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"sync\":\"none\""
             << ",\"tick_ms\":" << a.tick_ms << ",\"shards\":" << a.shards
-            << ",\"batch\":" << a.batch << "}}" << std::endl;
+            << ",\"batch\":" << a.batch << ",\"timer_slack_us\":"
+            << std::chrono::duration<double, std::micro>(opt.timer_slack).count() << "}}" << std::endl;
   if (got_n != n) {
     std::cerr << "time limit: received " << got_n << " of " << n << "\n";
     return 1;
   }
   return 0;
+}
+
+// The baseline for W1 lateness: no queue at all, each job one boost::asio::steady_timer on one
+// io_context run by `consumers` threads; a job is "received" when its handler runs. Whatever
+// lateness this shows is the machine's own (timer wake-ups, scheduling, VM stalls).
+int run_w1_asio(const Args& a) {
+  namespace asio = boost::asio;
+  const size_t n = a.jobs;
+  std::mt19937_64 rng(a.seed);
+  const int64_t max_ms = static_cast<int64_t>(a.delay_max_s * 1000);
+  std::vector<Duration> delay(n);
+  for (auto& d : delay) d = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, max_ms)(rng));
+  std::vector<delayq::TimePoint> pushed_at(n);
+  std::vector<double> lateness_ms(n, 0);
+  std::vector<std::unique_ptr<asio::steady_timer>> timers(n);
+  std::atomic<size_t> received{0};
+  std::atomic<int64_t> last_ns{0};
+  auto& sys = delayq::SystemClock::instance();
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  std::vector<std::thread> threads;
+  for (size_t c = 0; c < a.consumers; ++c) threads.emplace_back([&] { io.run(); });
+
+  const Steady::time_point start = Steady::now();
+  for (size_t i = 0; i < n; ++i) {
+    pushed_at[i] = sys.now();
+    timers[i] = std::make_unique<asio::steady_timer>(io, delay[i]);
+    timers[i]->async_wait([&, i](const boost::system::error_code& ec) {
+      if (ec) return;
+      lateness_ms[i] =
+          std::chrono::duration<double, std::milli>(sys.now() - (pushed_at[i] + delay[i])).count();
+      last_ns.store(Steady::now().time_since_epoch().count());
+      received.fetch_add(1);
+    });
+  }
+  const double push_s = seconds(Steady::now() - start);
+  const Steady::time_point limit = start + std::chrono::duration_cast<Steady::duration>(
+                                               std::chrono::duration<double>(a.time_limit_s));
+  while (received.load() < n && Steady::now() < limit) std::this_thread::sleep_for(5ms);
+  work.reset();
+  io.stop();
+  for (auto& t : threads) t.join();
+  const size_t got = received.load();
+  std::vector<double> lat(lateness_ms.begin(), lateness_ms.end());
+  std::cout << "{\"peer\":\"asio-steady-timer\",\"workload\":\"W1\",\"jobs\":" << n
+            << ",\"push_per_s\":" << num(n / push_s) << ",\"end_to_end_s\":"
+            << num(seconds(Steady::time_point(Steady::duration(last_ns.load())) - start))
+            << ",\"lateness_ms\":" << lateness_json(lat) << ",\"received\":" << got
+            << ",\"params\":{\"delay_max_s\":" << num(a.delay_max_s)
+            << ",\"threads\":" << a.consumers << "}}" << std::endl;
+  return got == n ? 0 : 1;
 }
 
 int run_w2(const Args& a) {
@@ -242,5 +305,6 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   std::cerr << "delayq-bench: " << a.workload << " on " << a.backend << ", " << a.jobs
             << " jobs, delays up to " << a.delay_max_s << " s\n";
-  return a.workload == "W1" ? run_w1(a) : run_w2(a);
+  if (a.workload == "W2") return run_w2(a);
+  return a.backend == "asio" ? run_w1_asio(a) : run_w1(a);
 }

@@ -504,5 +504,23 @@ TEST_F(EngineSemantics, ReserveAsyncTimesOutAndCloseFailsWaiters) {
   EXPECT_TRUE(q->ack(Token{"x", 1}).is(Errc::closed));
 }
 
+// On the system clock, a consumer blocked in reserve() sleeps until the next deadline. A job
+// pushed meanwhile with an earlier due time must wake it: it arrives long before the later job.
+TEST(EngineRealClock, AnEarlierPushWakesAConsumerSleepingUntilALaterDeadline) {
+  auto q = Engine::open({}).value();
+  ASSERT_TRUE(q->push({.topic = "t", .id = "late", .delay = 3s}).ok());
+  std::promise<Result<Delivery>> got;
+  std::thread consumer([&] { got.set_value(q->reserve("t", 10s)); });
+  std::this_thread::sleep_for(50ms);  // let it fall asleep until "late" is due
+  const auto pushed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(q->push({.topic = "t", .id = "early", .delay = 20ms}).ok());
+  Result<Delivery> d = got.get_future().get();
+  const auto waited = std::chrono::steady_clock::now() - pushed;
+  consumer.join();
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, "early");
+  EXPECT_LT(waited, 2s) << "the consumer slept through the earlier job";
+}
+
 }  // namespace
 }  // namespace delayq

@@ -35,6 +35,10 @@ struct EngineOptions {
   // The policy of a job pushed without one: exponential from 1 s, doubling, capped at 1 h,
   // 10 attempts.
   RetryPolicy default_retry;
+  // How long after a due instant the engine may wake to deliver it, so that jobs due close
+  // together are delivered by one wake-up rather than one each. Never early; adds at most this
+  // much lateness. 0 wakes exactly on each instant (more CPU at high rates).
+  Duration timer_slack = std::chrono::microseconds(100);
   // Independent cores, chosen by hash of the job id, to use more than one CPU. Ordering within a
   // topic holds per shard. 1 keeps a single global order.
   size_t shards = 1;

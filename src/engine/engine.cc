@@ -32,8 +32,16 @@ struct Shard {
       : core(o, now), timer(io) {}
   std::mutex mu;
   Core core;
-  std::optional<TimePoint> armed;  // under mu: the deadline the timer is (being) armed for
-  asio::steady_timer timer;        // driver thread only
+  // Under mu: the shard's next deadline as last looked at (never left in the past by a call),
+  // and a copy (ns since the epoch; INT64_MAX for none) that waiters read without the lock.
+  std::optional<TimePoint> armed;
+  std::atomic<int64_t> armed_ns{INT64_MAX};
+  asio::steady_timer timer;  // driver thread only
+
+  void set_armed(std::optional<TimePoint> t) {
+    armed = t;
+    armed_ns.store(t ? t->time_since_epoch().count() : INT64_MAX);  // seq_cst: see reserve()
+  }
 };
 
 struct AsyncWaiter {
@@ -93,37 +101,52 @@ struct Engine::Impl {
   // timer if the call made jobs ready or moved the next deadline earlier.
   template <class F>
   auto with_shard(Shard& s, F&& f) {
-    bool ready = false, rearm = false;
+    bool ready = false, earlier = false;
     std::unique_lock lock(s.mu);
-    auto result = f(s.core, clock->now());
+    const TimePoint now = clock->now();
+    auto result = f(s.core, now);
     ready = s.core.take_ready_added() > 0;
-    if (std::optional<TimePoint> e = s.core.take_earliest_scheduled();
-        e && (!s.armed || *e < *s.armed)) {
-      s.armed = e;
-      rearm = !clock->manual();
+    const std::optional<TimePoint> e = s.core.take_earliest_scheduled();
+    if (s.armed && *s.armed <= now) {
+      // Every call catches the core up to `now`, so that deadline is behind us now.
+      s.set_armed(s.core.next_deadline());
+    } else if (e && (!s.armed || *e < *s.armed)) {
+      s.set_armed(e);
+      earlier = true;
     }
     lock.unlock();
     if (ready) signal_ready();
-    if (rearm) asio::post(io, [this, &s] { arm_timer(s); });
+    if (earlier && !clock->manual()) {
+      // Waiters sleep until the old deadline: let them look again.
+      if (waiters.load() > 0) {
+        { std::lock_guard l(wait_mu); }
+        cv.notify_all();
+      }
+      if (async_pending.load() > 0) asio::post(io, [this, &s] { arm_timer(s); });
+    }
     return result;
   }
 
   // Driver thread: arms the shard's timer for its next deadline.
+  // The driver's timer serves reserve_async() waiters only: threads blocked in reserve() wake
+  // for deadlines themselves (see reserve()).
   void arm_timer(Shard& s) {
-    if (closed.load()) return;
+    if (closed.load() || async_pending.load() == 0) return;
     std::optional<TimePoint> next;
     TimePoint now;
     {
       std::lock_guard lock(s.mu);
       next = s.core.next_deadline();
-      s.armed = next;
+      s.set_armed(next);
       now = clock->now();
     }
     if (!next) {
       s.timer.cancel();
       return;
     }
-    s.timer.expires_after(std::max(*next - now, Duration::zero()));
+    // Timer slack: wake a little after the earliest instant, so that the jobs due within the
+    // slack after it fire in the same wake-up instead of one wake-up each (never early).
+    s.timer.expires_after(std::max(*next - now, Duration::zero()) + opt.timer_slack);
     s.timer.async_wait([this, &s](const boost::system::error_code& ec) {
       if (!ec) on_timer(s);
     });
@@ -157,6 +180,16 @@ struct Engine::Impl {
       asio::post(io, [this] { serve_async(); });
   }
 
+  // When the earliest shard deadline falls, on the steady clock; never when there is none, or
+  // when the clock is manual (its moves wake waiters).
+  Steady::time_point next_wake() const {
+    int64_t due = INT64_MAX;
+    for (const auto& s : shards) due = std::min(due, s->armed_ns.load());
+    if (due == INT64_MAX || clock->manual()) return Steady::time_point::max();
+    const Duration left = Duration(due) - clock->now().time_since_epoch() + opt.timer_slack;
+    return Steady::now() + std::max(left, Duration::zero());
+  }
+
   // One pass over the shards (starting at a rotating one so no shard is favoured).
   Result<Delivery> try_reserve(std::span<const std::string> topics) {
     const size_t n = shards.size();
@@ -179,12 +212,19 @@ struct Engine::Impl {
       const uint64_t seen = epoch.load();
       Result<Delivery> r = try_reserve(topics);
       if (!r.is(Errc::timeout)) return r;
+      // Sleep until a job is made ready (epoch moves) or the next deadline comes: then this
+      // thread catches the queue up and takes the job itself. One thread hop from due time to
+      // delivery, and any waiting consumer can do it. A call that moves a deadline earlier
+      // stores armed_ns, then reads `waiters`; this thread counts itself in `waiters`, then
+      // reads armed_ns: with both sequentially consistent, one of them sees the other, so a
+      // waiter never sleeps past a deadline it was not told about.
       std::unique_lock lock(wait_mu);
       waiters.fetch_add(1);
       bool timed_out = false;
       while (epoch.load() == seen && !closed.load() && !(stop && stop->load())) {
-        if (cv.wait_until(lock, deadline) == std::cv_status::timeout) {
-          timed_out = epoch.load() == seen;
+        const Steady::time_point wake = std::min(deadline, next_wake());
+        if (cv.wait_until(lock, wake) == std::cv_status::timeout) {
+          timed_out = Steady::now() >= deadline && epoch.load() == seen;
           break;
         }
       }
@@ -240,6 +280,9 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   co.default_retry = options.default_retry;
   if (std::string why = engine::validate(co); !why.empty())
     return Status(Errc::invalid_argument, "engine options: " + why);
+  if (options.timer_slack < Duration::zero() || options.timer_slack > std::chrono::seconds(1))
+    return Status(Errc::invalid_argument, "engine options: timer_slack must be between 0 and 1 s, got " +
+                                              format_duration(options.timer_slack));
   if (options.shards < 1 || options.shards > 1024)
     return Status(Errc::invalid_argument, "engine options: shards must be between 1 and 1024, got " +
                                               std::to_string(options.shards));
@@ -402,6 +445,7 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
     if (!r.is(Errc::timeout)) return m.finish(w, std::move(r));
     w->pos = m.async_waiters.insert(m.async_waiters.end(), w);
     w->listed = true;
+    for (auto& s : m.shards) m.arm_timer(*s);  // the driver's timer now has someone to serve
     if (timeout < kForever) {
       w->timer = std::make_unique<asio::steady_timer>(m.io);
       w->timer->expires_after(std::max(timeout, Duration::zero()));
