@@ -89,6 +89,16 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+// The delays of a run: whole milliseconds, uniform over [0, delay_max], from the run's seed.
+std::vector<Duration> random_delays(const Args& a) {
+  std::mt19937_64 rng(a.seed);
+  const int64_t max_ms = static_cast<int64_t>(a.delay_max_s * 1000);
+  std::vector<Duration> delay(a.jobs);
+  for (auto& d : delay)
+    d = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, max_ms)(rng));
+  return delay;
+}
+
 double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
 
 std::string num(double v) {
@@ -126,10 +136,7 @@ int run_w1(const Args& a) {
   }
   delayq::Engine& engine = **q;
   const size_t n = a.jobs;
-  std::mt19937_64 rng(a.seed);
-  const int64_t max_ms = static_cast<int64_t>(a.delay_max_s * 1000);
-  std::vector<Duration> delay(n);
-  for (auto& d : delay) d = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, max_ms)(rng));
+  const std::vector<Duration> delay = random_delays(a);
   std::vector<delayq::TimePoint> pushed_at(n);
   std::vector<double> lateness_ms(n, 0);
   std::vector<std::atomic<uint8_t>> got(n);
@@ -220,10 +227,7 @@ int run_w1(const Args& a) {
 int run_w1_asio(const Args& a) {
   namespace asio = boost::asio;
   const size_t n = a.jobs;
-  std::mt19937_64 rng(a.seed);
-  const int64_t max_ms = static_cast<int64_t>(a.delay_max_s * 1000);
-  std::vector<Duration> delay(n);
-  for (auto& d : delay) d = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, max_ms)(rng));
+  const std::vector<Duration> delay = random_delays(a);
   std::vector<delayq::TimePoint> pushed_at(n);
   std::vector<double> lateness_ms(n, 0);
   std::vector<std::unique_ptr<asio::steady_timer>> timers(n);
@@ -268,10 +272,7 @@ int run_w1_asio(const Args& a) {
 int run_w2(const Args& a) {
   delayq::TimerService timers(std::chrono::milliseconds(a.tick_ms));
   const size_t n = a.jobs;
-  std::mt19937_64 rng(a.seed);
-  const int64_t max_ms = static_cast<int64_t>(a.delay_max_s * 1000);
-  std::vector<Duration> delay(n);
-  for (auto& d : delay) d = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, max_ms)(rng));
+  const std::vector<Duration> delay = random_delays(a);
   std::vector<delayq::TimerService::Handle> handles(n);
   std::atomic<size_t> fired{0};
 
