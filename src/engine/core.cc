@@ -50,7 +50,8 @@ Core::Core(const CoreOptions& options, TimePoint now)
       wheel_(0),
       policies_{options.default_retry},
       rng_(options.seed),
-      fences_(options.fences ? options.fences : &own_fences_) {
+      fences_(options.fences ? options.fences : &own_fences_),
+      seqs_(options.seqs ? options.seqs : &own_seqs_) {
   wheel_.advance(to_tick_floor(now), [](uint64_t, uint64_t) {});
 }
 
@@ -188,6 +189,7 @@ void Core::make_ready(uint32_t j) {
 }
 
 void Core::schedule(uint32_t j, TimePoint due, TimePoint now) {
+  mark(j);
   Job& job = jobs_[j];
   if (due <= now) {
     job.due = now;
@@ -211,6 +213,7 @@ void Core::detach(uint32_t j) {
 }
 
 void Core::to_dead(uint32_t j) {
+  mark(j);
   Job& job = jobs_[j];
   set_state(job, JobState::dead);
   link(topics_[job.topic].dead, j);
@@ -235,6 +238,10 @@ void Core::erase(uint32_t j) {
   Job& job = jobs_[j];
   --state_count(counts(job), job.state);
   ids_.erase(IdIndex::hash(job.id), j);
+  if (opt_.record_changes) {
+    erased_.push_back(job.seq);
+    job.dirty = false;  // its entry in dirty_ (if any) is void now
+  }
   job.body = std::string();
   job.next = free_;
   free_ = j;
@@ -322,13 +329,7 @@ Status Core::push(JobSpec&& spec, TimePoint now) {
   const uint64_t h = IdIndex::hash(spec.id);
   if (Status s = validate(spec, h, now); !s.ok()) return s;
   const TimePoint due = spec.delay ? plus(now, *spec.delay) : spec.due_at ? *spec.due_at : now;
-  uint32_t j;
-  if (free_ != kNil) {
-    j = free_;
-    free_ = jobs_[j].next;
-  } else {
-    j = jobs_.emplace_back();
-  }
+  const uint32_t j = alloc_job();
   ids_.insert(h, j);  // validate() checked uniqueness
   const uint32_t topic = topic_index(spec.topic);
   const uint32_t policy = spec.retry ? policy_index(*spec.retry) : 0;
@@ -339,10 +340,102 @@ Status Core::push(JobSpec&& spec, TimePoint now) {
   job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr;
   job.topic = topic;
   job.policy = policy;
+  // Only the journal needs sequence numbers: the in-memory engine skips the atomic increment.
+  if (opt_.record_changes) job.seq = seqs_->fetch_add(1, std::memory_order_relaxed) + 1;
   job.state = JobState::delayed;
   ++topics_[topic].counts.delayed;
   schedule(j, due, now);
   ++totals_.pushed;
+  return {};
+}
+
+uint32_t Core::alloc_job() {
+  if (free_ == kNil) return jobs_.emplace_back();
+  const uint32_t j = free_;
+  free_ = jobs_[j].next;
+  return j;
+}
+
+JobRecord Core::record_of(const Job& j) const {
+  return JobRecord{j.seq,        j.id,        topics_[j.topic].name, j.body,
+                   j.state,      j.due,       j.lease_deadline,      j.ttr,
+                   j.attempts,   j.fence,     policies_[j.policy]};
+}
+
+std::vector<Change> Core::take_changes() {
+  std::vector<Change> out;
+  out.reserve(erased_.size() + dirty_.size());
+  for (uint64_t seq : erased_) out.push_back(Change{seq, std::nullopt});
+  for (uint32_t j : dirty_) {
+    Job& job = jobs_[j];
+    if (!job.dirty) continue;  // erased since, or listed twice
+    job.dirty = false;
+    out.push_back(Change{job.seq, record_of(job)});
+  }
+  erased_.clear();
+  dirty_.clear();
+  return out;
+}
+
+namespace {
+void raise_to(std::atomic<uint64_t>& a, uint64_t v) {
+  uint64_t cur = a.load();
+  while (cur < v && !a.compare_exchange_weak(cur, v)) {
+  }
+}
+}  // namespace
+
+Status Core::restore(const JobRecord& r, TimePoint now) {
+  // No advance() here: overdue jobs restored one after another must all wait for the next
+  // advance(), which releases them together, in due order.
+  (void)now;
+  auto bad = [&](const std::string& why) {
+    return Status(Errc::invalid_argument, "record " + std::to_string(r.seq) + " (job '" + r.id +
+                                              "'): " + why);
+  };
+  if (r.id.empty() || r.id.size() > kMaxIdBytes) return bad("bad id length");
+  if (r.topic.empty() || r.topic.size() > kMaxTopicBytes) return bad("bad topic length");
+  if (std::string why = r.retry.validate(); !why.empty()) return bad(why);
+  if (r.ttr <= Duration::zero()) return bad("ttr is not positive");
+  const uint64_t h = IdIndex::hash(r.id);
+  if (lookup(r.id, h) >= 0)
+    return Status(Errc::duplicate_id, "record " + std::to_string(r.seq) + ": a job with id '" +
+                                          r.id + "' was restored already");
+  const uint32_t j = alloc_job();
+  ids_.insert(h, j);
+  const uint32_t topic = topic_index(r.topic);
+  const uint32_t policy = policy_index(r.retry);
+  Job& job = jobs_[j];
+  job = Job{};
+  job.id = r.id;
+  job.body = r.body;
+  job.ttr = r.ttr;
+  job.topic = topic;
+  job.policy = policy;
+  job.seq = r.seq;
+  job.attempts = r.attempts;
+  job.fence = r.fence;
+  job.due = r.due;
+  job.state = JobState::delayed;
+  ++topics_[topic].counts.delayed;
+  switch (r.state) {
+    case JobState::delayed:
+    case JobState::ready:
+      // Through the wheel even when overdue: everything due comes out of soon_ in due order.
+      arm(j, r.due);
+      break;
+    case JobState::reserved:
+      set_state(job, JobState::reserved);
+      job.lease_deadline = r.lease_deadline;
+      arm(j, r.lease_deadline);
+      break;
+    case JobState::dead:
+      set_state(job, JobState::dead);
+      link(topics_[topic].dead, j);
+      break;
+  }
+  raise_to(*fences_, r.fence);
+  raise_to(*seqs_, r.seq);
   return {};
 }
 
@@ -364,6 +457,7 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   job.fence = fences_->fetch_add(1, std::memory_order_relaxed) + 1;
   job.lease_deadline = plus(now, job.ttr);
   arm(best, job.lease_deadline);
+  mark(best);
   ++totals_.delivered;
   Job& j = jobs_[best];
   return Delivery{j.id,
@@ -417,6 +511,7 @@ Result<TimePoint> Core::touch(const Token& t, TimePoint now) {
   Job& job = jobs_[*j];
   job.lease_deadline = plus(now, job.ttr);
   arm(*j, job.lease_deadline);
+  mark(*j);
   return job.lease_deadline;
 }
 
@@ -479,6 +574,7 @@ Status Core::requeue_dead(std::string_view id, TimePoint now) {
   job.attempts = 0;
   job.due = now;
   make_ready(*j);
+  mark(*j);
   ++totals_.requeued;
   return {};
 }

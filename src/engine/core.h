@@ -21,6 +21,7 @@
 #include "delayq/job.h"
 #include "delayq/timing_wheel.h"
 #include "engine/id_index.h"
+#include "engine/record.h"
 #include "delayq/detail/slab.h"
 
 namespace delayq::engine {
@@ -35,6 +36,11 @@ struct CoreOptions {
   // Where delivery fences come from. Shards of one queue share one counter so that fences grow
   // across the whole queue; nullptr: the core's own.
   std::atomic<uint64_t>* fences = nullptr;
+  // Where job sequence numbers come from (shared by shards, like fences); nullptr: the core's own.
+  std::atomic<uint64_t>* seqs = nullptr;
+  // Keep a list of changed records for take_changes() (the durable store needs it; the
+  // in-memory engine does not pay for it).
+  bool record_changes = false;
 };
 
 // Empty when the options are usable, else what is wrong.
@@ -77,6 +83,16 @@ class Core {
   // Jobs made ready since the last call: lets a driver wake consumers only when needed.
   uint64_t take_ready_added();
 
+  // The records changed since the last call, one per job (the latest state), erases included.
+  // Empty unless CoreOptions::record_changes.
+  std::vector<Change> take_changes();
+  // Puts a job back as its record says (recovery). Nothing fires until the next advance(): then
+  // pending jobs whose due time has passed become ready, all in due order, and reserved jobs
+  // whose lease has passed run out (a failed attempt, retried per policy from the lease's end).
+  // Records no change.
+  // Errors: duplicate_id, invalid_argument (a record that breaks the limits).
+  Status restore(const JobRecord& r, TimePoint now);
+
   // Adds this core's counts into `s`.
   void add_stats(Stats& s) const;
   size_t jobs() const { return ids_.size(); }
@@ -98,7 +114,9 @@ class Core {
     uint32_t policy = 0;
     uint32_t attempts = 0;
     uint32_t prev = kNil, next = kNil;  // ready or dead list links
+    uint64_t seq = 0;                   // push order (the journal's key)
     JobState state = JobState::delayed;
+    bool dirty = false;  // listed in dirty_ (its record changed since take_changes())
   };
 
   struct List {
@@ -154,6 +172,14 @@ class Core {
   void to_dead(uint32_t j);
   void erase(uint32_t j);
   JobInfo info(uint32_t j) const;
+  // Notes that a job's record changed (when recording changes).
+  void mark(uint32_t j) {
+    if (!opt_.record_changes || jobs_[j].dirty) return;
+    jobs_[j].dirty = true;
+    dirty_.push_back(j);
+  }
+  JobRecord record_of(const Job& j) const;
+  uint32_t alloc_job();
   void on_timer(uint32_t j, TimePoint at, TimePoint now);
   // The instant a job's timer stands for: its due time, or its lease deadline.
   TimePoint timer_instant(const Job& j) const {
@@ -174,6 +200,10 @@ class Core {
   std::mt19937_64 rng_;
   std::atomic<uint64_t> own_fences_{0};
   std::atomic<uint64_t>* fences_;
+  std::atomic<uint64_t> own_seqs_{0};
+  std::atomic<uint64_t>* seqs_;
+  std::vector<uint32_t> dirty_;
+  std::vector<uint64_t> erased_;
   uint64_t ready_added_ = 0;
   std::vector<Soon> soon_;  // a min-heap (std::push_heap with greater<>)
   uint64_t soon_seq_ = 0;

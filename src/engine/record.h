@@ -1,0 +1,38 @@
+// JobRecord: everything about a job that must survive a restart, and Change: what one call (or
+// one wake-up) did to the records. The durable store writes changes to its journal and feeds
+// records back through Core::restore() when it opens.
+//
+// What is not recorded, because it follows from a record: whether a job whose due time has passed
+// is ready yet (delayed and ready are both "waiting for `due`"), its place in the ready line (due
+// order), its timers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "delayq/job.h"
+
+namespace delayq::engine {
+
+struct JobRecord {
+  uint64_t seq = 0;  // push order, unique in the queue: the journal's key
+  std::string id;
+  std::string topic;
+  std::string body;
+  JobState state = JobState::delayed;  // delayed and ready mean the same here
+  TimePoint due{};
+  TimePoint lease_deadline{};  // meaningful when reserved
+  Duration ttr{0};
+  uint32_t attempts = 0;
+  uint64_t fence = 0;  // of the current or last delivery
+  RetryPolicy retry;
+  bool operator==(const JobRecord&) const = default;
+};
+
+struct Change {
+  uint64_t seq = 0;
+  std::optional<JobRecord> record;  // nullopt: the job is gone (acked, cancelled, purged)
+};
+
+}  // namespace delayq::engine
