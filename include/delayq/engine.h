@@ -14,12 +14,23 @@
 // Everything is lost when the process ends; the durable engine keeps it across restarts.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "delayq/clock.h"
 #include "delayq/queue.h"
 
 namespace delayq {
+
+class Engine;
+struct EngineOptions;
+namespace engine {  // internals that the durable store (wal/) uses to open an Engine
+class Persistence;
+struct JobRecord;
+Result<std::unique_ptr<Engine>> open_engine(
+    const EngineOptions&, std::unique_ptr<Persistence>,
+    const std::function<Status(const std::function<Status(JobRecord&&)>&)>&);
+}  // namespace engine
 
 struct EngineOptions {
   // How finely the timing wheel sorts due times and leases: between 1 ms and 1 s. Jobs still
@@ -85,6 +96,9 @@ class Engine : public Queue {
   void wake_waiters() override;
 
  private:
+  friend Result<std::unique_ptr<Engine>> engine::open_engine(
+      const EngineOptions&, std::unique_ptr<engine::Persistence>,
+      const std::function<Status(const std::function<Status(engine::JobRecord&&)>&)>&);
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   void join_driver();

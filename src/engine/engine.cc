@@ -18,6 +18,7 @@
 
 #include "common/format.h"
 #include "engine/core.h"
+#include "engine/persistence.h"
 
 namespace delayq {
 
@@ -58,6 +59,27 @@ constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 
 Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
 
+// Counters that must not repeat across restarts of a durable queue (fences, generated ids) start
+// at the real time in nanoseconds: a later open starts above everything an earlier one issued
+// unless that issued more than 10^9 a second. (The journal keeps no counters yet.)
+uint64_t restart_safe_base() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// A generated id: the counter in base 36 (12 to 13 characters today, short enough to stay
+// inside std::string's small buffer).
+std::string generated_id(uint64_t n) {
+  char buf[16];
+  char* p = buf + sizeof buf;
+  do {
+    *--p = "0123456789abcdefghijklmnopqrstuvwxyz"[n % 36];
+    n /= 36;
+  } while (n);
+  return std::string(p, buf + sizeof buf);
+}
+
 std::string topic_list(std::span<const std::string> topics) {
   std::string s;
   for (const std::string& t : topics) s += (s.empty() ? "'" : ", '") + t + "'";
@@ -77,6 +99,32 @@ struct Engine::Impl {
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint32_t> next_shard{0};
   std::atomic<uint64_t> fences{0};  // shared by the shards' cores
+  std::atomic<uint64_t> seqs{0};    // job sequence numbers (the journal's keys), shared too
+  // The durable store, if any: every call's changes are written to it before the call returns.
+  std::unique_ptr<engine::Persistence> store;
+  // Set when a write to the store failed: the engine stops (fail-stop) and says why.
+  std::mutex failure_mu;
+  Status failure;
+
+  Status closed_status() {
+    std::lock_guard lock(failure_mu);
+    return failure.ok() ? closed_error() : failure;
+  }
+
+  // A write to the store failed after the core had applied the call: stop serving, so that
+  // nothing the caller was told failed can be handed out. What is on disk stays consistent.
+  Status fail(const Status& why) {
+    Status s(Errc::io_error, "the store could not be written, so the queue stopped (reopen it to "
+                             "continue from what was stored): " + why.to_string());
+    {
+      std::lock_guard lock(failure_mu);
+      if (failure.ok()) failure = s;
+    }
+    closed.store(true);
+    { std::lock_guard lock(wait_mu); }
+    cv.notify_all();
+    return s;
+  }
   uint64_t clock_subscription = 0;
 
   // Consumers blocked in reserve() wait for `epoch` to move.
@@ -105,6 +153,15 @@ struct Engine::Impl {
     std::unique_lock lock(s.mu);
     const TimePoint now = clock->now();
     auto result = f(s.core, now);
+    if (store) {
+      // Journal before anyone (this caller included) learns of the call's effect.
+      if (std::vector<engine::Change> changes = s.core.take_changes(); !changes.empty()) {
+        if (Status w = store->write(changes); !w.ok()) {
+          Status stopped = fail(w);
+          if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
+        }
+      }
+    }
     ready = s.core.take_ready_added() > 0;
     const std::optional<TimePoint> e = s.core.take_earliest_scheduled();
     if (s.armed && *s.armed <= now) {
@@ -208,7 +265,7 @@ struct Engine::Impl {
     if (topics.empty()) return Status(Errc::invalid_argument, "reserve needs at least one topic");
     const Steady::time_point deadline = Steady::now() + std::clamp(timeout, Duration::zero(), kForever);
     for (;;) {
-      if (closed.load()) return closed_error();
+      if (closed.load()) return closed_status();
       const uint64_t seen = epoch.load();
       Result<Delivery> r = try_reserve(topics);
       if (!r.is(Errc::timeout)) return r;
@@ -272,6 +329,12 @@ struct Engine::Impl {
 };
 
 Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
+  return engine::open_engine(options, nullptr, {});
+}
+
+Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options,
+                                                    std::unique_ptr<engine::Persistence> store,
+                                                    const engine::RecordSource& records) {
   engine::CoreOptions co;
   co.tick = options.tick;
   co.max_delay = options.max_delay;
@@ -286,22 +349,42 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   if (options.shards < 1 || options.shards > 1024)
     return Status(Errc::invalid_argument, "engine options: shards must be between 1 and 1024, got " +
                                               std::to_string(options.shards));
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<Engine::Impl>();
   impl->opt = options;
   impl->clock = options.clock ? options.clock : &SystemClock::instance();
   const uint64_t seed = options.seed ? options.seed : std::random_device()();
   const TimePoint now = impl->clock->now();
+  impl->fences.store(restart_safe_base());  // restore() raises it further if a record is above
+  impl->next_id.store(restart_safe_base());
   co.fences = &impl->fences;
+  co.seqs = &impl->seqs;
+  co.record_changes = store != nullptr;
   for (size_t i = 0; i < options.shards; ++i) {
     co.seed = seed + i;
     impl->shards.push_back(std::make_unique<Shard>(co, now, impl->io));
   }
+  if (records) {
+    Engine::Impl* m = impl.get();
+    Status st = records([m, now](engine::JobRecord&& r) {
+      return m->shard_for(r.id).core.restore(r, now);
+    });
+    if (!st.ok()) return st;
+  }
+  impl->store = std::move(store);
   impl->work.emplace(impl->io.get_executor());
-  Impl* raw = impl.get();
+  Engine::Impl* raw = impl.get();
   impl->driver = std::thread([raw] { raw->io.run(); });
   if (impl->clock->manual())
     impl->clock_subscription = impl->clock->subscribe([raw] { raw->on_manual_clock(); });
-  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+  std::unique_ptr<Engine> e(new Engine(std::move(impl)));
+  // Catch up with the time that passed while the queue was down: overdue jobs become ready in
+  // due order, leases that ran out are retried (and journaled).
+  for (auto& s : raw->shards)
+    raw->with_shard(*s, [](engine::Core& c, TimePoint t) {
+      c.advance(t);
+      return 0;
+    });
+  return e;
 }
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -359,10 +442,10 @@ Clock& Engine::clock() { return *impl_->clock; }
 
 Result<std::string> Engine::push(JobSpec spec) {
   Impl& m = *impl_;
-  if (m.closed.load()) return closed_error();
+  if (m.closed.load()) return m.closed_status();
   const bool generated = spec.id.empty();
   for (;;) {
-    if (generated) spec.id = std::to_string(m.next_id.fetch_add(1));
+    if (generated) spec.id = generated_id(m.next_id.fetch_add(1));
     std::string id = spec.id;
     Status s = m.with_shard(m.shard_for(id), [&](Core& c, TimePoint now) {
       return c.push(std::move(spec), now);
@@ -382,7 +465,7 @@ std::vector<Result<std::string>> Engine::push_batch(std::vector<JobSpec> specs) 
     return out;
   }
   if (m.closed.load()) {
-    for (size_t i = 0; i < specs.size(); ++i) out.push_back(closed_error());
+    for (size_t i = 0; i < specs.size(); ++i) out.push_back(m.closed_status());
     return out;
   }
   // One shard: one lock for the whole batch.
@@ -390,7 +473,7 @@ std::vector<Result<std::string>> Engine::push_batch(std::vector<JobSpec> specs) 
     for (JobSpec& spec : specs) {
       const bool generated = spec.id.empty();
       for (;;) {
-        if (generated) spec.id = std::to_string(m.next_id.fetch_add(1));
+        if (generated) spec.id = generated_id(m.next_id.fetch_add(1));
         std::string id = spec.id;
         Status s = c.push(std::move(spec), now);
         if (s.ok()) {
@@ -457,49 +540,49 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
 }
 
 Status Engine::ack(const Token& t) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.ack(t, now); });
 }
 
 Status Engine::nack(const Token& t, std::optional<Duration> delay) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.nack(t, delay, now); });
 }
 
 Status Engine::dead_letter(const Token& t) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.dead_letter(t, now); });
 }
 
 Result<TimePoint> Engine::touch(const Token& t) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.touch(t, now); });
 }
 
 Status Engine::cancel(std::string_view id) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(id),
                            [&](Core& c, TimePoint now) { return c.cancel(id, now); });
 }
 
 Result<JobInfo> Engine::get(std::string_view id) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(id),
                            [&](Core& c, TimePoint now) { return c.get(id, now); });
 }
 
 Status Engine::reschedule(std::string_view id, TimePoint when) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(id),
                            [&](Core& c, TimePoint now) { return c.reschedule(id, when, now); });
 }
 
 Result<std::vector<JobInfo>> Engine::list_dead(std::string_view topic, size_t limit) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   std::vector<JobInfo> all;
   for (auto& s : impl_->shards) {
     std::vector<JobInfo> part = impl_->with_shard(
@@ -514,13 +597,13 @@ Result<std::vector<JobInfo>> Engine::list_dead(std::string_view topic, size_t li
 }
 
 Status Engine::requeue_dead(std::string_view id) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(id),
                            [&](Core& c, TimePoint now) { return c.requeue_dead(id, now); });
 }
 
 Result<uint64_t> Engine::requeue_dead_topic(std::string_view topic) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   uint64_t n = 0;
   for (auto& s : impl_->shards)
     n += impl_->with_shard(*s, [&](Core& c, TimePoint now) { return c.requeue_dead_topic(topic, now); });
@@ -528,7 +611,7 @@ Result<uint64_t> Engine::requeue_dead_topic(std::string_view topic) {
 }
 
 Result<uint64_t> Engine::purge_dead(std::string_view topic) {
-  if (impl_->closed.load()) return closed_error();
+  if (impl_->closed.load()) return impl_->closed_status();
   uint64_t n = 0;
   for (auto& s : impl_->shards)
     n += impl_->with_shard(*s, [&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });

@@ -1,0 +1,600 @@
+// The journal against a real RocksDB, one fresh directory per test.
+#include "wal/journal.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+namespace delayq::wal {
+namespace {
+
+using engine::Change;
+using engine::JobRecord;
+
+class JournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/delayq_journal_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::unique_ptr<Journal> open(JournalOptions o = fast()) {
+    auto j = Journal::open(dir_, o);
+    EXPECT_TRUE(j.ok()) << j.status().to_string();
+    return j.ok() ? std::move(j).value() : nullptr;
+  }
+
+  static JournalOptions fast() {
+    JournalOptions o;
+    o.sync = SyncMode::none;
+    return o;
+  }
+
+  // Writes (or, with value == nullptr, reads into *got) straight in the store with RocksDB,
+  // bypassing the journal.
+  void raw_put(const std::string& family, const std::string& key, const std::string& value) {
+    raw(family, key, &value, nullptr);
+  }
+  std::string raw_get(const std::string& family, const std::string& key) {
+    std::string got;
+    raw(family, key, nullptr, &got);
+    return got;
+  }
+  void raw(const std::string& family, const std::string& key, const std::string* value,
+           std::string* got) {
+    rocksdb::DBOptions o;
+    o.create_if_missing = true;
+    o.create_missing_column_families = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> fams = {
+        {rocksdb::kDefaultColumnFamilyName, {}}, {"jobs", {}}, {"meta", {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(o, dir_, fams, &handles, &db);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    rocksdb::ColumnFamilyHandle* h = family == "jobs" ? handles[1] : handles[2];
+    s = value ? db->Put(rocksdb::WriteOptions(), h, key, *value)
+              : db->Get(rocksdb::ReadOptions(), h, key, got);
+    for (auto* x : handles) (void)db->DestroyColumnFamilyHandle(x);
+    delete db;
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  std::string dir_;
+};
+
+std::string key_of(uint64_t seq) {
+  std::string k(8, '\0');
+  for (int i = 0; i < 8; ++i) k[i] = static_cast<char>(seq >> (8 * (7 - i)));
+  return k;
+}
+
+JobRecord make(uint64_t seq, std::string body = "body") {
+  JobRecord r;
+  r.seq = seq;
+  r.id = "id-" + std::to_string(seq);
+  r.topic = "topic";
+  r.body = std::move(body);
+  r.state = JobState::delayed;
+  r.due = TimePoint(Duration(int64_t{1'700'000'000'123'456'789} + static_cast<int64_t>(seq)));
+  r.ttr = 30s;
+  r.retry = RetryPolicy::fixed(5s, 3);
+  return r;
+}
+
+// A record with every field away from its default.
+JobRecord full(uint64_t seq, RetryPolicy::Kind kind) {
+  JobRecord r;
+  r.seq = seq;
+  r.id = "order-\xC3\xA9t\xC3\xA9-\xF0\x9F\x93\xA6";  // UTF-8: été, a package emoji
+  r.topic = "payments/callback";
+  r.body = std::string("a\0b\0\xff\xfe binary", 14);
+  r.state = JobState::reserved;
+  r.due = TimePoint(Duration(-123'456'789));  // before the epoch, negative nanoseconds
+  r.lease_deadline = TimePoint(Duration(INT64_MAX));
+  r.ttr = Duration(INT64_MIN);
+  r.attempts = UINT32_MAX;
+  r.fence = UINT64_MAX - 7;
+  switch (kind) {
+    case RetryPolicy::Kind::fixed:
+      r.retry = RetryPolicy::fixed(7s, 4);
+      break;
+    case RetryPolicy::Kind::list:
+      r.retry = RetryPolicy::list({2min, 10min, 10min, 1h, 2h, 6h, 15h});
+      break;
+    case RetryPolicy::Kind::exponential:
+      r.retry = RetryPolicy::exponential(250ms, 1.7, 90min, 0.35, 12);
+      break;
+  }
+  // Every RetryPolicy field set, whatever the kind says is used.
+  r.retry.base = Duration(123);
+  r.retry.factor = 3.141592653589793;
+  r.retry.cap = Duration(-5);
+  r.retry.jitter = 1e-300;
+  if (r.retry.delays.empty()) r.retry.delays = {1ns, Duration(INT64_MAX), Duration(INT64_MIN)};
+  return r;
+}
+
+std::vector<JobRecord> scan_all(Journal& j) {
+  std::vector<JobRecord> out;
+  Status s = j.scan([&](JobRecord&& r) {
+    out.push_back(std::move(r));
+    return Status();
+  });
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return out;
+}
+
+std::vector<Change> puts(const std::vector<JobRecord>& rs) {
+  std::vector<Change> cs;
+  for (const JobRecord& r : rs) cs.push_back({r.seq, r});
+  return cs;
+}
+
+Change erase(uint64_t seq) { return {seq, std::nullopt}; }
+
+// ---- encoding ---------------------------------------------------------------------------------
+
+TEST(JournalEncoding, RoundTripsEveryFieldForEveryRetryKind) {
+  for (auto kind : {RetryPolicy::Kind::fixed, RetryPolicy::Kind::list,
+                    RetryPolicy::Kind::exponential}) {
+    const JobRecord r = full(42, kind);
+    auto d = Journal::decode(42, Journal::encode(r));
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    EXPECT_EQ(*d, r);
+    EXPECT_EQ(d->retry.kind, kind);
+  }
+  for (auto state : {JobState::delayed, JobState::ready, JobState::reserved, JobState::dead}) {
+    JobRecord r = make(1);
+    r.state = state;
+    auto d = Journal::decode(1, Journal::encode(r));
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->state, state);
+  }
+}
+
+TEST(JournalEncoding, RoundTripsEmptyAndLargeBodies) {
+  JobRecord empty = make(3, "");
+  empty.id.clear();
+  empty.topic.clear();
+  auto d = Journal::decode(3, Journal::encode(empty));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, empty);
+
+  std::string big(1 << 20, '\0');
+  std::mt19937_64 rng(7);
+  for (char& c : big) c = static_cast<char>(rng());
+  const JobRecord r = make(UINT64_MAX, big);
+  auto e = Journal::decode(UINT64_MAX, Journal::encode(r));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(*e, r);
+}
+
+TEST(JournalEncoding, StartsWithTheRecordVersion) {
+  EXPECT_EQ(Journal::encode(make(1))[0], '\x01');
+}
+
+TEST(JournalEncoding, EveryTruncationIsCorrupt) {
+  const std::string bytes = Journal::encode(full(9, RetryPolicy::Kind::list));
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto d = Journal::decode(9, std::string_view(bytes.data(), n));
+    ASSERT_FALSE(d.ok()) << "prefix of " << n << " bytes decoded";
+    EXPECT_TRUE(d.is(Errc::corrupt)) << d.status().to_string();
+    EXPECT_NE(d.status().message().find("seq 9"), std::string::npos) << d.status().message();
+  }
+}
+
+TEST(JournalEncoding, RejectsTrailingBytesWrongSeqAndBadEnums) {
+  const std::string good = Journal::encode(make(5));
+
+  auto trailing = Journal::decode(5, good + "x");
+  EXPECT_TRUE(trailing.is(Errc::corrupt));
+  EXPECT_NE(trailing.status().message().find("unexpected bytes"), std::string::npos);
+
+  auto other = Journal::decode(6, good);
+  EXPECT_TRUE(other.is(Errc::corrupt));
+  EXPECT_NE(other.status().message().find("seq 6"), std::string::npos);
+
+  std::string v = good;
+  v[0] = 2;
+  auto version = Journal::decode(5, v);
+  EXPECT_TRUE(version.is(Errc::corrupt));
+  EXPECT_NE(version.status().message().find("record version 2"), std::string::npos);
+
+  std::string s = good;
+  s[9] = 4;  // state, right after version and seq
+  EXPECT_TRUE(Journal::decode(5, s).is(Errc::corrupt));
+}
+
+TEST(JournalEncoding, HugeLengthPrefixesAreCorruptNotAllocated) {
+  // version, seq, state, 3 times i64, u32, u64, then id's length: 0xffffffff.
+  std::string b = Journal::encode(make(1)).substr(0, 1 + 8 + 1 + 24 + 4 + 8);
+  b += std::string("\xff\xff\xff\xff", 4);
+  b += "short";
+  auto d = Journal::decode(1, b);
+  EXPECT_TRUE(d.is(Errc::corrupt));
+  EXPECT_NE(d.status().message().find("'id'"), std::string::npos) << d.status().message();
+
+  // A delays count of 0xffffffff.
+  JobRecord r = make(1);
+  r.retry.delays.clear();
+  std::string e = Journal::encode(r);
+  e.replace(e.size() - 4, 4, "\xff\xff\xff\xff");
+  auto d2 = Journal::decode(1, e);
+  EXPECT_TRUE(d2.is(Errc::corrupt));
+  EXPECT_NE(d2.status().message().find("delays"), std::string::npos) << d2.status().message();
+}
+
+TEST(JournalEncoding, RandomMutationsNeverCrash) {
+  const std::string good = Journal::encode(full(77, RetryPolicy::Kind::exponential));
+  std::mt19937_64 rng(12345);
+  int decoded = 0;
+  for (int i = 0; i < 5000; ++i) {
+    std::string b = good;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < edits; ++k) {
+      switch (rng() % 3) {
+        case 0: b[rng() % b.size()] = static_cast<char>(rng()); break;
+        case 1: b.resize(rng() % (b.size() + 1)); break;
+        case 2: b.insert(rng() % (b.size() + 1), 1, static_cast<char>(rng())); break;
+      }
+      if (b.empty()) b = "\x01";
+    }
+    auto d = Journal::decode(77, b);
+    if (d.ok()) {
+      ++decoded;
+    } else {
+      EXPECT_TRUE(d.is(Errc::corrupt));
+    }
+  }
+  // Pure garbage too.
+  for (int i = 0; i < 2000; ++i) {
+    std::string b(rng() % 200, '\0');
+    for (char& c : b) c = static_cast<char>(rng());
+    if (!b.empty() && rng() % 2) b[0] = 1;
+    auto d = Journal::decode(1, b);
+    if (!d.ok()) {
+      EXPECT_TRUE(d.is(Errc::corrupt));
+    }
+  }
+  SUCCEED() << decoded << " mutations still decoded";
+}
+
+// ---- the store --------------------------------------------------------------------------------
+
+TEST_F(JournalTest, WriteThenScanInSeqOrder) {
+  JournalOptions o;  // SyncMode::always
+  auto j = open(o);
+  ASSERT_TRUE(j);
+  // Written out of order, across the byte boundaries of the big-endian key.
+  std::vector<JobRecord> rs = {make(300), make(1), make(256), make(255), make(2),
+                               full(uint64_t{1} << 40, RetryPolicy::Kind::list), make(0)};
+  ASSERT_TRUE(j->write(puts(rs)).ok());
+  const auto got = scan_all(*j);
+  ASSERT_EQ(got.size(), rs.size());
+  std::vector<uint64_t> seqs;
+  for (const auto& r : got) seqs.push_back(r.seq);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 255, 256, 300, uint64_t{1} << 40}));
+  EXPECT_EQ(got.back(), full(uint64_t{1} << 40, RetryPolicy::Kind::list));
+}
+
+TEST_F(JournalTest, EmptyWriteIsANoOp) {
+  auto j = open();
+  ASSERT_TRUE(j);
+  EXPECT_TRUE(j->write({}).ok());
+  EXPECT_TRUE(scan_all(*j).empty());
+}
+
+TEST_F(JournalTest, DeletesRemoveAndOverwritesReplace) {
+  auto j = open();
+  ASSERT_TRUE(j);
+  ASSERT_TRUE(j->write(puts({make(1), make(2), make(3)})).ok());
+  ASSERT_TRUE(j->write({erase(2)}).ok());
+  ASSERT_TRUE(j->write({erase(99)}).ok());  // deleting what is not there is fine
+  JobRecord r3 = make(3, "new body");
+  r3.attempts = 2;
+  ASSERT_TRUE(j->write({{3, r3}}).ok());
+  const auto got = scan_all(*j);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], make(1));
+  EXPECT_EQ(got[1], r3);
+}
+
+TEST_F(JournalTest, MixedBatchAppliesInOrder) {
+  auto j = open();
+  ASSERT_TRUE(j);
+  ASSERT_TRUE(j->write(puts({make(1), make(2), make(3)})).ok());
+  JobRecord r4b = make(4, "second");
+  std::vector<Change> batch = {erase(1), {4, make(4)}, erase(3), {5, make(5)}, {4, r4b}, erase(5)};
+  ASSERT_TRUE(j->write(batch).ok());
+  const auto got = scan_all(*j);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], make(2));
+  EXPECT_EQ(got[1], r4b);  // the later put of the same seq wins
+}
+
+TEST_F(JournalTest, MismatchedSeqIsRefusedWholesale) {
+  auto j = open();
+  ASSERT_TRUE(j);
+  Status s = j->write({{1, make(1)}, {2, make(3)}});
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(scan_all(*j).empty());
+}
+
+TEST_F(JournalTest, ReopenReturnsTheSameRecords) {
+  std::vector<JobRecord> rs;
+  for (uint64_t i = 1; i <= 50; ++i) rs.push_back(make(i, std::string(i, 'x')));
+  rs.push_back(full(51, RetryPolicy::Kind::exponential));
+  rs.push_back(full(52, RetryPolicy::Kind::fixed));
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    ASSERT_TRUE(j->write(puts(rs)).ok());
+    ASSERT_TRUE(j->write({erase(10), erase(20)}).ok());
+  }
+  std::erase_if(rs, [](const JobRecord& r) { return r.seq == 10 || r.seq == 20; });
+  for (int round = 0; round < 2; ++round) {
+    auto j = open();
+    ASSERT_TRUE(j);
+    EXPECT_EQ(scan_all(*j), rs);
+  }
+}
+
+TEST_F(JournalTest, LargeBodySurvivesReopen) {
+  std::string big(1 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 31 + 7);
+  const JobRecord r = make(8, big);
+  {
+    auto j = open(JournalOptions{});
+    ASSERT_TRUE(j);
+    ASSERT_TRUE(j->write({{8, r}}).ok());
+  }
+  auto j = open();
+  ASSERT_TRUE(j);
+  const auto got = scan_all(*j);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], r);
+}
+
+TEST_F(JournalTest, SecondOpenInThisProcessIsUnavailable) {
+  auto j = open();
+  ASSERT_TRUE(j);
+  auto k = Journal::open(dir_, fast());
+  ASSERT_FALSE(k.ok());
+  EXPECT_TRUE(k.is(Errc::unavailable)) << k.status().to_string();
+  EXPECT_NE(k.status().message().find("in use"), std::string::npos) << k.status().message();
+  EXPECT_NE(k.status().message().find(dir_), std::string::npos) << k.status().message();
+  EXPECT_NE(k.status().message().find("RocksDB"), std::string::npos) << k.status().message();
+  j.reset();
+  EXPECT_TRUE(Journal::open(dir_, fast()).ok());  // free again once the first is gone
+}
+
+TEST_F(JournalTest, OpenWhileAnotherProcessHoldsTheLockIsUnavailable) {
+  { ASSERT_TRUE(open()); }  // create the store (and its LOCK file)
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  const std::string lock_path = dir_ + "/LOCK";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Child: take the same fcntl lock RocksDB takes, say so, wait until told to stop. Only
+    // async-signal-safe calls here.
+    close(ready[0]);
+    close(done[1]);
+    const int fd = ::open(lock_path.c_str(), O_RDWR);
+    struct flock f = {};
+    f.l_type = F_WRLCK;
+    f.l_whence = SEEK_SET;
+    char ok = (fd >= 0 && fcntl(fd, F_SETLK, &f) == 0) ? '1' : '0';
+    (void)!::write(ready[1], &ok, 1);
+    char c;
+    (void)!::read(done[0], &c, 1);
+    _exit(0);
+  }
+  close(ready[1]);
+  close(done[0]);
+  char ok = 0;
+  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+  ASSERT_EQ(ok, '1');
+  auto k = Journal::open(dir_, fast());
+  close(done[1]);
+  close(ready[0]);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  ASSERT_FALSE(k.ok());
+  EXPECT_TRUE(k.is(Errc::unavailable)) << k.status().to_string();
+  EXPECT_NE(k.status().message().find("in use by another process"), std::string::npos)
+      << k.status().message();
+}
+
+TEST_F(JournalTest, NewerFormatIsRefused) {
+  { ASSERT_TRUE(open()); }
+  raw_put("meta", "format", std::to_string(kFormatVersion + 1));
+  auto j = Journal::open(dir_, fast());
+  ASSERT_FALSE(j.ok());
+  EXPECT_TRUE(j.is(Errc::corrupt)) << j.status().to_string();
+  const std::string m = j.status().message();
+  const std::string newer = "format version " + std::to_string(kFormatVersion + 1);
+  const std::string ours = "format version " + std::to_string(kFormatVersion) + ")";
+  EXPECT_NE(m.find(newer), std::string::npos) << m;
+  EXPECT_NE(m.find(ours), std::string::npos) << m;
+  EXPECT_NE(m.find(dir_), std::string::npos) << m;
+  // Read-only refuses it as well.
+  JournalOptions ro = fast();
+  ro.read_only = true;
+  EXPECT_TRUE(Journal::open(dir_, ro).is(Errc::corrupt));
+}
+
+TEST_F(JournalTest, NewerFormatWithFamiliesWeDoNotKnowIsRefusedByVersion) {
+  {
+    rocksdb::DBOptions o;
+    o.create_if_missing = true;
+    o.create_missing_column_families = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> fams = {
+        {rocksdb::kDefaultColumnFamilyName, {}}, {"jobs", {}}, {"meta", {}}, {"ids", {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir_, fams, &handles, &db).ok());
+    rocksdb::Status s = db->Put(rocksdb::WriteOptions(), handles[2], "format", "7");
+    for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+    delete db;
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  auto j = Journal::open(dir_, fast());
+  ASSERT_FALSE(j.ok());
+  EXPECT_TRUE(j.is(Errc::corrupt)) << j.status().to_string();
+  EXPECT_NE(j.status().message().find("format version 7"), std::string::npos)
+      << j.status().message();
+}
+
+TEST_F(JournalTest, UnreadableFormatIsCorrupt) {
+  raw_put("meta", "format", "one");
+  auto j = Journal::open(dir_, fast());
+  EXPECT_TRUE(j.is(Errc::corrupt)) << j.status().to_string();
+}
+
+TEST_F(JournalTest, CurrentFormatIsAcceptedAndWrittenOnCreate) {
+  { ASSERT_TRUE(open()); }
+  EXPECT_EQ(raw_get("meta", "format"), std::to_string(kFormatVersion));
+  EXPECT_TRUE(open());
+}
+
+TEST_F(JournalTest, GarbageRecordFailsScanUnlessTolerant) {
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    ASSERT_TRUE(j->write(puts({make(4), make(6)})).ok());
+  }
+  raw_put("jobs", key_of(5), "this is not a record");
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    std::vector<uint64_t> seen;
+    Status s = j->scan([&](JobRecord&& r) {
+      seen.push_back(r.seq);
+      return Status();
+    });
+    EXPECT_TRUE(s.is(Errc::corrupt)) << s.to_string();
+    EXPECT_NE(s.message().find("seq 5"), std::string::npos) << s.message();
+    EXPECT_EQ(seen, std::vector<uint64_t>{4});
+  }
+  JournalOptions t = fast();
+  t.tolerant = true;
+  std::vector<std::string> skipped;
+  t.on_skip = [&](const std::string& m) { skipped.push_back(m); };
+  auto j = open(t);
+  ASSERT_TRUE(j);
+  const auto got = scan_all(*j);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], make(4));
+  EXPECT_EQ(got[1], make(6));
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("seq 5"), std::string::npos) << skipped[0];
+
+  // Tolerant without a callback just skips.
+  j.reset();
+  t.on_skip = nullptr;
+  j = open(t);
+  ASSERT_TRUE(j);
+  EXPECT_EQ(scan_all(*j).size(), 2u);
+}
+
+TEST_F(JournalTest, BadKeyLengthIsCorrupt) {
+  { ASSERT_TRUE(open()); }
+  raw_put("jobs", "abc", Journal::encode(make(1)));
+  auto j = open();
+  ASSERT_TRUE(j);
+  Status s = j->scan([](JobRecord&&) { return Status(); });
+  EXPECT_TRUE(s.is(Errc::corrupt)) << s.to_string();
+}
+
+TEST_F(JournalTest, ScanStopsAtTheCallbacksError) {
+  auto j = open();
+  ASSERT_TRUE(j);
+  ASSERT_TRUE(j->write(puts({make(1), make(2), make(3)})).ok());
+  int calls = 0;
+  Status s = j->scan([&](JobRecord&&) {
+    return ++calls == 2 ? Status(Errc::invalid_argument, "stop") : Status();
+  });
+  EXPECT_TRUE(s.is(Errc::invalid_argument));
+  EXPECT_EQ(calls, 2);
+}
+
+TEST_F(JournalTest, ReadOnlySeesDataAndRefusesWrites) {
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    ASSERT_TRUE(j->write(puts({make(1), make(2)})).ok());
+  }
+  JournalOptions ro = fast();
+  ro.read_only = true;
+  auto a = open(ro);
+  ASSERT_TRUE(a);
+  auto b = open(ro);  // no lock: two readers at once
+  ASSERT_TRUE(b);
+  EXPECT_EQ(scan_all(*a), (std::vector<JobRecord>{make(1), make(2)}));
+  EXPECT_EQ(scan_all(*b).size(), 2u);
+  Status s = a->write({{3, make(3)}});
+  EXPECT_TRUE(s.is(Errc::invalid_state)) << s.to_string();
+  EXPECT_TRUE(a->write({}).is(Errc::invalid_state));
+  EXPECT_EQ(scan_all(*a).size(), 2u);
+}
+
+TEST_F(JournalTest, ReadOnlyOfAMissingStoreFails) {
+  JournalOptions ro = fast();
+  ro.read_only = true;
+  auto j = Journal::open(dir_ + "/nothing-here", ro);
+  ASSERT_FALSE(j.ok());
+  EXPECT_TRUE(j.is(Errc::io_error)) << j.status().to_string();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/nothing-here"));
+}
+
+TEST_F(JournalTest, TenThousandRecordsInOneBatch) {
+  std::vector<JobRecord> rs;
+  rs.reserve(10'000);
+  for (uint64_t i = 0; i < 10'000; ++i)
+    rs.push_back(make(1'000'000 + i, "payload " + std::to_string(i)));
+  {
+    auto j = open(JournalOptions{});
+    ASSERT_TRUE(j);
+    ASSERT_TRUE(j->write(puts(rs)).ok());
+    EXPECT_EQ(scan_all(*j), rs);
+  }
+  auto j = open();
+  ASSERT_TRUE(j);
+  EXPECT_EQ(scan_all(*j), rs);
+}
+
+TEST_F(JournalTest, ConcurrentWritersAndScans) {
+  auto j = open();
+  ASSERT_TRUE(j);
+  std::vector<std::thread> ts;
+  for (uint64_t t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      for (uint64_t i = 0; i < 100; ++i) {
+        const uint64_t seq = t * 1000 + i;
+        EXPECT_TRUE(j->write({{seq, make(seq)}}).ok());
+        if (i % 25 == 0) (void)scan_all(*j);
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(scan_all(*j).size(), 400u);
+}
+
+}  // namespace
+}  // namespace delayq::wal

@@ -1,0 +1,483 @@
+// Journal over RocksDB. See journal.h for the contract and the layout.
+//
+// Record encoding (record version 1), all integers little-endian, fixed width:
+//
+//   u8  record version (1)
+//   u64 seq               must equal the key's seq
+//   u8  state             JobState, 0..3
+//   i64 due               nanoseconds since the epoch
+//   i64 lease_deadline    nanoseconds since the epoch
+//   i64 ttr               nanoseconds
+//   u32 attempts
+//   u64 fence
+//   str id                str = u32 byte count, then the bytes
+//   str topic
+//   str body
+//   u8  retry.kind        RetryPolicy::Kind, 0..2
+//   u32 retry.max_attempts
+//   i64 retry.base        nanoseconds
+//   u64 retry.factor      IEEE-754 bits of the double
+//   i64 retry.cap         nanoseconds
+//   u64 retry.jitter      IEEE-754 bits of the double
+//   u32 retry.delays count, then that many i64 nanoseconds
+//
+// and nothing after. decode() checks every length against the bytes that are left before it
+// reads or allocates, so any input (truncated, garbage, hostile) gives a value or Errc::corrupt.
+// It checks structure only: whether the record makes sense to the engine (a valid policy, an id
+// within limits) is for Core::restore() to judge.
+//
+// "meta"/"format" holds the store's format version as decimal text ("1").
+#include "wal/journal.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <utility>
+
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/status.h>
+#include <rocksdb/utilities/table_properties_collectors.h>
+#include <rocksdb/write_batch.h>
+
+namespace delayq::wal {
+
+namespace {
+
+constexpr uint8_t kRecordVersion = 1;
+constexpr const char* kJobsFamily = "jobs";
+constexpr const char* kMetaFamily = "meta";
+constexpr const char* kFormatKey = "format";
+
+// CompactOnDeletionCollector: mark an SST file for compaction when any window of this many
+// entries holds at least kDeletionTrigger tombstones, or when half of the file is tombstones.
+// Acks delete from the old end of the key range in runs, which is what this catches.
+constexpr size_t kDeletionWindow = 1024;
+constexpr size_t kDeletionTrigger = 512;
+constexpr double kDeletionRatio = 0.5;
+
+// ---- encoding -------------------------------------------------------------------------------
+
+void put_u8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
+
+void put_u32(std::string& out, uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  out.append(b, 4);
+}
+
+void put_u64(std::string& out, uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  out.append(b, 8);
+}
+
+void put_i64(std::string& out, int64_t v) { put_u64(out, static_cast<uint64_t>(v)); }
+void put_f64(std::string& out, double v) { put_u64(out, std::bit_cast<uint64_t>(v)); }
+
+void put_str(std::string& out, const std::string& s) {
+  // Strings past 4 GiB cannot be encoded; the engine's limits (255-byte ids and topics, a
+  // configured body cap) keep records far below that.
+  put_u32(out, static_cast<uint32_t>(s.size()));
+  out.append(s);
+}
+
+// Reads fields off the front of a byte string. Every read checks the bytes that are left; the
+// first failure is remembered (with the field it was reading) and later reads do nothing.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+  size_t left() const { return in_.size() - pos_; }
+
+  void fail(std::string why) {
+    if (error_.empty()) error_ = std::move(why);
+  }
+
+  uint8_t u8(const char* field) {
+    uint8_t v = 0;
+    if (take(1, field)) v = static_cast<uint8_t>(in_[pos_ - 1]);
+    return v;
+  }
+  uint32_t u32(const char* field) {
+    uint32_t v = 0;
+    if (take(4, field))
+      for (int i = 0; i < 4; ++i) v |= uint32_t{byte(pos_ - 4 + i)} << (8 * i);
+    return v;
+  }
+  uint64_t u64(const char* field) {
+    uint64_t v = 0;
+    if (take(8, field))
+      for (int i = 0; i < 8; ++i) v |= uint64_t{byte(pos_ - 8 + i)} << (8 * i);
+    return v;
+  }
+  int64_t i64(const char* field) { return static_cast<int64_t>(u64(field)); }
+  double f64(const char* field) { return std::bit_cast<double>(u64(field)); }
+  Duration duration(const char* field) { return Duration(i64(field)); }
+  TimePoint time_point(const char* field) { return TimePoint(Duration(i64(field))); }
+
+  std::string str(const char* field) {
+    const uint32_t n = u32(field);
+    if (failed()) return {};
+    if (n > left()) {
+      fail(std::string("field '") + field + "' claims " + std::to_string(n) + " bytes but only " +
+           std::to_string(left()) + " are left");
+      return {};
+    }
+    std::string s(in_.substr(pos_, n));
+    pos_ += n;
+    return s;
+  }
+
+ private:
+  uint8_t byte(size_t i) const { return static_cast<uint8_t>(in_[i]); }
+
+  bool take(size_t n, const char* field) {
+    if (failed()) return false;
+    if (left() < n) {
+      fail(std::string("truncated in field '") + field + "' (needs " + std::to_string(n) +
+           " bytes, " + std::to_string(left()) + " left)");
+      return false;
+    }
+    pos_ += n;
+    return true;
+  }
+
+  std::string_view in_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+std::string key_of(uint64_t seq) {
+  std::string k(8, '\0');
+  for (int i = 0; i < 8; ++i) k[i] = static_cast<char>((seq >> (8 * (7 - i))) & 0xff);
+  return k;
+}
+
+uint64_t seq_of(const rocksdb::Slice& k) {  // k.size() == 8
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(k[i]);
+  return v;
+}
+
+std::string hex(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+// ---- RocksDB status → Status ----------------------------------------------------------------
+
+bool is_lock_failure(const rocksdb::Status& s) {
+  if (!s.IsIOError()) return false;
+  const std::string text = s.ToString();
+  // PosixEnv::LockFile: fcntl(F_SETLK) refused (another process holds LOCK), or this process
+  // already holds it (another Journal / DB on the same directory).
+  return text.find("While lock file") != std::string::npos ||
+         text.find("lock hold by current process") != std::string::npos;
+}
+
+Status from_rocksdb(const rocksdb::Status& s, const std::string& dir, const std::string& what) {
+  if (is_lock_failure(s))
+    return Status(Errc::unavailable, "store directory " + dir +
+                                         " is in use by another process or another open "
+                                         "journal (RocksDB: " + s.ToString() + ")");
+  if (s.IsCorruption())
+    return Status(Errc::corrupt, "store " + dir + ": " + what + " found corrupt data (RocksDB: " +
+                                     s.ToString() + ")");
+  return Status(Errc::io_error, "store " + dir + ": " + what + " failed (RocksDB: " +
+                                    s.ToString() + ")");
+}
+
+// The "format" value: decimal digits, no sign, no padding beyond what fits in 32 bits.
+bool parse_format(const std::string& text, uint32_t& out) {
+  if (text.empty() || text.size() > 10) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > UINT32_MAX) return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
+}  // namespace
+
+// ---- the store -------------------------------------------------------------------------------
+
+struct Journal::Impl {
+  std::string dir;
+  JournalOptions options;
+  rocksdb::DB* db = nullptr;
+  // As opened: [0] default, [1] jobs, [2] meta, then any families of a newer format. Destroyed before the DB (Debian's RocksDB is
+  // built with assertions, and closing a DB with live handles trips them).
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::ColumnFamilyHandle* jobs = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+
+  ~Impl() {
+    if (db == nullptr) return;
+    for (rocksdb::ColumnFamilyHandle* h : handles)
+      if (h != nullptr) (void)db->DestroyColumnFamilyHandle(h);
+    handles.clear();
+    (void)db->Close();
+    delete db;
+  }
+
+  // Reads meta/format; writes it on a new store; refuses a newer one.
+  Status check_format() {
+    std::string value;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kFormatKey, &value);
+    if (s.IsNotFound()) {
+      // A new store (or one whose creation was cut short before this write).
+      if (options.read_only) return Status();
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      s = db->Put(wo, meta, kFormatKey, std::to_string(kFormatVersion));
+      if (!s.ok()) return from_rocksdb(s, dir, "writing the format version");
+      return Status();
+    }
+    if (!s.ok()) return from_rocksdb(s, dir, "reading the format version");
+    uint32_t version = 0;
+    if (!parse_format(value, version) || version == 0)
+      return Status(Errc::corrupt, "store " + dir + ": the format version in family 'meta' is "
+                                       "unreadable (bytes: " + hex(value.substr(0, 32)) + ")");
+    if (version > kFormatVersion)
+      return Status(Errc::corrupt,
+                    "store " + dir + " has format version " + std::to_string(version) +
+                        " (family 'meta', key 'format'), newer than this build reads (format "
+                        "version " +
+                        std::to_string(kFormatVersion) + "); open it with a newer delayq");
+    return Status();
+  }
+};
+
+Journal::Journal(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Journal::~Journal() = default;
+
+Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const JournalOptions& o) {
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->options = o;
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = !o.read_only;
+  db_options.create_missing_column_families = !o.read_only;
+  db_options.max_total_wal_size = o.max_total_wal_bytes;
+  // RocksDB's own LOG files: keep a few, not the default thousand.
+  db_options.keep_log_file_num = 4;
+  db_options.max_log_file_size = uint64_t{8} << 20;
+
+  rocksdb::ColumnFamilyOptions jobs_options;
+  jobs_options.table_properties_collector_factories.push_back(
+      rocksdb::NewCompactOnDeletionCollectorFactory(kDeletionWindow, kDeletionTrigger,
+                                                    kDeletionRatio));
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {kJobsFamily, jobs_options},
+      {kMetaFamily, rocksdb::ColumnFamilyOptions()},
+  };
+  // RocksDB refuses to open a store without naming every family it holds. A store written by a
+  // newer format may hold families this build does not know: open them too (and leave them
+  // alone), so that the format check below can say what is wrong instead of RocksDB's "column
+  // families not opened". A new store has nothing to list; that failure is not an error.
+  std::vector<std::string> existing;
+  if (rocksdb::DB::ListColumnFamilies(db_options, dir, &existing).ok())
+    for (const std::string& name : existing)
+      if (name != rocksdb::kDefaultColumnFamilyName && name != kJobsFamily && name != kMetaFamily)
+        families.push_back({name, rocksdb::ColumnFamilyOptions()});
+
+  rocksdb::Status s =
+      o.read_only
+          ? rocksdb::DB::OpenForReadOnly(db_options, dir, families, &impl->handles, &impl->db)
+          : rocksdb::DB::Open(db_options, dir, families, &impl->handles, &impl->db);
+  if (!s.ok()) {
+    // On failure RocksDB leaves no handles or DB behind; make sure ~Impl has nothing to do.
+    impl->handles.clear();
+    impl->db = nullptr;
+    return from_rocksdb(s, dir, o.read_only ? "opening read-only" : "opening");
+  }
+  if (impl->handles.size() != families.size())
+    return Status(Errc::io_error, "store " + dir + ": RocksDB opened " +
+                                      std::to_string(impl->handles.size()) +
+                                      " column families, expected " +
+                                      std::to_string(families.size()));
+  impl->jobs = impl->handles[1];
+  impl->meta = impl->handles[2];
+
+  if (Status f = impl->check_format(); !f.ok()) return f;
+  return std::unique_ptr<Journal>(new Journal(std::move(impl)));
+}
+
+Status Journal::write(const std::vector<engine::Change>& changes) {
+  Impl& m = *impl_;
+  if (m.options.read_only)
+    return Status(Errc::invalid_state, "store " + m.dir + " is open read-only; write refused");
+  if (changes.empty()) return Status();
+
+  rocksdb::WriteBatch batch;
+  for (const engine::Change& c : changes) {
+    const std::string key = key_of(c.seq);
+    rocksdb::Status s;
+    if (c.record) {
+      if (c.record->seq != c.seq)
+        return Status(Errc::invalid_argument,
+                      "journal write: change for seq " + std::to_string(c.seq) +
+                          " carries a record with seq " + std::to_string(c.record->seq) +
+                          "; nothing of the batch was written");
+      s = batch.Put(m.jobs, key, encode(*c.record));
+    } else {
+      s = batch.Delete(m.jobs, key);
+    }
+    if (!s.ok()) return from_rocksdb(s, m.dir, "building a write batch");
+  }
+
+  rocksdb::WriteOptions wo;
+  wo.sync = m.options.sync == SyncMode::always;
+  wo.disableWAL = false;
+  rocksdb::Status s = m.db->Write(wo, &batch);
+  if (!s.ok()) {
+    Status st = from_rocksdb(s, m.dir, "writing " + std::to_string(changes.size()) + " changes");
+    // write() promises io_error for a failed write (nothing of the batch was applied).
+    if (!st.is(Errc::io_error)) return Status(Errc::io_error, st.message());
+    return st;
+  }
+  return Status();
+}
+
+Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {
+  Impl& m = *impl_;
+  // Every key is 8 bytes, so [8 x 00, 8 x ff + 00) covers all of them, seq UINT64_MAX included.
+  const std::string lower(8, '\0');
+  const std::string upper = std::string(8, '\xff') + '\0';
+  const rocksdb::Slice lower_slice(lower), upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_lower_bound = &lower_slice;
+  ro.iterate_upper_bound = &upper_slice;
+  ro.fill_cache = false;  // a one-off pass over everything
+  // The iterator must be gone before the bounds (and, at the latest, before the DB).
+  std::unique_ptr<rocksdb::Iterator> it(m.db->NewIterator(ro, m.jobs));
+
+  auto bad = [&](std::string msg) -> Status {
+    msg = "store " + m.dir + ": " + msg;
+    if (m.options.tolerant) {
+      if (m.options.on_skip) m.options.on_skip(msg);
+      return Status();
+    }
+    return Status(Errc::corrupt, std::move(msg));
+  };
+
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const rocksdb::Slice k = it->key();
+    if (k.size() != 8) {
+      const std::string_view shown(k.data(), std::min<size_t>(k.size(), 32));
+      if (Status st = bad("family 'jobs' holds a key of " + std::to_string(k.size()) +
+                          " bytes (expected 8): " + hex(shown));
+          !st.ok())
+        return st;
+      continue;
+    }
+    const uint64_t seq = seq_of(k);
+    const rocksdb::Slice v = it->value();
+    Result<engine::JobRecord> r = decode(seq, std::string_view(v.data(), v.size()));
+    if (!r.ok()) {
+      if (Status st = bad(r.status().message()); !st.ok()) return st;
+      continue;
+    }
+    if (Status st = fn(std::move(r).value()); !st.ok()) return st;
+  }
+  if (!it->status().ok()) return from_rocksdb(it->status(), m.dir, "scanning family 'jobs'");
+  return Status();
+}
+
+std::string Journal::encode(const engine::JobRecord& r) {
+  std::string out;
+  out.reserve(1 + 8 + 1 + 8 * 3 + 4 + 8 + 12 + r.id.size() + r.topic.size() + r.body.size() + 1 +
+              4 + 8 * 4 + 4 + 8 * r.retry.delays.size());
+  put_u8(out, kRecordVersion);
+  put_u64(out, r.seq);
+  put_u8(out, static_cast<uint8_t>(r.state));
+  put_i64(out, r.due.time_since_epoch().count());
+  put_i64(out, r.lease_deadline.time_since_epoch().count());
+  put_i64(out, r.ttr.count());
+  put_u32(out, r.attempts);
+  put_u64(out, r.fence);
+  put_str(out, r.id);
+  put_str(out, r.topic);
+  put_str(out, r.body);
+  put_u8(out, static_cast<uint8_t>(r.retry.kind));
+  put_u32(out, r.retry.max_attempts);
+  put_i64(out, r.retry.base.count());
+  put_f64(out, r.retry.factor);
+  put_i64(out, r.retry.cap.count());
+  put_f64(out, r.retry.jitter);
+  put_u32(out, static_cast<uint32_t>(r.retry.delays.size()));
+  for (Duration d : r.retry.delays) put_i64(out, d.count());
+  return out;
+}
+
+Result<engine::JobRecord> Journal::decode(uint64_t seq, std::string_view bytes) {
+  auto corrupt = [seq](const std::string& why) {
+    return Status(Errc::corrupt, "record seq " + std::to_string(seq) + " in family 'jobs': " + why);
+  };
+  Reader in(bytes);
+  const uint8_t version = in.u8("record version");
+  if (in.failed()) return corrupt("empty value");
+  if (version != kRecordVersion)
+    return corrupt("unknown record version " + std::to_string(version) + " (this build reads " +
+                   std::to_string(kRecordVersion) + ")");
+
+  engine::JobRecord r;
+  r.seq = in.u64("seq");
+  if (!in.failed() && r.seq != seq)
+    in.fail("holds seq " + std::to_string(r.seq) + ", not its key's");
+  const uint8_t state = in.u8("state");
+  if (!in.failed() && state > static_cast<uint8_t>(JobState::dead))
+    in.fail("state " + std::to_string(state) + " is not a JobState");
+  r.state = static_cast<JobState>(state);
+  r.due = in.time_point("due");
+  r.lease_deadline = in.time_point("lease_deadline");
+  r.ttr = in.duration("ttr");
+  r.attempts = in.u32("attempts");
+  r.fence = in.u64("fence");
+  r.id = in.str("id");
+  r.topic = in.str("topic");
+  r.body = in.str("body");
+  const uint8_t kind = in.u8("retry.kind");
+  if (!in.failed() && kind > static_cast<uint8_t>(RetryPolicy::Kind::exponential))
+    in.fail("retry kind " + std::to_string(kind) + " is not a RetryPolicy::Kind");
+  r.retry.kind = static_cast<RetryPolicy::Kind>(kind);
+  r.retry.max_attempts = in.u32("retry.max_attempts");
+  r.retry.base = in.duration("retry.base");
+  r.retry.factor = in.f64("retry.factor");
+  r.retry.cap = in.duration("retry.cap");
+  r.retry.jitter = in.f64("retry.jitter");
+  const uint32_t n = in.u32("retry.delays count");
+  if (!in.failed()) {
+    if (n > in.left() / 8) {
+      in.fail("retry.delays claims " + std::to_string(n) + " entries (" +
+              std::to_string(uint64_t{n} * 8) + " bytes) but only " + std::to_string(in.left()) +
+              " bytes are left");
+    } else {
+      r.retry.delays.reserve(n);
+      for (uint32_t i = 0; i < n && !in.failed(); ++i)
+        r.retry.delays.push_back(in.duration("retry.delays"));
+    }
+  }
+  if (in.failed()) return corrupt(in.error());
+  if (in.left() != 0)
+    return corrupt(std::to_string(in.left()) + " unexpected bytes after the last field");
+  return r;
+}
+
+}  // namespace delayq::wal

@@ -1,0 +1,78 @@
+// Journal: the durable store's write-ahead record of the queue, in one RocksDB database.
+//
+// The engine core reports, after each call or wake-up, the job records that changed
+// (engine::Change: a JobRecord to put, or an erase). write() turns one such list into one atomic
+// WriteBatch, synced as the SyncMode says, before the engine answers anyone. On open, scan()
+// hands back every live record in push order, and the engine rebuilds itself with
+// Core::restore(). Recovery is a bounded scan of live records, not a replay of history.
+//
+// Layout (format version 1):
+//   family "jobs": key = the record's seq, 8 bytes big-endian (keys arrive in push order, the
+//                  fast way into RocksDB's memtable); value = the encoded JobRecord.
+//   family "meta": "format" = the format version, as decimal text ("1").
+// Acked jobs leave tombstones at the old end of "jobs"; a CompactOnDeletionCollector lets
+// compaction clear them, and the WAL is capped so that reopening after a crash stays quick.
+//
+// Thread safety: write() and scan() may be called from several threads (RocksDB serialises
+// writers; concurrent synced writes share an fsync).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "delayq/error.h"
+#include "engine/record.h"
+
+namespace delayq::wal {
+
+inline constexpr uint32_t kFormatVersion = 1;
+
+enum class SyncMode : uint8_t {
+  always,  // each write() returns after its data reached the disk (fsync); survives power loss
+  none,    // writes go to the OS; survives a process crash, not a power loss
+};
+
+struct JournalOptions {
+  SyncMode sync = SyncMode::always;
+  // Open for inspection: no writes, no lock taken on the directory.
+  bool read_only = false;
+  // Skip records that cannot be decoded (reporting each to `on_skip`) instead of failing open.
+  bool tolerant = false;
+  std::function<void(const std::string&)> on_skip;
+  // Cap on RocksDB's write-ahead log, which is what a reopen after a crash replays.
+  uint64_t max_total_wal_bytes = uint64_t{64} << 20;
+};
+
+class Journal {
+ public:
+  // Opens (creating if missing) the store in `dir`.
+  // Errors: unavailable (the directory is held by another process or another Journal; the
+  // message says so), corrupt (unreadable data, or a format version newer than kFormatVersion:
+  // the message names the version and the file), io_error (anything else RocksDB reports, with
+  // its text).
+  static Result<std::unique_ptr<Journal>> open(const std::string& dir, const JournalOptions& o);
+  ~Journal();
+
+  // Writes every change as one atomic batch. A Change without a record deletes its seq.
+  // Errors: io_error (disk full, I/O error: nothing of the batch was applied), invalid_state
+  // (read-only).
+  Status write(const std::vector<engine::Change>& changes);
+
+  // Calls fn for every live record, in seq order. Stops at the first error fn returns.
+  // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
+  Status scan(const std::function<Status(engine::JobRecord&&)>& fn);
+
+  // Record encoding, exposed for tests and tools.
+  static std::string encode(const engine::JobRecord& r);
+  static Result<engine::JobRecord> decode(uint64_t seq, std::string_view bytes);
+
+ private:
+  struct Impl;
+  explicit Journal(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace delayq::wal
