@@ -9,8 +9,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "delayq/engine.h"
+#include "delayq/store.h"
 #include "delayq/timer_service.h"
 
 namespace {
@@ -38,6 +44,9 @@ struct Args {
   size_t jobs = 100000;
   double delay_max_s = 5;
   size_t consumers = 2;
+  size_t producers = 1;
+  std::string sync = "always";  // rocksdb: always | none
+  std::string dir;              // rocksdb: the store (default: a fresh temp dir, removed after)
   size_t shards = 1;
   size_t batch = 0;  // 0: one push() per job; else push_batch() of this many
   int tick_ms = 1;
@@ -50,7 +59,8 @@ struct Args {
   std::cerr << "delayq-bench: " << why << "\n"
             << "usage: delayq-bench [--workload W1|W2] [--backend memory] [--jobs N]\n"
                "                    [--delay-max SECONDS] [--consumers N] [--shards N]\n"
-               "                    [--batch N] [--tick-ms MS] [--slack-us US]\n"
+               "                    [--batch N] [--tick-ms MS] [--slack-us US] [--producers N]\n"
+               "                    [--sync always|none] [--dir DIR]\n"
                "                    [--time-limit SECONDS] [--seed N]\n";
   std::exit(2);
 }
@@ -74,6 +84,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--jobs") a.jobs = static_cast<size_t>(need_num(1));
     else if (k == "--delay-max") a.delay_max_s = need_num(0);
     else if (k == "--consumers") a.consumers = static_cast<size_t>(need_num(1));
+    else if (k == "--producers") a.producers = static_cast<size_t>(need_num(1));
+    else if (k == "--sync") a.sync = v;
+    else if (k == "--dir") a.dir = v;
     else if (k == "--shards") a.shards = static_cast<size_t>(need_num(1));
     else if (k == "--batch") a.batch = static_cast<size_t>(need_num(0));
     else if (k == "--tick-ms") a.tick_ms = static_cast<int>(need_num(1));
@@ -83,8 +96,10 @@ Args parse(int argc, char** argv) {
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2") usage("unknown workload " + a.workload);
-  if (a.backend != "memory" && a.backend != "asio")
-    usage("backend '" + a.backend + "' is not built yet (memory, or the asio baseline)");
+  if (a.backend != "memory" && a.backend != "asio" && a.backend != "rocksdb" &&
+      a.backend != "rocksdb-raw")
+    usage("backend '" + a.backend + "' is not built yet (memory, rocksdb; baselines asio, rocksdb-raw)");
+  if (a.sync != "always" && a.sync != "none") usage("--sync must be always or none");
   if (a.time_limit_s == 0) a.time_limit_s = a.delay_max_s + 30;
   return a;
 }
@@ -98,6 +113,25 @@ std::vector<Duration> random_delays(const Args& a) {
     d = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, max_ms)(rng));
   return delay;
 }
+
+// The store directory of a rocksdb run: --dir, or a fresh temp dir removed at the end.
+class StoreDir {
+ public:
+  explicit StoreDir(const std::string& given) : path_(given) {
+    if (!path_.empty()) return;
+    std::string tmpl = (std::filesystem::temp_directory_path() / "delayq-bench-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+    owned_ = true;
+  }
+  ~StoreDir() {
+    if (owned_) std::filesystem::remove_all(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool owned_ = false;
+};
 
 double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -129,7 +163,17 @@ int run_w1(const Args& a) {
   opt.shards = a.shards;
   opt.seed = a.seed;
   if (a.slack_us >= 0) opt.timer_slack = std::chrono::nanoseconds(static_cast<int64_t>(a.slack_us * 1000));
-  auto q = delayq::Engine::open(opt);
+  const StoreDir dir(a.backend == "rocksdb" ? a.dir : "/");
+  delayq::Result<std::unique_ptr<delayq::Engine>> q = delayq::Status(delayq::Errc::invalid_argument, "");
+  if (a.backend == "rocksdb") {
+    delayq::StoreOptions so;
+    so.dir = dir.path();
+    so.sync = a.sync == "always" ? delayq::Sync::always : delayq::Sync::none;
+    so.engine = opt;
+    q = delayq::open_store(so);
+  } else {
+    q = delayq::Engine::open(opt);
+  }
   if (!q) {
     std::cerr << q.status().to_string() << "\n";
     return 2;
@@ -166,15 +210,23 @@ int run_w1(const Args& a) {
 
   const Steady::time_point start = Steady::now();
   if (a.batch == 0) {
-    for (size_t i = 0; i < n; ++i) {
-      pushed_at[i] = sys.now();
-      delayq::Result<std::string> r =
-          engine.push({.topic = topic, .id = std::to_string(i), .delay = delay[i], .body = body});
-      if (!r) {
-        std::cerr << "push failed: " << r.status().to_string() << "\n";
-        return 1;
+    std::atomic<bool> failed{false};
+    auto produce = [&](size_t first, size_t step) {
+      for (size_t i = first; i < n && !failed.load(); i += step) {
+        pushed_at[i] = sys.now();
+        delayq::Result<std::string> r =
+            engine.push({.topic = topic, .id = std::to_string(i), .delay = delay[i], .body = body});
+        if (!r) {
+          std::cerr << "push failed: " << r.status().to_string() << "\n";
+          failed.store(true);
+        }
       }
-    }
+    };
+    std::vector<std::thread> producers;
+    for (size_t p = 1; p < a.producers; ++p) producers.emplace_back(produce, p, a.producers);
+    produce(0, a.producers);
+    for (auto& t : producers) t.join();
+    if (failed.load()) return 1;
   } else {
     for (size_t i = 0; i < n;) {
       std::vector<delayq::JobSpec> specs;
@@ -206,11 +258,12 @@ int run_w1(const Args& a) {
   for (size_t i = 0; i < n; ++i)
     if (got[i].load()) lat.push_back(lateness_ms[i]);
 
-  std::cout << "{\"peer\":\"delayq-memory\",\"workload\":\"W1\",\"jobs\":" << n
+  std::cout << "{\"peer\":\"delayq-" << a.backend << "\",\"workload\":\"W1\",\"jobs\":" << n
             << ",\"push_per_s\":" << num(n / push_s) << ",\"end_to_end_s\":" << num(e2e)
             << ",\"lateness_ms\":" << lateness_json(lat) << ",\"received\":" << got_n
             << ",\"duplicates\":" << duplicates.load() << ",\"params\":{\"delay_max_s\":"
-            << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"sync\":\"none\""
+            << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"producers\":"
+            << a.producers << ",\"sync\":\"" << (a.backend == "rocksdb" ? a.sync : "none") << "\""
             << ",\"tick_ms\":" << a.tick_ms << ",\"shards\":" << a.shards
             << ",\"batch\":" << a.batch << ",\"timer_slack_us\":"
             << std::chrono::duration<double, std::micro>(opt.timer_slack).count() << "}}" << std::endl;
@@ -269,6 +322,46 @@ int run_w1_asio(const Args& a) {
   return got == n ? 0 : 1;
 }
 
+// The baseline for the store's write path: raw RocksDB doing what delayq does for a push, one
+// Put of a ~100-byte value under an 8-byte key in push order, with the same sync setting and
+// the same number of producer threads, each write on its own. Nothing is ever delivered: only
+// push_per_s is comparable with a W1 line.
+int run_rocksdb_raw(const Args& a) {
+  const StoreDir dir(a.dir);
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(o, dir.path(), &raw);
+  if (!s.ok()) {
+    std::cerr << "rocksdb: " << s.ToString() << "\n";
+    return 2;
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  rocksdb::WriteOptions wo;
+  wo.sync = a.sync == "always";
+  const std::string value(100, 'v');
+  std::atomic<uint64_t> seq{0};
+  std::atomic<bool> failed{false};
+  auto produce = [&](size_t count) {
+    for (size_t i = 0; i < count && !failed.load(); ++i) {
+      const uint64_t k = __builtin_bswap64(seq.fetch_add(1) + 1);
+      if (!db->Put(wo, rocksdb::Slice(reinterpret_cast<const char*>(&k), 8), value).ok())
+        failed.store(true);
+    }
+  };
+  const Steady::time_point start = Steady::now();
+  std::vector<std::thread> producers;
+  for (size_t p = 0; p < a.producers; ++p)
+    producers.emplace_back(produce, a.jobs / a.producers + (p < a.jobs % a.producers));
+  for (auto& t : producers) t.join();
+  const double push_s = seconds(Steady::now() - start);
+  (void)db->Close();
+  std::cout << "{\"peer\":\"rocksdb-raw\",\"workload\":\"W1-writes\",\"jobs\":" << a.jobs
+            << ",\"push_per_s\":" << num(a.jobs / push_s) << ",\"params\":{\"producers\":"
+            << a.producers << ",\"sync\":\"" << a.sync << "\",\"value_bytes\":100}}" << std::endl;
+  return failed.load() ? 1 : 0;
+}
+
 int run_w2(const Args& a) {
   delayq::TimerService timers(std::chrono::milliseconds(a.tick_ms));
   const size_t n = a.jobs;
@@ -307,5 +400,7 @@ int main(int argc, char** argv) {
   std::cerr << "delayq-bench: " << a.workload << " on " << a.backend << ", " << a.jobs
             << " jobs, delays up to " << a.delay_max_s << " s\n";
   if (a.workload == "W2") return run_w2(a);
-  return a.backend == "asio" ? run_w1_asio(a) : run_w1(a);
+  if (a.backend == "asio") return run_w1_asio(a);
+  if (a.backend == "rocksdb-raw") return run_rocksdb_raw(a);
+  return run_w1(a);
 }

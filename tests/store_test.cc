@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "delayq/store.h"
 
@@ -152,6 +153,32 @@ TEST_F(Store, FencesAndGeneratedIdsDoNotRepeatAfterAReopen) {
     ASSERT_TRUE(d.ok()) << d.status().to_string();
     EXPECT_TRUE(fences.insert(d->token.fence).second) << "fence " << d->token.fence << " reused";
   }
+}
+
+// Concurrent producers on a synced store share fsyncs (group commit): every push that returned
+// is there after a reopen, however the fsyncs were shared.
+TEST_F(Store, ConcurrentSyncedPushesAllSurviveAReopen) {
+  constexpr int kThreads = 8, kEach = 150;
+  {
+    auto q = open(2);
+    std::vector<std::thread> producers;
+    for (int t = 0; t < kThreads; ++t)
+      producers.emplace_back([&, t] {
+        for (int i = 0; i < kEach; ++i) {
+          const std::string id = "p" + std::to_string(t) + "-" + std::to_string(i);
+          EXPECT_TRUE(q->push({.topic = "t", .id = id, .delay = 1h, .body = id}).ok());
+        }
+      });
+    for (auto& p : producers) p.join();
+  }
+  auto q = open(2);
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kEach; ++i) {
+      const std::string id = "p" + std::to_string(t) + "-" + std::to_string(i);
+      Result<JobInfo> j = q->get(id);
+      ASSERT_TRUE(j.ok()) << id << ": " << j.status().to_string();
+      EXPECT_EQ(j->body, id);
+    }
 }
 
 TEST_F(Store, ASecondOpenOfTheSameDirectoryIsRefused) {

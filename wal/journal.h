@@ -61,6 +61,14 @@ class Journal {
   // (read-only).
   Status write(const std::vector<engine::Change>& changes);
 
+  // Group commit, in two steps. append() writes the batch without waiting for the disk (writes
+  // keep their order in RocksDB's log) and returns a ticket; sync_to(ticket) returns once the
+  // log is on disk up to and including that batch. One fsync covers every batch appended before
+  // it, so callers that append while another syncs share the next fsync. With SyncMode::none,
+  // sync_to() returns at once.
+  Result<uint64_t> append(const std::vector<engine::Change>& changes);
+  Status sync_to(uint64_t ticket);
+
   // Calls fn for every live record, in seq order. Stops at the first error fn returns.
   // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
   Status scan(const std::function<Status(engine::JobRecord&&)>& fn);

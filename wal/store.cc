@@ -12,9 +12,10 @@ namespace {
 class JournalSink final : public engine::Persistence {
  public:
   explicit JournalSink(std::shared_ptr<wal::Journal> journal) : journal_(std::move(journal)) {}
-  Status write(const std::vector<engine::Change>& changes) override {
-    return journal_->write(changes);
+  Result<uint64_t> write(const std::vector<engine::Change>& changes) override {
+    return journal_->append(changes);
   }
+  Status wait_durable(uint64_t ticket) override { return journal_->sync_to(ticket); }
 
  private:
   std::shared_ptr<wal::Journal> journal_;

@@ -153,11 +153,19 @@ struct Engine::Impl {
     std::unique_lock lock(s.mu);
     const TimePoint now = clock->now();
     auto result = f(s.core, now);
+    // Journal the call's changes: written here, in call order, under the lock; waited for
+    // below, after the lock, so that calls on the shard can share the fsync. The caller learns
+    // of the call's effect only once it is durable. (Other callers may act on it a little
+    // earlier: a consumer can reserve a job whose push is still being synced. Its own
+    // reservation is synced after the push, so a crash loses both or neither.)
+    std::optional<uint64_t> ticket;
     if (store) {
-      // Journal before anyone (this caller included) learns of the call's effect.
       if (std::vector<engine::Change> changes = s.core.take_changes(); !changes.empty()) {
-        if (Status w = store->write(changes); !w.ok()) {
-          Status stopped = fail(w);
+        Result<uint64_t> w = store->write(changes);
+        if (w) {
+          ticket = *w;
+        } else {
+          Status stopped = fail(w.status());
           if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
         }
       }
@@ -172,6 +180,12 @@ struct Engine::Impl {
       earlier = true;
     }
     lock.unlock();
+    if (ticket) {
+      if (Status d = store->wait_durable(*ticket); !d.ok()) {
+        Status stopped = fail(d);
+        if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
+      }
+    }
     if (ready) signal_ready();
     if (earlier && !clock->manual()) {
       // Waiters sleep until the old deadline: let them look again.

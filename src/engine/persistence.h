@@ -11,12 +11,18 @@
 
 namespace delayq::engine {
 
-// Receives the changes of each call (or wake-up) before the engine answers anyone.
+// Receives the changes of each call (or wake-up) before the engine answers anyone, in two steps
+// so that concurrent callers can share an fsync (group commit).
 class Persistence {
  public:
   virtual ~Persistence() = default;
-  // Makes the changes durable as one atomic write. On failure nothing of them may be applied.
-  virtual Status write(const std::vector<Change>& changes) = 0;
+  // Writes the changes as one atomic batch, in the order of calls (the engine calls it under
+  // the shard's lock), without waiting for the disk. Returns a ticket for wait_durable().
+  // On failure nothing of the batch may be applied.
+  virtual Result<uint64_t> write(const std::vector<Change>& changes) = 0;
+  // Returns once the batch with this ticket is as durable as the store promises (on disk, for
+  // a synced store). The engine calls it after releasing the shard's lock.
+  virtual Status wait_durable(uint64_t ticket) = 0;
 };
 
 // Calls its argument for every stored record, in seq order.
