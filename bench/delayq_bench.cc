@@ -11,6 +11,8 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,7 +97,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--seed") a.seed = static_cast<uint64_t>(need_num(0));
     else usage("unknown option " + k);
   }
-  if (a.workload != "W1" && a.workload != "W2") usage("unknown workload " + a.workload);
+  if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery")
+    usage("unknown workload " + a.workload);
   if (a.backend != "memory" && a.backend != "asio" && a.backend != "rocksdb" &&
       a.backend != "rocksdb-raw")
     usage("backend '" + a.backend + "' is not built yet (memory, rocksdb; baselines asio, rocksdb-raw)");
@@ -362,6 +365,81 @@ int run_rocksdb_raw(const Args& a) {
   return failed.load() ? 1 : 0;
 }
 
+// Resident memory of this process, in bytes.
+uint64_t rss_bytes() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// recovery: fill a store with N pending jobs (due in an hour, 64-byte bodies) in a child
+// process, which then closes the store cleanly or is killed (SIGKILL) right after its last push;
+// then time open_store() in a fresh child, which reports the time until its queue is back
+// (RocksDB's own log replay included) and its memory.
+int run_recovery(const Args& a) {
+  const StoreDir dir(a.dir);
+  const std::string body(64, 'x');
+  auto fill_then = [&](bool clean) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      delayq::StoreOptions so;
+      so.dir = dir.path();
+      so.sync = delayq::Sync::none;
+      auto q = delayq::open_store(so);
+      if (!q) _exit(2);
+      for (size_t i = 0; i < a.jobs; i += 1000) {
+        std::vector<delayq::JobSpec> specs;
+        for (size_t k = i; k < std::min(a.jobs, i + 1000); ++k)
+          specs.push_back({.topic = "r", .id = std::to_string(k), .delay = 1h, .body = body});
+        for (auto& r : (*q)->push_batch(std::move(specs)))
+          if (!r) _exit(3);
+      }
+      if (!clean) raise(SIGKILL);
+      q->reset();
+      _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+  };
+  auto measure = [&](const char* how) -> bool {
+    int fds[2];
+    if (pipe(fds) != 0) return false;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      delayq::StoreOptions so;
+      so.dir = dir.path();
+      const Steady::time_point t0 = Steady::now();
+      auto q = delayq::open_store(so);
+      const double open_s = seconds(Steady::now() - t0);
+      double out[3] = {open_s, q ? static_cast<double>((*q)->stats().topics["r"].delayed) : -1.0,
+                       static_cast<double>(rss_bytes())};
+      if (write(fds[1], out, sizeof out) != sizeof out) _exit(4);
+      _exit(0);
+    }
+    close(fds[1]);
+    double in[3] = {0, 0, 0};
+    const bool ok = read(fds[0], in, sizeof in) == sizeof in;
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    std::cout << "{\"peer\":\"delayq-rocksdb\",\"workload\":\"recovery\",\"jobs\":" << a.jobs
+              << ",\"after\":\"" << how << "\",\"open_s\":" << num(in[0])
+              << ",\"recovered\":" << static_cast<uint64_t>(in[1])
+              << ",\"rss_mib\":" << num(in[2] / (1 << 20)) << "}" << std::endl;
+    return ok && static_cast<size_t>(in[1]) == a.jobs;
+  };
+  fill_then(/*clean=*/true);
+  bool ok = measure("clean close");
+  std::filesystem::remove_all(dir.path());
+  std::filesystem::create_directories(dir.path());
+  fill_then(/*clean=*/false);
+  ok = measure("kill -9") && ok;
+  return ok ? 0 : 1;
+}
+
 int run_w2(const Args& a) {
   delayq::TimerService timers(std::chrono::milliseconds(a.tick_ms));
   const size_t n = a.jobs;
@@ -400,6 +478,7 @@ int main(int argc, char** argv) {
   std::cerr << "delayq-bench: " << a.workload << " on " << a.backend << ", " << a.jobs
             << " jobs, delays up to " << a.delay_max_s << " s\n";
   if (a.workload == "W2") return run_w2(a);
+  if (a.workload == "recovery") return run_recovery(a);
   if (a.backend == "asio") return run_w1_asio(a);
   if (a.backend == "rocksdb-raw") return run_rocksdb_raw(a);
   return run_w1(a);

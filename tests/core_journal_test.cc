@@ -38,7 +38,7 @@ class Mirror {
     a_.advance(now_);
     apply();
     Core b(Recording(), now_);
-    for (const auto& [seq, rec] : journal_) ASSERT_TRUE(b.restore(rec, now_).ok()) << seq;
+    for (const auto& [seq, rec] : journal_) ASSERT_TRUE(b.restore(JobRecord(rec), now_).ok()) << seq;
     b.advance(now_);
     EXPECT_TRUE(b.take_changes().empty()) << "restoring must not record changes";
     ASSERT_EQ(a_.jobs(), journal_.size());
@@ -199,8 +199,8 @@ TEST(CoreJournal, OverdueJobsComeBackInDueOrderAndLeasesRunOut) {
   JobRecord r3{.seq = 3, .id = "held", .topic = "t", .state = JobState::reserved,
                .due = kStart, .lease_deadline = kStart + 20min, .ttr = 5s, .attempts = 1,
                .fence = 41, .retry = RetryPolicy::fixed(0ms, 3)};
-  for (const JobRecord& r : {r1, r2, r3}) ASSERT_TRUE(c.restore(r, later).ok());
-  EXPECT_TRUE(c.restore(r1, later).is(Errc::duplicate_id));
+  for (const JobRecord& r : {r1, r2, r3}) ASSERT_TRUE(c.restore(JobRecord(r), later).ok());
+  EXPECT_TRUE(c.restore(JobRecord(r1), later).is(Errc::duplicate_id));
   const std::vector<std::string> t{"t"};
   Result<Delivery> a = c.reserve(t, later), b = c.reserve(t, later), h = c.reserve(t, later);
   ASSERT_TRUE(a.ok() && b.ok() && h.ok());

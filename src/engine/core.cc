@@ -385,7 +385,7 @@ void raise_to(std::atomic<uint64_t>& a, uint64_t v) {
 }
 }  // namespace
 
-Status Core::restore(const JobRecord& r, TimePoint now) {
+Status Core::restore(JobRecord&& r, TimePoint now) {
   // No advance() here: overdue jobs restored one after another must all wait for the next
   // advance(), which releases them together, in due order.
   (void)now;
@@ -403,12 +403,12 @@ Status Core::restore(const JobRecord& r, TimePoint now) {
                                           r.id + "' was restored already");
   const uint32_t j = alloc_job();
   ids_.insert(h, j);
-  const uint32_t topic = topic_index(r.topic);
+  const uint32_t topic = topic_index(r.topic);  // before r.id and r.body are moved from
   const uint32_t policy = policy_index(r.retry);
   Job& job = jobs_[j];
   job = Job{};
-  job.id = r.id;
-  job.body = r.body;
+  job.id = std::move(r.id);
+  job.body = std::move(r.body);
   job.ttr = r.ttr;
   job.topic = topic;
   job.policy = policy;

@@ -91,7 +91,7 @@ class Core {
   // whose lease has passed run out (a failed attempt, retried per policy from the lease's end).
   // Records no change.
   // Errors: duplicate_id, invalid_argument (a record that breaks the limits).
-  Status restore(const JobRecord& r, TimePoint now);
+  Status restore(JobRecord&& r, TimePoint now);
 
   // Adds this core's counts into `s`.
   void add_stats(Stats& s) const;

@@ -380,7 +380,7 @@ Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options
   if (records) {
     Engine::Impl* m = impl.get();
     Status st = records([m, now](engine::JobRecord&& r) {
-      return m->shard_for(r.id).core.restore(r, now);
+      return m->shard_for(r.id).core.restore(std::move(r), now);
     });
     if (!st.ok()) return st;
   }
