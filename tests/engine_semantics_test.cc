@@ -129,6 +129,31 @@ TEST_F(EngineSemantics, ALeaseThatRanOutDuringAJumpRetriesFromWhenItRanOut) {
   EXPECT_EQ(must_take("t").attempt, 2u);
 }
 
+// A job waiting in the exact-time heap is cancelled; a new job reuses its slot. The old job's
+// heap entry must not fire the new job (it did, an hour early, before Job::timer_gen survived
+// slot reuse).
+TEST_F(EngineSemantics, AReusedSlotIsNotFiredByTheCancelledJobsTimer) {
+  push("t", 500us, "x");
+  clock.advance(100us);  // x's tick has come, its instant not: x waits in the heap
+  ASSERT_TRUE(q->cancel("x").ok());
+  push("t", 1h, "y");  // takes x's slot
+  clock.advance(1ms);
+  EXPECT_TRUE(take("t").is(Errc::timeout)) << "y came out an hour early";
+  clock.advance(1h);
+  EXPECT_EQ(must_take("t").id, "y");
+}
+
+TEST_F(EngineSemantics, AReusedSlotsLeaseIsNotEndedByTheOldJobsTimer) {
+  push("t", 500us, "x");
+  clock.advance(100us);
+  ASSERT_TRUE(q->cancel("x").ok());
+  push("t", 0ms, "y", "", RetryPolicy::fixed(0ms, 5), 10s);
+  Delivery d = must_take("t");
+  clock.advance(1ms);
+  EXPECT_EQ(q->get("y")->state, JobState::reserved) << "y's lease ended 10 s early";
+  EXPECT_TRUE(q->ack(d.token).ok());
+}
+
 TEST_F(EngineSemantics, DelayZeroIsReadyAtOnce) {
   push("t", 0ms, "now");
   EXPECT_EQ(must_take("t").id, "now");

@@ -334,7 +334,7 @@ Status Core::push(JobSpec&& spec, TimePoint now) {
   const uint32_t topic = topic_index(spec.topic);
   const uint32_t policy = spec.retry ? policy_index(*spec.retry) : 0;
   Job& job = jobs_[j];
-  job = Job{};
+  job = Job{.timer_gen = job.timer_gen};  // see Job::timer_gen: a reused slot keeps counting
   job.id = std::move(spec.id);
   job.body = std::move(spec.body);
   job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr;

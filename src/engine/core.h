@@ -109,7 +109,10 @@ class Core {
     Duration ttr{0};
     uint64_t fence = 0;  // of the current delivery
     TimingWheel::Handle timer;
-    uint32_t timer_gen = 0;  // bumped by every arm/detach: marks entries of `soon_` stale
+    // Bumped by every arm/detach: marks entries of `soon_` stale. It must survive the reuse of
+    // a slot by a new job, or a stale entry of the old job would match the new one and fire it
+    // early (found by the crash harness).
+    uint32_t timer_gen = 0;
     uint32_t topic = 0;
     uint32_t policy = 0;
     uint32_t attempts = 0;

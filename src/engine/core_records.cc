@@ -56,7 +56,7 @@ Status Core::restore(JobRecord&& r, TimePoint now) {
   const uint32_t topic = topic_index(r.topic);  // before r.id and r.body are moved from
   const uint32_t policy = policy_index(r.retry);
   Job& job = jobs_[j];
-  job = Job{};
+  job = Job{.timer_gen = job.timer_gen};  // see Job::timer_gen: a reused slot keeps counting
   job.id = std::move(r.id);
   job.body = std::move(r.body);
   job.ttr = r.ttr;

@@ -29,7 +29,7 @@ namespace asio = boost::asio;
 using engine::Core;
 using Steady = std::chrono::steady_clock;
 
-namespace {
+namespace engine_detail {
 
 struct Shard {
   Shard(const engine::CoreOptions& o, TimePoint now, asio::io_context& io)
@@ -89,7 +89,9 @@ std::string topic_list(std::span<const std::string> topics) {
   return s;
 }
 
-}  // namespace
+}  // namespace engine_detail
+
+using namespace engine_detail;
 
 struct Engine::Impl {
   EngineOptions opt;
