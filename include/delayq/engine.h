@@ -7,11 +7,14 @@
 //   if (d) q->ack(d->token);
 //
 // How it runs: one core (jobs table, timing wheel, ready lists) per shard, each behind its own
-// mutex; one driver thread with a Boost.Asio steady_timer armed for the earliest deadline of
-// each shard. No periodic tick: an idle engine sleeps. With a ManualClock there is no timer:
-// the work falls due inside ManualClock::advance().
+// mutex. A thread blocked in reserve() sleeps until a job is made ready or the next deadline
+// comes, then takes the job itself; one driver thread (Boost.Asio steady_timer) wakes for
+// deadlines only while reserve_async() waits are pending. No periodic tick: an idle engine
+// sleeps. With a ManualClock there is no timer: the work falls due inside
+// ManualClock::advance().
 //
-// Everything is lost when the process ends; the durable engine keeps it across restarts.
+// Everything is lost when the process ends; open_store() (delayq/store.h) gives the same Engine
+// journaled to disk, kept across restarts and crashes.
 #pragma once
 
 #include <functional>
