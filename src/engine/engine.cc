@@ -55,11 +55,13 @@ Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options
   std::unique_ptr<Engine> e(new Engine(std::move(impl)));
   // Catch up with the time that passed while the queue was down: overdue jobs become ready in
   // due order, leases that ran out are retried (and journaled).
-  for (auto& s : raw->shards)
-    raw->with_shard(*s, [](engine::Core& c, TimePoint t) {
+  for (auto& s : raw->shards) {
+    const Status caught_up = raw->with_shard(*s, [](engine::Core& c, TimePoint t) {
       c.advance(t);
-      return 0;
+      return Status();
     });
+    if (!caught_up.ok()) return caught_up;  // the store could not record the catch-up
+  }
   return e;
 }
 
@@ -80,7 +82,10 @@ void Engine::close() {
   Impl& m = *impl_;
   {
     std::lock_guard lock(m.async_mu);
-    if (m.closed.exchange(true)) return;
+    // `shut`, not `closed`: a failed store write sets `closed` to stop serving, and the
+    // driver must still be shut down here afterwards.
+    if (m.shut.exchange(true)) return;
+    m.closed.store(true);
   }
   if (m.clock_subscription) m.clock->unsubscribe(m.clock_subscription);
   {
@@ -144,8 +149,8 @@ std::vector<Result<std::string>> Engine::push_batch(std::vector<JobSpec> specs) 
     for (size_t i = 0; i < specs.size(); ++i) out.push_back(m.closed_status());
     return out;
   }
-  // One shard: one lock for the whole batch.
-  m.with_shard(*m.shards[0], [&](Core& c, TimePoint now) {
+  // One shard: one lock (and one journal write) for the whole batch.
+  const Status written = m.with_shard(*m.shards[0], [&](Core& c, TimePoint now) {
     for (JobSpec& spec : specs) {
       const bool generated = spec.id.empty();
       for (;;) {
@@ -162,8 +167,12 @@ std::vector<Result<std::string>> Engine::push_batch(std::vector<JobSpec> specs) 
         }
       }
     }
-    return 0;
+    return Status();
   });
+  // The batch's journal write failed: none of its pushes may be reported as done.
+  if (!written.ok())
+    for (Result<std::string>& r : out)
+      if (r.ok()) r = written;
   return out;
 }
 
@@ -279,19 +288,11 @@ Status Engine::requeue_dead(std::string_view id) {
 }
 
 Result<uint64_t> Engine::requeue_dead_topic(std::string_view topic) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  uint64_t n = 0;
-  for (auto& s : impl_->shards)
-    n += impl_->with_shard(*s, [&](Core& c, TimePoint now) { return c.requeue_dead_topic(topic, now); });
-  return n;
+  return impl_->sum_over_shards([&](Core& c, TimePoint now) { return c.requeue_dead_topic(topic, now); });
 }
 
 Result<uint64_t> Engine::purge_dead(std::string_view topic) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  uint64_t n = 0;
-  for (auto& s : impl_->shards)
-    n += impl_->with_shard(*s, [&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });
-  return n;
+  return impl_->sum_over_shards([&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });
 }
 
 Stats Engine::stats() {

@@ -100,7 +100,8 @@ struct Engine::Impl {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::unique_ptr<Shard>> shards;
   std::thread driver;
-  std::atomic<bool> closed{false};
+  std::atomic<bool> closed{false};  // no more calls are served (close() or a failed store write)
+  std::atomic<bool> shut{false};    // close() has run
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint32_t> next_shard{0};
   std::atomic<uint64_t> fences{0};  // shared by the shards' cores
@@ -264,6 +265,22 @@ struct Engine::Impl {
     if (due == INT64_MAX || clock->manual()) return Steady::time_point::max();
     const Duration left = Duration(due) - clock->now().time_since_epoch() + opt.timer_slack;
     return Steady::now() + std::max(left, Duration::zero());
+  }
+
+  // Runs a count-returning core call on every shard and adds the counts up. A shard whose
+  // journal write fails ends it with that error (with_shard substitutes it).
+  template <class F>
+  Result<uint64_t> sum_over_shards(F&& call) {
+    if (closed.load()) return closed_status();
+    uint64_t n = 0;
+    for (auto& s : shards) {
+      Result<uint64_t> part = with_shard(*s, [&](Core& c, TimePoint now) -> Result<uint64_t> {
+        return call(c, now);
+      });
+      if (!part) return part;
+      n += *part;
+    }
+    return n;
   }
 
   // One pass over the shards (starting at a rotating one so no shard is favoured).

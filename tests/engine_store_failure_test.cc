@@ -1,0 +1,84 @@
+// When the store cannot be written, no call may report success for a change that was not
+// recorded, and the queue stops with the store's error (fail-stop). Driven through a fake
+// Persistence that fails on command.
+#include <gtest/gtest.h>
+
+#include "engine/persistence.h"
+
+namespace delayq::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct FlakyStore final : Persistence {
+  std::shared_ptr<std::atomic<bool>> broken = std::make_shared<std::atomic<bool>>(false);
+  Result<uint64_t> write(const std::vector<Change>&) override {
+    if (broken->load()) return Status(Errc::io_error, "disk full (simulated)");
+    return uint64_t{1};
+  }
+  Status wait_durable(uint64_t) override { return Status(); }
+};
+
+struct Opened {
+  std::unique_ptr<Engine> q;
+  std::shared_ptr<std::atomic<bool>> broken;
+};
+
+Opened open_flaky(ManualClock& clock, const RecordSource& records = {}) {
+  auto store = std::make_unique<FlakyStore>();
+  Opened o{nullptr, store->broken};
+  EngineOptions opt;
+  opt.clock = &clock;
+  auto q = open_engine(opt, std::move(store), records);
+  if (q.ok()) o.q = std::move(q).value();
+  return o;
+}
+
+TEST(EngineStoreFailure, AFailedWriteFailsTheCallAndStopsTheQueue) {
+  ManualClock clock;
+  Opened o = open_flaky(clock);
+  ASSERT_TRUE(o.q);
+  ASSERT_TRUE(o.q->push({.topic = "t", .id = "kept"}).ok());
+  o.broken->store(true);
+  Result<std::string> r = o.q->push({.topic = "t", .id = "lost"});
+  EXPECT_TRUE(r.is(Errc::io_error)) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("disk full"), std::string::npos) << "the cause is named";
+  // Stopped: nothing can be handed out, and every call says why.
+  EXPECT_TRUE(o.q->reserve("t", 0ms).is(Errc::io_error));
+  EXPECT_TRUE(o.q->get("kept").is(Errc::io_error));
+}
+
+TEST(EngineStoreFailure, PushBatchReportsNoSuccessWhenItsWriteFailed) {
+  ManualClock clock;
+  Opened o = open_flaky(clock);
+  o.broken->store(true);
+  std::vector<JobSpec> specs(3);
+  for (int i = 0; i < 3; ++i) specs[i] = {.topic = "t", .id = "b" + std::to_string(i)};
+  for (const Result<std::string>& r : o.q->push_batch(std::move(specs)))
+    EXPECT_TRUE(r.is(Errc::io_error)) << r.status().to_string();
+}
+
+TEST(EngineStoreFailure, DeadLetterBulkCallsReportTheFailure) {
+  ManualClock clock;
+  Opened o = open_flaky(clock);
+  ASSERT_TRUE(o.q->push({.topic = "t", .id = "d", .retry = RetryPolicy::fixed(0ms, 1)}).ok());
+  ASSERT_TRUE(o.q->dead_letter(o.q->reserve("t", 0ms)->token).ok());
+  o.broken->store(true);
+  EXPECT_TRUE(o.q->requeue_dead_topic("t").is(Errc::io_error));
+}
+
+TEST(EngineStoreFailure, AnOpenWhoseCatchUpCannotBeWrittenFails) {
+  ManualClock clock;
+  const JobRecord held{.seq = 1, .id = "h", .topic = "t", .state = JobState::reserved,
+                       .due = clock.now(), .lease_deadline = clock.now() - 1s, .ttr = 5s,
+                       .attempts = 1, .fence = 1};
+  auto store = std::make_unique<FlakyStore>();
+  store->broken->store(true);  // the expired lease's retry cannot be recorded
+  EngineOptions opt;
+  opt.clock = &clock;
+  auto q = open_engine(opt, std::move(store), [&](const auto& fn) { return fn(JobRecord(held)); });
+  EXPECT_TRUE(q.is(Errc::io_error)) << (q.ok() ? "opened" : q.status().to_string());
+}
+
+}  // namespace
+}  // namespace delayq::engine
