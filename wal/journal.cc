@@ -283,6 +283,7 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
   // RocksDB's own LOG files: keep a few, not the default thousand.
   db_options.keep_log_file_num = 4;
   db_options.max_log_file_size = uint64_t{8} << 20;
+  if (o.env != nullptr) db_options.env = o.env;
 
   rocksdb::ColumnFamilyOptions jobs_options;
   jobs_options.table_properties_collector_factories.push_back(

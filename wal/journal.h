@@ -17,6 +17,7 @@
 // writers; concurrent synced writes share an fsync).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,17 +27,26 @@
 #include "delayq/error.h"
 #include "engine/record.h"
 
+namespace rocksdb {
+class Env;
+}
+
 namespace delayq::wal {
 
 inline constexpr uint32_t kFormatVersion = 1;
 
-enum class SyncMode : uint8_t {
-  always,  // each write() returns after its data reached the disk (fsync); survives power loss
-  none,    // writes go to the OS; survives a process crash, not a power loss
-};
+// As delayq::Sync (delayq/store.h), which documents what each mode survives.
+enum class SyncMode : uint8_t { always, batch, periodic, none };
 
 struct JournalOptions {
   SyncMode sync = SyncMode::always;
+  // batch: a sync_to() that finds this many appends since the last synced write syncs.
+  uint32_t batch_ops = 1000;
+  // batch and periodic: a background thread syncs the log this long after a change at most.
+  std::chrono::nanoseconds sync_interval = std::chrono::milliseconds(10);
+  // RocksDB's environment; null means the default (the real file system). Tests pass one that
+  // records what was synced, to simulate a power loss.
+  rocksdb::Env* env = nullptr;
   // Open for inspection: no writes, no lock taken on the directory.
   bool read_only = false;
   // Skip records that cannot be decoded (reporting each to `on_skip`) instead of failing open.

@@ -5,6 +5,7 @@
 
 #include "engine/persistence.h"
 #include "wal/journal.h"
+#include "wal/store_testing.h"
 
 namespace delayq {
 namespace {
@@ -23,12 +24,52 @@ class JournalSink final : public engine::Persistence {
 
 }  // namespace
 
+const char* to_string(Sync s) noexcept {
+  switch (s) {
+    case Sync::always: return "always";
+    case Sync::batch: return "batch";
+    case Sync::periodic: return "periodic";
+    case Sync::none: return "none";
+  }
+  return "?";
+}
+
+Result<Sync> parse_sync(std::string_view text) {
+  for (Sync s : {Sync::always, Sync::batch, Sync::periodic, Sync::none})
+    if (text == to_string(s)) return s;
+  return Status(Errc::invalid_argument, "unknown sync mode '" + std::string(text) +
+                                            "': use always, batch, periodic or none");
+}
+
 Result<std::unique_ptr<Engine>> open_store(const StoreOptions& o) {
+  return wal::open_store_on(o, nullptr);
+}
+
+Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksdb::Env* env) {
   if (o.dir.empty())
     return Status(Errc::invalid_argument, "store options: dir is empty; name the directory to keep "
                                           "the queue in");
+  if (o.sync != Sync::always && o.sync != Sync::batch && o.sync != Sync::periodic &&
+      o.sync != Sync::none)
+    return Status(Errc::invalid_argument, "store options: sync is not one of always, batch, "
+                                          "periodic, none");
+  if (o.sync == Sync::batch && o.sync_batch_ops == 0)
+    return Status(Errc::invalid_argument, "store options: sync_batch_ops is 0; Sync::batch needs "
+                                          "at least 1 call per synced write");
+  if ((o.sync == Sync::batch || o.sync == Sync::periodic) && o.sync_interval <= Duration::zero())
+    return Status(Errc::invalid_argument,
+                  "store options: sync_interval must be positive with Sync::" +
+                      std::string(to_string(o.sync)));
   wal::JournalOptions jo;
-  jo.sync = o.sync == Sync::always ? wal::SyncMode::always : wal::SyncMode::none;
+  switch (o.sync) {
+    case Sync::always: jo.sync = wal::SyncMode::always; break;
+    case Sync::batch: jo.sync = wal::SyncMode::batch; break;
+    case Sync::periodic: jo.sync = wal::SyncMode::periodic; break;
+    case Sync::none: jo.sync = wal::SyncMode::none; break;
+  }
+  jo.batch_ops = o.sync_batch_ops;
+  jo.sync_interval = o.sync_interval;
+  jo.env = env;
   jo.read_only = o.read_only;
   jo.tolerant = o.tolerant;
   jo.on_skip = [dir = o.dir](const std::string& why) {

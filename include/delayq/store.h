@@ -5,31 +5,52 @@
 //   opt.dir = "/var/lib/myservice/delayq";
 //   auto q = delayq::open_store(opt).value();   // a delayq::Engine: the whole Queue interface
 //
-// What survives a crash of the process (kill -9): every call that returned success, in either
-// sync mode; with Sync::always also a power loss. Link delayq::wal for this header.
+// What survives a crash of the process (kill -9): every call that returned success, in every
+// sync mode. What survives a power loss depends on the mode (below; docs/durability.md has the
+// measured costs). Link delayq::wal for this header.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "delayq/engine.h"
 
 namespace delayq {
 
+// In every mode, a call that changes the queue returns after its change was written to the
+// operating system, so a crash of the process loses nothing that was answered. The modes differ
+// in when the change reaches the disk (fsync), which is what a power loss needs.
 enum class Sync : uint8_t {
-  // A call that changes the queue returns after its change reached the disk (fsync): survives
-  // a power loss. Calls on one shard wait for each other's fsync.
+  // The call returns after its change is on disk: a power loss loses nothing that was answered.
+  // Concurrent calls share one fsync (group commit).
   always,
-  // Written to the operating system before returning: survives a crash of the process, not of
-  // the machine.
+  // A synced write at least every `sync_batch_ops` changed calls (the call that completes a
+  // batch waits for it) and at most `sync_interval` after a change. A power loss loses at most
+  // the last sync_batch_ops - 1 answered calls, and only the latest ones: what comes back is the
+  // queue as it was after some earlier call.
+  batch,
+  // A synced write every `sync_interval`, by a background thread; no call waits for the disk.
+  // A power loss loses the calls of about the last interval (more if the machine was too busy
+  // to run the sync on time), again only the latest ones.
+  periodic,
+  // Never synced by delayq (RocksDB syncs when it flushes or switches log files): a power loss
+  // can lose any number of the latest calls.
   none,
 };
+const char* to_string(Sync s) noexcept;
+// "always", "batch", "periodic", "none". Errors: invalid_argument, naming the accepted values.
+Result<Sync> parse_sync(std::string_view text);
 
 struct StoreOptions {
   // The store's directory, created if missing. One process at a time.
   std::string dir;
   Sync sync = Sync::always;
+  // Sync::batch: at most this many answered calls between synced writes (>= 1).
+  uint32_t sync_batch_ops = 1000;
+  // Sync::batch and Sync::periodic: how long a change may wait for its synced write (> 0).
+  Duration sync_interval = std::chrono::milliseconds(10);
   // Inspect a store: nothing is written and no lock is taken; calls that change the queue change
   // only this process's view of it.
   bool read_only = false;

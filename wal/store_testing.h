@@ -1,0 +1,17 @@
+// Internal: open_store() on a RocksDB environment of the caller's choosing. For tests that
+// simulate a power loss with a file system that records what was synced.
+#pragma once
+
+#include "delayq/store.h"
+
+namespace rocksdb {
+class Env;
+}
+
+namespace delayq::wal {
+
+// open_store(options), with RocksDB running on `env` (null: the default environment). The env
+// must outlive the returned queue.
+Result<std::unique_ptr<Engine>> open_store_on(const StoreOptions& options, rocksdb::Env* env);
+
+}  // namespace delayq::wal
