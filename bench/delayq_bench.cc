@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <queue>
 #include <atomic>
 #include <filesystem>
 #include <cmath>
@@ -47,7 +50,9 @@ struct Args {
   double delay_max_s = 5;
   size_t consumers = 2;
   size_t producers = 1;
-  std::string sync = "always";  // rocksdb: always | none
+  std::string sync = "always";  // rocksdb: always | batch | periodic | none
+  uint32_t sync_batch_ops = 1000;  // rocksdb, --sync batch
+  double sync_interval_ms = 10;    // rocksdb, --sync batch|periodic
   std::string dir;              // rocksdb: the store (default: a fresh temp dir, removed after)
   size_t shards = 1;
   size_t batch = 0;  // 0: one push() per job; else push_batch() of this many
@@ -62,7 +67,8 @@ struct Args {
             << "usage: delayq-bench [--workload W1|W2] [--backend memory] [--jobs N]\n"
                "                    [--delay-max SECONDS] [--consumers N] [--shards N]\n"
                "                    [--batch N] [--tick-ms MS] [--slack-us US] [--producers N]\n"
-               "                    [--sync always|none] [--dir DIR]\n"
+               "                    [--sync always|batch|periodic|none] [--dir DIR]\n"
+               "                    [--sync-batch-ops N] [--sync-interval-ms MS]\n"
                "                    [--time-limit SECONDS] [--seed N]\n";
   std::exit(2);
 }
@@ -88,6 +94,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--consumers") a.consumers = static_cast<size_t>(need_num(1));
     else if (k == "--producers") a.producers = static_cast<size_t>(need_num(1));
     else if (k == "--sync") a.sync = v;
+    else if (k == "--sync-batch-ops") a.sync_batch_ops = static_cast<uint32_t>(need_num(1));
+    else if (k == "--sync-interval-ms") a.sync_interval_ms = need_num(0.001);
     else if (k == "--dir") a.dir = v;
     else if (k == "--shards") a.shards = static_cast<size_t>(need_num(1));
     else if (k == "--batch") a.batch = static_cast<size_t>(need_num(0));
@@ -102,7 +110,7 @@ Args parse(int argc, char** argv) {
   if (a.backend != "memory" && a.backend != "asio" && a.backend != "rocksdb" &&
       a.backend != "rocksdb-raw")
     usage("backend '" + a.backend + "' is not built yet (memory, rocksdb; baselines asio, rocksdb-raw)");
-  if (a.sync != "always" && a.sync != "none") usage("--sync must be always or none");
+  if (!delayq::parse_sync(a.sync)) usage(delayq::parse_sync(a.sync).status().message());
   if (a.time_limit_s == 0) a.time_limit_s = a.delay_max_s + 30;
   return a;
 }
@@ -138,6 +146,22 @@ class StoreDir {
 
 double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
 
+Duration sync_interval(const Args& a) {
+  return std::chrono::nanoseconds(static_cast<int64_t>(a.sync_interval_ms * 1e6));
+}
+
+// The params of a rocksdb line that describe its sync mode.
+std::string sync_params(const Args& a) {
+  std::string out = ",\"sync\":\"" + a.sync + "\"";
+  if (a.sync == "batch") out += ",\"sync_batch_ops\":" + std::to_string(a.sync_batch_ops);
+  if (a.sync == "batch" || a.sync == "periodic") {
+    std::ostringstream o;
+    o << a.sync_interval_ms;
+    out += ",\"sync_interval_ms\":" + o.str();
+  }
+  return out;
+}
+
 std::string num(double v) {
   std::ostringstream o;
   o.precision(v >= 1000 ? 1 : 4);
@@ -171,7 +195,9 @@ int run_w1(const Args& a) {
   if (a.backend == "rocksdb") {
     delayq::StoreOptions so;
     so.dir = dir.path();
-    so.sync = a.sync == "always" ? delayq::Sync::always : delayq::Sync::none;
+    so.sync = *delayq::parse_sync(a.sync);
+    so.sync_batch_ops = a.sync_batch_ops;
+    so.sync_interval = sync_interval(a);
     so.engine = opt;
     q = delayq::open_store(so);
   } else {
@@ -266,7 +292,7 @@ int run_w1(const Args& a) {
             << ",\"lateness_ms\":" << lateness_json(lat) << ",\"received\":" << got_n
             << ",\"duplicates\":" << duplicates.load() << ",\"params\":{\"delay_max_s\":"
             << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"producers\":"
-            << a.producers << ",\"sync\":\"" << (a.backend == "rocksdb" ? a.sync : "none") << "\""
+            << a.producers << (a.backend == "rocksdb" ? sync_params(a) : ",\"sync\":\"none\"")
             << ",\"tick_ms\":" << a.tick_ms << ",\"shards\":" << a.shards
             << ",\"batch\":" << a.batch << ",\"timer_slack_us\":"
             << std::chrono::duration<double, std::micro>(opt.timer_slack).count() << "}}" << std::endl;
@@ -325,10 +351,14 @@ int run_w1_asio(const Args& a) {
   return got == n ? 0 : 1;
 }
 
-// The baseline for the store's write path: raw RocksDB doing what delayq does for a push, one
-// Put of a ~100-byte value under an 8-byte key in push order, with the same sync setting and
-// the same number of producer threads, each write on its own. Nothing is ever delivered: only
-// push_per_s is comparable with a W1 line.
+// The baseline for the store's write path: raw RocksDB doing the writes a W1 job costs delayq,
+// at the same moments, with the same sync setting and threads. Producers Put a ~100-byte value
+// under an 8-byte key in push order (the push); once the job's delay has passed, a consumer
+// thread Puts it again (the reservation, which delayq journals before handing a job out) and
+// Deletes it (the ack). Each write is its own RocksDB write, synced as --sync says: always
+// syncs every write; batch syncs every --sync-batch-ops-th write and, like periodic, a
+// background thread syncs the log every --sync-interval-ms; none never syncs. No timer
+// structure, no index, no encoding: what is left of delayq's cost is the queue itself.
 int run_rocksdb_raw(const Args& a) {
   const StoreDir dir(a.dir);
   rocksdb::Options o;
@@ -340,29 +370,98 @@ int run_rocksdb_raw(const Args& a) {
     return 2;
   }
   std::unique_ptr<rocksdb::DB> db(raw);
-  rocksdb::WriteOptions wo;
-  wo.sync = a.sync == "always";
-  const std::string value(100, 'v');
-  std::atomic<uint64_t> seq{0};
+  const delayq::Sync mode = *delayq::parse_sync(a.sync);
+  std::atomic<uint64_t> writes{0};
   std::atomic<bool> failed{false};
+  auto write = [&](auto&& op) {
+    rocksdb::WriteOptions wo;
+    const uint64_t n = writes.fetch_add(1) + 1;
+    wo.sync = mode == delayq::Sync::always ||
+              (mode == delayq::Sync::batch && n % a.sync_batch_ops == 0);
+    if (!op(wo).ok()) failed.store(true);
+  };
+  std::atomic<bool> stop{false};
+  std::thread syncer;
+  if (mode == delayq::Sync::batch || mode == delayq::Sync::periodic)
+    syncer = std::thread([&] {
+      while (!stop.load()) {
+        std::this_thread::sleep_for(sync_interval(a));
+        if (!db->FlushWAL(/*sync=*/true).ok()) failed.store(true);
+      }
+    });
+
+  const size_t n = a.jobs;
+  const std::vector<Duration> delay = random_delays(a);
+  const std::string value(100, 'v');
+  // Jobs pushed and not yet consumed, by due time (the consumers' stand-in for a timer).
+  std::mutex mu;
+  std::condition_variable cv;
+  std::priority_queue<std::pair<Steady::time_point, uint64_t>,
+                      std::vector<std::pair<Steady::time_point, uint64_t>>, std::greater<>>
+      due;
+  std::atomic<size_t> consumed{0};
+  std::atomic<uint64_t> seq{0};
+  std::atomic<int64_t> last_ns{0};
+  auto key_of = [](uint64_t k) {
+    const uint64_t be = __builtin_bswap64(k);
+    return std::string(reinterpret_cast<const char*>(&be), 8);
+  };
+  std::vector<std::thread> consumers;
+  for (size_t c = 0; c < a.consumers; ++c)
+    consumers.emplace_back([&] {
+      std::unique_lock l(mu);
+      while (!stop.load()) {
+        if (due.empty() || due.top().first > Steady::now()) {
+          if (due.empty()) cv.wait_for(l, 100ms);
+          else cv.wait_until(l, due.top().first);
+          continue;
+        }
+        const uint64_t k = due.top().second;
+        due.pop();
+        l.unlock();
+        const std::string key = key_of(k);
+        write([&](const rocksdb::WriteOptions& wo) { return db->Put(wo, key, value); });
+        write([&](const rocksdb::WriteOptions& wo) { return db->Delete(wo, key); });
+        last_ns.store(Steady::now().time_since_epoch().count());
+        if (consumed.fetch_add(1) + 1 == n) stop.store(true);
+        l.lock();
+      }
+    });
   auto produce = [&](size_t count) {
     for (size_t i = 0; i < count && !failed.load(); ++i) {
-      const uint64_t k = __builtin_bswap64(seq.fetch_add(1) + 1);
-      if (!db->Put(wo, rocksdb::Slice(reinterpret_cast<const char*>(&k), 8), value).ok())
-        failed.store(true);
+      const uint64_t k = seq.fetch_add(1) + 1;
+      const Steady::time_point at = Steady::now() + delay[k - 1];
+      const std::string key = key_of(k);
+      write([&](const rocksdb::WriteOptions& wo) { return db->Put(wo, key, value); });
+      {
+        std::lock_guard l(mu);
+        due.push({at, k});
+      }
+      cv.notify_one();
     }
   };
   const Steady::time_point start = Steady::now();
   std::vector<std::thread> producers;
   for (size_t p = 0; p < a.producers; ++p)
-    producers.emplace_back(produce, a.jobs / a.producers + (p < a.jobs % a.producers));
+    producers.emplace_back(produce, n / a.producers + (p < n % a.producers));
   for (auto& t : producers) t.join();
   const double push_s = seconds(Steady::now() - start);
+  const Steady::time_point limit = start + std::chrono::duration_cast<Steady::duration>(
+                                               std::chrono::duration<double>(a.time_limit_s));
+  while (!stop.load() && !failed.load() && Steady::now() < limit) std::this_thread::sleep_for(5ms);
+  stop.store(true);
+  cv.notify_all();
+  for (auto& t : consumers) t.join();
+  if (syncer.joinable()) syncer.join();
   (void)db->Close();
-  std::cout << "{\"peer\":\"rocksdb-raw\",\"workload\":\"W1-writes\",\"jobs\":" << a.jobs
-            << ",\"push_per_s\":" << num(a.jobs / push_s) << ",\"params\":{\"producers\":"
-            << a.producers << ",\"sync\":\"" << a.sync << "\",\"value_bytes\":100}}" << std::endl;
-  return failed.load() ? 1 : 0;
+  const double e2e = seconds(Steady::time_point(Steady::duration(last_ns.load())) - start);
+  std::cout << "{\"peer\":\"rocksdb-raw\",\"workload\":\"W1-writes\",\"jobs\":" << n
+            << ",\"push_per_s\":" << num(n / push_s) << ",\"end_to_end_s\":" << num(e2e)
+            << ",\"received\":" << consumed.load() << ",\"params\":{\"delay_max_s\":"
+            << num(a.delay_max_s) << ",\"consumers\":" << a.consumers
+            << ",\"producers\":" << a.producers << sync_params(a)
+            << ",\"value_bytes\":100,\"writes_per_job\":3}}" << std::endl;
+  return failed.load() || consumed.load() != n ? 1 : 0;
 }
 
 // Resident memory of this process, in bytes.

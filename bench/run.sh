@@ -30,16 +30,20 @@ for i in 1 2 3; do
   run --workload W2 --jobs 1000000 --delay-max 5
 done
 
-# The durable store: W1 in each sync mode beside raw RocksDB doing the same kind of writes with
-# the same setting and producers, then recovery time and memory at 1 M pending jobs.
+# The durable store: W1 in each sync mode beside raw RocksDB doing the same writes (a Put per
+# push, a Put and a Delete per delivery, at the same moments) with the same sync setting and
+# threads, then recovery time and memory at 1 M and 5 M pending jobs.
 : >"$out/store.jsonl"
 srun() { "$bench" "$@" 2>/dev/null | tee -a "$out/store.jsonl"; }
-for p in 1 16; do
-  srun --workload W1 --backend rocksdb-raw --sync always --jobs 20000 --producers $p
-  srun --workload W1 --backend rocksdb --sync always --jobs 20000 --delay-max 2 --producers $p --time-limit 120
-  srun --workload W1 --backend rocksdb --sync always --jobs 20000 --delay-max 2 --producers $p --shards 16 --time-limit 120
+for pc in "1 2" "16 16"; do
+  set -- $pc
+  srun --workload W1 --backend rocksdb-raw --sync always --jobs 20000 --delay-max 2 --producers $1 --consumers $2 --time-limit 120
+  srun --workload W1 --backend rocksdb --sync always --jobs 20000 --delay-max 2 --producers $1 --consumers $2 --time-limit 120
 done
-srun --workload W1 --backend rocksdb-raw --sync none --jobs 100000
-srun --workload W1 --backend rocksdb --sync none --jobs 100000 --delay-max 5
-srun --workload W1 --backend rocksdb --sync none --jobs 100000 --delay-max 5 --batch 100
+for mode in batch periodic none; do
+  srun --workload W1 --backend rocksdb-raw --sync $mode --jobs 100000 --delay-max 5
+  srun --workload W1 --backend rocksdb --sync $mode --jobs 100000 --delay-max 5
+  srun --workload W1 --backend rocksdb --sync $mode --jobs 100000 --delay-max 5 --batch 100
+done
 srun --workload recovery --jobs 1000000
+srun --workload recovery --jobs 5000000

@@ -19,4 +19,6 @@ PY
 }
 check "$("$bench" --workload W1 --jobs 20000 --delay-max 1 2>/dev/null)"
 check "$("$bench" --workload W1 --jobs 20000 --delay-max 1 --shards 2 --batch 100 2>/dev/null)"
+check "$("$bench" --workload W1 --backend rocksdb --sync always --jobs 2000 --delay-max 1 --producers 4 --consumers 4 2>/dev/null)"
+check "$("$bench" --workload W1 --backend rocksdb --sync batch --jobs 20000 --delay-max 1 --batch 100 2>/dev/null)"
 check "$("$bench" --workload W2 --jobs 200000 --delay-max 1 2>/dev/null)"

@@ -35,7 +35,10 @@
 #include <utility>
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
@@ -223,21 +226,115 @@ struct Journal::Impl {
   std::string dir;
   JournalOptions options;
   rocksdb::DB* db = nullptr;
-  // As opened: [0] default, [1] jobs, [2] meta, then any families of a newer format. Destroyed before the DB (Debian's RocksDB is
-  // built with assertions, and closing a DB with live handles trips them).
+  // As opened: [0] default, [1] jobs, [2] meta, then any families of a newer format. Destroyed
+  // before the DB (Debian's RocksDB is built with assertions, and closing a DB with live
+  // handles trips them).
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::ColumnFamilyHandle* jobs = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
-  // Group commit: the log is known to be on disk up to this RocksDB sequence number.
-  std::atomic<uint64_t> synced{0};
+
+  // The commit pipeline. Tickets number the appends: ticket n is the n-th append since open.
+  // append() adds its changes to `pending` (in call order, under `mu`) and RocksDB has not seen
+  // them yet. The first sync_to() that finds no write in flight becomes the leader: it takes
+  // all of `pending` and writes it as one WriteBatch, while later appends gather in a fresh
+  // `pending` for the next leader. So one RocksDB write (and, when synced, one fsync) covers
+  // everyone who arrived while the previous one ran, and the engine's shard locks are never
+  // held across a RocksDB write. The leader syncs its write with SyncMode::always, and with
+  // batch when batch_ops appends are waiting for a sync. (Appending each call to RocksDB and
+  // syncing with a separate marker write shared little: RocksDB never puts a synced write in a
+  // group led by an unsynced one.)
+  // batch and periodic: a background thread syncs the log every sync_interval with a tiny
+  // synced marker write, which puts everything written before it on disk.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_ptr<rocksdb::WriteBatch> pending = std::make_unique<rocksdb::WriteBatch>();
+  std::unique_ptr<rocksdb::WriteBatch> spare = std::make_unique<rocksdb::WriteBatch>();
+  uint64_t appended = 0;  // guarded by mu
+  bool writing = false;   // a leader's write is in flight; guarded by mu
+  Status broken;          // a failed write or sync: every later call fails with it; mu
+  std::atomic<uint64_t> written{0};  // tickets up to this one reached RocksDB (the OS)
+  std::atomic<uint64_t> synced{0};   // tickets up to this one are on disk
+  std::thread syncer;
+  bool stopping = false;  // guarded by mu
 
   ~Impl() {
     if (db == nullptr) return;
+    stop_syncer();
+    flush_pending();
     for (rocksdb::ColumnFamilyHandle* h : handles)
       if (h != nullptr) (void)db->DestroyColumnFamilyHandle(h);
     handles.clear();
     (void)db->Close();
     delete db;
+  }
+
+  Status failed(const rocksdb::Status& s, const std::string& what) {
+    Status st = from_rocksdb(s, dir, what);
+    // A failed write or sync is an io_error to the engine, whatever RocksDB called it.
+    return st.is(Errc::io_error) ? st : Status(Errc::io_error, st.message());
+  }
+
+  // Writes the tiny marker with sync=true: the log is on disk up to and including it.
+  rocksdb::Status sync_marker() {
+    rocksdb::WriteBatch marker;
+    rocksdb::Status s = marker.Delete(meta, kSyncMarkerKey);
+    if (!s.ok()) return s;
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    return db->Write(wo, &marker);
+  }
+
+  // Other modes: syncs the log and marks every append counted before the sync as durable.
+  Status sync_now() {
+    const uint64_t upto = written.load();
+    if (rocksdb::Status s = sync_marker(); !s.ok()) {
+      Status st = failed(s, "syncing the log to disk");
+      std::lock_guard l(mu);
+      if (broken.ok()) broken = st;
+      return st;
+    }
+    uint64_t cur = synced.load();
+    while (cur < upto && !synced.compare_exchange_weak(cur, upto)) {
+    }
+    return Status();
+  }
+
+  void start_syncer() {
+    if (options.read_only ||
+        (options.sync != SyncMode::batch && options.sync != SyncMode::periodic))
+      return;
+    syncer = std::thread([this] {
+      std::unique_lock l(mu);
+      while (!stopping) {
+        cv.wait_for(l, options.sync_interval, [this] { return stopping; });
+        if (stopping || !broken.ok() || synced.load() >= written.load()) continue;
+        l.unlock();
+        (void)sync_now();  // a failure is kept in `broken`
+        l.lock();
+      }
+    });
+  }
+
+  void stop_syncer() {
+    if (!syncer.joinable()) return;
+    {
+      std::lock_guard l(mu);
+      stopping = true;
+    }
+    cv.notify_all();
+    syncer.join();
+    if (synced.load() < written.load()) (void)sync_now();
+  }
+
+  // Writes what was appended but never waited for (closing).
+  void flush_pending() {
+    std::unique_lock l(mu);
+    cv.wait(l, [this] { return !writing; });
+    if (pending->Count() == 0 || !broken.ok()) return;
+    rocksdb::WriteOptions wo;
+    wo.sync = options.sync != SyncMode::none;
+    (void)db->Write(wo, pending.get());
+    pending->Clear();
   }
 
   // Reads meta/format; writes it on a new store; refuses a newer one.
@@ -324,6 +421,7 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
   impl->meta = impl->handles[2];
 
   if (Status f = impl->check_format(); !f.ok()) return f;
+  impl->start_syncer();
   return std::unique_ptr<Journal>(new Journal(std::move(impl)));
 }
 
@@ -335,26 +433,41 @@ Status Journal::write(const std::vector<engine::Change>& changes) {
 
 Status Journal::sync_to(uint64_t ticket) {
   Impl& m = *impl_;
-  if (m.options.sync != SyncMode::always || m.synced.load() >= ticket) return Status();
-  // A synced write puts the log on disk up to and including itself, and RocksDB groups
-  // concurrent synced writers behind one leader and one fsync. So each waiter writes a tiny
-  // marker with sync: waiters that arrive together share the fsync. (DB::SyncWAL() was tried
-  // first: it holds up concurrent writes while it syncs, so nothing was shared.)
-  const uint64_t upto = m.db->GetLatestSequenceNumber();
-  rocksdb::WriteBatch marker;
-  rocksdb::Status s = marker.Delete(m.meta, kSyncMarkerKey);
-  if (s.ok()) {
+  const bool wait_for_disk = m.options.sync == SyncMode::always;
+  auto done = [&] { return (wait_for_disk ? m.synced : m.written).load() >= ticket; };
+  if (done()) return Status();
+  std::unique_lock l(m.mu);
+  while (!done()) {
+    if (!m.broken.ok()) return m.broken;
+    if (m.writing) {
+      m.cv.wait(l);
+      continue;
+    }
+    // The leader: everything appended and not yet written is in `pending`.
+    m.writing = true;
+    std::unique_ptr<rocksdb::WriteBatch> batch = std::move(m.pending);
+    m.pending = std::move(m.spare);
+    const uint64_t upto = m.appended;
     rocksdb::WriteOptions wo;
-    wo.sync = true;
-    s = m.db->Write(wo, &marker);
-  }
-  if (!s.ok()) {
-    Status st = from_rocksdb(s, m.dir, "syncing the log to disk");
-    return st.is(Errc::io_error) ? st : Status(Errc::io_error, st.message());
-  }
-  uint64_t cur = m.synced.load();
-  const uint64_t done = std::max(upto, ticket);
-  while (cur < done && !m.synced.compare_exchange_weak(cur, done)) {
+    wo.sync = wait_for_disk ||
+              (m.options.sync == SyncMode::batch && upto - m.synced.load() >= m.options.batch_ops);
+    l.unlock();
+    const rocksdb::Status s = m.db->Write(wo, batch.get());
+    const uint32_t count = batch->Count();
+    batch->Clear();
+    l.lock();
+    m.spare = std::move(batch);
+    m.writing = false;
+    if (s.ok()) {
+      m.written.store(upto);
+      if (wo.sync) m.synced.store(upto);
+    } else {
+      // Every call waiting on this write, and every later one, fails: the engine stops, and
+      // reopening shows what was kept. (RocksDB applies a batch whole or not at all, but after
+      // a failed sync nobody can tell what reached the disk.)
+      m.broken = m.failed(s, "writing " + std::to_string(count) + " changes to the log");
+    }
+    m.cv.notify_all();
   }
   return Status();
 }
@@ -365,36 +478,28 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes) {
     return Status(Errc::invalid_state, "store " + m.dir + " is open read-only; write refused");
   if (changes.empty()) return uint64_t{0};
 
-  rocksdb::WriteBatch batch;
+  // Encoded before taking the lock.
+  std::vector<std::pair<std::string, std::optional<std::string>>> items;
+  items.reserve(changes.size());
   for (const engine::Change& c : changes) {
-    const std::string key = key_of(c.seq);
-    rocksdb::Status s;
-    if (c.record) {
-      if (c.record->seq != c.seq)
-        return Status(Errc::invalid_argument,
-                      "journal write: change for seq " + std::to_string(c.seq) +
-                          " carries a record with seq " + std::to_string(c.record->seq) +
-                          "; nothing of the batch was written");
-      s = batch.Put(m.jobs, key, encode(*c.record));
-    } else {
-      s = batch.Delete(m.jobs, key);
+    if (c.record && c.record->seq != c.seq)
+      return Status(Errc::invalid_argument,
+                    "journal write: change for seq " + std::to_string(c.seq) +
+                        " carries a record with seq " + std::to_string(c.record->seq) +
+                        "; nothing of the batch was written");
+    items.emplace_back(key_of(c.seq), c.record ? std::optional(encode(*c.record)) : std::nullopt);
+  }
+  std::lock_guard l(m.mu);
+  if (!m.broken.ok()) return m.broken;
+  for (const auto& [key, value] : items) {
+    // Put and Delete on a batch without a size limit only append bytes to it.
+    rocksdb::Status s = value ? m.pending->Put(m.jobs, key, *value) : m.pending->Delete(m.jobs, key);
+    if (!s.ok()) {
+      m.broken = m.failed(s, "building a write batch");
+      return m.broken;
     }
-    if (!s.ok()) return from_rocksdb(s, m.dir, "building a write batch");
   }
-
-  rocksdb::WriteOptions wo;
-  wo.sync = false;  // sync_to() does it, for every batch appended before it at once
-  wo.disableWAL = false;
-  rocksdb::Status s = m.db->Write(wo, &batch);
-  if (!s.ok()) {
-    Status st = from_rocksdb(s, m.dir, "writing " + std::to_string(changes.size()) + " changes");
-    // write() promises io_error for a failed write (nothing of the batch was applied).
-    if (!st.is(Errc::io_error)) return Status(Errc::io_error, st.message());
-    return st;
-  }
-  // The batch's own sequence number is at most the latest one: waiting for the latest is
-  // waiting for at least this batch.
-  return static_cast<uint64_t>(m.db->GetLatestSequenceNumber());
+  return ++m.appended;
 }
 
 Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {

@@ -13,8 +13,7 @@
 // Acked jobs leave tombstones at the old end of "jobs"; a CompactOnDeletionCollector lets
 // compaction clear them, and the WAL is capped so that reopening after a crash stays quick.
 //
-// Thread safety: write() and scan() may be called from several threads (RocksDB serialises
-// writers; concurrent synced writes share an fsync).
+// Thread safety: every method may be called from several threads at once.
 #pragma once
 
 #include <chrono>
@@ -71,11 +70,13 @@ class Journal {
   // (read-only).
   Status write(const std::vector<engine::Change>& changes);
 
-  // Group commit, in two steps. append() writes the batch without waiting for the disk (writes
-  // keep their order in RocksDB's log) and returns a ticket; sync_to(ticket) returns once the
-  // log is on disk up to and including that batch. One fsync covers every batch appended before
-  // it, so callers that append while another syncs share the next fsync. With SyncMode::none,
-  // sync_to() returns at once.
+  // Group commit, in two steps. append() queues the batch in memory, in call order, and
+  // returns a ticket; sync_to(ticket) returns once that batch is written to RocksDB (the OS) and,
+  // with SyncMode::always, on disk. Whoever calls sync_to() while no write is in flight writes
+  // every batch queued so far as one RocksDB write (synced with always, and with batch when
+  // batch_ops appends wait for a sync), so concurrent callers share writes and fsyncs. A batch
+  // appended but never waited for is written when the journal closes.
+  // Errors: io_error (the write or sync failed; every later call fails too).
   Result<uint64_t> append(const std::vector<engine::Change>& changes);
   Status sync_to(uint64_t ticket);
 

@@ -159,11 +159,11 @@ struct Engine::Impl {
     std::unique_lock lock(s.mu);
     const TimePoint now = clock->now();
     auto result = f(s.core, now);
-    // Journal the call's changes: written here, in call order, under the lock; waited for
-    // below, after the lock, so that calls on the shard can share the fsync. The caller learns
-    // of the call's effect only once it is durable. (Other callers may act on it a little
-    // earlier: a consumer can reserve a job whose push is still being synced. Its own
-    // reservation is synced after the push, so a crash loses both or neither.)
+    // Journal the call's changes: queued here, in call order, under the lock; written and
+    // waited for below, after the lock, so that calls can share writes and fsyncs. The caller
+    // learns of the call's effect only once it is durable. (Other callers may act on it a
+    // little earlier: a consumer can reserve a job whose push is still being written. Its own
+    // reservation is written after the push, so a crash loses both or neither.)
     std::optional<uint64_t> ticket;
     if (store) {
       if (std::vector<engine::Change> changes = s.core.take_changes(); !changes.empty()) {

@@ -16,12 +16,13 @@ namespace delayq::engine {
 class Persistence {
  public:
   virtual ~Persistence() = default;
-  // Writes the changes as one atomic batch, in the order of calls (the engine calls it under
-  // the shard's lock), without waiting for the disk. Returns a ticket for wait_durable().
-  // On failure nothing of the batch may be applied.
+  // Queues the changes as one atomic batch, in the order of calls (the engine calls it under
+  // the shard's lock, so it must be cheap: no disk, no waiting). Returns a ticket for
+  // wait_durable(). On failure nothing of the batch may be applied.
   virtual Result<uint64_t> write(const std::vector<Change>& changes) = 0;
-  // Returns once the batch with this ticket is as durable as the store promises (on disk, for
-  // a synced store). The engine calls it after releasing the shard's lock.
+  // Returns once the batch with this ticket is as durable as the store promises (written to the
+  // OS at least; on disk for a synced store). The engine calls it after releasing the shard's
+  // lock, before it answers the call.
   virtual Status wait_durable(uint64_t ticket) = 0;
 };
 
