@@ -105,7 +105,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--seed") a.seed = static_cast<uint64_t>(need_num(0));
     else usage("unknown option " + k);
   }
-  if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery")
+  if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
+      a.workload != "reopen")
     usage("unknown workload " + a.workload);
   if (a.backend != "memory" && a.backend != "asio" && a.backend != "rocksdb" &&
       a.backend != "rocksdb-raw")
@@ -539,6 +540,27 @@ int run_recovery(const Args& a) {
   return ok ? 0 : 1;
 }
 
+// reopen: times open_store() of an existing --dir (for profiling recovery by itself).
+int run_reopen(const Args& a) {
+  if (a.dir.empty()) usage("--workload reopen needs --dir");
+  delayq::StoreOptions so;
+  so.dir = a.dir;
+  so.engine.shards = a.shards;
+  const Steady::time_point t0 = Steady::now();
+  auto q = delayq::open_store(so);
+  const double open_s = seconds(Steady::now() - t0);
+  if (!q) {
+    std::cerr << q.status().to_string() << "\n";
+    return 2;
+  }
+  uint64_t pending = 0;
+  for (const auto& [topic, t] : (*q)->stats().topics) pending += t.delayed + t.ready + t.reserved;
+  std::cout << "{\"peer\":\"delayq-rocksdb\",\"workload\":\"reopen\",\"open_s\":" << num(open_s)
+            << ",\"recovered\":" << pending << ",\"rss_mib\":" << num(rss_bytes() / double(1 << 20))
+            << ",\"params\":{\"shards\":" << a.shards << "}}" << std::endl;
+  return 0;
+}
+
 int run_w2(const Args& a) {
   delayq::TimerService timers(std::chrono::milliseconds(a.tick_ms));
   const size_t n = a.jobs;
@@ -578,6 +600,7 @@ int main(int argc, char** argv) {
             << " jobs, delays up to " << a.delay_max_s << " s\n";
   if (a.workload == "W2") return run_w2(a);
   if (a.workload == "recovery") return run_recovery(a);
+  if (a.workload == "reopen") return run_reopen(a);
   if (a.backend == "asio") return run_w1_asio(a);
   if (a.backend == "rocksdb-raw") return run_rocksdb_raw(a);
   return run_w1(a);

@@ -2,10 +2,85 @@
 // its job (engine_impl.h holds the shards, the driver and the waiting).
 #include "engine/engine_impl.h"
 
+#include <algorithm>
+#include <deque>
+
 namespace delayq {
 
 Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   return engine::open_engine(options, nullptr, {});
+}
+
+// Rebuilds the shards from a store's records. The calling thread reads and decodes records (the
+// RecordSource) while restorer threads put them into their shards, so that reading and
+// rebuilding overlap. Records travel in batches; every restorer sees every batch and takes the
+// records of its own shards, so each shard still receives its records in seq order.
+Status Engine::Impl::restore(const engine::RecordSource& records, TimePoint now) {
+  Impl& m = *this;
+  using Batch = std::vector<std::pair<uint32_t, engine::JobRecord>>;  // (shard, record)
+  constexpr size_t kBatch = 1024, kMaxQueued = 16;
+  const size_t hw = std::max(2u, std::thread::hardware_concurrency());
+  const size_t workers = std::min(m.shards.size(), hw - 1);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::deque<std::shared_ptr<Batch>>> queues(workers);
+  bool finished = false;
+  Status failure;  // the first restore() error; guarded by mu
+  std::atomic<bool> failed{false};
+
+  auto restorer = [&](size_t w) {
+    for (;;) {
+      std::shared_ptr<Batch> batch;
+      {
+        std::unique_lock l(mu);
+        cv.wait(l, [&] { return !queues[w].empty() || finished; });
+        if (queues[w].empty()) return;
+        batch = std::move(queues[w].front());
+        queues[w].pop_front();
+      }
+      cv.notify_all();  // the reader may be waiting for room
+      if (failed.load()) continue;
+      for (auto& [shard, r] : *batch) {
+        if (shard % workers != w) continue;
+        if (Status st = m.shards[shard]->core.restore(std::move(r), now); !st.ok()) {
+          std::lock_guard l(mu);
+          if (!failed.exchange(true)) failure = st;
+          break;
+        }
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < workers; ++w) threads.emplace_back(restorer, w);
+
+  auto batch = std::make_shared<Batch>();
+  batch->reserve(kBatch);
+  auto hand_over = [&] {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return queues[0].size() < kMaxQueued || failed.load(); });
+    for (auto& q : queues) q.push_back(batch);
+    l.unlock();
+    cv.notify_all();
+    batch = std::make_shared<Batch>();
+    batch->reserve(kBatch);
+  };
+  Status read = records([&](engine::JobRecord&& r) {
+    if (failed.load()) return Status(Errc::invalid_argument, "stopped");  // replaced below
+    const auto shard = static_cast<uint32_t>(m.shard_index(r.id));
+    batch->emplace_back(shard, std::move(r));
+    if (batch->size() == kBatch) hand_over();
+    return Status();
+  });
+  if (!batch->empty()) hand_over();
+  {
+    std::lock_guard l(mu);
+    finished = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads) t.join();
+  if (failed.load()) return failure;
+  return read;
 }
 
 Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options,
@@ -39,13 +114,8 @@ Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options
     co.seed = seed + i;
     impl->shards.push_back(std::make_unique<Shard>(co, now, impl->io));
   }
-  if (records) {
-    Engine::Impl* m = impl.get();
-    Status st = records([m, now](engine::JobRecord&& r) {
-      return m->shard_for(r.id).core.restore(std::move(r), now);
-    });
-    if (!st.ok()) return st;
-  }
+  if (records)
+    if (Status st = impl->restore(records, now); !st.ok()) return st;
   impl->store = std::move(store);
   impl->work.emplace(impl->io.get_executor());
   Engine::Impl* raw = impl.get();

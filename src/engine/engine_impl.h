@@ -146,10 +146,13 @@ struct Engine::Impl {
   std::atomic<int> async_pending{0};
   std::atomic<bool> serve_posted{false};
 
-  Shard& shard_for(std::string_view id) {
-    if (shards.size() == 1) return *shards[0];
-    return *shards[std::hash<std::string_view>()(id) % shards.size()];
+  size_t shard_index(std::string_view id) const {
+    return shards.size() == 1 ? 0 : std::hash<std::string_view>()(id) % shards.size();
   }
+  Shard& shard_for(std::string_view id) { return *shards[shard_index(id)]; }
+
+  // Opening: rebuilds the shards from a store's records (engine.cc).
+  Status restore(const engine::RecordSource& records, TimePoint now);
 
   // Runs f(core, now) under the shard's lock, then wakes consumers and re-arms the shard's
   // timer if the call made jobs ready or moved the next deadline earlier.
