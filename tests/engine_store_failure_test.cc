@@ -14,7 +14,7 @@ using namespace std::chrono_literals;
 
 struct FlakyStore final : Persistence {
   std::shared_ptr<std::atomic<bool>> broken = std::make_shared<std::atomic<bool>>(false);
-  Result<uint64_t> write(const std::vector<Change>&) override {
+  Result<uint64_t> write(const std::vector<Change>&, const Stats&) override {
     if (broken->load()) return Status(Errc::io_error, "disk full (simulated)");
     return uint64_t{1};
   }
@@ -31,7 +31,7 @@ Opened open_flaky(ManualClock& clock, const RecordSource& records = {}) {
   Opened o{nullptr, store->broken};
   EngineOptions opt;
   opt.clock = &clock;
-  auto q = open_engine(opt, std::move(store), records);
+  auto q = open_engine(opt, std::move(store), records, Stats{});
   if (q.ok()) o.q = std::move(q).value();
   return o;
 }
@@ -78,7 +78,8 @@ TEST(EngineStoreFailure, AnOpenWhoseCatchUpCannotBeWrittenFails) {
   store->broken->store(true);  // the expired lease's retry cannot be recorded
   EngineOptions opt;
   opt.clock = &clock;
-  auto q = open_engine(opt, std::move(store), [&](const auto& fn) { return fn(JobRecord(held)); });
+  auto q = open_engine(opt, std::move(store), [&](const auto& fn) { return fn(JobRecord(held)); },
+                       Stats{});
   EXPECT_TRUE(q.is(Errc::io_error)) << (q.ok() ? "opened" : q.status().to_string());
 }
 
@@ -101,7 +102,7 @@ TEST(EngineRestore, ManyRecordsOverManyShardsAllComeBackInOrder) {
   EngineOptions opt;
   opt.clock = &clock;
   opt.shards = 4;
-  auto q = open_engine(opt, std::make_unique<FlakyStore>(), records);
+  auto q = open_engine(opt, std::make_unique<FlakyStore>(), records, Stats{});
   ASSERT_TRUE(q.ok()) << q.status().to_string();
   for (int i = 0; i < kJobs; ++i) {
     Result<JobInfo> j = (*q)->get("j" + std::to_string(i));
@@ -138,7 +139,7 @@ TEST(EngineRestore, ARefusedRecordFailsTheOpenNamingIt) {
   EngineOptions opt;
   opt.clock = &clock;
   opt.shards = 2;
-  auto q = open_engine(opt, std::make_unique<FlakyStore>(), records);
+  auto q = open_engine(opt, std::make_unique<FlakyStore>(), records, Stats{});
   ASSERT_TRUE(q.is(Errc::duplicate_id)) << (q.ok() ? "opened" : q.status().to_string());
   EXPECT_NE(q.status().message().find("2501"), std::string::npos) << q.status().to_string();
 }

@@ -474,6 +474,58 @@ TEST_F(JournalTest, CurrentFormatIsAcceptedAndWrittenOnCreate) {
   EXPECT_TRUE(open());
 }
 
+TEST_F(JournalTest, TotalsAddUpAcrossAppendsAndSurviveAReopen) {
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    EXPECT_EQ(j->totals()->pushed, 0u);
+    ASSERT_TRUE(j->append(puts({make(1)}), Stats{.pushed = 1}).ok());
+    Result<uint64_t> t = j->append(puts({make(2)}), Stats{.pushed = 1, .delivered = 2, .purged = 9});
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE(j->sync_to(*t).ok());
+  }
+  auto j = open();
+  ASSERT_TRUE(j);
+  Result<Stats> got = j->totals();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->pushed, 2u);
+  EXPECT_EQ(got->delivered, 2u);
+  EXPECT_EQ(got->purged, 9u);
+  EXPECT_EQ(got->acked, 0u);
+  // Appends after a reopen add to what was stored.
+  ASSERT_TRUE(j->write(puts({make(3)})).ok());
+  ASSERT_TRUE(j->sync_to(*j->append(puts({make(4)}), Stats{.pushed = 1})).ok());
+  j.reset();
+  EXPECT_EQ(open()->totals()->pushed, 3u);
+}
+
+TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
+  EXPECT_EQ(Journal::decode_totals(Journal::encode_totals(Stats{.acked = 7}))->acked, 7u);
+  EXPECT_TRUE(Journal::decode_totals("").is(Errc::corrupt));
+  EXPECT_TRUE(Journal::decode_totals(Journal::encode_totals(Stats{}) + "x").is(Errc::corrupt));
+  std::string newer = Journal::encode_totals(Stats{});
+  newer[0] = 2;
+  EXPECT_NE(Journal::decode_totals(newer).status().message().find("version 2"), std::string::npos);
+
+  { ASSERT_TRUE(open()); }
+  raw_put("meta", "totals", "garbage");
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    Result<Stats> t = j->totals();
+    EXPECT_TRUE(t.is(Errc::corrupt)) << t.status().to_string();
+    EXPECT_NE(t.status().message().find("totals"), std::string::npos);
+  }
+  JournalOptions o = fast();
+  o.tolerant = true;
+  std::vector<std::string> skipped;
+  o.on_skip = [&](const std::string& m) { skipped.push_back(m); };
+  auto j = open(o);
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->totals()->pushed, 0u);
+  EXPECT_EQ(skipped.size(), 1u);
+}
+
 TEST_F(JournalTest, GarbageRecordFailsScanUnlessTolerant) {
   {
     auto j = open();

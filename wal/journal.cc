@@ -56,6 +56,8 @@ constexpr uint8_t kRecordVersion = 1;
 constexpr const char* kJobsFamily = "jobs";
 constexpr const char* kMetaFamily = "meta";
 constexpr const char* kFormatKey = "format";
+constexpr const char* kTotalsKey = "totals";
+constexpr uint8_t kTotalsVersion = 1;
 // Deleted with sync=true by sync_to(): a write that exists only to make the log durable.
 constexpr char kSyncMarkerKey[] = "sync-marker";
 
@@ -250,6 +252,8 @@ struct Journal::Impl {
   std::unique_ptr<rocksdb::WriteBatch> pending = std::make_unique<rocksdb::WriteBatch>();
   std::unique_ptr<rocksdb::WriteBatch> spare = std::make_unique<rocksdb::WriteBatch>();
   uint64_t appended = 0;  // guarded by mu
+  Stats totals;           // the stored totals plus every append's; guarded by mu
+  bool totals_dirty = false;  // totals changed since the leader last stored them; mu
   bool writing = false;   // a leader's write is in flight; guarded by mu
   Status broken;          // a failed write or sync: every later call fails with it; mu
   std::atomic<uint64_t> written{0};  // tickets up to this one reached RocksDB (the OS)
@@ -454,6 +458,11 @@ Status Journal::sync_to(uint64_t ticket) {
     }
     // The leader: everything appended and not yet written is in `pending`.
     m.writing = true;
+    if (m.totals_dirty) {
+      // The totals as of the last append in this batch, stored with it.
+      (void)m.pending->Put(m.meta, kTotalsKey, encode_totals(m.totals));
+      m.totals_dirty = false;
+    }
     std::unique_ptr<rocksdb::WriteBatch> batch = std::move(m.pending);
     m.pending = std::move(m.spare);
     const uint64_t upto = m.appended;
@@ -481,7 +490,8 @@ Status Journal::sync_to(uint64_t ticket) {
   return Status();
 }
 
-Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes) {
+Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes,
+                                 const Stats& totals) {
   Impl& m = *impl_;
   if (m.options.read_only)
     return Status(Errc::invalid_state, "store " + m.dir + " is open read-only; write refused");
@@ -500,6 +510,8 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes) {
   }
   std::lock_guard l(m.mu);
   if (!m.broken.ok()) return m.broken;
+  engine::add_totals(m.totals, totals);
+  m.totals_dirty = true;
   for (const auto& [key, value] : items) {
     // Put and Delete on a batch without a size limit only append bytes to it.
     rocksdb::Status s = value ? m.pending->Put(m.jobs, key, *value) : m.pending->Delete(m.jobs, key);
@@ -509,6 +521,51 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes) {
     }
   }
   return ++m.appended;
+}
+
+Result<Stats> Journal::totals() {
+  Impl& m = *impl_;
+  std::string value;
+  rocksdb::Status s = m.db->Get(rocksdb::ReadOptions(), m.meta, kTotalsKey, &value);
+  Stats t;
+  if (s.IsNotFound()) return t;
+  if (!s.ok()) return from_rocksdb(s, m.dir, "reading the totals");
+  Result<Stats> r = decode_totals(value);
+  if (!r.ok()) {
+    const std::string msg = "store " + m.dir + ": " + r.status().message();
+    if (!m.options.tolerant) return Status(Errc::corrupt, msg);
+    if (m.options.on_skip) m.options.on_skip(msg + " (the totals of stats() restart at zero)");
+  } else {
+    t = *r;
+  }
+  std::lock_guard l(m.mu);
+  m.totals = t;
+  return t;
+}
+
+std::string Journal::encode_totals(const Stats& t) {
+  std::string out;
+  put_u8(out, kTotalsVersion);
+  Stats copy = t;
+  engine::for_each_total(copy, t, [&](uint64_t& v, uint64_t) { put_u64(out, v); });
+  return out;
+}
+
+Result<Stats> Journal::decode_totals(std::string_view bytes) {
+  Reader in(bytes);
+  const uint8_t version = in.u8("version");
+  if (!in.failed() && version != kTotalsVersion)
+    return Status(Errc::corrupt, "the totals in family 'meta' have version " +
+                                     std::to_string(version) + ", expected " +
+                                     std::to_string(kTotalsVersion));
+  Stats t;
+  engine::for_each_total(t, t, [&](uint64_t& v, uint64_t) { v = in.u64("a total"); });
+  if (!in.failed() && in.left() != 0)
+    in.fail(std::to_string(in.left()) + " bytes after the last total");
+  if (in.failed())
+    return Status(Errc::corrupt, "the totals in family 'meta' are unreadable: " + in.error() +
+                                     " (bytes: " + hex(bytes.substr(0, 32)) + ")");
+  return t;
 }
 
 Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {

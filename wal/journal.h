@@ -9,7 +9,8 @@
 // Layout (format version 1):
 //   family "jobs": key = the record's seq, 8 bytes big-endian (keys arrive in push order, the
 //                  fast way into RocksDB's memtable); value = the encoded JobRecord.
-//   family "meta": "format" = the format version, as decimal text ("1").
+//   family "meta": "format" = the format version, as decimal text ("1");
+//                  "totals" = the totals of stats() as of the last write (see encode_totals).
 // Acked jobs leave tombstones at the old end of "jobs"; a CompactOnDeletionCollector lets
 // compaction clear them, and the WAL is capped so that reopening after a crash stays quick.
 //
@@ -77,8 +78,14 @@ class Journal {
   // batch_ops appends wait for a sync), so concurrent callers share writes and fsyncs. A batch
   // appended but never waited for is written when the journal closes.
   // Errors: io_error (the write or sync failed; every later call fails too).
-  Result<uint64_t> append(const std::vector<engine::Change>& changes);
+  // `totals`: how much the totals of stats() grew with these changes; the journal adds it up and
+  // stores the sum with the batch that carries the changes.
+  Result<uint64_t> append(const std::vector<engine::Change>& changes, const Stats& totals = {});
   Status sync_to(uint64_t ticket);
+
+  // The totals of stats() as stored (zero for a store written before they were kept).
+  // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
+  Result<Stats> totals();
 
   // Calls fn for every live record, in seq order. Stops at the first error fn returns.
   // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
@@ -87,6 +94,10 @@ class Journal {
   // Record encoding, exposed for tests and tools.
   static std::string encode(const engine::JobRecord& r);
   static Result<engine::JobRecord> decode(uint64_t seq, std::string_view bytes);
+  // Totals encoding: u8 version (1), then the nine counters of Stats as u64, in declaration
+  // order; nothing else.
+  static std::string encode_totals(const Stats& t);
+  static Result<Stats> decode_totals(std::string_view bytes);
 
  private:
   struct Impl;

@@ -13,8 +13,8 @@ namespace {
 class JournalSink final : public engine::Persistence {
  public:
   explicit JournalSink(std::shared_ptr<wal::Journal> journal) : journal_(std::move(journal)) {}
-  Result<uint64_t> write(const std::vector<engine::Change>& changes) override {
-    return journal_->append(changes);
+  Result<uint64_t> write(const std::vector<engine::Change>& changes, const Stats& totals) override {
+    return journal_->append(changes, totals);
   }
   Status wait_durable(uint64_t ticket) override { return journal_->sync_to(ticket); }
 
@@ -81,7 +81,9 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   const engine::RecordSource records = [&journal](const auto& fn) { return journal->scan(fn); };
   std::unique_ptr<engine::Persistence> sink;
   if (!o.read_only) sink = std::make_unique<JournalSink>(journal);
-  return engine::open_engine(o.engine, std::move(sink), records);
+  Result<Stats> totals = journal->totals();
+  if (!totals) return totals.status();
+  return engine::open_engine(o.engine, std::move(sink), records, *totals);
 }
 
 }  // namespace delayq

@@ -32,7 +32,7 @@ class Persistence;
 struct JobRecord;
 Result<std::unique_ptr<Engine>> open_engine(
     const EngineOptions&, std::unique_ptr<Persistence>,
-    const std::function<Status(const std::function<Status(JobRecord&&)>&)>&);
+    const std::function<Status(const std::function<Status(JobRecord&&)>&)>&, const Stats&);
 }  // namespace engine
 
 struct EngineOptions {
@@ -101,7 +101,8 @@ class Engine : public Queue {
  private:
   friend Result<std::unique_ptr<Engine>> engine::open_engine(
       const EngineOptions&, std::unique_ptr<engine::Persistence>,
-      const std::function<Status(const std::function<Status(engine::JobRecord&&)>&)>&);
+      const std::function<Status(const std::function<Status(engine::JobRecord&&)>&)>&,
+      const Stats&);
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   void join_driver();

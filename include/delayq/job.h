@@ -123,7 +123,7 @@ struct TopicStats {
 
 struct Stats {
   std::map<std::string, TopicStats> topics;  // topics with at least one live job
-  // Totals since the queue was opened.
+  // Totals since the queue was opened (a durable store: since it was created).
   uint64_t pushed = 0;          // pushes that succeeded
   uint64_t delivered = 0;       // deliveries handed out (reservations)
   uint64_t acked = 0;

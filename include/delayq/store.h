@@ -62,12 +62,12 @@ struct StoreOptions {
 
 // Opens (or creates) the store and rebuilds the queue from it: jobs whose due time passed while
 // the store was closed are ready at once, in due order; jobs that were reserved come back when
-// their lease runs out, the attempt counted; dead letters and ids are kept. Not kept yet: the
-// totals of stats() (they restart at zero).
+// their lease runs out, the attempt counted; dead letters, ids and the totals of stats() are
+// kept (the totals count since the store was created).
 // If a write to the store fails later (disk full, I/O error), the call returns io_error and the
 // queue stops serving (every later call fails with that error): nothing a caller was told had
 // failed can be handed out, and reopening continues from what was stored.
-// Errors: invalid_argument (no dir, bad engine options), unavailable (the directory is in use by
+// Errors: invalid_argument (no dir, bad engine or sync options), unavailable (the directory is in use by
 // another process), corrupt (unreadable store, or written by a newer delayq), io_error.
 Result<std::unique_ptr<Engine>> open_store(const StoreOptions& options);
 

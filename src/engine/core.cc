@@ -532,15 +532,7 @@ void Core::add_stats(Stats& s) const {
     o.reserved += c.reserved;
     o.dead += c.dead;
   }
-  s.pushed += totals_.pushed;
-  s.delivered += totals_.delivered;
-  s.acked += totals_.acked;
-  s.retried += totals_.retried;
-  s.dead_lettered += totals_.dead_lettered;
-  s.leases_expired += totals_.leases_expired;
-  s.cancelled += totals_.cancelled;
-  s.requeued += totals_.requeued;
-  s.purged += totals_.purged;
+  add_totals(s, totals_);
 }
 
 }  // namespace delayq::engine

@@ -93,6 +93,11 @@ class Core {
   // Errors: duplicate_id, invalid_argument (a record that breaks the limits).
   Status restore(JobRecord&& r, TimePoint now);
 
+  // How much the totals of stats() grew since the last call (journaled with take_changes()).
+  Stats take_totals_delta();
+  // Adds totals kept by the store (recovery).
+  void restore_totals(const Stats& t) { add_totals(totals_, t); add_totals(journaled_, t); }
+
   // Adds this core's counts into `s`.
   void add_stats(Stats& s) const;
   size_t jobs() const { return ids_.size(); }
@@ -212,6 +217,7 @@ class Core {
   uint64_t soon_seq_ = 0;
   std::optional<TimePoint> earliest_scheduled_;
   Stats totals_;
+  Stats journaled_;  // totals_ as of the last take_totals_delta()
 };
 
 }  // namespace delayq::engine

@@ -12,6 +12,13 @@ JobRecord Core::record_of(const Job& j) const {
                    j.attempts,   j.fence,     policies_[j.policy]};
 }
 
+Stats Core::take_totals_delta() {
+  Stats delta = totals_;
+  for_each_total(delta, journaled_, [](uint64_t& x, uint64_t y) { x -= y; });
+  journaled_ = totals_;
+  return delta;
+}
+
 std::vector<Change> Core::take_changes() {
   std::vector<Change> out;
   out.reserve(erased_.size() + dirty_.size());

@@ -8,7 +8,7 @@
 namespace delayq {
 
 Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
-  return engine::open_engine(options, nullptr, {});
+  return engine::open_engine(options, nullptr, {}, Stats{});
 }
 
 // Rebuilds the shards from a store's records. The calling thread reads and decodes records (the
@@ -85,7 +85,8 @@ Status Engine::Impl::restore(const engine::RecordSource& records, TimePoint now)
 
 Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options,
                                                     std::unique_ptr<engine::Persistence> store,
-                                                    const engine::RecordSource& records) {
+                                                    const engine::RecordSource& records,
+                                                    const Stats& totals) {
   engine::CoreOptions co;
   co.tick = options.tick;
   co.max_delay = options.max_delay;
@@ -116,6 +117,7 @@ Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options
   }
   if (records)
     if (Status st = impl->restore(records, now); !st.ok()) return st;
+  impl->shards[0]->core.restore_totals(totals);
   impl->store = std::move(store);
   impl->work.emplace(impl->io.get_executor());
   Engine::Impl* raw = impl.get();

@@ -170,7 +170,7 @@ struct Engine::Impl {
     std::optional<uint64_t> ticket;
     if (store) {
       if (std::vector<engine::Change> changes = s.core.take_changes(); !changes.empty()) {
-        Result<uint64_t> w = store->write(changes);
+        Result<uint64_t> w = store->write(changes, s.core.take_totals_delta());
         if (w) {
           ticket = *w;
         } else {

@@ -19,7 +19,8 @@ class Persistence {
   // Queues the changes as one atomic batch, in the order of calls (the engine calls it under
   // the shard's lock, so it must be cheap: no disk, no waiting). Returns a ticket for
   // wait_durable(). On failure nothing of the batch may be applied.
-  virtual Result<uint64_t> write(const std::vector<Change>& changes) = 0;
+  // `totals` is how much the totals of stats() grew with these changes.
+  virtual Result<uint64_t> write(const std::vector<Change>& changes, const Stats& totals) = 0;
   // Returns once the batch with this ticket is as durable as the store promises (written to the
   // OS at least; on disk for a synced store). The engine calls it after releasing the shard's
   // lock, before it answers the call.
@@ -29,10 +30,10 @@ class Persistence {
 // Calls its argument for every stored record, in seq order.
 using RecordSource = std::function<Status(const std::function<Status(JobRecord&&)>&)>;
 
-// Opens an Engine that writes its changes to `store` and first rebuilds itself from `records`.
-// With a null store it is the in-memory Engine::open().
+// Opens an Engine that writes its changes to `store` and first rebuilds itself from `records`
+// and the stored `totals` of stats(). With a null store it is the in-memory Engine::open().
 Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
                                             std::unique_ptr<Persistence> store,
-                                            const RecordSource& records);
+                                            const RecordSource& records, const Stats& totals);
 
 }  // namespace delayq::engine

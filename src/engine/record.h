@@ -30,6 +30,24 @@ struct JobRecord {
   bool operator==(const JobRecord&) const = default;
 };
 
+// The running totals of stats() (every counter, not the per-topic counts) are kept by the
+// journal too, so that they survive a restart. Applies `f(a.field, b.field)` to each counter.
+template <class F>
+void for_each_total(Stats& a, const Stats& b, F f) {
+  f(a.pushed, b.pushed);
+  f(a.delivered, b.delivered);
+  f(a.acked, b.acked);
+  f(a.retried, b.retried);
+  f(a.dead_lettered, b.dead_lettered);
+  f(a.leases_expired, b.leases_expired);
+  f(a.cancelled, b.cancelled);
+  f(a.requeued, b.requeued);
+  f(a.purged, b.purged);
+}
+inline void add_totals(Stats& into, const Stats& more) {
+  for_each_total(into, more, [](uint64_t& x, uint64_t y) { x += y; });
+}
+
 struct Change {
   uint64_t seq = 0;
   std::optional<JobRecord> record;  // nullopt: the job is gone (acked, cancelled, purged)
