@@ -1,0 +1,73 @@
+// The Redis backend: a Queue whose jobs live in a Redis server (7.0 or later).
+//
+//   delayq::RedisOptions opt;
+//   opt.url = "unix:///run/redis/redis.sock";        // or "redis://127.0.0.1:6379"
+//   opt.queue = "orders";
+//   auto q = delayq::open_redis(opt).value();
+//   q->push({.topic = "order-timeout", .id = "order-42", .delay = 30min});
+//
+// Every transition is one Lua script run atomically by the server, and every due and lease
+// decision is made on the server's clock (TIME), so any number of processes can share a queue.
+// Times are kept to the microsecond (the server's resolution): a due time given in nanoseconds
+// is rounded up, never down. docs/redis.md has the key layout, the scripts, the guarantees and
+// how to run the server.
+//
+// Errors are those of every backend (delayq/queue.h), plus Errc::unavailable when the server
+// cannot be reached or the connection broke during a call; such a call may or may not have taken
+// effect (a push retried with the same id then reports duplicate_id if it had). The queue
+// reconnects by itself, with backoff; consume() loops carry on once the server is back.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "delayq/error.h"
+#include "delayq/job.h"
+#include "delayq/queue.h"
+
+namespace delayq {
+
+struct RedisOptions {
+  // Where the server is: "unix:///path/to/redis.sock" or "redis://host:port" (port 6379 if left
+  // out). No TLS or AUTH yet.
+  std::string url;
+  // The queue's name: every key of the queue starts with "{dq:<queue>:". 1 to 64 bytes, no '{',
+  // '}' or ':' so that the hash tag stays the queue's own.
+  std::string queue = "default";
+  // Jobs are spread over this many shards by a hash of their id (FNV-1a, 32 bits, of the id's
+  // bytes, modulo shards). Each shard is a group of keys with its own hash tag, so that in a
+  // Redis Cluster the shards can live on different nodes. A queue keeps the shard count it was
+  // created with: opening it with another count is refused. 1 to 1024.
+  uint32_t shards = 1;
+
+  // The same limits as the in-memory engine (EngineOptions). They are checked by each client;
+  // processes sharing a queue should use the same values.
+  Duration max_delay = std::chrono::hours(24 * 3650);
+  size_t max_body_bytes = size_t{1} << 20;
+  Duration default_ttr = std::chrono::seconds(30);
+  RetryPolicy default_retry;
+
+  // Connections this client keeps to the server for calls (a blocked reserve() holds none while
+  // it waits). 1 to 64.
+  uint32_t connections = 4;
+  // How long to wait for a connection to open, and for a reply to a call.
+  Duration connect_timeout = std::chrono::seconds(2);
+  Duration call_timeout = std::chrono::seconds(5);
+  // After a failed connection attempt, the next waits this long, doubling up to reconnect_max.
+  Duration reconnect_min = std::chrono::milliseconds(50);
+  Duration reconnect_max = std::chrono::seconds(2);
+  // Waiting consumers look again at least this often, in case a wake-up message was lost
+  // (a broken subscription, a server restart). Wake-ups normally come from the server at once.
+  Duration sweep = std::chrono::seconds(1);
+  // Seed for retry jitter; 0 picks one at random.
+  uint64_t seed = 0;
+};
+
+// Connects, checks the options and the queue's shard count, and loads the scripts.
+// Errors: invalid_argument (a bad option, named in the message; a shard count that differs from
+// the queue's), unavailable (the server cannot be reached or refused the scripts).
+Result<std::unique_ptr<Queue>> open_redis(const RedisOptions& options);
+
+}  // namespace delayq

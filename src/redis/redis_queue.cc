@@ -1,0 +1,819 @@
+// RedisQueue: the Queue interface over the Lua scripts of scripts.cc.
+//
+// Each call finds the job's shard (FNV-1a of the id), builds the keys the script will touch and
+// runs it on that shard's node. The server does every state change and every time decision;
+// this side turns replies into Deliveries, JobInfos and Statuses (with the engine's wording,
+// see rules.h), and does the waiting:
+//  - A blocked reserve() runs the claim script; when nothing is ready it learns from the reply
+//    how long until the next due time or lease deadline of its topics, and sleeps that long (or
+//    the sweep interval, if shorter).
+//  - A listener thread subscribes to every shard's wake channel. The scripts publish on it when
+//    a job becomes ready or is scheduled earlier than the topic's earliest one; each message
+//    wakes the waiters, who claim again.
+//  - reserve_async() waiters are served by one thread that does the same.
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <list>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "common/format.h"
+#include "delayq/redis.h"
+#include "redis/connection.h"
+#include "redis/rules.h"
+#include "redis/scripts.h"
+
+namespace delayq {
+
+namespace {
+
+using namespace redis;
+using Steady = std::chrono::steady_clock;
+
+// Waits longer than this are "forever" (and keep time_point arithmetic in range).
+constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
+
+// Nanoseconds to whole microseconds, rounded up: a due time or a wait is never shortened.
+int64_t ceil_us(int64_t ns) { return ns / 1000 + (ns > 0 && ns % 1000 != 0 ? 1 : 0); }
+int64_t ceil_us(Duration d) { return ceil_us(d.count()); }
+int64_t ceil_us(TimePoint t) { return ceil_us(t.time_since_epoch().count()); }
+TimePoint from_us(int64_t us) { return TimePoint(Duration(us * 1000)); }
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// The shard of an id: FNV-1a (32 bits) of its bytes, modulo the shard count. Stable across
+// processes, platforms and versions, which std::hash is not.
+uint32_t fnv1a(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+JobState to_state(int64_t stored) {
+  switch (stored) {
+    case kDelayed: return JobState::delayed;
+    case kReady: return JobState::ready;
+    case kReserved: return JobState::reserved;
+    default: return JobState::dead;
+  }
+}
+
+int64_t code_of(const Reply& r) {
+  return r.type == Reply::Type::array && !r.elements.empty() ? r.elements[0].as_int(-1) : -1;
+}
+
+Status bad_reply(const char* script) {
+  return Status(Errc::corrupt, std::string("unexpected reply from the redis script '") + script + "'");
+}
+
+Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
+
+std::string topic_list(std::span<const std::string> topics) {
+  std::string s;
+  for (const std::string& t : topics) s += (s.empty() ? "'" : ", '") + t + "'";
+  return s;
+}
+
+// A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
+// '-' and a random tag of this client, so that clients opened at the same instant do not keep
+// drawing each other's ids.
+std::string base36(uint64_t n) {
+  char buf[16];
+  char* p = buf + sizeof buf;
+  do {
+    *--p = "0123456789abcdefghijklmnopqrstuvwxyz"[n % 36];
+    n /= 36;
+  } while (n);
+  return std::string(p, buf + sizeof buf);
+}
+
+class RedisQueue final : public Queue {
+ public:
+  RedisQueue(const RedisOptions& opt, Endpoint ep)
+      : opt_(opt),
+        rules_(Limits{opt.max_delay, opt.max_body_bytes, opt.default_ttr, opt.default_retry}),
+        node_(std::move(ep),
+              NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout,
+                          opt.reconnect_min, opt.reconnect_max},
+              &scripts()) {
+    std::random_device rd;
+    const uint64_t seed = opt.seed ? opt.seed : (uint64_t{rd()} << 32 | rd());
+    rng_.store(seed);
+    next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
+    id_tag_ = base36(std::mt19937_64(seed)() % (36ull * 36 * 36 * 36));
+    max_delay_us_ = std::to_string(ceil_us(opt.max_delay));
+    for (uint32_t s = 0; s < opt.shards; ++s) {
+      Shard sh;
+      sh.tag = "{dq:" + opt.queue + ":" + std::to_string(s) + "}";
+      sh.wake = sh.tag + ":wake";
+      for (const char* k : {":jobs", ":body", ":seq", ":fence", ":topics", ":stats"})
+        sh.base.push_back(sh.tag + k);
+      sh.node = &node_;  // one server; a cluster would map each shard to its slot's node
+      shards_.push_back(std::move(sh));
+    }
+  }
+
+  ~RedisQueue() override {
+    close();
+    // Destroying the queue from one of its own reserve_async callbacks would free the async
+    // thread's state under its feet: a programming error, reported rather than left undefined.
+    if (std::this_thread::get_id() == async_thread_.get_id()) {
+      std::fprintf(stderr, "delayq: a Redis queue was destroyed from its own reserve_async callback\n");
+      std::abort();
+    }
+    join_threads();
+  }
+
+  // Checks the queue's shard count and starts the listener threads.
+  Status start() {
+    Result<Reply> r = node_.command({"HSETNX", meta_key(), "shards", std::to_string(opt_.shards)});
+    if (!r) return r.status();
+    Result<Reply> got = node_.command({"HGET", meta_key(), "shards"});
+    if (!got) return got.status();
+    if (got->as_int(-1) != static_cast<int64_t>(opt_.shards))
+      return Status(Errc::invalid_argument,
+                    "redis options: queue '" + opt_.queue + "' was created with " + got->str +
+                        " shards; open it with shards = " + got->str);
+    listener_ = std::thread([this] { listen(); });
+    async_thread_ = std::thread([this] { serve_async(); });
+    return {};
+  }
+
+  Result<std::string> push(JobSpec spec) override {
+    if (closed_.load()) return closed_error();
+    const bool generated = spec.id.empty();
+    for (;;) {
+      if (generated) spec.id = base36(next_id_.fetch_add(1)) + "-" + id_tag_;
+      if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) return s;
+      const Shard& sh = shard_for(spec.id);
+      auto [k, args] = push_call(sh, spec);
+      Result<Reply> r = sh.node->eval(kPush, k, args);
+      if (!r) return r.status();
+      const int64_t code = code_of(*r);
+      if (code == kOk) {
+        remember_topic(spec.id, spec.topic);
+        return spec.id;
+      }
+      if (code != kDuplicateId || r->elements.size() < 2) return bad_reply("push");
+      // A generated id that is taken already: draw the next one.
+      if (!generated) return rules_.duplicate(spec.id, to_state(r->elements[1].as_int()));
+      spec.body = std::move(args[kBodyArg]);
+    }
+  }
+
+  // The specs that pass the checks go to the server in one pipelined batch per shard (one round
+  // trip, each push still its own script run). A generated id that turns out to be taken is
+  // pushed again on its own with the next id.
+  std::vector<Result<std::string>> push_batch(std::vector<JobSpec> specs) override {
+    std::vector<Result<std::string>> out(specs.size(), closed_error());
+    if (closed_.load()) return out;
+    using Call = std::pair<std::vector<std::string>, std::vector<std::string>>;
+    std::vector<std::vector<Call>> calls(shards_.size());
+    std::vector<std::vector<size_t>> index(shards_.size());  // spec of each call
+    std::vector<bool> generated(specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      JobSpec& spec = specs[i];
+      generated[i] = spec.id.empty();
+      if (generated[i]) spec.id = base36(next_id_.fetch_add(1)) + "-" + id_tag_;
+      if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) {
+        out[i] = s;
+        continue;
+      }
+      const size_t sh = shard_index(spec.id);
+      calls[sh].push_back(push_call(shards_[sh], spec));
+      index[sh].push_back(i);
+    }
+    for (size_t sh = 0; sh < shards_.size(); ++sh) {
+      if (calls[sh].empty()) continue;
+      Result<std::vector<Reply>> r = shards_[sh].node->eval_many(kPush, calls[sh]);
+      for (size_t c = 0; c < calls[sh].size(); ++c) {
+        const size_t i = index[sh][c];
+        JobSpec& spec = specs[i];
+        spec.body = std::move(calls[sh][c].second[kBodyArg]);
+        if (!r) {
+          out[i] = r.status();
+          continue;
+        }
+        const Reply& reply = (*r)[c];
+        const int64_t code = code_of(reply);
+        if (code == kOk) {
+          remember_topic(spec.id, spec.topic);
+          out[i] = spec.id;
+        } else if (code == kDuplicateId && reply.elements.size() >= 2) {
+          if (generated[i]) spec.id.clear();  // draw another
+          out[i] = generated[i] ? push(std::move(spec))
+                             : Result<std::string>(rules_.duplicate(
+                                   spec.id, to_state(reply.elements[1].as_int())));
+        } else {
+          out[i] = bad_reply("push");
+        }
+      }
+    }
+    return out;
+  }
+
+  Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) override {
+    return wait_reserve(topics, timeout, nullptr);
+  }
+
+  void reserve_async(std::vector<std::string> topics, Duration timeout,
+                     std::function<void(Result<Delivery>)> done) override {
+    if (topics.empty()) {
+      done(Status(Errc::invalid_argument, "reserve needs at least one topic"));
+      return;
+    }
+    std::unique_lock lock(wait_mu_);
+    if (closed_.load()) {
+      lock.unlock();
+      done(closed_error());
+      return;
+    }
+    async_.push_back(AsyncWaiter{std::move(topics), Steady::now() + clamp_wait(timeout),
+                                 std::move(done)});
+    epoch_.fetch_add(1);
+    cv_.notify_all();
+  }
+
+  Status ack(const Token& t) override {
+    Result<Reply> r = by_id(kAck, t.id, {std::to_string(t.fence)});
+    if (!r) return settle_error(r.status(), t);
+    forget_topic(t.id);
+    return {};
+  }
+
+  Status nack(const Token& t, std::optional<Duration> delay) override {
+    if (closed_.load()) return closed_error();
+    if (Status s = rules_.check_nack_delay(delay, SystemClock::instance().now()); !s.ok()) return s;
+    Result<Reply> r =
+        by_id(kNack, t.id, {std::to_string(t.fence), delay ? std::to_string(ceil_us(*delay)) : ""});
+    return r ? Status() : settle_error(r.status(), t);
+  }
+
+  Status dead_letter(const Token& t) override {
+    Result<Reply> r = by_id(kDeadLetter, t.id, {std::to_string(t.fence)});
+    return r ? Status() : settle_error(r.status(), t);
+  }
+
+  Result<TimePoint> touch(const Token& t) override {
+    Result<Reply> r = by_id(kTouch, t.id, {std::to_string(t.fence)});
+    if (!r) return settle_error(r.status(), t);
+    if (r->elements.size() < 2) return bad_reply("touch");
+    return from_us(r->elements[1].as_int());
+  }
+
+  Status cancel(std::string_view id) override {
+    Result<Reply> r = by_id(kCancel, id, {});
+    if (!r) return r.status();
+    forget_topic(id);
+    return {};
+  }
+
+  Result<JobInfo> get(std::string_view id) override {
+    Result<Reply> r = by_id(kGet, id, {});
+    if (!r) return r.status();
+    std::vector<Reply>& e = r->elements;
+    if (e.size() < 10) return bad_reply("get");
+    return info_at(e, 1, std::move(e[9].str));
+  }
+
+  Status reschedule(std::string_view id, TimePoint when) override {
+    const int64_t when_us = ceil_us(when);
+    Result<Reply> r = by_id(kReschedule, id, {std::to_string(when_us)});
+    if (r || !refused_.is(Errc::invalid_state)) return r ? Status() : r.status();
+    // The script's refusal: the job's state, or (code 1) how far away `when` is.
+    const Reply& e = refusal_;
+    if (code_of(e) == kInvalidArgument) {
+      const int64_t away_us = e.elements[1].as_int();
+      return rules_.reschedule_refused(id, JobState::delayed, from_us(when_us),
+                                       from_us(when_us - away_us));
+    }
+    return rules_.reschedule_refused(id, to_state(e.elements[1].as_int()), when,
+                                     SystemClock::instance().now());
+  }
+
+  Result<std::vector<JobInfo>> list_dead(std::string_view topic, size_t limit) override {
+    if (closed_.load()) return closed_error();
+    std::vector<JobInfo> all;
+    if (limit == 0) return all;
+    const std::string lim = std::to_string(std::min<size_t>(limit, 1000000000));
+    for (const Shard& sh : shards_) {
+      std::vector<std::string> args = common_args(sh);
+      args.push_back(lim);
+      Result<Reply> r = sh.node->eval(kListDead, keys(sh, topic), args);
+      if (!r) return r.status();
+      std::vector<Reply>& e = r->elements;
+      for (size_t i = 1; i + 8 <= e.size(); i += 8) all.push_back(info_at(e, i, std::string(topic)));
+    }
+    if (shards_.size() > 1)
+      std::stable_sort(all.begin(), all.end(),
+                       [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
+    if (all.size() > limit) all.resize(limit);
+    return all;
+  }
+
+  Status requeue_dead(std::string_view id) override {
+    Result<Reply> r = by_id(kRequeueDead, id, {});
+    if (r || !refused_.is(Errc::invalid_state)) return r ? Status() : r.status();
+    return rules_.requeue_refused(id, to_state(refusal_.elements[1].as_int()));
+  }
+
+  Result<uint64_t> requeue_dead_topic(std::string_view topic) override {
+    return over_dead(kRequeueDeadTopic, topic);
+  }
+
+  Result<uint64_t> purge_dead(std::string_view topic) override {
+    return over_dead(kPurgeDead, topic);
+  }
+
+  Stats stats() override {
+    Stats st;
+    for (const Shard& sh : shards_) {
+      Result<Reply> names = sh.node->command({"HKEYS", sh.tag + ":topics"});
+      if (!names) continue;  // stats() cannot fail: an unreachable shard counts nothing
+      std::vector<std::string> topics;
+      for (const Reply& n : names->elements) topics.push_back(n.str);
+      // A few hundred topics per call keeps each script short.
+      for (size_t from = 0; from < topics.size() || from == 0; from += 200) {
+        const size_t to = std::min(topics.size(), from + 200);
+        std::vector<std::string> k = sh.base;
+        for (size_t i = from; i < to; ++i) add_topic_keys(sh, topics[i], k);
+        std::vector<std::string> args = common_args(sh);
+        args.push_back(std::to_string(to - from));
+        Result<Reply> r = sh.node->eval(kStats, k, args);
+        if (!r || r->elements.size() != to - from + 2) break;
+        for (size_t i = from; i < to; ++i) {
+          const std::vector<Reply>& c = r->elements[1 + i - from].elements;
+          if (c.size() != 4) continue;
+          TopicStats ts{static_cast<uint64_t>(c[0].as_int()), static_cast<uint64_t>(c[1].as_int()),
+                        static_cast<uint64_t>(c[2].as_int()), static_cast<uint64_t>(c[3].as_int())};
+          if (ts == TopicStats{}) continue;
+          TopicStats& o = st.topics[topics[i]];
+          o.delayed += ts.delayed;
+          o.ready += ts.ready;
+          o.reserved += ts.reserved;
+          o.dead += ts.dead;
+        }
+        // The totals come with every call; take them from the last one.
+        if (to == topics.size()) add_totals(r->elements.back(), st);
+        if (topics.empty()) break;
+      }
+    }
+    return st;
+  }
+
+  void close() override {
+    {
+      std::lock_guard lock(wait_mu_);
+      if (closed_.exchange(true)) return;
+      cv_.notify_all();
+    }
+    {
+      std::lock_guard lock(listen_mu_);
+      if (listen_conn_ != nullptr) listen_conn_->shutdown();
+    }
+    node_.close();
+    // The async thread finishes its waiters with `closed` and ends; it cannot join itself.
+    if (std::this_thread::get_id() != async_thread_.get_id()) join_threads();
+  }
+
+ protected:
+  Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
+                                         const std::atomic<bool>& stop) override {
+    return wait_reserve(topics, timeout, &stop);
+  }
+
+  void wake_waiters() override {
+    std::lock_guard lock(wait_mu_);
+    cv_.notify_all();
+  }
+
+ private:
+  struct Shard {
+    std::string tag;                // "{dq:<queue>:<n>}": the hash tag of every key of the shard
+    std::string wake;               // the wake channel
+    std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats
+    Node* node = nullptr;
+  };
+
+  struct AsyncWaiter {
+    std::vector<std::string> topics;
+    Steady::time_point deadline;
+    std::function<void(Result<Delivery>)> done;
+  };
+
+  // What one pass of the claim script over the shards found.
+  struct Claim {
+    Result<Delivery> result = Status(Errc::timeout, "");
+    std::optional<Duration> next;  // until the earliest due time or lease deadline, if any
+  };
+
+  std::string meta_key() const { return "{dq:" + opt_.queue + ":0}:meta"; }
+
+  static Duration clamp_wait(Duration d) { return std::clamp(d, Duration::zero(), kForever); }
+
+  size_t shard_index(std::string_view id) const {
+    return shards_.size() == 1 ? 0 : fnv1a(id) % shards_.size();
+  }
+  const Shard& shard_for(std::string_view id) const { return shards_[shard_index(id)]; }
+
+  // The keys and arguments of the push script for a checked spec. The body is moved into the
+  // arguments (at kBodyArg), for the caller to take back if it needs the spec again.
+  static constexpr size_t kBodyArg = 5;
+  std::pair<std::vector<std::string>, std::vector<std::string>> push_call(const Shard& sh,
+                                                                          JobSpec& spec) {
+    const RetryPolicy& p = spec.retry ? *spec.retry : opt_.default_retry;
+    std::vector<std::string> args = common_args(sh);
+    args.push_back(spec.id);
+    args.push_back(spec.topic);
+    args.push_back(std::move(spec.body));  // kBodyArg
+    args.push_back(spec.delay ? std::to_string(ceil_us(*spec.delay)) : "");
+    args.push_back(spec.due_at ? std::to_string(ceil_us(*spec.due_at)) : "");
+    args.push_back(std::to_string(ceil_us(spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr)));
+    args.push_back(std::to_string(static_cast<int>(p.kind)));
+    args.push_back(std::to_string(p.max_attempts));
+    args.push_back(std::to_string(ceil_us(p.base)));
+    args.push_back(num(p.factor));
+    args.push_back(std::to_string(ceil_us(p.cap)));
+    args.push_back(num(p.jitter));
+    for (Duration d : p.delays) args.push_back(std::to_string(ceil_us(d)));
+    return {keys(sh, spec.topic), std::move(args)};
+  }
+
+  static void add_topic_keys(const Shard& sh, std::string_view topic, std::vector<std::string>& k) {
+    for (const char* kind : {":d:", ":r:", ":l:", ":x:"}) k.push_back(sh.tag + kind + std::string(topic));
+  }
+
+  std::vector<std::string> keys(const Shard& sh, std::string_view topic) const {
+    std::vector<std::string> k = sh.base;
+    add_topic_keys(sh, topic, k);
+    return k;
+  }
+
+  std::vector<std::string> common_args(const Shard& sh) {
+    // A fresh seed for the script's jitter: 1 .. 2^31-2, as Park-Miller needs.
+    uint64_t x = rng_.fetch_add(0x9e3779b97f4a7c15ull);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return {sh.wake, max_delay_us_, std::to_string(1 + x % 2147483646)};
+  }
+
+  // ---- the topic of an id ----
+  // Scripts about one job need its topic's keys up front. The client remembers the topics of
+  // the jobs it pushed and reserved; for others it guesses, and the script names the right
+  // topic when the guess was wrong (one more round trip).
+
+  std::string topic_hint(std::string_view id) {
+    std::lock_guard lock(topics_mu_);
+    auto it = topic_of_.find(std::string(id));
+    return it == topic_of_.end() ? std::string() : it->second;
+  }
+  void remember_topic(std::string_view id, std::string_view topic) {
+    std::lock_guard lock(topics_mu_);
+    if (topic_of_.size() > 100000) topic_of_.clear();  // a cache, not a record
+    topic_of_[std::string(id)] = std::string(topic);
+  }
+  void forget_topic(std::string_view id) {
+    std::lock_guard lock(topics_mu_);
+    topic_of_.erase(std::string(id));
+  }
+
+  // Runs a script about one job. Script refusals become Statuses in the engine's words; the
+  // raw refusal stays in refused_/refusal_ (thread-local) for callers that need its details.
+  Result<Reply> by_id(size_t script, std::string_view id, std::vector<std::string> extra) {
+    refused_ = Status();
+    if (closed_.load()) return closed_error();
+    const Shard& sh = shard_for(id);
+    std::string topic = topic_hint(id);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      std::vector<std::string> args = common_args(sh);
+      args.push_back(std::string(id));
+      args.push_back(topic);
+      args.insert(args.end(), extra.begin(), extra.end());
+      Result<Reply> r = sh.node->eval(script, keys(sh, topic), args);
+      if (!r) return r;
+      const int64_t code = code_of(*r);
+      switch (code) {
+        case kOk:
+          return r;
+        case kWrongTopic:
+          if (r->elements.size() < 2) return bad_reply(scripts()[script].name.c_str());
+          topic = r->elements[1].str;
+          remember_topic(id, topic);
+          continue;
+        case kNotFound:
+          forget_topic(id);
+          return rules_.not_found(id);
+        case kStaleToken:
+        case kInvalidState:
+        case kInvalidArgument:
+          if (r->elements.size() < 2) return bad_reply(scripts()[script].name.c_str());
+          refusal_ = std::move(*r);
+          // Marked invalid_state here; the caller turns it into the engine's Status.
+          refused_ = Status(code == kStaleToken ? Errc::stale_token : Errc::invalid_state, "");
+          return refused_;
+        default:
+          return bad_reply(scripts()[script].name.c_str());
+      }
+    }
+    return Status(Errc::unavailable,
+                  "job '" + std::string(id) + "' kept changing topics during the call; try again");
+  }
+
+  // ack/nack/dead_letter/touch: a refused token in the engine's words.
+  Status settle_error(const Status& s, const Token& t) {
+    if (!s.is(Errc::stale_token) || refusal_.elements.size() < 3) return s;
+    return rules_.stale(t, to_state(refusal_.elements[1].as_int()),
+                        static_cast<uint32_t>(refusal_.elements[2].as_int()));
+  }
+
+  // A JobInfo from the 8 fields at e[i..i+7]: id, state, attempts, max, due, lease, ttr, body.
+  static JobInfo info_at(std::vector<Reply>& e, size_t i, std::string topic) {
+    JobInfo j;
+    j.id = e[i].str;
+    j.topic = std::move(topic);
+    j.state = to_state(e[i + 1].as_int());
+    j.attempts = static_cast<uint32_t>(e[i + 2].as_int());
+    j.max_attempts = static_cast<uint32_t>(e[i + 3].as_int());
+    j.due = from_us(e[i + 4].as_int());
+    j.lease_deadline = from_us(e[i + 5].as_int());
+    j.ttr = Duration(e[i + 6].as_int() * 1000);
+    j.body = std::move(e[i + 7].str);
+    return j;
+  }
+
+  static void add_totals(const Reply& kv, Stats& st) {
+    for (size_t i = 0; i + 1 < kv.elements.size(); i += 2) {
+      const std::string& k = kv.elements[i].str;
+      const uint64_t v = static_cast<uint64_t>(kv.elements[i + 1].as_int());
+      if (k == "pushed") st.pushed += v;
+      else if (k == "delivered") st.delivered += v;
+      else if (k == "acked") st.acked += v;
+      else if (k == "retried") st.retried += v;
+      else if (k == "dead_lettered") st.dead_lettered += v;
+      else if (k == "leases_expired") st.leases_expired += v;
+      else if (k == "cancelled") st.cancelled += v;
+      else if (k == "requeued") st.requeued += v;
+      else if (k == "purged") st.purged += v;
+    }
+  }
+
+  // requeue_dead_topic / purge_dead: each shard, a batch per call until none are left.
+  Result<uint64_t> over_dead(size_t script, std::string_view topic) {
+    if (closed_.load()) return closed_error();
+    uint64_t n = 0;
+    for (const Shard& sh : shards_) {
+      for (;;) {
+        Result<Reply> r = sh.node->eval(script, keys(sh, topic), common_args(sh));
+        if (!r) return r.status();
+        if (r->elements.size() < 3) return bad_reply(scripts()[script].name.c_str());
+        const int64_t done = r->elements[1].as_int(), left = r->elements[2].as_int();
+        n += static_cast<uint64_t>(done);
+        if (done == 0 || left == 0) break;
+      }
+    }
+    return n;
+  }
+
+  // ---- reserving and waiting ----
+
+  // One pass of the claim script over the shards, from a rotating start.
+  Claim try_claim(std::span<const std::string> topics) {
+    Claim c;
+    const size_t n = shards_.size();
+    const size_t start = n == 1 ? 0 : next_shard_.fetch_add(1) % n;
+    for (size_t i = 0; i < n; ++i) {
+      const Shard& sh = shards_[(start + i) % n];
+      std::vector<std::string> k = sh.base;
+      for (const std::string& t : topics) add_topic_keys(sh, t, k);
+      std::vector<std::string> args = common_args(sh);
+      args.push_back(std::to_string(topics.size()));
+      Result<Reply> r = sh.node->eval(kClaim, k, args);
+      if (!r) {
+        c.result = r.status();
+        return c;
+      }
+      std::vector<Reply>& e = r->elements;
+      const int64_t code = code_of(*r);
+      if (code == kNothingReady && e.size() >= 2) {
+        const int64_t us = e[1].as_int(-1);
+        if (us >= 0 && (!c.next || Duration(us * 1000) < *c.next)) c.next = Duration(us * 1000);
+        continue;
+      }
+      if (code != kOk || e.size() < 9) {
+        c.result = bad_reply("claim");
+        return c;
+      }
+      Delivery d;
+      d.id = std::move(e[1].str);
+      d.topic = std::move(e[2].str);
+      d.body = std::move(e[3].str);
+      d.attempt = static_cast<uint32_t>(e[4].as_int());
+      d.max_attempts = static_cast<uint32_t>(e[5].as_int());
+      d.token = Token{d.id, static_cast<uint64_t>(e[6].as_int())};
+      d.due = from_us(e[7].as_int());
+      d.lease_deadline = from_us(e[8].as_int());
+      remember_topic(d.id, d.topic);
+      c.result = std::move(d);
+      return c;
+    }
+    c.result = Status(Errc::timeout, "no job of " + topic_list(topics) + " became ready in time");
+    return c;
+  }
+
+  // How long to wait before claiming again, after a pass that found nothing.
+  Duration pause_after(const Claim& c) const {
+    if (c.result.is(Errc::unavailable)) return opt_.reconnect_min;  // the node paces reconnects
+    return c.next ? std::min(*c.next, opt_.sweep) : opt_.sweep;
+  }
+
+  Result<Delivery> wait_reserve(std::span<const std::string> topics, Duration timeout,
+                                const std::atomic<bool>* stop) {
+    if (topics.empty()) return Status(Errc::invalid_argument, "reserve needs at least one topic");
+    const Steady::time_point deadline = Steady::now() + clamp_wait(timeout);
+    for (;;) {
+      if (closed_.load()) return closed_error();
+      if (stop && stop->load()) return Status(Errc::closed, "the consumer was stopped");
+      const uint64_t seen = epoch_.load();
+      Claim c = try_claim(topics);
+      if (!c.result.is(Errc::timeout) && !c.result.is(Errc::unavailable)) return c.result;
+      const Steady::time_point now = Steady::now();
+      if (now >= deadline) {
+        // A consume() loop ends on any error but timeout: while the server is away, it keeps
+        // waiting instead.
+        if (stop && c.result.is(Errc::unavailable))
+          return Status(Errc::timeout, "redis unavailable: " + c.result.status().message());
+        return c.result;
+      }
+      const Steady::time_point wake = std::min(deadline, now + pause_after(c));
+      std::unique_lock lock(wait_mu_);
+      cv_.wait_until(lock, wake, [&] {
+        return epoch_.load() != seen || closed_.load() || (stop && stop->load());
+      });
+    }
+  }
+
+  // The async thread: serves reserve_async() waiters the way wait_reserve() serves one caller.
+  void serve_async() {
+    std::unique_lock lock(wait_mu_);
+    for (;;) {
+      if (closed_.load()) {
+        std::list<AsyncWaiter> left = std::move(async_);
+        async_.clear();
+        lock.unlock();
+        for (AsyncWaiter& w : left) w.done(closed_error());
+        return;
+      }
+      if (async_.empty()) {
+        cv_.wait(lock, [&] { return closed_.load() || !async_.empty(); });
+        continue;
+      }
+      const uint64_t seen = epoch_.load();
+      std::list<AsyncWaiter> batch = std::move(async_);
+      async_.clear();
+      lock.unlock();
+      Steady::time_point wake = Steady::time_point::max();
+      for (auto it = batch.begin(); it != batch.end();) {
+        Claim c = try_claim(it->topics);
+        const Steady::time_point now = Steady::now();
+        const bool waiting = c.result.is(Errc::timeout) || c.result.is(Errc::unavailable);
+        if (!waiting || now >= it->deadline) {
+          it->done(std::move(c.result));
+          it = batch.erase(it);
+          continue;
+        }
+        wake = std::min({wake, it->deadline, now + pause_after(c)});
+        ++it;
+      }
+      lock.lock();
+      async_.splice(async_.begin(), batch);
+      if (!async_.empty() && !closed_.load())
+        cv_.wait_until(lock, wake, [&] { return epoch_.load() != seen || closed_.load(); });
+    }
+  }
+
+  // The listener thread: subscribes to the wake channels and wakes the waiters on each message.
+  void listen() {
+    Duration backoff = opt_.reconnect_min;
+    while (!closed_.load()) {
+      Result<std::unique_ptr<Connection>> c =
+          Connection::open(node_.endpoint(), opt_.connect_timeout, Duration::zero());
+      if (c) {
+        std::vector<std::string_view> argv{"SUBSCRIBE"};
+        for (const Shard& sh : shards_) argv.push_back(sh.wake);
+        {
+          std::lock_guard lock(listen_mu_);
+          if (closed_.load()) return;
+          listen_conn_ = c->get();
+        }
+        if ((*c)->call(argv)) {
+          backoff = opt_.reconnect_min;
+          bump();  // wake-ups may have been missed while unsubscribed
+          for (;;) {
+            Result<Reply> m = (*c)->read();
+            if (!m) break;
+            if (m->type == Reply::Type::array && !m->elements.empty() &&
+                m->elements[0].str == "message")
+              bump();
+          }
+        }
+        std::lock_guard lock(listen_mu_);
+        listen_conn_ = nullptr;
+      }
+      std::unique_lock lock(wait_mu_);
+      cv_.wait_for(lock, backoff, [&] { return closed_.load(); });
+      backoff = std::min<Duration>(backoff * 2, opt_.reconnect_max);
+    }
+  }
+
+  void bump() {
+    std::lock_guard lock(wait_mu_);
+    epoch_.fetch_add(1);
+    cv_.notify_all();
+  }
+
+  void join_threads() {
+    if (listener_.joinable()) listener_.join();
+    if (async_thread_.joinable() && std::this_thread::get_id() != async_thread_.get_id())
+      async_thread_.join();
+  }
+
+  RedisOptions opt_;
+  Rules rules_;
+  Node node_;
+  std::vector<Shard> shards_;
+  std::string max_delay_us_;
+  std::string id_tag_;
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<uint64_t> rng_{0};
+  std::atomic<uint32_t> next_shard_{0};
+  std::atomic<bool> closed_{false};
+
+  std::mutex topics_mu_;
+  std::unordered_map<std::string, std::string> topic_of_;
+
+  // Waiting: a wake-up (message, new async waiter, close) moves epoch_ and notifies cv_.
+  std::mutex wait_mu_;
+  std::condition_variable cv_;
+  std::atomic<uint64_t> epoch_{0};
+  std::list<AsyncWaiter> async_;  // under wait_mu_
+
+  std::mutex listen_mu_;
+  Connection* listen_conn_ = nullptr;  // under listen_mu_: the subscribed connection
+  std::thread listener_;
+  std::thread async_thread_;
+
+  // The last script refusal on this thread (see by_id()).
+  static thread_local Reply refusal_;
+  static thread_local Status refused_;
+};
+
+thread_local Reply RedisQueue::refusal_;
+thread_local Status RedisQueue::refused_;
+
+}  // namespace
+
+Result<std::unique_ptr<Queue>> open_redis(const RedisOptions& options) {
+  auto bad = [](const std::string& why) {
+    return Status(Errc::invalid_argument, "redis options: " + why);
+  };
+  Result<Endpoint> ep = parse_url(options.url);
+  if (!ep) return ep.status();
+  if (options.queue.empty() || options.queue.size() > 64 ||
+      options.queue.find_first_of("{}:") != std::string::npos)
+    return bad("queue must be 1 to 64 bytes without '{', '}' or ':', got '" + options.queue + "'");
+  if (options.shards < 1 || options.shards > 1024)
+    return bad("shards must be between 1 and 1024, got " + std::to_string(options.shards));
+  if (options.connections < 1 || options.connections > 64)
+    return bad("connections must be between 1 and 64, got " + std::to_string(options.connections));
+  if (std::string why = Rules::check(Limits{options.max_delay, options.max_body_bytes,
+                                            options.default_ttr, options.default_retry});
+      !why.empty())
+    return bad(why);
+  for (auto [name, d] : {std::pair{"connect_timeout", options.connect_timeout},
+                         {"call_timeout", options.call_timeout},
+                         {"reconnect_min", options.reconnect_min},
+                         {"reconnect_max", options.reconnect_max},
+                         {"sweep", options.sweep}})
+    if (d <= Duration::zero() || d > std::chrono::hours(1))
+      return bad(std::string(name) + " must be positive and at most 1h, got " + format_duration(d));
+  if (options.reconnect_max < options.reconnect_min)
+    return bad("reconnect_max must be at least reconnect_min");
+  auto q = std::make_unique<RedisQueue>(options, std::move(*ep));
+  if (Status s = q->start(); !s.ok()) return s;
+  return std::unique_ptr<Queue>(std::move(q));
+}
+
+}  // namespace delayq

@@ -1,0 +1,454 @@
+// The Lua sources of the Redis backend's scripts. Each script is the shared prelude (helpers
+// and the rules of the state machine, mirroring src/engine/core.cc) followed by its own body.
+//
+// Conventions (docs/redis.md has the long form):
+//  - KEYS[1..6] are the shard's keys: jobs, body, seq, fence, topics, stats. Then four keys per
+//    topic the script works on: delayed, ready, leases, dead. Nothing else is touched, so every
+//    script stays within one hash tag (one cluster slot).
+//  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter);
+//    the script's own arguments follow from ARGV[4].
+//  - Times are integers in µs since the epoch, read from the server's TIME. Lua numbers are
+//    doubles, exact up to 2^53 µs (year 2255); they are formatted with %.0f before being handed
+//    to redis.call, whose own conversion (%.14g) would round them.
+//  - A job record is one field of the jobs hash: a byte with the topic's length, the topic, then
+//    a MessagePack array {state, attempts, due, lease, ttr, fence, seq, policy}, policy being
+//    {kind (0 fixed, 1 list, 2 exponential), max_attempts, base, factor, cap, jitter, {delays}}.
+//    The body is kept apart (the body hash) so that transitions never rewrite it.
+#include "redis/scripts.h"
+
+#include <string>
+
+namespace delayq::redis {
+
+namespace {
+
+constexpr const char* kPrelude = R"lua(
+local JOBS, BODY, SEQ, FENCE, TOPICS, STATS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local WAKE, MAXD, rng = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local DELAYED, READY, RESERVED, DEAD = 0, 1, 2, 3
+local ST, AT, DUE, LEASE, TTR, FEN, SEQN, POL = 1, 2, 3, 4, 5, 6, 7, 8
+-- At most this many due jobs and this many expired leases per topic per call, so that a huge
+-- backlog cannot stall the server in one script; the rest is handled by the next calls.
+local CAP = 1000
+
+local function f(x) return string.format('%.0f', x) end
+
+local NOW
+do
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- Park-Miller: products stay below 2^53, so doubles compute it exactly.
+local function random()
+  rng = (rng * 16807) % 2147483647
+  return rng / 2147483647
+end
+
+local function tkeys(i)
+  local b = 6 + 4 * (i - 1)
+  return {d = KEYS[b + 1], r = KEYS[b + 2], l = KEYS[b + 3], x = KEYS[b + 4]}
+end
+
+local function load(id)
+  local raw = redis.call('HGET', JOBS, id)
+  if not raw then return nil end
+  local n = string.byte(raw, 1)
+  return cmsgpack.unpack(string.sub(raw, n + 2)), string.sub(raw, 2, n + 1)
+end
+
+local function save(id, topic, j)
+  redis.call('HSET', JOBS, id, string.char(#topic) .. topic .. cmsgpack.pack(j))
+end
+
+local function count(field) redis.call('HINCRBY', STATS, field, 1) end
+local function wake(topic) redis.call('PUBLISH', WAKE, topic) end
+
+-- Joins the back of the topic's line; `due` stays what it was.
+local function make_ready(id, j, k)
+  j[ST] = READY
+  redis.call('ZADD', k.r, f(redis.call('INCR', SEQ)), id)
+end
+
+-- Delayed until `due`, or ready now (due = now) when `due` has come.
+local function schedule(id, topic, j, due, k)
+  if due <= NOW then
+    j[DUE] = NOW
+    make_ready(id, j, k)
+    wake(topic)
+    return
+  end
+  local head = redis.call('ZRANGE', k.d, 0, 0, 'WITHSCORES')
+  j[ST], j[DUE] = DELAYED, due
+  redis.call('ZADD', k.d, f(due), id)
+  -- Consumers sleep until the earliest deadline they were told of: tell them of an earlier one.
+  if head[2] == nil or due < tonumber(head[2]) then wake(topic) end
+end
+
+-- The wait before retry n (1 after the first failed delivery); see src/engine/retry.cc.
+local function backoff(p, n)
+  if n < 1 then n = 1 end
+  if p[1] == 0 then return p[3] end
+  if p[1] == 1 then
+    local d = p[7]
+    if #d == 0 then return 0 end
+    return d[math.min(n, #d)]
+  end
+  local capped = math.min(p[3] * math.pow(p[4], n - 1), p[5])
+  local d = capped
+  if p[6] > 0 then d = d - capped * p[6] * random() end
+  return math.floor(math.max(0, math.min(d, p[5])))
+end
+
+local function to_dead(id, j, k)
+  j[ST] = DEAD
+  redis.call('ZADD', k.x, f(redis.call('INCR', SEQ)), id)
+  count('dead_lettered')
+end
+
+-- A failed attempt of a detached job, at instant `at`: retry after `delay` (or the policy's
+-- wait), or dead-letter when it has had all its attempts.
+local function fail(id, topic, j, delay, at, k)
+  if j[AT] >= j[POL][2] then return to_dead(id, j, k) end
+  local d = delay or backoff(j[POL], j[AT])
+  if d > MAXD then d = MAXD end
+  count('retried')
+  schedule(id, topic, j, at + d, k)
+end
+
+local function detach(id, j, k)
+  local s = j[ST]
+  local key = (s == DELAYED and k.d) or (s == READY and k.r) or (s == RESERVED and k.l) or k.x
+  redis.call('ZREM', key, id)
+end
+
+local function erase(id, topic, j, k)
+  detach(id, j, k)
+  redis.call('HDEL', JOBS, id)
+  redis.call('HDEL', BODY, id)
+  if redis.call('HINCRBY', TOPICS, topic, -1) <= 0 then redis.call('HDEL', TOPICS, topic) end
+end
+
+-- One timer of a job firing at `at`: a due delayed job becomes ready, a lease runs out.
+local function fire(id, topic, j, at, k)
+  if j[ST] == DELAYED then
+    redis.call('ZREM', k.d, id)
+    make_ready(id, j, k)
+  else
+    redis.call('ZREM', k.l, id)
+    count('leases_expired')
+    fail(id, topic, j, nil, at, k)  -- the retry counts from when the lease ran out
+  end
+  save(id, topic, j)
+end
+
+-- Brings a topic up to now: due jobs become ready and expired leases fail, all in the order of
+-- their instants (ties in push order), as the engine's catch-up does.
+local function advance(k)
+  local items = {}
+  for _, key in ipairs({k.d, k.l}) do
+    local due = redis.call('ZRANGEBYSCORE', key, '-inf', f(NOW), 'WITHSCORES', 'LIMIT', 0, CAP)
+    for i = 1, #due, 2 do
+      local j, topic = load(due[i])
+      if j then
+        items[#items + 1] = {id = due[i], at = tonumber(due[i + 1]), j = j, topic = topic}
+      else
+        redis.call('ZREM', key, due[i])  -- no record: a leftover, never fire it
+      end
+    end
+  end
+  table.sort(items, function(a, b)
+    if a.at ~= b.at then return a.at < b.at end
+    return a.j[SEQN] < b.j[SEQN]
+  end)
+  for _, it in ipairs(items) do fire(it.id, it.topic, it.j, it.at, k) end
+end
+
+-- The job `id` of `topic` brought up to now: nil and an error reply if it does not exist or
+-- lives in another topic (then the client calls again with that topic's keys).
+local function locate(id, topic, k)
+  local j, t = load(id)
+  if not j then return nil, {3} end
+  if t ~= topic then return nil, {99, t} end
+  advance(k)
+  j = load(id)
+  -- The batch limit may have left this job's own timer behind: fire it now.
+  if j[ST] == DELAYED and j[DUE] <= NOW then
+    fire(id, topic, j, j[DUE], k)
+    j = load(id)
+  elseif j[ST] == RESERVED and j[LEASE] <= NOW then
+    fire(id, topic, j, j[LEASE], k)
+    j = load(id)
+  end
+  return j
+end
+
+-- A job whose token (id, fence) is its current delivery, or an error reply.
+local function holder(id, topic, fence, k)
+  local j, err = locate(id, topic, k)
+  if not j then return nil, err end
+  if j[ST] == RESERVED and j[FEN] == fence then return j end
+  return nil, {4, j[ST], j[AT]}
+end
+
+-- A dead job back in its topic's line, ready now with its attempts reset.
+local function requeue(id, topic, j, k)
+  redis.call('ZREM', k.x, id)
+  j[AT], j[DUE] = 0, NOW
+  make_ready(id, j, k)
+  save(id, topic, j)
+  count('requeued')
+  wake(topic)
+end
+
+local function info(id, j)
+  return {id, j[ST], j[AT], j[POL][2], j[DUE], j[LEASE], j[TTR], redis.call('HGET', BODY, id) or ''}
+end
+)lua";
+
+// ARGV[4..]: id, topic, body, delay (µs or ''), due_at (µs or ''), ttr (µs), then the policy:
+// kind, max_attempts, base, factor, cap, jitter, delays...
+constexpr const char* kPushBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+advance(k)  -- jobs already due join the line before this one
+local old = load(id)
+if old then return {2, old[ST]} end
+local due = NOW
+if ARGV[7] ~= '' then
+  due = NOW + tonumber(ARGV[7])
+elseif ARGV[8] ~= '' then
+  due = tonumber(ARGV[8])
+end
+local delays = {}
+for i = 16, #ARGV do delays[#delays + 1] = tonumber(ARGV[i]) end
+local pol = {tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]),
+             tonumber(ARGV[14]), tonumber(ARGV[15]), delays}
+local j = {DELAYED, 0, 0, 0, tonumber(ARGV[9]), 0, redis.call('INCR', SEQ), pol}
+redis.call('HSET', BODY, id, ARGV[6])
+redis.call('HINCRBY', TOPICS, topic, 1)
+count('pushed')
+schedule(id, topic, j, due, k)
+save(id, topic, j)
+return {0}
+)lua";
+
+// ARGV[4]: the number of topics (keys from KEYS[7] on, four per topic, in the caller's order).
+// Takes the ready job with the earliest due time (ties: the topic listed first), or says how
+// long until the next due time or lease deadline of those topics.
+constexpr const char* kClaimBody = R"lua(
+local n = tonumber(ARGV[4])
+local best, bj, bt, bk
+for i = 1, n do
+  local k = tkeys(i)
+  advance(k)
+  local head = redis.call('ZRANGE', k.r, 0, 0)[1]
+  if head then
+    local j, t = load(head)
+    if j and (best == nil or j[DUE] < bj[DUE]) then best, bj, bt, bk = head, j, t, k end
+  end
+end
+if best then
+  redis.call('ZREM', bk.r, best)
+  bj[ST] = RESERVED
+  bj[AT] = bj[AT] + 1
+  bj[FEN] = redis.call('INCR', FENCE)
+  bj[LEASE] = NOW + bj[TTR]
+  redis.call('ZADD', bk.l, f(bj[LEASE]), best)
+  save(best, bt, bj)
+  count('delivered')
+  return {0, best, bt, redis.call('HGET', BODY, best) or '', bj[AT], bj[POL][2], bj[FEN], bj[DUE],
+          bj[LEASE]}
+end
+local nxt
+for i = 1, n do
+  local k = tkeys(i)
+  for _, key in ipairs({k.d, k.l}) do
+    local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if h[2] and (nxt == nil or tonumber(h[2]) < nxt) then nxt = tonumber(h[2]) end
+  end
+end
+if nxt == nil then return {6, -1} end
+return {6, math.max(0, nxt - NOW)}
+)lua";
+
+// ARGV[4..6]: id, topic, fence.
+constexpr const char* kAckBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = holder(id, topic, tonumber(ARGV[6]), k)
+if not j then return err end
+erase(id, topic, j, k)
+count('acked')
+return {0}
+)lua";
+
+// ARGV[4..7]: id, topic, fence, delay (µs, or '' for the policy's).
+constexpr const char* kNackBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = holder(id, topic, tonumber(ARGV[6]), k)
+if not j then return err end
+redis.call('ZREM', k.l, id)
+local delay
+if ARGV[7] ~= '' then delay = tonumber(ARGV[7]) end
+fail(id, topic, j, delay, NOW, k)
+save(id, topic, j)
+return {0}
+)lua";
+
+// ARGV[4..6]: id, topic, fence.
+constexpr const char* kDeadLetterBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = holder(id, topic, tonumber(ARGV[6]), k)
+if not j then return err end
+redis.call('ZREM', k.l, id)
+to_dead(id, j, k)
+save(id, topic, j)
+return {0}
+)lua";
+
+// ARGV[4..6]: id, topic, fence. Replies {0, new lease deadline}.
+constexpr const char* kTouchBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = holder(id, topic, tonumber(ARGV[6]), k)
+if not j then return err end
+j[LEASE] = NOW + j[TTR]
+redis.call('ZADD', k.l, f(j[LEASE]), id)
+save(id, topic, j)
+return {0, j[LEASE]}
+)lua";
+
+// ARGV[4..5]: id, topic.
+constexpr const char* kCancelBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = locate(id, topic, k)
+if not j then return err end
+erase(id, topic, j, k)
+count('cancelled')
+return {0}
+)lua";
+
+// ARGV[4..5]: id, topic. Replies {0, id, state, attempts, max_attempts, due, lease, ttr, body,
+// topic}.
+constexpr const char* kGetBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = locate(id, topic, k)
+if not j then return err end
+local r = info(id, j)
+table.insert(r, 1, 0)
+r[#r + 1] = topic
+return r
+)lua";
+
+// ARGV[4..6]: id, topic, new due time (µs).
+constexpr const char* kRescheduleBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = locate(id, topic, k)
+if not j then return err end
+if j[ST] == RESERVED or j[ST] == DEAD then return {5, j[ST]} end
+local when = tonumber(ARGV[6])
+if when > NOW + MAXD then return {1, when - NOW} end
+detach(id, j, k)
+schedule(id, topic, j, when, k)
+save(id, topic, j)
+return {0}
+)lua";
+
+// ARGV[4..5]: id, topic.
+constexpr const char* kRequeueDeadBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = locate(id, topic, k)
+if not j then return err end
+if j[ST] ~= DEAD then return {5, j[ST]} end
+requeue(id, topic, j, k)
+return {0}
+)lua";
+
+// ARGV[4]: the most to list. Replies {0, then 8 fields per job as kGet}.
+constexpr const char* kListDeadBody = R"lua(
+local k = tkeys(1)
+advance(k)
+local out = {0}
+for _, id in ipairs(redis.call('ZRANGE', k.x, 0, tonumber(ARGV[4]) - 1)) do
+  local j = load(id)
+  if j then
+    for _, v in ipairs(info(id, j)) do out[#out + 1] = v end
+  end
+end
+return out
+)lua";
+
+// At most CAP jobs per call. Replies {0, how many were requeued, how many dead are left}.
+constexpr const char* kRequeueDeadTopicBody = R"lua(
+local k = tkeys(1)
+advance(k)
+local ids = redis.call('ZRANGE', k.x, 0, CAP - 1)
+for _, id in ipairs(ids) do
+  local j, topic = load(id)
+  if j then requeue(id, topic, j, k) else redis.call('ZREM', k.x, id) end
+end
+return {0, #ids, redis.call('ZCARD', k.x)}
+)lua";
+
+// At most CAP jobs per call. Replies {0, how many were deleted, how many dead are left}.
+constexpr const char* kPurgeDeadBody = R"lua(
+local k = tkeys(1)
+advance(k)
+local ids = redis.call('ZRANGE', k.x, 0, CAP - 1)
+for _, id in ipairs(ids) do
+  local j, topic = load(id)
+  if j then erase(id, topic, j, k) else redis.call('ZREM', k.x, id) end
+end
+if #ids > 0 then redis.call('HINCRBY', STATS, 'purged', #ids) end
+return {0, #ids, redis.call('ZCARD', k.x)}
+)lua";
+
+// ARGV[4]: the number of topics. Replies {0, {delayed, ready, reserved, dead} per topic, then
+// the shard's totals as HGETALL gives them}.
+constexpr const char* kStatsBody = R"lua(
+local out = {0}
+for i = 1, tonumber(ARGV[4]) do
+  local k = tkeys(i)
+  advance(k)
+  out[#out + 1] = {redis.call('ZCARD', k.d), redis.call('ZCARD', k.r), redis.call('ZCARD', k.l),
+                   redis.call('ZCARD', k.x)}
+end
+out[#out + 1] = redis.call('HGETALL', STATS)
+return out
+)lua";
+
+Script make(const char* name, const char* body) {
+  return Script{name, std::string(kPrelude) + body};
+}
+
+}  // namespace
+
+const std::vector<Script>& scripts() {
+  // In ScriptId order.
+  static const std::vector<Script> all{
+      make("push", kPushBody),
+      make("claim", kClaimBody),
+      make("ack", kAckBody),
+      make("nack", kNackBody),
+      make("dead_letter", kDeadLetterBody),
+      make("touch", kTouchBody),
+      make("cancel", kCancelBody),
+      make("get", kGetBody),
+      make("reschedule", kRescheduleBody),
+      make("requeue_dead", kRequeueDeadBody),
+      make("list_dead", kListDeadBody),
+      make("requeue_dead_topic", kRequeueDeadTopicBody),
+      make("purge_dead", kPurgeDeadBody),
+      make("stats", kStatsBody),
+  };
+  return all;
+}
+
+}  // namespace delayq::redis

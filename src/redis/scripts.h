@@ -1,0 +1,50 @@
+// The Lua scripts of the Redis backend: one per transition, each run atomically by the server.
+// docs/redis.md describes the key layout and each script; scripts.cc holds the sources.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "redis/connection.h"
+
+namespace delayq::redis {
+
+// Indexes into scripts().
+enum ScriptId : size_t {
+  kPush,
+  kClaim,
+  kAck,
+  kNack,
+  kDeadLetter,
+  kTouch,
+  kCancel,
+  kGet,
+  kReschedule,
+  kRequeueDead,
+  kListDead,
+  kRequeueDeadTopic,
+  kPurgeDead,
+  kStats,
+  kScriptCount
+};
+
+// Every script, in ScriptId order.
+const std::vector<Script>& scripts();
+
+// Reply codes: the first element of every script's reply. The values match Errc where there is
+// one; kWrongTopic asks the client to call again with the keys of the topic it names.
+enum ReplyCode : int64_t {
+  kOk = 0,
+  kInvalidArgument = 1,
+  kDuplicateId = 2,
+  kNotFound = 3,
+  kStaleToken = 4,
+  kInvalidState = 5,
+  kNothingReady = 6,
+  kWrongTopic = 99,
+};
+
+// Job states as stored (the record's first field).
+enum StoredState : int64_t { kDelayed = 0, kReady = 1, kReserved = 2, kDead = 3 };
+
+}  // namespace delayq::redis
