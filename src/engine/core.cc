@@ -3,30 +3,9 @@
 #include <algorithm>
 
 #include "common/format.h"
+#include "engine/rules.h"
 
 namespace delayq::engine {
-
-namespace {
-
-// t + d for d >= 0, saturating at the end of representable time (April 2262): sums near that end
-// must not wrap around into the past, where a job would fire at once.
-TimePoint plus(TimePoint t, Duration d) {
-  if (t > TimePoint::max() - d) return TimePoint::max();
-  return t + d;
-}
-
-}  // namespace
-
-std::string check_waits(const RetryPolicy& p, Duration max_delay) {
-  Duration longest = p.base;
-  if (p.kind == RetryPolicy::Kind::exponential) longest = p.cap;
-  if (p.kind == RetryPolicy::Kind::list)
-    for (Duration d : p.delays) longest = std::max(longest, d);
-  if (longest > max_delay)
-    return "retry policy: a wait of " + format_duration(longest) + " exceeds max_delay (" +
-           format_duration(max_delay) + ")";
-  return {};
-}
 
 std::string validate(const CoreOptions& o) {
   if (o.tick < std::chrono::milliseconds(1) || o.tick > std::chrono::seconds(1))
@@ -68,44 +47,9 @@ TimePoint Core::from_tick(uint64_t tick) const {
 // ---- validation ----
 
 Status Core::validate(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
-  auto bad = [](std::string m) { return Status(Errc::invalid_argument, std::move(m)); };
-  if (s.topic.empty()) return bad("topic is empty: every job needs a topic to be reserved by");
-  if (s.topic.size() > kMaxTopicBytes)
-    return bad("topic is " + std::to_string(s.topic.size()) + " bytes long; the limit is " +
-               std::to_string(kMaxTopicBytes));
-  if (s.id.empty()) return bad("id is empty");
-  if (s.id.size() > kMaxIdBytes)
-    return bad("id is " + std::to_string(s.id.size()) + " bytes long; the limit is " +
-               std::to_string(kMaxIdBytes));
-  if (s.delay && s.due_at) return bad("set either delay or due_at, not both");
-  if (s.delay && *s.delay < Duration::zero())
-    return bad("delay is negative (" + format_duration(*s.delay) + "); use 0 for 'now'");
-  if (s.delay && *s.delay > opt_.max_delay)
-    return bad("delay of " + format_duration(*s.delay) + " exceeds max_delay (" +
-               format_duration(opt_.max_delay) + ")");
-  if (s.delay && plus(now, *s.delay) == TimePoint::max())
-    return bad("delay of " + format_duration(*s.delay) +
-               " runs past the end of representable time (April 2262)");
-  // (Compared against now + max_delay, saturated, rather than as due_at - now, which can overflow.)
-  if (s.due_at && *s.due_at > plus(now, opt_.max_delay))
-    return bad("due_at is " + format_duration(*s.due_at - now) + " away, beyond max_delay (" +
-               format_duration(opt_.max_delay) + ")");
-  if (s.ttr < Duration::zero()) return bad("ttr is negative (" + format_duration(s.ttr) + ")");
-  if (s.ttr > opt_.max_delay)
-    return bad("ttr of " + format_duration(s.ttr) + " exceeds max_delay (" +
-               format_duration(opt_.max_delay) + ")");
-  if (s.body.size() > opt_.max_body_bytes)
-    return bad("body is " + std::to_string(s.body.size()) + " bytes; the limit is " +
-               std::to_string(opt_.max_body_bytes) + " (max_body_bytes)");
-  if (s.retry) {
-    std::string why = s.retry->validate();
-    if (why.empty()) why = check_waits(*s.retry, opt_.max_delay);
-    if (!why.empty()) return bad(std::move(why));
-  }
-  if (int64_t j = lookup(s.id, id_hash); j >= 0)
-    return Status(Errc::duplicate_id, "a job with id '" + s.id + "' already exists (" +
-                                          to_string(jobs_[j].state) +
-                                          "); ids are unique while a job lives");
+  if (Status st = check_spec(s, Limits{opt_.max_delay, opt_.max_body_bytes}, now); !st.ok())
+    return st;
+  if (int64_t j = lookup(s.id, id_hash); j >= 0) return duplicate_id(s.id, jobs_[j].state);
   return {};
 }
 
@@ -295,9 +239,7 @@ uint64_t Core::take_ready_added() { return std::exchange(ready_added_, 0); }
 
 Result<uint32_t> Core::find(std::string_view id) const {
   const int64_t j = lookup(id, IdIndex::hash(id));
-  if (j < 0)
-    return Status(Errc::not_found, "no job with id '" + std::string(id) +
-                                       "' (never pushed, or already acknowledged or cancelled)");
+  if (j < 0) return no_such_job(id);
   return static_cast<uint32_t>(j);
 }
 
@@ -306,13 +248,7 @@ Result<uint32_t> Core::holder(const Token& t) {
   if (!j) return j;
   const Job& job = jobs_[*j];
   if (job.state == JobState::reserved && job.fence == t.fence) return j;
-  std::string why = "token " + t.to_string() + " is stale: job '" + t.id + "' ";
-  if (job.state == JobState::reserved)
-    why += "was delivered again (attempt " + std::to_string(job.attempts) + ")";
-  else
-    why += "is " + std::string(to_string(job.state)) +
-           " now (its lease ran out, or the delivery was already settled)";
-  return Status(Errc::stale_token, std::move(why));
+  return stale_token(t, job.state, job.attempts);
 }
 
 JobInfo Core::info(uint32_t j) const {
@@ -398,12 +334,7 @@ Status Core::ack(const Token& t, TimePoint now) {
 
 Status Core::nack(const Token& t, std::optional<Duration> delay, TimePoint now) {
   advance(now);
-  if (delay && *delay < Duration::zero())
-    return Status(Errc::invalid_argument, "nack delay is negative (" + format_duration(*delay) + ")");
-  if (delay && *delay > opt_.max_delay)
-    return Status(Errc::invalid_argument, "nack delay of " + format_duration(*delay) +
-                                              " exceeds max_delay (" +
-                                              format_duration(opt_.max_delay) + ")");
+  if (Status s = check_nack_delay(delay, opt_.max_delay); !s.ok()) return s;
   Result<uint32_t> j = holder(t);
   if (!j) return j.status();
   detach(*j);
@@ -452,17 +383,8 @@ Status Core::reschedule(std::string_view id, TimePoint when, TimePoint now) {
   advance(now);
   Result<uint32_t> j = find(id);
   if (!j) return j.status();
-  const Job& job = jobs_[*j];
-  if (job.state == JobState::reserved)
-    return Status(Errc::invalid_state, "job '" + std::string(id) +
-                                           "' is reserved by a consumer; nack it with a delay instead");
-  if (job.state == JobState::dead)
-    return Status(Errc::invalid_state,
-                  "job '" + std::string(id) + "' is dead-lettered; requeue it instead");
-  if (when > plus(now, opt_.max_delay))
-    return Status(Errc::invalid_argument, "new due time is " + format_duration(when - now) +
-                                              " away, beyond max_delay (" +
-                                              format_duration(opt_.max_delay) + ")");
+  if (Status s = check_reschedulable(id, jobs_[*j].state); !s.ok()) return s;
+  if (Status s = check_new_due(when, now, opt_.max_delay); !s.ok()) return s;
   detach(*j);
   schedule(*j, when, now);
   return {};
@@ -484,9 +406,7 @@ Status Core::requeue_dead(std::string_view id, TimePoint now) {
   Result<uint32_t> j = find(id);
   if (!j) return j.status();
   Job& job = jobs_[*j];
-  if (job.state != JobState::dead)
-    return Status(Errc::invalid_state, "job '" + std::string(id) + "' is " +
-                                           to_string(job.state) + ", not dead");
+  if (Status s = check_requeueable(id, job.state); !s.ok()) return s;
   unlink(topics_[job.topic].dead, *j);
   job.attempts = 0;
   job.due = now;

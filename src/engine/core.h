@@ -22,6 +22,7 @@
 #include "delayq/timing_wheel.h"
 #include "engine/id_index.h"
 #include "engine/record.h"
+#include "engine/rules.h"
 #include "delayq/detail/slab.h"
 
 namespace delayq::engine {
@@ -45,8 +46,6 @@ struct CoreOptions {
 
 // Empty when the options are usable, else what is wrong.
 std::string validate(const CoreOptions& o);
-// Empty when no wait of the policy exceeds max_delay, else what is wrong.
-std::string check_waits(const RetryPolicy& p, Duration max_delay);
 
 // The wait before retry number `failed` (1 after the first failed delivery).
 Duration backoff(const RetryPolicy& p, uint32_t failed, std::mt19937_64& rng);

@@ -1,0 +1,47 @@
+// The queue's input rules and refusals, as free functions: what every backend checks before it
+// changes anything, and the exact words it answers with. The engine core calls them, and so does
+// the Redis backend (whose state lives in a server), so that a bad input gets the same Errc and
+// message from every backend (the contract in delayq/queue.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "delayq/error.h"
+#include "delayq/job.h"
+
+namespace delayq::engine {
+
+// t + d for d >= 0, saturating at the end of representable time (April 2262): sums near that end
+// must not wrap around into the past, where a job would fire at once.
+TimePoint plus(TimePoint t, Duration d);
+
+// Empty when no wait of the policy exceeds max_delay, else what is wrong.
+std::string check_waits(const RetryPolicy& p, Duration max_delay);
+
+// The limits a queue puts on what it accepts.
+struct Limits {
+  Duration max_delay;
+  size_t max_body_bytes;
+};
+
+// Everything push() checks that needs no queue state (that is, all but duplicate ids):
+// topic, id, delay or due_at, ttr, body and retry policy. Errors: invalid_argument.
+Status check_spec(const JobSpec& spec, const Limits& limits, TimePoint now);
+// nack()'s delay. Errors: invalid_argument.
+Status check_nack_delay(std::optional<Duration> delay, Duration max_delay);
+// reschedule()'s new due time. Errors: invalid_argument.
+Status check_new_due(TimePoint when, TimePoint now, Duration max_delay);
+
+// The refusals, worded once.
+Status no_such_job(std::string_view id);                                  // not_found
+Status duplicate_id(std::string_view id, JobState state);                 // duplicate_id
+// A token that is not the job's current delivery; `attempts` counts the job's deliveries.
+Status stale_token(const Token& token, JobState state, uint32_t attempts);  // stale_token
+// reschedule() of a reserved or dead job (invalid_state); ok for other states.
+Status check_reschedulable(std::string_view id, JobState state);
+// requeue_dead() of a job that is not dead (invalid_state); ok for a dead one.
+Status check_requeueable(std::string_view id, JobState state);
+
+}  // namespace delayq::engine
