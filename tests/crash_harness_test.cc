@@ -25,10 +25,20 @@
 // Sync::none, and 1 and 2 shards. After the last cycle the driver drains the store: every job
 // still owed must be delivered (or be dead after max_attempts deliveries) within 10 s.
 //
+// Power losses (the section "power losses" below): the same load on a file system that records
+// what each sync made durable (power_loss_fs.h); after the SIGKILL the driver cuts every file of
+// the store back to that, as a power loss would, and checks what each sync mode promises:
+// Sync::always loses nothing answered; every mode comes back as the queue after some prefix of
+// the calls; Sync::batch loses at most sync_batch_ops - 1 answered calls. 64 cycles, 6 in 10
+// of them Sync::always. PowerLossChecksCatchAStoreThatDoesNotSync shows that these checks fail on
+// a store that does not sync, and the PrefixCheck tests test the prefix search on its own.
+//
 // Environment: DELAYQ_CRASH_CYCLES=N sets the number of kill cycles (default 200, 40 under
-// AddressSanitizer; a soak: 10000). DELAYQ_CRASH_SEED=S replays a run's choices (its timings
-// differ, so a replay is likely, not certain, to hit the same interleaving). Every failure
-// message names the seed, and a failure about a job shows the job's recent history.
+// AddressSanitizer; a soak: 10000), DELAYQ_POWER_CYCLES=N the number of power-loss cycles
+// (default 64, 32 under AddressSanitizer; a soak: 10000). DELAYQ_CRASH_SEED=S replays a run's
+// choices (its timings differ, so a replay is likely, not certain, to hit the same
+// interleaving). Every failure message names the seed, and a failure about a job shows the
+// job's recent history.
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -37,6 +47,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <rocksdb/env.h>
 
 #include <algorithm>
 #include <array>
@@ -47,6 +58,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -60,6 +72,8 @@
 #include <vector>
 
 #include "delayq/store.h"
+#include "power_loss_fs.h"
+#include "wal/store_testing.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DELAYQ_CRASH_UNDER_ASAN 1
@@ -346,7 +360,16 @@ struct Model {
     std::array<uint64_t, 32> killed_in{};
   } counts;
 
-  void problem(std::string s) { problems.push_back("cycle " + std::to_string(cycle) + ": " + s); }
+  // Power-loss cycles: the records of the current cycle, in the order they arrived (see
+  // explain_by_prefix()), and what kind of cycle it is, for failure messages.
+  bool keep_cycle_records = false;
+  std::vector<Record> cycle_records;
+  std::string cycle_label;
+
+  void problem(std::string s) {
+    problems.push_back("cycle " + std::to_string(cycle) +
+                       (cycle_label.empty() ? "" : " (" + cycle_label + ")") + ": " + s);
+  }
   void problem_about(uint64_t job, const std::string& s) { problem(s + explain(job)); }
 
   // One problem per delivery the worker found wrong, however many checks it failed.
@@ -673,12 +696,23 @@ struct Model {
 
 // ---- the worker ---------------------------------------------------------------------------------
 
+// How a worker runs its store.
+struct WorkerSetup {
+  Sync sync = Sync::always;
+  size_t shards = 1;
+  uint32_t sync_batch_ops = 1000;
+  Duration sync_interval = 10ms;
+  // Power-loss cycles: the store runs on a file system that records its syncs in this side log
+  // (power_loss_fs.h). Empty: the real file system, as is.
+  std::string sync_log;
+};
+
 // What the worker's threads share: the pipe, the store and the model (behind one lock).
 class WorkerProcess {
  public:
   WorkerProcess(int fd, Model& model) : fd_(fd), m_(model) {}
 
-  [[noreturn]] void run(const std::string& dir, Sync sync, size_t shards, uint64_t seed);
+  [[noreturn]] void run(const std::string& dir, const WorkerSetup& setup, uint64_t seed);
 
   // Reports a record and applies it to this process's copy of the model, under the lock, so
   // that the driver applies the records in the order this process did. A record the rule book
@@ -711,6 +745,7 @@ class WorkerProcess {
   std::mutex mu_;
   int fd_;
   Model& m_;
+  std::unique_ptr<rocksdb::Env> env_;  // power-loss cycles: outlives q_
   std::unique_ptr<Engine> q_;
 };
 
@@ -869,12 +904,19 @@ class Loop {
   std::vector<Token> held_;     // deliveries to this thread not yet acked or nacked
 };
 
-void WorkerProcess::run(const std::string& dir, Sync sync, size_t shards, uint64_t seed) {
+void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64_t seed) {
   StoreOptions o;
   o.dir = dir;
-  o.sync = sync;
-  o.engine.shards = shards;
-  Result<std::unique_ptr<Engine>> opened = open_store(o);
+  o.sync = setup.sync;
+  o.sync_batch_ops = setup.sync_batch_ops;
+  o.sync_interval = setup.sync_interval;
+  o.engine.shards = setup.shards;
+  if (!setup.sync_log.empty()) {
+    std::string error;
+    env_ = power_loss::sync_recording_env(setup.sync_log, &error);
+    if (!env_) fail_with("power-loss file system: " + error, 3);
+  }
+  Result<std::unique_ptr<Engine>> opened = wal::open_store_on(o, env_.get());
   if (!opened) fail_with("open_store: " + opened.status().to_string(), 3);
   q_ = std::move(opened).value();
   emit(make_record(Kind::opened));
@@ -891,13 +933,13 @@ void WorkerProcess::run(const std::string& dir, Sync sync, size_t shards, uint64
 }
 
 [[noreturn]] void worker_main(int fd, Model& model, uint64_t seed, const std::string& dir,
-                              Sync sync, size_t shards) {
+                              const WorkerSetup& setup) {
   // Never back into gtest: every way out of here is _exit(). A worker the driver forgot would
   // end on its own.
   alarm(120);
   WorkerProcess w(fd, model);
   try {
-    w.run(dir, sync, shards, seed);
+    w.run(dir, setup, seed);
   } catch (const std::exception& e) {
     w.fail_with(std::string("exception: ") + e.what(), 70);
   } catch (...) {
@@ -940,6 +982,7 @@ void apply_records(Model& m, std::string& buf) {
     Record r;
     std::memcpy(&r, buf.data() + used, sizeof r);
     used += sizeof r;
+    if (m.keep_cycle_records) m.cycle_records.push_back(r);
     m.apply(r);
   }
   buf.erase(0, used);
@@ -947,7 +990,7 @@ void apply_records(Model& m, std::string& buf) {
 
 // Forks a worker, lets it run for `run` (counted from the fork, or from its report that the
 // store is open), kills it and applies everything it reported.
-void run_worker(Model& m, const std::string& dir, uint64_t worker_seed, Sync sync, size_t shards,
+void run_worker(Model& m, const std::string& dir, uint64_t worker_seed, const WorkerSetup& setup,
                 std::chrono::milliseconds run, bool from_open) {
   int fds[2];
   if (pipe(fds) != 0) {
@@ -969,7 +1012,7 @@ void run_worker(Model& m, const std::string& dir, uint64_t worker_seed, Sync syn
   }
   if (pid == 0) {
     close(fds[0]);
-    worker_main(fds[1], m, worker_seed, dir, sync, shards);
+    worker_main(fds[1], m, worker_seed, dir, setup);
   }
   close(fds[1]);
   // A worker that takes this long to open the store is stuck: kill it anyway.
@@ -1248,8 +1291,8 @@ TEST(CrashHarness, MixedLoadKeepsEveryPromiseAcrossSigkills) {
     // Most kills land in the load; one cycle in four counts from the fork, so that some land
     // while the worker is still opening (recovering) the store.
     const bool from_open = rng() % 4 != 0;
-    run_worker(m, dir.path(), seed ^ mix(static_cast<uint64_t>(cycle) + 1), sync, shards, run,
-               from_open);
+    run_worker(m, dir.path(), seed ^ mix(static_cast<uint64_t>(cycle) + 1),
+               WorkerSetup{.sync = sync, .shards = shards}, run, from_open);
     if (m.counts.opened == opened_before) ++killed_before_open;
     m.settle_in_flight();
     if (m.problems.empty()) {
@@ -1304,6 +1347,803 @@ TEST(CrashHarness, MixedLoadKeepsEveryPromiseAcrossSigkills) {
     EXPECT_GT(c.nacks, 0u);
     EXPECT_GT(c.reschedules, 0u);
   }
+}
+
+// ---- power losses -------------------------------------------------------------------------------
+//
+// The same load, worker and reports, with a power loss instead of a bare SIGKILL: the worker's
+// store runs on a file system that records what each successful sync covered (power_loss_fs.h);
+// after the kill the driver cuts every file back to what was durable, then reopens the store on
+// the real file system and checks what the worker's sync mode promises. Between cycles the
+// driver's own clean close counts as a shutdown that synced everything.
+//
+// What each mode promises (delayq/store.h), and how it is checked:
+//  - Sync::always: nothing answered is lost. check_store(), exactly as after a SIGKILL, and the
+//    prefix check below must find no answered call lost.
+//  - every mode: what comes back is the queue as it was after some prefix of the calls. RocksDB
+//    recovers a prefix of its write-ahead log, and each call's changes reach the log atomically
+//    (alone, or in one write with the calls queued beside it) and in call order, so a lost call
+//    is always among the latest ones. explain_by_prefix() searches for such a
+//    prefix of each worker thread's calls (the threads own disjoint jobs), the two fitting the
+//    order in which calls were made: a call that began after another thread's call had returned
+//    was written after it, so it cannot be kept while that one is lost.
+//  - Sync::batch: at most sync_batch_ops - 1 answered calls lost. sync_batch_ops is 8 here and
+//    sync_interval 10 s, so that only the count can trigger a sync within a cycle.
+//  - Sync::periodic and Sync::none: a prefix of any length.
+// Bodies, topics, the absence of jobs never pushed, and early deliveries are checked as in the
+// kill cycles; after a weaker mode's loss the driver's picture of the queue becomes the prefix
+// found (attempts as stored, bounds for early delivery as low as any explaining prefix allows).
+
+// A job as the reopened store shows it.
+struct Seen {
+  bool exists = false;
+  uint32_t attempts = 0;
+};
+
+// A job as a prefix of the calls leaves it.
+struct Expect {
+  bool exists = false;
+  uint32_t attempts = 0;
+  TimePoint not_before;  // the harness's lower bound for its next delivery
+};
+
+bool matches(const Expect& e, const Seen& s) {
+  return e.exists == s.exists && (!e.exists || e.attempts == s.attempts);
+}
+
+// One call of a worker thread: its intent and, if it returned before the kill, its outcome.
+struct Call {
+  Record intent;
+  std::optional<Record> done;
+  size_t intent_at = 0;  // positions in the cycle's records (the order the worker sent them in)
+  size_t done_at = SIZE_MAX;
+};
+
+// Whether the call was answered and changed the queue: one atomic write to the store.
+bool answered_write(const Call& c) {
+  if (!c.done || c.done->code != 0) return false;
+  switch (c.done->kind) {
+    case Kind::push_done:
+    case Kind::reserved:
+    case Kind::ack_done:
+    case Kind::nack_done:
+    case Kind::cancel_done:
+    case Kind::resched_done:
+      return true;
+    default:
+      return false;  // a reserve that timed out, or a call refused: nothing was written
+  }
+}
+
+std::string call_text(const Call& c) {
+  const std::string id = job_id(c.intent.job);
+  std::string what;
+  switch (c.intent.kind) {
+    case Kind::push_intent:
+      what = "push of " + id;
+      break;
+    case Kind::reserve_intent:
+      what = c.done && c.done->kind == Kind::reserved
+                 ? "reserve that delivered " + job_id(c.done->job) + " (attempt " +
+                       std::to_string(c.done->attempt) + ")"
+                 : std::string("reserve");
+      break;
+    case Kind::ack_intent:
+      what = "ack of " + id;
+      break;
+    case Kind::nack_intent:
+      what = "nack of " + id;
+      break;
+    case Kind::cancel_intent:
+      what = "cancel of " + id;
+      break;
+    case Kind::resched_intent:
+      what = "reschedule of " + id;
+      break;
+    default:
+      what = "call kind " + std::to_string(static_cast<int>(c.intent.kind));
+      break;
+  }
+  if (!c.done) return what + " (in flight)";
+  return what + " (returned " + errc_text(c.done->code) + ")";
+}
+
+std::string expect_text(const Expect& e) {
+  return e.exists ? "present with " + std::to_string(e.attempts) + " attempts" : "absent";
+}
+std::string seen_text(const Seen& s) {
+  return s.exists ? "present with " + std::to_string(s.attempts) + " attempts" : "absent";
+}
+
+struct PrefixVerdict {
+  bool explained = false;  // some prefix of the calls (per thread, fitting their order) fits
+  uint64_t lost = 0;       // answered calls that changed the queue and were lost, at the least
+  std::array<size_t, kThreads> kept{};   // the best explanation: calls kept, per thread
+  std::array<size_t, kThreads> calls{};  // calls made, per thread
+  std::vector<std::string> lost_calls;   // the best explanation's lost answered calls (a few)
+  std::string why;                       // !explained: what nothing explains
+  std::vector<uint64_t> suspects;        // jobs that `why` is about
+  // Per job present in some explaining prefix: its lowest bound for early delivery among them.
+  std::unordered_map<uint64_t, TimePoint> not_before;
+};
+
+// Is `seen` (every job of `before` and every job pushed in `records`) the queue as it was after
+// some prefix of the calls in `records`, starting from `before`? Calls that may matter: a
+// thread's last call may have been in flight at the kill (kept or not; an ack in flight may have
+// been refused, a reserve in flight may have delivered any one job of its thread's).
+PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& before,
+                                const std::vector<Record>& records,
+                                const std::unordered_map<uint64_t, Seen>& seen) {
+  static_assert(kThreads == 2, "the search below pairs the prefixes of two threads");
+  PrefixVerdict v;
+  std::array<std::vector<Call>, kThreads> calls;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    if (r.thread >= kThreads) continue;
+    std::vector<Call>& mine = calls[r.thread];
+    switch (r.kind) {
+      case Kind::push_intent:
+      case Kind::reserve_intent:
+      case Kind::ack_intent:
+      case Kind::nack_intent:
+      case Kind::cancel_intent:
+      case Kind::resched_intent:
+        mine.push_back(Call{r, std::nullopt, i, SIZE_MAX});
+        break;
+      case Kind::push_done:
+      case Kind::reserved:
+      case Kind::reserve_done:
+      case Kind::ack_done:
+      case Kind::nack_done:
+      case Kind::cancel_done:
+      case Kind::resched_done:
+        if (!mine.empty() && !mine.back().done) {
+          mine.back().done = r;
+          mine.back().done_at = i;
+        }
+        break;
+      default:
+        break;  // opened, violation, error: not calls (the last two fail the test anyway)
+    }
+  }
+  auto seen_of = [&](uint64_t job) {
+    auto it = seen.find(job);
+    return it == seen.end() ? Seen{} : it->second;
+  };
+
+  // Per thread: the cuts c (its first c calls kept, the rest lost) that explain its jobs.
+  std::array<std::vector<size_t>, kThreads> fits;
+  // lost_from[t][c]: the answered writes among thread t's calls from c on.
+  std::array<std::vector<uint64_t>, kThreads> lost_from;
+  for (size_t t = 0; t < kThreads; ++t) {
+    const std::vector<Call>& cs = calls[t];
+    const size_t n = cs.size();
+    v.calls[t] = n;
+    lost_from[t].assign(n + 1, 0);
+    for (size_t c = n; c-- > 0;) lost_from[t][c] = lost_from[t][c + 1] + answered_write(cs[c]);
+
+    std::map<uint64_t, Expect> initial;  // the thread's jobs before the cycle
+    for (const auto& [job, j] : before)
+      if (owner_of(job) == t) initial[job] = Expect{j.fate == Fate::live, j.attempts, j.not_before};
+    for (const Call& c : cs)
+      if (c.intent.kind == Kind::push_intent) initial.try_emplace(c.intent.job);  // absent yet
+    std::map<uint64_t, Expect> e = initial;  // ... and after the calls applied so far
+    std::set<uint64_t> bad;                  // jobs that differ from what the store shows
+    auto recheck = [&](uint64_t job) {
+      if (matches(e[job], seen_of(job)))
+        bad.erase(job);
+      else
+        bad.insert(job);
+    };
+    for (const auto& entry : e) recheck(entry.first);
+    auto lower = [&](uint64_t job, TimePoint nb) {
+      auto [it, fresh] = v.not_before.try_emplace(job, nb);
+      if (!fresh) it->second = std::min(it->second, nb);
+    };
+    auto fold = [&] {  // the cut at hand explains the store: its bounds count
+      for (const auto& [job, x] : e)
+        if (x.exists) lower(job, x.not_before);
+    };
+    auto apply = [&](const Call& call) {
+      const Record& in = call.intent;
+      const Record& d = *call.done;
+      if (d.code != 0) return;  // refused or failed: nothing written
+      switch (d.kind) {
+        case Kind::push_done:
+          e[in.job] = Expect{true, 0, at_ns(in.a) + Duration(in.b)};
+          recheck(in.job);
+          break;
+        case Kind::reserved: {
+          Expect& x = e[d.job];
+          x.attempts = d.attempt;
+          x.not_before = at_ns(d.a) + kTtr + kRetryDelay;
+          recheck(d.job);
+          break;
+        }
+        case Kind::ack_done:
+        case Kind::cancel_done:
+          e[in.job].exists = false;
+          recheck(in.job);
+          break;
+        case Kind::nack_done:
+          e[in.job].not_before = at_ns(in.a) + (in.b >= 0 ? Duration(in.b) : kRetryDelay);
+          break;
+        case Kind::resched_done:
+          e[in.job].not_before = std::max(at_ns(in.a), at_ns(in.b));
+          break;
+        default:
+          break;
+      }
+    };
+
+    size_t closest = 0;
+    std::set<uint64_t> closest_bad = bad;
+    const bool last_in_flight = n > 0 && !cs.back().done;
+    for (size_t c = 0; c <= n; ++c) {
+      if (c == n && last_in_flight) {
+        // The call in flight was kept: the state above plus whatever it may have done.
+        const Record& in = cs.back().intent;
+        auto only = [&](uint64_t job) {
+          return bad.empty() || (bad.size() == 1 && bad.count(job));
+        };
+        bool ok = false;
+        std::optional<std::pair<uint64_t, TimePoint>> bound;
+        switch (in.kind) {
+          case Kind::push_intent: {
+            const Expect pushed{true, 0, at_ns(in.a) + Duration(in.b)};
+            ok = only(in.job) && matches(pushed, seen_of(in.job));
+            bound = {in.job, pushed.not_before};
+            break;
+          }
+          case Kind::ack_intent:
+          case Kind::cancel_intent:
+            // Done (gone), or refused (an ack after the lease ran out): unchanged.
+            ok = only(in.job) && (matches(e[in.job], seen_of(in.job)) || !seen_of(in.job).exists);
+            break;
+          case Kind::nack_intent:
+            ok = bad.empty();
+            bound = {in.job, at_ns(in.a) + (in.b >= 0 ? Duration(in.b) : kRetryDelay)};
+            break;
+          case Kind::resched_intent:
+            ok = bad.empty();
+            bound = {in.job, std::max(at_ns(in.a), at_ns(in.b))};
+            break;
+          case Kind::reserve_intent:
+            // It may have delivered one job of this thread's, unreported: one attempt more.
+            if (bad.empty()) {
+              ok = true;
+            } else if (bad.size() == 1) {
+              const uint64_t job = *bad.begin();
+              const Seen s = seen_of(job);
+              ok = e[job].exists && s.exists && s.attempts == e[job].attempts + 1;
+            }
+            break;
+          default:
+            break;
+        }
+        if (ok) {
+          fits[t].push_back(c);
+          fold();
+          if (bound) lower(bound->first, bound->second);
+        }
+        break;
+      }
+      if (bad.empty()) {
+        fits[t].push_back(c);
+        fold();
+      }
+      if (bad.size() <= closest_bad.size()) {
+        closest = c;
+        closest_bad = bad;
+      }
+      if (c < n && cs[c].done) apply(cs[c]);
+    }
+    if (fits[t].empty() && v.why.empty()) {
+      v.why = "no prefix of worker thread " + std::to_string(t) + "'s " + std::to_string(n) +
+              " calls explains its jobs; the closest, its first " + std::to_string(closest) +
+              " calls" +
+              (closest > 0 ? " (up to the " + call_text(cs[closest - 1]) + ")" : std::string()) +
+              ", leaves " + std::to_string(closest_bad.size()) + " jobs different:";
+      // Replay up to `closest` once more to name what each differing job should be.
+      e = initial;
+      for (size_t c = 0; c < closest; ++c)
+        if (cs[c].done) apply(cs[c]);
+      size_t named = 0;
+      for (uint64_t job : closest_bad) {
+        if (named++ == 4) {
+          v.why += " ...";
+          break;
+        }
+        v.why += " " + job_id(job) + " should be " + expect_text(e[job]) + ", the store has it " +
+                 seen_text(seen_of(job)) + ";";
+        v.suspects.push_back(job);
+      }
+    }
+  }
+  if (fits[0].empty() || fits[1].empty()) return v;
+
+  // need[t][c]: how many of the other thread's calls must be kept if thread t keeps c: those
+  // that had returned before t's call c - 1 began (it was written after them).
+  std::array<std::vector<size_t>, kThreads> need;
+  for (size_t t = 0; t < kThreads; ++t) {
+    const std::vector<Call>& mine = calls[t];
+    const std::vector<Call>& other = calls[1 - t];
+    need[t].assign(mine.size() + 1, 0);
+    size_t k = 0;
+    for (size_t c = 1; c <= mine.size(); ++c) {
+      while (k < other.size() && other[k].done_at < mine[c - 1].intent_at) ++k;
+      need[t][c] = k;
+    }
+  }
+  // Keeping c0 calls of thread 0 and c1 of thread 1 fits their order iff c1 >= need[0][c0] and
+  // c0 >= need[1][c1]. need[1] grows with c1, so for each c0 the c1 that fit form a range; the
+  // largest one in fits[1] loses the least.
+  std::optional<std::pair<size_t, size_t>> best;
+  uint64_t best_lost = 0;
+  for (size_t c0 : fits[0]) {
+    const size_t lo = need[0][c0];
+    // The largest c1 with need[1][c1] <= c0 (need[1][0] is 0, so there is one).
+    const auto past = std::upper_bound(need[1].begin(), need[1].end(), c0);
+    const size_t hi = static_cast<size_t>(past - need[1].begin()) - 1;
+    auto it = std::upper_bound(fits[1].begin(), fits[1].end(), hi);
+    if (it == fits[1].begin()) continue;
+    const size_t c1 = *--it;
+    if (c1 < lo) continue;
+    const uint64_t lost = lost_from[0][c0] + lost_from[1][c1];
+    if (!best || lost <= best_lost) {
+      best = {c0, c1};
+      best_lost = lost;
+    }
+  }
+  if (!best) {
+    const size_t c0 = fits[0].back(), c1 = fits[1].back();
+    v.why = "each worker thread's calls are explained by a prefix of its own (at most " +
+            std::to_string(c0) + " of thread 0's " + std::to_string(calls[0].size()) + " calls, " +
+            std::to_string(c1) + " of thread 1's " + std::to_string(calls[1].size()) +
+            "), but no two of them fit the order in which the calls were made: a call kept that "
+            "began after a lost call of the other thread had returned";
+    if (c1 < need[0][c0])
+      v.why += " (thread 0's " + call_text(calls[0][c0 - 1]) + " began after thread 1's " +
+               call_text(calls[1][need[0][c0] - 1]) + " had returned)";
+    else if (c0 < need[1][c1])
+      v.why += " (thread 1's " + call_text(calls[1][c1 - 1]) + " began after thread 0's " +
+               call_text(calls[0][need[1][c1] - 1]) + " had returned)";
+    return v;
+  }
+  v.explained = true;
+  v.lost = best_lost;
+  v.kept = {best->first, best->second};
+  for (size_t t = 0; t < kThreads; ++t)
+    for (size_t c = v.kept[t]; c < calls[t].size(); ++c)
+      if (answered_write(calls[t][c]) && v.lost_calls.size() < 8)
+        v.lost_calls.push_back("thread " + std::to_string(t) + ": " + call_text(calls[t][c]));
+  return v;
+}
+
+// The power-loss cycles' settings.
+constexpr int kDefaultPowerCycles = kUnderAsan ? 32 : 64;
+constexpr uint32_t kPowerBatchOps = 8;         // small, so that Sync::batch's bound bites
+constexpr Duration kPowerBatchInterval = 10s;  // long: within a cycle only the count syncs
+constexpr Duration kPowerPeriodicInterval = 15ms;
+
+// Mostly Sync::always (6 cycles in 10: its promise is the strongest), and every weaker mode in
+// turn (batch twice, as its bound is the one that can be exceeded).
+Sync power_mode(int cycle) {
+  switch (cycle % 10) {
+    case 1:
+    case 6:
+      return Sync::batch;
+    case 3:
+      return Sync::periodic;
+    case 8:
+      return Sync::none;
+    default:
+      return Sync::always;
+  }
+}
+
+// How many answered calls a power loss may take; nullopt: any number (the latest ones).
+std::optional<uint64_t> allowed_loss(Sync s) {
+  switch (s) {
+    case Sync::always:
+      return 0;
+    case Sync::batch:
+      return kPowerBatchOps - 1;
+    case Sync::periodic:
+    case Sync::none:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+struct PowerPlan {
+  int cycles = 0;
+  uint64_t seed = 0;
+  // The mode a cycle's worker runs in, and the mode whose promise the driver checks: the same,
+  // but for the test of the checks themselves.
+  std::function<Sync(int)> run_mode;
+  std::function<Sync(int)> checked_mode;
+  bool from_open_only = false;  // count every run from the worker's report that it opened
+};
+
+struct PowerTally {
+  int done_cycles = 0;
+  int killed_before_open = 0;
+  std::array<int, 4> cycles{};         // per mode (checked)
+  std::array<uint64_t, 4> max_lost{};  // the most answered calls one power loss took, per mode
+  std::array<uint64_t, 4> lost{};      // all of them, per mode
+  uint64_t syncs_recorded = 0;
+  power_loss::PowerLossStats fs;
+};
+
+size_t mode_index(Sync s) {
+  return static_cast<size_t>(s) % 4;
+}
+
+// After a power loss: the store must be the queue after some prefix of the calls, losing no
+// more answered calls than `checked` allows, and keep every other promise (check_store()).
+void check_after_power_loss(Model& m, Engine& q,
+                            const std::unordered_map<uint64_t, JobModel>& before, Sync checked,
+                            bool last, PowerTally& tally) {
+  std::unordered_map<uint64_t, Seen> seen;
+  for (const auto& entry : m.jobs) {
+    const uint64_t job = entry.first;
+    Result<JobInfo> got = q.get(job_id(job));
+    if (got.ok()) {
+      seen[job] = Seen{true, got->attempts};
+    } else if (got.is(Errc::not_found)) {
+      seen[job] = Seen{};
+    } else {
+      m.problem("get(" + job_id(job) + ") failed: " + got.status().to_string());
+      return;
+    }
+  }
+  const PrefixVerdict v = explain_by_prefix(before, m.cycle_records, seen);
+  if (!v.explained) {
+    std::string s = "after the power loss the store is not the queue as it was after any ";
+    s += "prefix of the calls: " + v.why;
+    for (uint64_t job : v.suspects) s += m.explain(job);
+    m.problem(s);
+    return;
+  }
+  const size_t mi = mode_index(checked);
+  tally.max_lost[mi] = std::max(tally.max_lost[mi], v.lost);
+  tally.lost[mi] += v.lost;
+  if (const std::optional<uint64_t> allowed = allowed_loss(checked); allowed && v.lost > *allowed) {
+    std::string s = "the power loss took " + std::to_string(v.lost) +
+                    " answered calls that changed the queue, at the least (worker thread 0 kept " +
+                    std::to_string(v.kept[0]) + " of its " + std::to_string(v.calls[0]) +
+                    " calls, thread 1 " + std::to_string(v.kept[1]) + " of " +
+                    std::to_string(v.calls[1]) + "); Sync::" + to_string(checked) + " allows " +
+                    std::to_string(*allowed) + ". Lost:";
+    for (const std::string& c : v.lost_calls) s += "\n    " + c;
+    if (v.lost > v.lost_calls.size()) s += "\n    ...";
+    m.problem(s);
+  }
+  if (checked != Sync::always) {
+    // The prefix found is the queue now: fates and attempts as stored, and bounds for early
+    // delivery as low as any explaining prefix allows (which one it was cannot be known).
+    for (auto& [job, j] : m.jobs) {
+      const Seen& s = seen[job];
+      if (!s.exists) {
+        j.fate = Fate::gone;
+        continue;
+      }
+      j.fate = Fate::live;
+      j.attempts = s.attempts;
+      if (auto it = v.not_before.find(job); it != v.not_before.end()) j.not_before = it->second;
+    }
+    m.reserves_in_flight = 0;
+  }
+  check_store(m, q, last);
+}
+
+void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, PowerTally& tally) {
+  const std::string store = root + "/store";
+  const std::string side_log = root + "/synced.log";  // outside the store: no power loss cuts it
+  std::mt19937_64 rng(plan.seed);
+  power_loss::Ledger ledger;
+  for (int cycle = 0; cycle < plan.cycles && m.problems.empty(); ++cycle) {
+    m.cycle = cycle;
+    const Sync mode = plan.run_mode(cycle);
+    const Sync checked = plan.checked_mode(cycle);
+    const size_t shards = cycle % 3 == 2 ? 2 : 1;
+    m.cycle_label =
+        std::string("power loss, Sync::") + to_string(checked) +
+        (mode != checked ? std::string(" promised, the worker ran Sync::") + to_string(mode)
+                         : std::string()) +
+        ", " + std::to_string(shards) + (shards == 1 ? " shard" : " shards");
+    const auto run = std::chrono::milliseconds(kMinRunMs + rng() % (kMaxRunMs - kMinRunMs + 1));
+    const bool from_open = plan.from_open_only || rng() % 4 != 0;
+    const uint64_t cut_seed = rng();  // the power loss's own choices (power_loss_fs.cc)
+    // Everything in the directory is durable now: the store was closed cleanly (by the last
+    // cycle's driver) and, in this simulation, fully synced.
+    if (Status s = ledger.reset_to(store); !s.ok()) {
+      m.problem("power-loss ledger: " + s.to_string());
+      break;
+    }
+    if (::truncate(side_log.c_str(), 0) != 0 && errno != ENOENT) {
+      m.problem("truncating the side log: " + std::string(std::strerror(errno)));
+      break;
+    }
+    WorkerSetup setup;
+    setup.sync = mode;
+    setup.shards = shards;
+    setup.sync_batch_ops = kPowerBatchOps;
+    setup.sync_interval = mode == Sync::periodic ? kPowerPeriodicInterval : kPowerBatchInterval;
+    setup.sync_log = side_log;
+
+    const std::unordered_map<uint64_t, JobModel> before = m.jobs;
+    m.cycle_records.clear();
+    m.keep_cycle_records = true;
+    const uint64_t opened_before = m.counts.opened;
+    run_worker(m, store, plan.seed ^ mix(static_cast<uint64_t>(cycle) + 1), setup, run, from_open);
+    m.keep_cycle_records = false;
+    if (m.counts.opened == opened_before) ++tally.killed_before_open;
+    m.settle_in_flight();
+    ++tally.done_cycles;
+    ++tally.cycles[mode_index(checked)];
+    if (!m.problems.empty()) break;
+
+    // The power goes out: every file keeps only what was durable.
+    Status cut = ledger.apply_log(side_log);
+    tally.syncs_recorded += ledger.counts().synced;
+    if (cut.ok()) {
+      std::mt19937_64 cut_rng(cut_seed);
+      cut = power_loss::simulate_power_loss(store, ledger, cut_rng, tally.fs);
+    }
+    if (!cut.ok()) {
+      m.problem("simulating the power loss: " + cut.to_string());
+      break;
+    }
+    std::unique_ptr<Engine> q = open_for_check(m, store);
+    if (q) check_after_power_loss(m, *q, before, checked, cycle + 1 == plan.cycles, tally);
+  }  // the driver's store is closed before the next worker starts
+  m.cycle_label.clear();
+  m.cycle_records.clear();
+}
+
+// `cycles`: 0 when the test's cycle count is fixed.
+std::string replay_text(uint64_t seed, int cycles, const char* filter) {
+  return "seed " + std::to_string(seed) + " (replay: DELAYQ_CRASH_SEED=" + std::to_string(seed) +
+         (cycles > 0 ? " DELAYQ_POWER_CYCLES=" + std::to_string(cycles) : std::string()) +
+         " --gtest_filter=" + filter + ")";
+}
+
+TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
+  const uint64_t seed = env_u64("DELAYQ_CRASH_SEED",
+                                (uint64_t{std::random_device()()} << 32) ^ std::random_device()());
+  const int cycles = static_cast<int>(env_u64("DELAYQ_POWER_CYCLES", kDefaultPowerCycles));
+  const std::string replay =
+      replay_text(seed, cycles, "CrashHarness.PowerLossesLoseNoMoreThanEachSyncModePromises");
+  SCOPED_TRACE(replay);
+  TempDir root;
+  ASSERT_FALSE(root.path().empty()) << "mkdtemp failed";
+
+  Model m;
+  m.salt = mix(seed ^ 0x5eed);
+  m.origin = wall_now();
+  const Steady::time_point t0 = Steady::now();
+  PowerTally tally;
+  run_power_cycles(m, PowerPlan{cycles, seed, power_mode, power_mode, false}, root.path(), tally);
+
+  uint64_t drained = 0;
+  size_t owed_at_drain = 0;
+  if (m.problems.empty()) {
+    m.cycle = tally.done_cycles;  // problems of the drain count as the cycle after the last
+    owed_at_drain = m.live_jobs().size();
+    std::unique_ptr<Engine> q = open_for_check(m, root.path() + "/store");
+    if (q) drain(m, *q, &drained);
+  }
+  const double secs = std::chrono::duration<double>(Steady::now() - t0).count();
+
+  for (size_t i = 0; i < m.problems.size() && i < 20; ++i) ADD_FAILURE() << m.problems[i];
+  if (m.problems.size() > 20) ADD_FAILURE() << "... and " << (m.problems.size() - 20) << " more";
+
+  const PowerTally& t = tally;
+  auto per_mode = [&](Sync s) {
+    const size_t i = mode_index(s);
+    return std::to_string(t.cycles[i]) + " " + to_string(s) +
+           " (answered calls lost: " + std::to_string(t.lost[i]) + ", at most " +
+           std::to_string(t.max_lost[i]) + " at once)";
+  };
+  const Model::Counts& c = m.counts;
+  std::printf(
+      "[ harness  ] %s%d power-loss cycles in %.1f s, %s\n"
+      "[ harness  ] cycles: %s, %s, %s, %s\n"
+      "[ harness  ] calls that returned: %llu pushes, %llu deliveries, %llu acks, %llu nacks, "
+      "%llu cancels, %llu reschedules; %d workers died before the store was open\n"
+      "[ harness  ] power losses: %llu syncs recorded; %llu of %llu files cut, %llu bytes "
+      "dropped; %llu unsynced tails partly kept; never-synced files: %llu deleted, %llu "
+      "emptied\n"
+      "[ harness  ] drain: %llu of %zu owed jobs delivered\n",
+      kUnderAsan ? "ASan, " : "", t.done_cycles, secs, replay.c_str(),
+      per_mode(Sync::always).c_str(), per_mode(Sync::batch).c_str(),
+      per_mode(Sync::periodic).c_str(), per_mode(Sync::none).c_str(),
+      static_cast<unsigned long long>(c.pushes), static_cast<unsigned long long>(c.deliveries),
+      static_cast<unsigned long long>(c.acks), static_cast<unsigned long long>(c.nacks),
+      static_cast<unsigned long long>(c.cancels), static_cast<unsigned long long>(c.reschedules),
+      t.killed_before_open, static_cast<unsigned long long>(t.syncs_recorded),
+      static_cast<unsigned long long>(t.fs.cut), static_cast<unsigned long long>(t.fs.files),
+      static_cast<unsigned long long>(t.fs.bytes_dropped),
+      static_cast<unsigned long long>(t.fs.unsynced_tails_kept),
+      static_cast<unsigned long long>(t.fs.never_synced_deleted),
+      static_cast<unsigned long long>(t.fs.never_synced_emptied),
+      static_cast<unsigned long long>(drained), owed_at_drain);
+
+  if (m.problems.empty() && t.done_cycles >= 16) {
+    // A simulation that never dropped a byte, or workers that never got going, would pass
+    // without proving anything.
+    EXPECT_GT(t.syncs_recorded, 0u) << "no sync was recorded: is the recording file system used?";
+    EXPECT_GT(t.fs.bytes_dropped, 0u) << "no power loss dropped anything";
+    EXPECT_GE(c.opened, static_cast<uint64_t>(t.done_cycles / 2)) << "few workers opened";
+    EXPECT_GE(c.pushes, static_cast<uint64_t>(t.done_cycles)) << "the workers pushed too little";
+  }
+}
+
+// The checks above can fail: a worker that never syncs (Sync::none), checked as if it ran
+// Sync::always and then Sync::batch, loses answered calls to a power loss, and the driver must
+// say so within a few cycles.
+TEST(CrashHarness, PowerLossChecksCatchAStoreThatDoesNotSync) {
+  const uint64_t seed = env_u64("DELAYQ_CRASH_SEED",
+                                (uint64_t{std::random_device()()} << 32) ^ std::random_device()());
+  constexpr int kCycles = 20;
+  SCOPED_TRACE(replay_text(seed, 0, "CrashHarness.PowerLossChecksCatchAStoreThatDoesNotSync"));
+  for (const Sync promised : {Sync::always, Sync::batch}) {
+    TempDir root;
+    ASSERT_FALSE(root.path().empty()) << "mkdtemp failed";
+    Model m;
+    m.salt = mix(seed ^ 0x5eed);
+    m.origin = wall_now();
+    PowerTally tally;
+    const PowerPlan plan{kCycles, seed ^ mix(static_cast<uint64_t>(promised)),
+                         [](int) { return Sync::none; }, [promised](int) { return promised; },
+                         /*from_open_only=*/true};
+    run_power_cycles(m, plan, root.path(), tally);
+    ASSERT_FALSE(m.problems.empty())
+        << tally.done_cycles
+        << " power losses of a store that never syncs, checked as Sync::" << to_string(promised)
+        << ", found nothing wrong";
+    // The failure must be the lost calls, not something else that went wrong.
+    const std::string& first = m.problems.front();
+    EXPECT_NE(first.find("answered calls that changed the queue"), std::string::npos) << first;
+    std::printf("[ harness  ] Sync::none checked as Sync::%s: caught in cycle %d: %s\n",
+                to_string(promised), tally.done_cycles - 1,
+                first.substr(0, first.find('\n')).c_str());
+  }
+}
+
+// explain_by_prefix() on hand-made reports: it accepts the latest calls lost and nothing else.
+class PrefixCheck : public ::testing::Test {
+ protected:
+  // Thread t starts a call (kind: an intent) on `job` and, unless in flight, returns.
+  void call(uint8_t t, Kind intent, Kind done, uint64_t job, uint8_t code = 0,
+            uint32_t attempt = 0) {
+    start(t, intent, job);
+    finish(t, done, job, code, attempt);
+  }
+  void start(uint8_t t, Kind intent, uint64_t job) {
+    Record r = make_record(intent, job, 1'000'000, 0);
+    r.thread = t;
+    records.push_back(r);
+  }
+  void finish(uint8_t t, Kind done, uint64_t job, uint8_t code = 0, uint32_t attempt = 0) {
+    Record r = make_record(done, job, 1'000'000, 0);
+    r.thread = t;
+    r.code = code;
+    r.attempt = attempt;
+    records.push_back(r);
+  }
+  void push(uint8_t t, uint64_t job) { call(t, Kind::push_intent, Kind::push_done, job); }
+  void deliver(uint8_t t, uint64_t job, uint32_t attempt) {
+    start(t, Kind::reserve_intent, 0);
+    finish(t, Kind::reserved, job, 0, attempt);
+  }
+  void ack(uint8_t t, uint64_t job) { call(t, Kind::ack_intent, Kind::ack_done, job); }
+  PrefixVerdict verdict() const { return explain_by_prefix(before, records, seen); }
+
+  static Seen present(uint32_t attempts = 0) { return Seen{true, attempts}; }
+  std::unordered_map<uint64_t, JobModel> before;
+  std::vector<Record> records;
+  std::unordered_map<uint64_t, Seen> seen;
+};
+
+// Jobs 2, 4, 6 are thread 0's; 1, 3, 5 thread 1's (owner_of).
+TEST_F(PrefixCheck, EverythingKeptLosesNothing) {
+  push(0, 2);
+  push(0, 4);
+  deliver(0, 2, 1);
+  seen = {{2, present(1)}, {4, present()}};
+  const PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 0u);
+}
+
+TEST_F(PrefixCheck, TheLatestCallsLostAreAPrefix) {
+  push(0, 2);
+  push(0, 4);
+  deliver(0, 2, 1);
+  ack(0, 2);
+  seen = {{2, present(1)}, {4, present()}};  // the ack is lost
+  PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 1u);
+  seen = {{2, present()}, {4, present()}};  // and the delivery
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 2u);
+  seen = {{2, Seen{}}, {4, Seen{}}};  // everything
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 4u);
+}
+
+TEST_F(PrefixCheck, ALostCallBeforeAKeptOneIsNoPrefix) {
+  push(0, 2);
+  push(0, 4);
+  push(0, 6);
+  seen = {{2, present()}, {4, Seen{}}, {6, present()}};
+  PrefixVerdict v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("job-4 should be present"), std::string::npos) << v.why;
+  // An ack lost while a later push was kept: the acked job came back.
+  records.clear();
+  push(0, 2);
+  deliver(0, 2, 1);
+  ack(0, 2);
+  push(0, 4);
+  seen = {{2, present(1)}, {4, present()}};
+  v = verdict();
+  EXPECT_FALSE(v.explained);
+  // Attempts that went down while a later call was kept.
+  seen = {{2, Seen{}}, {4, present()}};
+  EXPECT_TRUE(verdict().explained);
+  records.clear();
+  push(0, 2);
+  deliver(0, 2, 1);
+  push(0, 4);
+  seen = {{2, present(0)}, {4, present()}};
+  EXPECT_FALSE(verdict().explained);
+}
+
+TEST_F(PrefixCheck, PrefixesOfTwoThreadsMustFitTheOrderOfTheCalls) {
+  push(1, 1);  // returned before thread 0's push began: written first
+  push(0, 2);
+  seen = {{1, Seen{}}, {2, present()}};
+  PrefixVerdict v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("push of job-2 (returned ok) began after thread 1's push of job-1"),
+            std::string::npos)
+      << v.why;
+  // Overlapping calls may be written in either order.
+  records.clear();
+  start(1, Kind::push_intent, 1);
+  start(0, Kind::push_intent, 2);
+  finish(1, Kind::push_done, 1);
+  finish(0, Kind::push_done, 2);
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 1u);
+}
+
+TEST_F(PrefixCheck, CallsInFlightMayOrMayNotBeKept) {
+  before[2] = JobModel{Fate::live, 0, {}};
+  before[4] = JobModel{Fate::live, 0, {}};
+  start(0, Kind::reserve_intent, 0);  // in flight: any one job of thread 0's, one attempt more
+  seen = {{2, present()}, {4, present(1)}};
+  PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 0u);
+  seen = {{2, present(1)}, {4, present(1)}};  // but not two
+  EXPECT_FALSE(verdict().explained);
+  records.clear();
+  start(0, Kind::ack_intent, 2);  // in flight: done or not
+  seen = {{2, Seen{}}, {4, present()}};
+  EXPECT_TRUE(verdict().explained);
+  seen = {{2, present()}, {4, present()}};
+  EXPECT_TRUE(verdict().explained);
+  seen = {{2, present()}, {4, Seen{}}};  // but it touched job 2 only
+  EXPECT_FALSE(verdict().explained);
 }
 
 }  // namespace
