@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the normal build, then the whole suite
 # again under AddressSanitizer + UndefinedBehaviorSanitizer, then a short run of the workload
-# driver that checks every job arrives and none early.
+# driver that checks every job arrives and none early, then a short fuzzing run of delayqd's
+# request parsing (libFuzzer, clang).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
-delayq_install_deps
+delayq_install_deps clang libclang-rt-14-dev
 
 echo "== build (RelWithDebInfo) =="
 delayq_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -23,3 +24,6 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 
 echo "== workload smoke run =="
 ./scripts/bench-smoke.sh build
+
+echo "== fuzzing delayqd's request parsing =="
+./scripts/fuzz.sh 20

@@ -116,7 +116,9 @@ TEST(EngineRestore, ManyRecordsOverManyShardsAllComeBackInOrder) {
     const int i = std::stoi(d->id.substr(1));
     EXPECT_EQ(i % 30, 0) << d->id;
     const size_t shard = std::hash<std::string_view>()(d->id) % 4;
-    if (last_in_shard.count(shard)) EXPECT_GT(i, last_in_shard[shard]) << d->id;
+    if (last_in_shard.count(shard)) {
+      EXPECT_GT(i, last_in_shard[shard]) << d->id;
+    }
     last_in_shard[shard] = i;
     ++got;
   }

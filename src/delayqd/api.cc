@@ -1,0 +1,848 @@
+// The routes of delayqd: JSON request -> Queue call -> JSON answer (see api.h, docs/http-api.md).
+#include "delayqd/api.h"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "delayqd/json.h"
+
+namespace delayq::http {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json::Value;
+using json::Writer;
+
+struct RouteEntry {
+  std::string_view path;
+  Route route;
+};
+constexpr RouteEntry kRoutes[] = {
+    {"/push", Route::push},          {"/push_batch", Route::push_batch},
+    {"/pop", Route::pop},            {"/finish", Route::finish},
+    {"/ack", Route::finish},         {"/nack", Route::nack},
+    {"/touch", Route::touch},        {"/dead_letter", Route::dead_letter},
+    {"/delete", Route::del},         {"/get", Route::get},
+    {"/reschedule", Route::reschedule}, {"/stats", Route::stats},
+    {"/dead/list", Route::dead_list}, {"/dead/requeue", Route::dead_requeue},
+    {"/dead/purge", Route::dead_purge}, {"/metrics", Route::metrics},
+    {"/health", Route::health},
+};
+
+Route find_route(std::string_view path) {
+  for (const auto& e : kRoutes)
+    if (e.path == path) return e.route;
+  return Route::unknown;
+}
+
+int64_t unix_ms(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+int64_t unix_s(TimePoint t) {
+  return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+int64_t to_ms(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+std::string_view trim(std::string_view s) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// {"code":0,"message":...,"data":<data>}
+Response ok(std::string_view message, std::string_view data = "null") {
+  Writer w;
+  w.begin_object().key("code").value(0).key("message").value(message).key("data").raw(data);
+  w.end_object();
+  return Response{200, "application/json", w.take()};
+}
+
+// {"code":1,"message":...,"error":<name>,"data":null}. Every failure has code 1, as in
+// ouqiang/delay-queue; "error" names the kind for programs, "message" explains it for people.
+Response fail(int status, std::string_view error, std::string_view message) {
+  Writer w;
+  w.begin_object().key("code").value(1).key("message").value(message).key("error").value(error);
+  w.key("data").null().end_object();
+  return Response{status, "application/json", w.take()};
+}
+
+const char* errc_name(const Status& s) {
+  switch (static_cast<Errc>(s.code().value())) {
+    case Errc::ok: return "ok";
+    case Errc::invalid_argument: return "invalid_argument";
+    case Errc::duplicate_id: return "duplicate_id";
+    case Errc::not_found: return "not_found";
+    case Errc::stale_token: return "stale_token";
+    case Errc::invalid_state: return "invalid_state";
+    case Errc::timeout: return "timeout";
+    case Errc::closed: return "closed";
+    case Errc::unavailable: return "unavailable";
+    case Errc::io_error: return "io_error";
+    case Errc::corrupt: return "corrupt";
+  }
+  return "error";
+}
+
+int http_status(const Status& s) {
+  switch (static_cast<Errc>(s.code().value())) {
+    case Errc::invalid_argument: return 400;
+    case Errc::not_found: return 404;
+    case Errc::duplicate_id:
+    case Errc::stale_token:
+    case Errc::invalid_state: return 409;
+    case Errc::timeout:
+    case Errc::closed:
+    case Errc::unavailable: return 503;
+    default: return 500;
+  }
+}
+
+Response fail(const Status& s) { return fail(http_status(s), errc_name(s), s.message()); }
+
+// Reads typed members of a request object. The first problem is kept and becomes the 400
+// answer, naming the field; members the route does not know are ignored (as Go's decoder in
+// ouqiang/delay-queue does), so clients that send more than we read keep working.
+class Fields {
+ public:
+  explicit Fields(const Value& obj) : obj_(obj) {}
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  Response failure() const { return fail(400, "bad_request", error_); }
+  void fail_with(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+  }
+  bool has(std::string_view key) const {
+    const Value* v = obj_.find(key);
+    return v != nullptr && !v->is_null();
+  }
+  // A null member counts as absent: some clients serialise unset fields as null.
+  const Value* get(std::string_view key) const {
+    const Value* v = obj_.find(key);
+    return v == nullptr || v->is_null() ? nullptr : v;
+  }
+
+  std::optional<std::string> string(std::string_view key, bool required = false) {
+    const Value* v = get(key);
+    if (v == nullptr) {
+      if (required) fail_with("missing field \"" + std::string(key) + "\"");
+      return std::nullopt;
+    }
+    if (!v->is_string()) {
+      fail_with(type_error(key, "a string", *v));
+      return std::nullopt;
+    }
+    return v->as_string();
+  }
+
+  // A topic or id: trimmed of surrounding spaces (as ouqiang/delay-queue does).
+  std::optional<std::string> name(std::string_view key, bool required) {
+    auto s = string(key, required);
+    if (!s) return s;
+    std::string t(trim(*s));
+    if (t.empty() && required) fail_with("field \"" + std::string(key) + "\" is empty");
+    return t;
+  }
+
+  std::optional<int64_t> integer(std::string_view key, int64_t min, int64_t max) {
+    const Value* v = get(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number() || !v->is_int()) {
+      fail_with(type_error(key, "an integer", *v));
+      return std::nullopt;
+    }
+    if (v->as_int() < min || v->as_int() > max) {
+      fail_with("field \"" + std::string(key) + "\" is out of range (" + std::to_string(min) +
+                " to " + std::to_string(max) + ")");
+      return std::nullopt;
+    }
+    return v->as_int();
+  }
+
+  std::optional<double> number(std::string_view key, double min, double max) {
+    const Value* v = get(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number()) {
+      fail_with(type_error(key, "a number", *v));
+      return std::nullopt;
+    }
+    if (!(v->as_double() >= min && v->as_double() <= max)) {
+      fail_with("field \"" + std::string(key) + "\" is out of range (" + fmt(min) + " to " +
+                fmt(max) + ")");
+      return std::nullopt;
+    }
+    return v->as_double();
+  }
+
+  // A duration given either in seconds (`s_key`, a number, fractions allowed) or in
+  // milliseconds (`ms_key`, an integer); both at once is ambiguous and refused.
+  std::optional<Duration> duration(std::string_view s_key, std::string_view ms_key) {
+    if (has(s_key) && has(ms_key)) {
+      fail_with("give \"" + std::string(s_key) + "\" or \"" + std::string(ms_key) +
+                "\", not both");
+      return std::nullopt;
+    }
+    // 1e10 s is about 317 years: more than any queue's max_delay, well inside int64 ns.
+    if (auto s = number(s_key, 0, 1e10))
+      return Duration(static_cast<int64_t>(std::llround(*s * 1e9)));
+    if (auto ms = integer(ms_key, 0, int64_t{10'000'000'000'000}))
+      return std::chrono::milliseconds(*ms);
+    return std::nullopt;
+  }
+
+ private:
+  static std::string fmt(double d) {
+    Writer w;
+    w.value(d);
+    return w.take();
+  }
+  static std::string type_error(std::string_view key, std::string_view want, const Value& got) {
+    const bool fraction = got.is_number() && !got.is_int() && want == "an integer";
+    return "field \"" + std::string(key) + "\" must be " + std::string(want) + ", not " +
+           (fraction ? "a non-integer number" : std::string("a ") + to_string(got.type()));
+  }
+
+  const Value& obj_;
+  std::string error_;
+};
+
+Status parse_retry(const Value& v, RetryPolicy& p) {
+  const auto bad = [](std::string m) { return Status(Errc::invalid_argument, std::move(m)); };
+  if (!v.is_object()) return bad("field \"retry\" must be an object");
+  Fields f(v);
+  const auto kind = f.string("kind", true);
+  if (!f.ok()) return bad("retry: " + f.error());
+  const auto attempts = f.integer("max_attempts", 1, 1'000'000);
+  if (*kind == "fixed") {
+    p.kind = RetryPolicy::Kind::fixed;
+    if (auto d = f.duration("delay", "delay_ms")) p.base = *d;
+  } else if (*kind == "list") {
+    p.kind = RetryPolicy::Kind::list;
+    const Value* s = f.get("delays");
+    const Value* ms = f.get("delays_ms");
+    if ((s == nullptr) == (ms == nullptr))
+      return bad("retry: a list policy needs \"delays\" (seconds) or \"delays_ms\", one of them");
+    const Value& list = s != nullptr ? *s : *ms;
+    if (!list.is_array() || list.as_array().empty() || list.as_array().size() > 1000)
+      return bad("retry: the delay list must be an array of 1 to 1000 numbers");
+    for (const Value& e : list.as_array()) {
+      if (s != nullptr) {
+        if (!e.is_number() || !(e.as_double() >= 0 && e.as_double() <= 1e10))
+          return bad("retry: \"delays\" must hold numbers of seconds from 0 to 1e10");
+        p.delays.push_back(Duration(static_cast<int64_t>(std::llround(e.as_double() * 1e9))));
+      } else {
+        if (!e.is_int() || e.as_int() < 0 || e.as_int() > int64_t{10'000'000'000'000})
+          return bad("retry: \"delays_ms\" must hold integers of milliseconds, 0 or more");
+        p.delays.push_back(std::chrono::milliseconds(e.as_int()));
+      }
+    }
+    p.max_attempts = static_cast<uint32_t>(p.delays.size() + 1);
+  } else if (*kind == "exponential") {
+    p.kind = RetryPolicy::Kind::exponential;
+    if (auto d = f.duration("base", "base_ms")) p.base = *d;
+    if (auto d = f.duration("cap", "cap_ms")) p.cap = *d;
+    if (auto x = f.number("factor", 1, 1e6)) p.factor = *x;
+    if (auto x = f.number("jitter", 0, 1)) p.jitter = *x;
+  } else {
+    return bad("retry: \"kind\" must be \"fixed\", \"list\" or \"exponential\", not \"" + *kind +
+               "\"");
+  }
+  if (attempts) p.max_attempts = static_cast<uint32_t>(*attempts);
+  if (!f.ok()) return bad("retry: " + f.error());
+  if (std::string why = p.validate(); !why.empty()) return bad(why);
+  return Status();
+}
+
+// One job of /push or /push_batch.
+Status parse_spec(const Value& v, JobSpec& spec) {
+  if (!v.is_object()) return Status(Errc::invalid_argument, "a job must be a JSON object");
+  Fields f(v);
+  auto topic = f.name("topic", true);
+  auto id = f.name("id", false);
+  auto body = f.string("body");
+  const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms");
+  if (times > 1)
+    f.fail_with("give at most one of \"delay\", \"delay_ms\" and \"due_at_ms\"");
+  auto delay = f.duration("delay", "delay_ms");
+  auto due_at = f.integer("due_at_ms", 0, int64_t{9'000'000'000'000});  // ~285 years
+  auto ttr = f.duration("ttr", "ttr_ms");
+  if (const Value* r = f.get("retry"); r != nullptr && f.ok()) {
+    RetryPolicy p;
+    if (Status s = parse_retry(*r, p); !s.ok()) return s;
+    spec.retry = std::move(p);
+  }
+  if (!f.ok()) return Status(Errc::invalid_argument, f.error());
+  spec.topic = std::move(*topic);
+  if (id) spec.id = std::move(*id);
+  if (body) spec.body = std::move(*body);
+  spec.delay = delay;
+  if (due_at) spec.due_at = TimePoint(std::chrono::milliseconds(*due_at));
+  if (ttr) spec.ttr = *ttr;
+  return Status();
+}
+
+void write_job(Writer& w, const JobInfo& j) {
+  w.begin_object();
+  // The ouqiang/delay-queue fields first: delay is the due time in unix seconds, ttr seconds.
+  w.key("topic").value(j.topic).key("id").value(j.id).key("delay").value(unix_s(j.due));
+  w.key("ttr").value(std::chrono::duration_cast<std::chrono::seconds>(j.ttr).count());
+  w.key("body").value(j.body);
+  w.key("state").value(to_string(j.state)).key("attempts").value(j.attempts);
+  w.key("max_attempts").value(j.max_attempts).key("due_ms").value(unix_ms(j.due));
+  w.key("ttr_ms").value(to_ms(j.ttr));
+  if (j.state == JobState::reserved) w.key("lease_deadline_ms").value(unix_ms(j.lease_deadline));
+  w.end_object();
+}
+
+std::string delivery_json(const Delivery& d) {
+  Writer w;
+  w.begin_object().key("id").value(d.id).key("body").value(d.body);
+  w.key("topic").value(d.topic).key("token").value(d.token.to_string());
+  w.key("attempt").value(d.attempt).key("max_attempts").value(d.max_attempts);
+  w.key("due_ms").value(unix_ms(d.due)).key("lease_deadline_ms").value(unix_ms(d.lease_deadline));
+  w.end_object();
+  return w.take();
+}
+
+// Prometheus label values: backslash, quote and newline escaped.
+std::string label(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+constexpr double kBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                               0.25,   0.5,   1,      2.5,   5,    10,   30,    60, 180};
+constexpr size_t kNumBuckets = std::size(kBuckets);
+
+}  // namespace
+
+const char* route_name(Route r) noexcept {
+  switch (r) {
+    case Route::push: return "push";
+    case Route::push_batch: return "push_batch";
+    case Route::pop: return "pop";
+    case Route::finish: return "finish";
+    case Route::nack: return "nack";
+    case Route::touch: return "touch";
+    case Route::dead_letter: return "dead_letter";
+    case Route::del: return "delete";
+    case Route::get: return "get";
+    case Route::reschedule: return "reschedule";
+    case Route::stats: return "stats";
+    case Route::dead_list: return "dead_list";
+    case Route::dead_requeue: return "dead_requeue";
+    case Route::dead_purge: return "dead_purge";
+    case Route::metrics: return "metrics";
+    case Route::health: return "health";
+    case Route::unknown: return "unknown";
+    case Route::count_: break;
+  }
+  return "unknown";
+}
+
+struct Api::Metrics {
+  struct Histogram {
+    std::array<uint64_t, kNumBuckets> buckets{};  // non-cumulative; summed when rendered
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  std::mutex mu;
+  std::map<std::pair<Route, int>, uint64_t> requests;
+  std::array<Histogram, static_cast<size_t>(Route::count_)> latency;
+};
+
+Api::Api(Queue& queue, ApiOptions options)
+    : queue_(queue), options_(std::move(options)), metrics_(std::make_unique<Metrics>()) {}
+Api::~Api() = default;
+
+void Api::begin_drain() { draining_.store(true); }
+
+void Api::observe(Route route, int status, Clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::lock_guard lock(metrics_->mu);
+  ++metrics_->requests[{route, status}];
+  auto& h = metrics_->latency[static_cast<size_t>(route)];
+  ++h.count;
+  h.sum += seconds;
+  for (size_t i = 0; i < kNumBuckets; ++i) {
+    if (seconds <= kBuckets[i]) {
+      ++h.buckets[i];
+      break;
+    }
+  }
+}
+
+Response Api::error(int status, std::string_view error, std::string_view message) {
+  Response r = fail(status, error, message);
+  observe(Route::unknown, status, Clock::now());
+  r.close = true;
+  return r;
+}
+
+void Api::remember(const Token& token) {
+  std::lock_guard lock(tokens_mu_);
+  // Bounded: past the cap an arbitrary entry goes. Its job can still be finished with its token
+  // (the pop answer carries it), or after its lease with a new pop.
+  if (tokens_.size() >= options_.max_remembered_tokens && !tokens_.contains(token.id))
+    tokens_.erase(tokens_.begin());
+  tokens_[token.id] = token.fence;
+}
+
+std::optional<Token> Api::remembered(const std::string& id) {
+  std::lock_guard lock(tokens_mu_);
+  auto it = tokens_.find(id);
+  if (it == tokens_.end()) return std::nullopt;
+  return Token{id, it->second};
+}
+
+void Api::forget(const std::string& id) {
+  std::lock_guard lock(tokens_mu_);
+  tokens_.erase(id);
+}
+
+void Api::handle(Request request, Done done) {
+  const auto start = Clock::now();
+  std::string_view path = request.target;
+  if (const size_t q = path.find('?'); q != std::string_view::npos) path = path.substr(0, q);
+  const Route route = find_route(path);
+
+  // Counted before draining_ is read, so that a drain that sees in_flight() == 0 knows no
+  // request can still reach the queue.
+  ++in_flight_;
+  Done finish = [this, route, start, done = std::move(done)](Response r) {
+    if (draining_.load()) r.close = true;
+    observe(route, r.status, start);
+    done(std::move(r));
+  };
+  struct Leave {
+    std::atomic<size_t>& n;
+    ~Leave() { --n; }
+  } leave{in_flight_};
+
+  if (route == Route::unknown)
+    return finish(fail(404, "no_route", "no route " + std::string(path) +
+                                            "; see docs/http-api.md for the routes"));
+  if (!options_.bearer_token.empty() && route != Route::health) {
+    const std::string want = "Bearer " + options_.bearer_token;
+    const std::string& got = request.authorization;
+    // Compared in constant time over the expected length, so the answer time says nothing
+    // about how much of a guessed token was right.
+    unsigned char diff = got.size() != want.size();
+    for (size_t i = 0; i < want.size(); ++i)
+      diff |= static_cast<unsigned char>(want[i] ^ (i < got.size() ? got[i] : 0));
+    if (diff != 0)
+      return finish(fail(401, "unauthorized",
+                         request.authorization.empty()
+                             ? "this server needs \"Authorization: Bearer <token>\""
+                             : "the bearer token is wrong"));
+  }
+  const bool get_route = route == Route::metrics || route == Route::health;
+  const bool either = route == Route::stats;
+  if ((get_route && request.method != "GET") ||
+      (!get_route && !either && request.method != "POST") ||
+      (either && request.method != "GET" && request.method != "POST")) {
+    Response r = fail(405, "method_not_allowed",
+                      std::string(path) + " takes " +
+                          (get_route ? "GET" : either ? "GET or POST" : "POST") + ", not " +
+                          request.method);
+    r.allow = get_route ? "GET" : either ? "GET, POST" : "POST";
+    return finish(std::move(r));
+  }
+  if (draining_.load()) {
+    if (route == Route::health) {
+      Response r = fail(503, "shutting_down", "delayqd is shutting down");
+      return finish(std::move(r));
+    }
+    return finish(fail(503, "shutting_down", "delayqd is shutting down; retry on another "
+                                             "instance or after the restart"));
+  }
+  if (route == Route::pop) return pop(request, std::move(finish), start);
+  dispatch(route, request, finish);
+}
+
+void Api::pop(const Request& request, Done done, Clock::time_point start) {
+  (void)start;
+  auto parsed = json::parse(request.body);
+  if (!parsed) return done(fail(400, "bad_json", parsed.status().message()));
+  if (!parsed->is_object()) return done(fail(400, "bad_request", "the body must be a JSON object"));
+  Fields f(*parsed);
+  std::vector<std::string> topics;
+  if (f.has("topic") && f.has("topics")) f.fail_with("give \"topic\" or \"topics\", not both");
+  if (auto t = f.string("topic")) {
+    // ouqiang/delay-queue: several topics separated by commas.
+    std::string_view rest = *t;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view part = trim(rest.substr(0, comma));
+      if (!part.empty()) topics.emplace_back(part);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  } else if (const Value* list = f.get("topics")) {
+    if (!list->is_array()) f.fail_with("field \"topics\" must be an array of strings");
+    else
+      for (const Value& e : list->as_array()) {
+        if (!e.is_string() || trim(e.as_string()).empty()) {
+          f.fail_with("field \"topics\" must hold non-empty strings");
+          break;
+        }
+        topics.emplace_back(trim(e.as_string()));
+      }
+  }
+  if (f.ok() && topics.empty()) f.fail_with("missing field \"topic\"");
+  if (topics.size() > 64) f.fail_with("at most 64 topics in one pop");
+  auto timeout = f.duration("timeout", "timeout_ms");
+  if (!f.ok()) return done(f.failure());
+  const Duration wait = std::min(timeout.value_or(options_.default_pop_timeout),
+                                 options_.max_pop_timeout);
+
+  if (++waiting_pops_ > options_.max_waiting_pops) {
+    --waiting_pops_;
+    return done(fail(503, "overloaded",
+                     "too many pops waiting (" + std::to_string(options_.max_waiting_pops) +
+                         "); retry later"));
+  }
+  queue_.reserve_async(std::move(topics), wait,
+                       [this, done = std::move(done)](Result<Delivery> r) {
+                         --waiting_pops_;
+                         if (r.ok()) {
+                           remember(r->token);
+                           return done(ok("ok", delivery_json(*r)));
+                         }
+                         // Nothing came in time: ouqiang/delay-queue answers success with null
+                         // data, and so do we when the daemon shuts down (the client polls
+                         // again, and finds the next instance).
+                         if (r.is(Errc::timeout)) return done(ok("no job ready"));
+                         if (r.is(Errc::closed) && draining_.load())
+                           return done(ok("no job ready: delayqd is shutting down"));
+                         done(fail(r.status()));
+                       });
+}
+
+void Api::dispatch(Route route, const Request& request, Done& done) {
+  if (route == Route::health) {
+    Writer w;
+    w.begin_object().key("status").value("ok").key("backend").value(options_.backend);
+    w.end_object();
+    return done(ok("ok", w.str()));
+  }
+  if (route == Route::metrics) {
+    Response r{200, "text/plain; version=0.0.4; charset=utf-8", metrics_text()};
+    return done(std::move(r));
+  }
+
+  Result<Value> parsed = json::parse("{}");
+  if (!(route == Route::stats && trim(request.body).empty())) parsed = json::parse(request.body);
+  if (!parsed) return done(fail(400, "bad_json", parsed.status().message()));
+  const Value& body = *parsed;
+
+  // /push with an array body: a batch.
+  if (route == Route::push && body.is_array()) route = Route::push_batch;
+  if (route == Route::push_batch) {
+    const Value* jobs = body.is_array() ? &body : body.find("jobs");
+    if (jobs == nullptr || !jobs->is_array())
+      return done(fail(400, "bad_request", "a batch push takes {\"jobs\": [...]} or an array"));
+    if (jobs->as_array().size() > options_.max_batch)
+      return done(fail(413, "too_large", "at most " + std::to_string(options_.max_batch) +
+                                             " jobs in one batch"));
+    const size_t n = jobs->as_array().size();
+    std::vector<std::optional<Status>> refused(n);
+    std::vector<JobSpec> specs;
+    std::vector<size_t> index;  // specs[k] is job index[k]
+    for (size_t i = 0; i < n; ++i) {
+      JobSpec spec;
+      if (Status s = parse_spec(jobs->as_array()[i], spec); !s.ok()) {
+        refused[i] = s;
+        continue;
+      }
+      specs.push_back(std::move(spec));
+      index.push_back(i);
+    }
+    std::vector<Result<std::string>> results = queue_.push_batch(std::move(specs));
+    std::vector<const Result<std::string>*> by_job(n, nullptr);
+    for (size_t k = 0; k < results.size() && k < index.size(); ++k) by_job[index[k]] = &results[k];
+    Writer w;
+    size_t pushed = 0;
+    w.begin_object().key("results").begin_array();
+    for (size_t i = 0; i < n; ++i) {
+      w.begin_object();
+      const Status s = refused[i] ? *refused[i]
+                       : by_job[i] ? by_job[i]->status()
+                                   : Status(Errc::io_error, "no result for this job");
+      if (s.ok()) {
+        ++pushed;
+        w.key("code").value(0).key("id").value(by_job[i]->value());
+      } else {
+        w.key("code").value(1).key("error").value(errc_name(s)).key("message").value(s.message());
+      }
+      w.end_object();
+    }
+    w.end_array().key("pushed").value(static_cast<uint64_t>(pushed));
+    w.key("refused").value(static_cast<uint64_t>(n - pushed)).end_object();
+    Response r = ok(std::to_string(pushed) + " of " + std::to_string(n) + " jobs pushed", w.str());
+    if (pushed != n) {
+      // Not all-or-nothing: the request was fine, some jobs were not. code 1 tells a client that
+      // only looks at "code" that something needs its attention; data says what.
+      r.body = "{\"code\":1" + r.body.substr(std::strlen("{\"code\":0"));
+    }
+    return done(std::move(r));
+  }
+
+  if (!body.is_object()) return done(fail(400, "bad_request", "the body must be a JSON object"));
+  Fields f(body);
+
+  switch (route) {
+    case Route::push: {
+      JobSpec spec;
+      if (Status s = parse_spec(body, spec); !s.ok())
+        return done(fail(400, "bad_request", s.message()));
+      auto id = queue_.push(std::move(spec));
+      if (!id) return done(fail(id.status()));
+      Writer w;
+      w.begin_object().key("id").value(*id).end_object();
+      return done(ok("pushed", w.str()));
+    }
+
+    case Route::finish:
+    case Route::nack:
+    case Route::touch:
+    case Route::dead_letter: {
+      auto token_text = f.string("token");
+      auto id = f.name("id", false);
+      std::optional<Duration> delay;
+      if (route == Route::nack) delay = f.duration("delay", "delay_ms");
+      if (!f.ok()) return done(f.failure());
+      if (!token_text && (!id || id->empty()))
+        return done(fail(400, "bad_request", "missing field \"id\" (or \"token\")"));
+      std::optional<Token> token;
+      if (token_text) {
+        auto t = Token::parse(*token_text);
+        if (!t) return done(fail(400, "bad_request", t.status().message()));
+        if (id && !id->empty() && *id != t->id)
+          return done(fail(400, "bad_request", "the token belongs to job '" + t->id +
+                                                   "', not to '" + *id + "'"));
+        token = std::move(*t);
+      } else {
+        // ouqiang/delay-queue's /finish names only the job: we use the latest delivery of it
+        // that this daemon handed out.
+        token = remembered(*id);
+        if (!token) {
+          if (route != Route::finish)
+            return done(fail(409, "stale_token",
+                             "no delivery of job '" + *id +
+                                 "' handed out by this daemon is known; pass the \"token\" "
+                                 "from /pop"));
+          auto info = queue_.get(*id);
+          if (info.is(Errc::not_found)) return done(ok("no such job: already finished or deleted"));
+          if (!info) return done(fail(info.status()));
+          if (info->state != JobState::reserved)
+            return done(fail(409, "invalid_state",
+                             "job '" + *id + "' is " + to_string(info->state) +
+                                 ", not reserved: nothing to finish (use /delete to remove it)"));
+          // Reserved, by a delivery this daemon does not remember (it was restarted since):
+          // finishing means the job is done, so it goes, as ouqiang/delay-queue's finish does.
+          Status s = queue_.cancel(*id);
+          if (!s.ok() && !s.is(Errc::not_found)) return done(fail(s));
+          return done(ok("finished"));
+        }
+      }
+      const bool implicit = !token_text;
+      if (route == Route::touch) {
+        auto deadline = queue_.touch(*token);
+        if (!deadline) return done(fail(deadline.status()));
+        Writer w;
+        w.begin_object().key("lease_deadline_ms").value(unix_ms(*deadline)).end_object();
+        return done(ok("touched", w.str()));
+      }
+      Status s = route == Route::finish ? queue_.ack(*token)
+                 : route == Route::nack ? queue_.nack(*token, delay)
+                                        : queue_.dead_letter(*token);
+      if (s.ok() || s.is(Errc::not_found)) forget(token->id);
+      if (s.is(Errc::not_found) && implicit && route == Route::finish)
+        return done(ok("no such job: already finished or deleted"));
+      if (!s.ok()) return done(fail(s));
+      return done(ok(route == Route::finish ? "finished"
+                     : route == Route::nack ? "nacked"
+                                            : "dead-lettered"));
+    }
+
+    case Route::del: {
+      auto id = f.name("id", true);
+      if (!f.ok()) return done(f.failure());
+      Status s = queue_.cancel(*id);
+      forget(*id);
+      // ouqiang/delay-queue answers success for an id it does not have: deleting is idempotent.
+      if (s.is(Errc::not_found))
+        return done(ok("no such job: already finished or deleted", "{\"deleted\":false}"));
+      if (!s.ok()) return done(fail(s));
+      return done(ok("deleted", "{\"deleted\":true}"));
+    }
+
+    case Route::get: {
+      auto id = f.name("id", true);
+      if (!f.ok()) return done(f.failure());
+      auto info = queue_.get(*id);
+      if (info.is(Errc::not_found)) return done(ok("no such job"));  // data: null, as ouqiang
+      if (!info) return done(fail(info.status()));
+      Writer w;
+      write_job(w, *info);
+      return done(ok("ok", w.str()));
+    }
+
+    case Route::reschedule: {
+      auto id = f.name("id", true);
+      const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms");
+      if (times != 1) f.fail_with("give exactly one of \"delay\", \"delay_ms\" and \"due_at_ms\"");
+      auto delay = f.duration("delay", "delay_ms");
+      auto due_at = f.integer("due_at_ms", 0, int64_t{9'000'000'000'000});
+      if (!f.ok()) return done(f.failure());
+      const TimePoint when =
+          delay ? SystemClock::instance().now() + *delay
+                : TimePoint(std::chrono::milliseconds(due_at.value_or(0)));
+      Status s = queue_.reschedule(*id, when);
+      if (!s.ok()) return done(fail(s));
+      return done(ok("rescheduled"));
+    }
+
+    case Route::stats: {
+      const Stats st = queue_.stats();
+      Writer w;
+      w.begin_object();
+      w.key("pushed").value(st.pushed).key("delivered").value(st.delivered);
+      w.key("acked").value(st.acked).key("retried").value(st.retried);
+      w.key("dead_lettered").value(st.dead_lettered).key("leases_expired").value(st.leases_expired);
+      w.key("cancelled").value(st.cancelled).key("requeued").value(st.requeued);
+      w.key("purged").value(st.purged);
+      w.key("waiting_pops").value(static_cast<uint64_t>(waiting_pops_.load()));
+      w.key("topics").begin_object();
+      for (const auto& [name, t] : st.topics) {
+        w.key(name).begin_object().key("delayed").value(t.delayed).key("ready").value(t.ready);
+        w.key("reserved").value(t.reserved).key("dead").value(t.dead).end_object();
+      }
+      w.end_object().end_object();
+      return done(ok("ok", w.str()));
+    }
+
+    case Route::dead_list: {
+      auto topic = f.name("topic", true);
+      auto limit = f.integer("limit", 1, 10'000);
+      if (!f.ok()) return done(f.failure());
+      auto jobs = queue_.list_dead(*topic, static_cast<size_t>(limit.value_or(100)));
+      if (!jobs) return done(fail(jobs.status()));
+      Writer w;
+      w.begin_object().key("jobs").begin_array();
+      for (const JobInfo& j : *jobs) write_job(w, j);
+      w.end_array().end_object();
+      return done(ok("ok", w.str()));
+    }
+
+    case Route::dead_requeue: {
+      if (f.has("id") == f.has("topic"))
+        return done(fail(400, "bad_request", "give \"id\" (one job) or \"topic\" (all of its "
+                                             "dead letters), one of them"));
+      if (f.has("id")) {
+        auto id = f.name("id", true);
+        if (!f.ok()) return done(f.failure());
+        Status s = queue_.requeue_dead(*id);
+        if (!s.ok()) return done(fail(s));
+        return done(ok("requeued", "{\"requeued\":1}"));
+      }
+      auto topic = f.name("topic", true);
+      if (!f.ok()) return done(f.failure());
+      auto n = queue_.requeue_dead_topic(*topic);
+      if (!n) return done(fail(n.status()));
+      return done(ok("requeued", "{\"requeued\":" + std::to_string(*n) + "}"));
+    }
+
+    case Route::dead_purge: {
+      auto topic = f.name("topic", true);
+      if (!f.ok()) return done(f.failure());
+      auto n = queue_.purge_dead(*topic);
+      if (!n) return done(fail(n.status()));
+      return done(ok("purged", "{\"purged\":" + std::to_string(*n) + "}"));
+    }
+
+    default:
+      return done(fail(404, "no_route", "no such route"));
+  }
+}
+
+std::string Api::metrics_text() {
+  std::string out;
+  const auto line = [&](std::string_view s) {
+    out += s;
+    out += '\n';
+  };
+  const auto counter = [&](const char* name, const char* help, uint64_t v) {
+    line(std::string("# HELP ") + name + " " + help);
+    line(std::string("# TYPE ") + name + " counter");
+    line(std::string(name) + " " + std::to_string(v));
+  };
+  const Stats st = queue_.stats();
+  counter("delayq_pushed_total", "Jobs pushed (since the store was created).", st.pushed);
+  counter("delayq_delivered_total", "Deliveries handed out (reservations).", st.delivered);
+  counter("delayq_acked_total", "Deliveries acknowledged (finished).", st.acked);
+  counter("delayq_retried_total", "Failed attempts scheduled again.", st.retried);
+  counter("delayq_dead_lettered_total", "Jobs moved to the dead letters.", st.dead_lettered);
+  counter("delayq_leases_expired_total", "Reservations whose ttr ran out.", st.leases_expired);
+  counter("delayq_cancelled_total", "Jobs deleted.", st.cancelled);
+  counter("delayq_requeued_total", "Dead letters put back.", st.requeued);
+  counter("delayq_purged_total", "Dead letters purged.", st.purged);
+
+  line("# HELP delayq_jobs Jobs per topic and state.");
+  line("# TYPE delayq_jobs gauge");
+  for (const auto& [name, t] : st.topics) {
+    const std::string l = "delayq_jobs{topic=\"" + label(name) + "\",state=\"";
+    line(l + "delayed\"} " + std::to_string(t.delayed));
+    line(l + "ready\"} " + std::to_string(t.ready));
+    line(l + "reserved\"} " + std::to_string(t.reserved));
+    line(l + "dead\"} " + std::to_string(t.dead));
+  }
+  line("# HELP delayqd_waiting_pops Pops waiting for a job.");
+  line("# TYPE delayqd_waiting_pops gauge");
+  line("delayqd_waiting_pops " + std::to_string(waiting_pops_.load()));
+  line("# HELP delayqd_connections Open HTTP connections.");
+  line("# TYPE delayqd_connections gauge");
+  line("delayqd_connections " + std::to_string(connections_.load()));
+
+  std::lock_guard lock(metrics_->mu);
+  line("# HELP delayqd_http_requests_total HTTP requests answered, by route and status.");
+  line("# TYPE delayqd_http_requests_total counter");
+  for (const auto& [key, n] : metrics_->requests)
+    line(std::string("delayqd_http_requests_total{route=\"") + route_name(key.first) +
+         "\",status=\"" + std::to_string(key.second) + "\"} " + std::to_string(n));
+  line("# HELP delayqd_http_request_duration_seconds Time to answer, by route (a pop includes "
+       "its wait).");
+  line("# TYPE delayqd_http_request_duration_seconds histogram");
+  for (size_t r = 0; r < metrics_->latency.size(); ++r) {
+    const auto& h = metrics_->latency[r];
+    if (h.count == 0) continue;
+    const std::string name = route_name(static_cast<Route>(r));
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kNumBuckets; ++i) {
+      cumulative += h.buckets[i];
+      Writer le;
+      le.value(kBuckets[i]);
+      line("delayqd_http_request_duration_seconds_bucket{route=\"" + name + "\",le=\"" +
+           le.str() + "\"} " + std::to_string(cumulative));
+    }
+    line("delayqd_http_request_duration_seconds_bucket{route=\"" + name + "\",le=\"+Inf\"} " +
+         std::to_string(h.count));
+    Writer sum;
+    sum.value(h.sum);
+    line("delayqd_http_request_duration_seconds_sum{route=\"" + name + "\"} " + sum.str());
+    line("delayqd_http_request_duration_seconds_count{route=\"" + name + "\"} " +
+         std::to_string(h.count));
+  }
+  return out;
+}
+
+}  // namespace delayq::http

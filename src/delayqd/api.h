@@ -1,0 +1,122 @@
+// The HTTP API of delayqd without the HTTP: a request (method, target, headers that matter,
+// body) goes in, a response (status, content type, body) comes out, and in between the calls to
+// the Queue. No sockets and no Beast here, so every route is unit-testable and fuzzable.
+//
+// The routes are those of ouqiang/delay-queue (/push, /pop, /finish, /delete, /get: POST with a
+// JSON body, answers {code, message, data}) plus delayq's extensions. docs/http-api.md is the
+// reference; this header is the contract with the server (server.cc).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "delayq/queue.h"
+
+namespace delayq::http {
+
+struct Request {
+  std::string method;         // "GET", "POST", ...
+  std::string target;         // "/push", possibly with a "?query" (ignored)
+  std::string authorization;  // the Authorization header, empty if none
+  std::string body;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  // The connection should be closed after this answer (the server is draining).
+  bool close = false;
+  // For "405 Method Not Allowed": the Allow header.
+  std::string allow;
+};
+
+struct ApiOptions {
+  // When non-empty, every route but GET /health needs "Authorization: Bearer <token>".
+  std::string bearer_token;
+  // /pop waits this long when the request names no timeout (ouqiang/delay-queue: 180 s), and
+  // never longer than max_pop_timeout (a longer request is cut down to it, not refused).
+  Duration default_pop_timeout = std::chrono::seconds(180);
+  Duration max_pop_timeout = std::chrono::seconds(180);
+  // Pops waiting at once; one more is answered 503 at once.
+  size_t max_waiting_pops = 1024;
+  // Jobs in one batch push.
+  size_t max_batch = 1000;
+  // How many "latest token per job id" entries the daemon keeps for /finish without a token.
+  size_t max_remembered_tokens = size_t{1} << 20;
+  // Shown by /health and /metrics: "store" or "redis".
+  std::string backend = "store";
+};
+
+// The routes, for metrics.
+enum class Route : uint8_t {
+  push, push_batch, pop, finish, nack, touch, dead_letter, del, get, reschedule, stats,
+  dead_list, dead_requeue, dead_purge, metrics, health, unknown,
+  count_  // number of routes
+};
+const char* route_name(Route r) noexcept;
+
+class Api {
+ public:
+  using Done = std::function<void(Response)>;
+
+  Api(Queue& queue, ApiOptions options);
+  ~Api();
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
+
+  // Answers one request. `done` runs exactly once: on the calling thread for every route but
+  // /pop, and for /pop on whichever thread the queue completes the wait on (or the calling
+  // thread, when the pop is answered at once). Never throws for bad input.
+  void handle(Request request, Done done);
+
+  // A JSON error answer in the common shape, for errors the server finds before a request
+  // reaches handle() (oversized body, bad HTTP, too many connections). Counted in the metrics.
+  Response error(int status, std::string_view error, std::string_view message);
+
+  // Shutdown, step 1: from now on every new request is answered 503 ("shutting_down") with
+  // `close` set. Waiting pops are answered when the queue is closed (step 2, by the caller,
+  // once in_flight() is 0): they get `data: null`, as if nothing had come.
+  void begin_drain();
+  bool draining() const noexcept { return draining_.load(); }
+  // Requests being handled other than waiting pops.
+  size_t in_flight() const noexcept { return in_flight_.load(); }
+  size_t waiting_pops() const noexcept { return waiting_pops_.load(); }
+
+  // The server reports its open connections here, for /metrics.
+  void connection_opened() noexcept { ++connections_; }
+  void connection_closed() noexcept { --connections_; }
+
+ private:
+  struct Metrics;
+  class Call;
+  void dispatch(Route route, const Request& request, Done& done);
+  void pop(const Request& request, Done done, std::chrono::steady_clock::time_point start);
+  void observe(Route route, int status, std::chrono::steady_clock::time_point start);
+  std::string metrics_text();
+
+  // The latest token handed out per job id, for /finish, /nack, /touch without a token.
+  void remember(const Token& token);
+  std::optional<Token> remembered(const std::string& id);
+  void forget(const std::string& id);
+
+  Queue& queue_;
+  ApiOptions options_;
+  std::atomic<bool> draining_{false};
+  std::atomic<size_t> in_flight_{0};
+  std::atomic<size_t> waiting_pops_{0};
+  std::atomic<int64_t> connections_{0};
+  std::mutex tokens_mu_;
+  std::unordered_map<std::string, uint64_t> tokens_;
+  std::unique_ptr<Metrics> metrics_;
+};
+
+}  // namespace delayq::http

@@ -1,0 +1,429 @@
+// The strict JSON reader and writer of delayqd (see json.h for what "strict" means here).
+#include "delayqd/json.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+namespace delayq::http::json {
+
+const char* to_string(Type t) noexcept {
+  switch (t) {
+    case Type::null: return "null";
+    case Type::boolean: return "boolean";
+    case Type::number: return "number";
+    case Type::string: return "string";
+    case Type::array: return "array";
+    case Type::object: return "object";
+  }
+  return "unknown";
+}
+
+const Value* Value::find(std::string_view key) const noexcept {
+  if (type_ != Type::object) return nullptr;
+  for (const auto& [k, v] : object_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+namespace {
+
+// Length of the UTF-8 sequence starting at s[i] if it is valid (shortest form, no surrogates,
+// at most U+10FFFF), else 0.
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if (n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
+  if (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
+  return n;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace
+
+// Recursive descent over the text; depth is counted so that "[[[[..." cannot overflow the stack.
+class Parser {
+ public:
+  Parser(std::string_view text, size_t max_depth) : s_(text), max_depth_(max_depth) {}
+
+  Result<Value> run() {
+    Value v;
+    skip_ws();
+    if (!parse_value(v, 0)) return fail();
+    skip_ws();
+    if (pos_ != s_.size()) {
+      error_ = "unexpected data after the JSON value";
+      return fail();
+    }
+    return v;
+  }
+
+ private:
+  Status fail() const {
+    return Status(Errc::invalid_argument,
+                  "bad JSON at byte " + std::to_string(err_pos_ ? *err_pos_ : pos_) + ": " +
+                      error_);
+  }
+  bool error(std::string message) {
+    error_ = std::move(message);
+    return false;
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
+  }
+  bool literal(std::string_view word) {
+    if (s_.substr(pos_, word.size()) != word)
+      return error("expected '" + std::string(word) + "'");
+    pos_ += word.size();
+    return true;
+  }
+
+  bool parse_value(Value& v, size_t depth) {
+    if (pos_ >= s_.size()) return error("unexpected end of input, expected a value");
+    switch (s_[pos_]) {
+      case '{': return parse_object(v, depth + 1);
+      case '[': return parse_array(v, depth + 1);
+      case '"': v.type_ = Type::string; return parse_string(v.string_);
+      case 't': v.type_ = Type::boolean; v.bool_ = true; return literal("true");
+      case 'f': v.type_ = Type::boolean; v.bool_ = false; return literal("false");
+      case 'n': v.type_ = Type::null; return literal("null");
+      default:
+        if (s_[pos_] == '-' || (s_[pos_] >= '0' && s_[pos_] <= '9')) return parse_number(v);
+        return error("unexpected character, expected a value");
+    }
+  }
+
+  bool parse_object(Value& v, size_t depth) {
+    if (depth > max_depth_) return error("nested deeper than " + std::to_string(max_depth_));
+    v.type_ = Type::object;
+    ++pos_;  // '{'
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+      return true;
+    }
+    for (;;) {
+      skip_ws();
+      if (pos_ >= s_.size() || s_[pos_] != '"') return error("expected a string key");
+      const size_t key_pos = pos_;
+      std::string key;
+      if (!parse_string(key)) return false;
+      if (v.find(key) != nullptr) {
+        err_pos_ = key_pos;
+        return error("duplicate key \"" + key + "\"");
+      }
+      skip_ws();
+      if (pos_ >= s_.size() || s_[pos_] != ':') return error("expected ':' after a key");
+      ++pos_;
+      skip_ws();
+      Value member;
+      if (!parse_value(member, depth)) return false;
+      v.object_.emplace_back(std::move(key), std::move(member));
+      skip_ws();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == '}') {
+        ++pos_;
+        return true;
+      }
+      return error("expected ',' or '}' in an object");
+    }
+  }
+
+  bool parse_array(Value& v, size_t depth) {
+    if (depth > max_depth_) return error("nested deeper than " + std::to_string(max_depth_));
+    v.type_ = Type::array;
+    ++pos_;  // '['
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == ']') {
+      ++pos_;
+      return true;
+    }
+    for (;;) {
+      skip_ws();
+      Value element;
+      if (!parse_value(element, depth)) return false;
+      v.array_.push_back(std::move(element));
+      skip_ws();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == ']') {
+        ++pos_;
+        return true;
+      }
+      return error("expected ',' or ']' in an array");
+    }
+  }
+
+  bool hex4(uint32_t& out) {
+    if (pos_ + 4 > s_.size()) return error("truncated \\u escape");
+    out = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = s_[pos_++];
+      out <<= 4;
+      if (c >= '0' && c <= '9') out |= static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f') out |= static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') out |= static_cast<uint32_t>(c - 'A' + 10);
+      else return error("bad hex digit in a \\u escape");
+    }
+    return true;
+  }
+
+  bool parse_string(std::string& out) {
+    ++pos_;  // opening quote
+    for (;;) {
+      if (pos_ >= s_.size()) return error("unterminated string");
+      const unsigned char c = static_cast<unsigned char>(s_[pos_]);
+      if (c == '"') {
+        ++pos_;
+        return true;
+      }
+      if (c < 0x20) return error("unescaped control character in a string");
+      if (c == '\\') {
+        if (++pos_ >= s_.size()) return error("unterminated escape");
+        const char e = s_[pos_++];
+        switch (e) {
+          case '"': out += '"'; break;
+          case '\\': out += '\\'; break;
+          case '/': out += '/'; break;
+          case 'b': out += '\b'; break;
+          case 'f': out += '\f'; break;
+          case 'n': out += '\n'; break;
+          case 'r': out += '\r'; break;
+          case 't': out += '\t'; break;
+          case 'u': {
+            uint32_t cp;
+            if (!hex4(cp)) return false;
+            if (cp >= 0xDC00 && cp <= 0xDFFF) return error("lone low surrogate in a \\u escape");
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+              uint32_t low;
+              if (s_.substr(pos_, 2) != "\\u") return error("high surrogate without a low one");
+              pos_ += 2;
+              if (!hex4(low)) return false;
+              if (low < 0xDC00 || low > 0xDFFF) return error("high surrogate without a low one");
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            }
+            append_utf8(out, cp);
+            break;
+          }
+          default: --pos_; return error("unknown escape");
+        }
+        continue;
+      }
+      const size_t n = utf8_sequence(s_, pos_);
+      if (n == 0) return error("invalid UTF-8 in a string");
+      out.append(s_.data() + pos_, n);
+      pos_ += n;
+    }
+  }
+
+  bool parse_number(Value& v) {
+    const size_t start = pos_;
+    bool integral = true;
+    if (s_[pos_] == '-') ++pos_;
+    const auto digit = [&] { return pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9'; };
+    if (!digit()) return error("expected a digit");
+    if (s_[pos_] == '0') {
+      ++pos_;
+      if (digit()) return error("leading zero in a number");
+    } else {
+      while (digit()) ++pos_;
+    }
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      integral = false;
+      ++pos_;
+      if (!digit()) return error("expected a digit after '.'");
+      while (digit()) ++pos_;
+    }
+    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      integral = false;
+      ++pos_;
+      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      if (!digit()) return error("expected a digit in the exponent");
+      while (digit()) ++pos_;
+    }
+    const std::string_view text = s_.substr(start, pos_ - start);
+    v.type_ = Type::number;
+    // strtod needs a terminated string; numbers are short, so a copy is cheap.
+    const std::string copy(text);
+    v.number_ = std::strtod(copy.c_str(), nullptr);
+    if (!std::isfinite(v.number_)) {
+      err_pos_ = start;
+      return error("number out of range");
+    }
+    if (integral) {
+      const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v.int_);
+      v.integral_ = ec == std::errc() && ptr == text.data() + text.size();
+    }
+    return true;
+  }
+
+  std::string_view s_;
+  size_t max_depth_;
+  size_t pos_ = 0;
+  std::optional<size_t> err_pos_;
+  std::string error_;
+};
+
+Result<Value> parse(std::string_view text, size_t max_depth) {
+  return Parser(text, max_depth).run();
+}
+
+void append_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"': out += "\\\""; ++i; continue;
+      case '\\': out += "\\\\"; ++i; continue;
+      case '\n': out += "\\n"; ++i; continue;
+      case '\r': out += "\\r"; ++i; continue;
+      case '\t': out += "\\t"; ++i; continue;
+      default: break;
+    }
+    if (c < 0x20 || c == 0x7F) {
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    out.append(s.data() + i, n);
+    i += n;
+  }
+  out += '"';
+}
+
+void Writer::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+  }
+}
+
+Writer& Writer::begin_object() {
+  before_value();
+  out_ += '{';
+  first_.push_back(true);
+  return *this;
+}
+Writer& Writer::end_object() {
+  out_ += '}';
+  first_.pop_back();
+  return *this;
+}
+Writer& Writer::begin_array() {
+  before_value();
+  out_ += '[';
+  first_.push_back(true);
+  return *this;
+}
+Writer& Writer::end_array() {
+  out_ += ']';
+  first_.pop_back();
+  return *this;
+}
+Writer& Writer::key(std::string_view k) {
+  before_value();
+  append_string(out_, k);
+  out_ += ':';
+  after_key_ = true;
+  return *this;
+}
+Writer& Writer::value(std::string_view s) {
+  before_value();
+  append_string(out_, s);
+  return *this;
+}
+Writer& Writer::value(int64_t n) {
+  before_value();
+  out_ += std::to_string(n);
+  return *this;
+}
+Writer& Writer::value(uint64_t n) {
+  before_value();
+  out_ += std::to_string(n);
+  return *this;
+}
+Writer& Writer::value(double d) {
+  if (!std::isfinite(d)) return null();
+  before_value();
+  char buf[64];
+  // The shortest text that reads back as the same double (0.1, not 0.10000000000000001).
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  out_.append(buf, ec == std::errc() ? end : buf);
+  return *this;
+}
+Writer& Writer::value(bool b) {
+  before_value();
+  out_ += b ? "true" : "false";
+  return *this;
+}
+Writer& Writer::null() {
+  before_value();
+  out_ += "null";
+  return *this;
+}
+Writer& Writer::raw(std::string_view json) {
+  before_value();
+  out_ += json;
+  return *this;
+}
+
+}  // namespace delayq::http::json

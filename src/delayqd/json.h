@@ -1,0 +1,101 @@
+// A small strict JSON reader and writer for delayqd (RFC 8259; Boost 1.74 has no Boost.JSON).
+//
+// The reader accepts exactly the JSON grammar: no comments, no trailing commas, no NaN, no
+// leading zeros, no unescaped control characters, strings that are valid UTF-8 (escapes included:
+// a lone surrogate is refused), and no duplicate keys in an object (two "delay" keys would make
+// the request ambiguous). Nesting is bounded so that hostile input cannot exhaust the stack.
+// Errors name the byte offset and what was expected, for the message sent back to the client.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "delayq/error.h"
+
+namespace delayq::http::json {
+
+enum class Type : uint8_t { null, boolean, number, string, array, object };
+const char* to_string(Type t) noexcept;
+
+class Value {
+ public:
+  Value() = default;
+
+  Type type() const noexcept { return type_; }
+  bool is_null() const noexcept { return type_ == Type::null; }
+  bool is_bool() const noexcept { return type_ == Type::boolean; }
+  bool is_number() const noexcept { return type_ == Type::number; }
+  bool is_string() const noexcept { return type_ == Type::string; }
+  bool is_array() const noexcept { return type_ == Type::array; }
+  bool is_object() const noexcept { return type_ == Type::object; }
+
+  bool as_bool() const noexcept { return bool_; }
+  double as_double() const noexcept { return number_; }
+  // True when the number was written as an integer (no fraction, no exponent) that fits int64:
+  // then as_int() is exact even beyond 2^53, where the double is not.
+  bool is_int() const noexcept { return type_ == Type::number && integral_; }
+  int64_t as_int() const noexcept { return int_; }
+  const std::string& as_string() const noexcept { return string_; }
+  const std::vector<Value>& as_array() const noexcept { return array_; }
+  const std::vector<std::pair<std::string, Value>>& as_object() const noexcept { return object_; }
+
+  // The member `key` of an object, or nullptr (also when this is not an object).
+  const Value* find(std::string_view key) const noexcept;
+
+ private:
+  friend class Parser;
+  Type type_ = Type::null;
+  bool bool_ = false;
+  bool integral_ = false;
+  double number_ = 0;
+  int64_t int_ = 0;
+  std::string string_;
+  std::vector<Value> array_;
+  std::vector<std::pair<std::string, Value>> object_;  // in document order
+};
+
+// Parses one JSON document (surrounding whitespace allowed, nothing else after it).
+// Errors: invalid_argument, "bad JSON at byte N: ...".
+Result<Value> parse(std::string_view text, size_t max_depth = 64);
+
+// Appends `s` as a JSON string literal (quotes included). Bytes that are not valid UTF-8 are
+// written as U+FFFD: the output is always valid JSON, even for a body pushed through the C++ API
+// with arbitrary bytes.
+void append_string(std::string& out, std::string_view s);
+
+// A streaming writer: values, arrays and objects in order; commas and colons are placed for you.
+//   Writer w; w.begin_object().key("code").value(0).key("data").null().end_object();
+class Writer {
+ public:
+  Writer& begin_object();
+  Writer& end_object();
+  Writer& begin_array();
+  Writer& end_array();
+  Writer& key(std::string_view k);
+  Writer& value(std::string_view s);
+  Writer& value(const char* s) { return value(std::string_view(s)); }
+  Writer& value(const std::string& s) { return value(std::string_view(s)); }
+  Writer& value(int64_t n);
+  Writer& value(uint64_t n);
+  Writer& value(int n) { return value(static_cast<int64_t>(n)); }
+  Writer& value(unsigned n) { return value(static_cast<uint64_t>(n)); }
+  Writer& value(double d);  // non-finite values are written as null
+  Writer& value(bool b);
+  Writer& null();
+  // Inserts already-serialised JSON as one value.
+  Writer& raw(std::string_view json);
+
+  const std::string& str() const noexcept { return out_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void before_value();
+  std::string out_;
+  std::vector<bool> first_;  // per open container: no element written yet
+  bool after_key_ = false;
+};
+
+}  // namespace delayq::http::json

@@ -1,0 +1,243 @@
+// delayqd: the delayq HTTP daemon. Parses flags and the config file, opens the queue (the
+// embedded durable store, or Redis), and runs the server until SIGTERM/SIGINT.
+// docs/operations.md describes the flags; docs/http-api.md the routes.
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "delayq/redis.h"
+#include "delayq/store.h"
+#include "delayqd/api.h"
+#include "delayqd/server.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: delayqd [flags]
+
+An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue API.
+
+  --listen HOST:PORT        where to listen (default 127.0.0.1:9277; [::1]:9277 for IPv6;
+                            port 0 picks a free one)
+  --store DIR               the embedded durable store's directory (default ./delayq-data)
+  --sync MODE               store sync mode: always (default), batch, periodic, none
+  --redis URL               use a Redis server instead: redis://host:port or unix:///path
+  --queue NAME              Redis queue name (default "default")
+  --shards N                Redis shards, 1 to 1024 (default 1)
+  --token-file FILE         require "Authorization: Bearer <token>", the token read from FILE
+  --threads N               server threads (default 4)
+  --max-connections N       open connections (default 1024)
+  --max-body-bytes N        largest request body (default 4194304)
+  --max-waiting-pops N      pops waiting at once (default 1024)
+  --pop-timeout SECONDS     how long /pop waits by default, and at most (default 180)
+  --idle-timeout SECONDS    close keep-alive connections idle this long (default 60)
+  --drain-timeout SECONDS   on SIGTERM, wait this long for requests in flight (default 30)
+  --config FILE             read "name = value" lines (the flag names without "--");
+                            flags given on the command line win
+  --help                    this text
+
+Exit status: 0 after a clean shutdown, 1 if the queue or the socket could not be opened,
+2 for a bad flag or config line.
+)";
+
+const std::vector<std::string> kKeys = {
+    "listen",        "store",           "sync",         "redis",
+    "queue",         "shards",          "token-file",   "threads",
+    "max-connections", "max-body-bytes", "max-waiting-pops", "pop-timeout",
+    "idle-timeout",  "drain-timeout",   "config"};
+
+bool known(const std::string& key) {
+  for (const auto& k : kKeys)
+    if (k == key) return true;
+  return false;
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::cerr << "delayqd: " << message << "\n(delayqd --help lists the flags)\n";
+  std::exit(2);
+}
+
+// Command line: "--name value" or "--name=value".
+std::map<std::string, std::string> parse_flags(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) usage_error("unexpected argument '" + arg + "'");
+    std::string key = arg.substr(2), value;
+    if (const size_t eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else {
+      if (i + 1 >= argc) usage_error("flag --" + key + " needs a value");
+      value = argv[++i];
+    }
+    if (!known(key)) usage_error("unknown flag --" + key);
+    if (flags.contains(key)) usage_error("flag --" + key + " given twice");
+    flags[key] = value;
+  }
+  return flags;
+}
+
+// Config file: "name = value" lines; '#' starts a comment line; blank lines are skipped.
+std::map<std::string, std::string> parse_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) usage_error("cannot read config file " + path + ": " + std::strerror(errno));
+  std::map<std::string, std::string> values;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string where = path + ":" + std::to_string(n) + ": ";
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos) usage_error(where + "expected 'name = value', got '" + t + "'");
+    const std::string key = trim(t.substr(0, eq));
+    const std::string value = trim(t.substr(eq + 1));
+    if (!known(key) || key == "config") usage_error(where + "unknown setting '" + key + "'");
+    if (value.empty()) usage_error(where + "setting '" + key + "' has no value");
+    if (values.contains(key)) usage_error(where + "setting '" + key + "' given twice");
+    values[key] = value;
+  }
+  return values;
+}
+
+uint64_t number(const std::map<std::string, std::string>& s, const std::string& key,
+                uint64_t fallback, uint64_t min, uint64_t max) {
+  auto it = s.find(key);
+  if (it == s.end()) return fallback;
+  uint64_t v = 0;
+  const std::string& text = it->second;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max)
+    usage_error("--" + key + " must be a whole number from " + std::to_string(min) + " to " +
+                std::to_string(max) + ", not '" + text + "'");
+  return v;
+}
+
+std::string read_token(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) usage_error("cannot read --token-file " + path + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string token = trim(ss.str());
+  if (token.empty()) usage_error("--token-file " + path + " is empty");
+  if (token.find_first_of(" \t\r\n") != std::string::npos)
+    usage_error("--token-file " + path + " must hold one token (no spaces or line breaks)");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH))
+    std::cerr << "delayqd: warning: " << path << " is readable by every user\n";
+  return token;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> s = parse_flags(argc, argv);
+  if (auto it = s.find("config"); it != s.end()) {
+    for (auto& [k, v] : parse_config(it->second)) s.try_emplace(k, v);  // flags win
+  }
+
+  delayq::http::ServerOptions server;
+  const std::string listen = s.contains("listen") ? s["listen"] : "127.0.0.1:9277";
+  {
+    const size_t colon = listen.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      usage_error("--listen must be HOST:PORT, not '" + listen + "'");
+    std::string host = listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
+    server.host = host;
+    std::map<std::string, std::string> port{{"listen", listen.substr(colon + 1)}};
+    server.port = static_cast<uint16_t>(number(port, "listen", 0, 0, 65535));
+  }
+  server.threads = number(s, "threads", 4, 1, 256);
+  server.max_connections = number(s, "max-connections", 1024, 1, 1'000'000);
+  server.max_body_bytes = number(s, "max-body-bytes", size_t{4} << 20, 1024, size_t{1} << 30);
+  server.idle_timeout = std::chrono::seconds(number(s, "idle-timeout", 60, 1, 86400));
+  server.drain_timeout = std::chrono::seconds(number(s, "drain-timeout", 30, 0, 86400));
+
+  delayq::http::ApiOptions api_options;
+  api_options.max_waiting_pops = number(s, "max-waiting-pops", 1024, 0, 1'000'000);
+  api_options.default_pop_timeout = api_options.max_pop_timeout =
+      std::chrono::seconds(number(s, "pop-timeout", 180, 0, 3600));
+  if (s.contains("token-file")) api_options.bearer_token = read_token(s["token-file"]);
+
+  const bool redis = s.contains("redis");
+  if (redis && s.contains("store")) usage_error("give --store or --redis, not both");
+  if (redis && s.contains("sync")) usage_error("--sync applies to --store, not to --redis");
+  if (!redis && (s.contains("queue") || s.contains("shards")))
+    usage_error("--queue and --shards apply to --redis only");
+
+  std::unique_ptr<delayq::Queue> queue;
+  if (redis) {
+    delayq::RedisOptions opt;
+    opt.url = s["redis"];
+    if (s.contains("queue")) opt.queue = s["queue"];
+    opt.shards = static_cast<uint32_t>(number(s, "shards", 1, 1, 1024));
+    api_options.backend = "redis";
+    auto q = delayq::open_redis(opt);
+    if (!q) {
+      std::cerr << "delayqd: cannot open the Redis queue: " << q.status().to_string() << "\n";
+      return 1;
+    }
+    queue = std::move(*q);
+  } else {
+    delayq::StoreOptions opt;
+    opt.dir = s.contains("store") ? s["store"] : "delayq-data";
+    if (s.contains("sync")) {
+      auto mode = delayq::parse_sync(s["sync"]);
+      if (!mode) usage_error("--sync: " + mode.status().message());
+      opt.sync = *mode;
+    }
+    auto q = delayq::open_store(opt);
+    if (!q) {
+      std::cerr << "delayqd: cannot open the store " << opt.dir << ": "
+                << q.status().to_string() << "\n";
+      return 1;
+    }
+    queue = std::move(*q);
+    std::cerr << "delayqd: store " << opt.dir << " (sync " << delayq::to_string(opt.sync)
+              << ")\n";
+  }
+
+  if (api_options.bearer_token.empty() && server.host != "127.0.0.1" && server.host != "::1" &&
+      server.host != "localhost")
+    std::cerr << "delayqd: warning: listening on " << server.host
+              << " without --token-file: anyone who can reach it can use the queue\n";
+
+  delayq::http::Api api(*queue, api_options);
+  std::string error;
+  const bool ok = delayq::http::run_server(
+      api, *queue, server,
+      [](const std::string& where) {
+        // On stdout, alone: scripts and tests read the port from it (with --listen HOST:0).
+        std::cout << "delayqd: listening on " << where << std::endl;
+      },
+      error);
+  queue->close();
+  queue.reset();  // the store's last writes reach the disk here
+  if (!ok) {
+    std::cerr << "delayqd: " << error << "\n";
+    return 1;
+  }
+  std::cerr << "delayqd: stopped\n";
+  return 0;
+}

@@ -1,0 +1,39 @@
+// The HTTP/1.1 front of delayqd: Boost.Beast over Asio, keep-alive, one Api behind it. Only
+// server.cc includes Beast; this header keeps it out of everything else.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "delayq/queue.h"
+#include "delayqd/api.h"
+
+namespace delayq::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // an IPv4 or IPv6 address
+  uint16_t port = 9277;            // 0: any free port (reported to on_listening)
+  // Threads that run the sockets and the (synchronous) queue calls. More than the cores helps
+  // when calls wait for the disk (Sync::always: concurrent calls share one fsync).
+  size_t threads = 4;
+  // Open connections; one more is answered 503 and closed.
+  size_t max_connections = 1024;
+  // Largest request body; a larger one is answered 413 and the connection closed.
+  size_t max_body_bytes = size_t{4} << 20;
+  // A keep-alive connection idle this long (or a request that takes this long to arrive) is
+  // closed.
+  std::chrono::seconds idle_timeout{60};
+  // On SIGTERM, how long to wait for requests in flight before closing the queue anyway.
+  std::chrono::seconds drain_timeout{30};
+};
+
+// Listens, serves until SIGTERM or SIGINT, then drains: stops accepting, answers new requests
+// 503, waits for requests in flight, closes `queue` (waiting pops are answered with no job),
+// and returns once every connection has finished its answer. `on_listening` gets the bound
+// "host:port" once the socket listens. Returns false with `error` set if it could not listen.
+bool run_server(Api& api, Queue& queue, const ServerOptions& options,
+                const std::function<void(const std::string&)>& on_listening, std::string& error);
+
+}  // namespace delayq::http

@@ -1,0 +1,396 @@
+// The delayqd routes without sockets: requests straight into delayq::http::Api over an
+// in-memory engine, answers checked as JSON.
+#include "delayqd/api.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "delayq/engine.h"
+#include "delayqd/json.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using delayq::http::Api;
+using delayq::http::ApiOptions;
+using delayq::http::Request;
+using delayq::http::Response;
+namespace json = delayq::http::json;
+
+struct Answer {
+  int status = 0;
+  json::Value body;  // null for non-JSON answers
+  std::string text;
+  int code() const { return static_cast<int>(body.find("code")->as_int()); }
+  const json::Value& data() const { return *body.find("data"); }
+  std::string error() const {
+    const json::Value* e = body.find("error");
+    return e ? e->as_string() : "";
+  }
+};
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override { open({}); }
+
+  void open(ApiOptions options) {
+    api_.reset();
+    queue_.reset();
+    delayq::EngineOptions opt;
+    queue_ = delayq::Engine::open(opt).value();
+    options.default_pop_timeout = 0s;  // pops answer at once unless a test asks to wait
+    api_ = std::make_unique<Api>(*queue_, options);
+  }
+
+  Answer call(const std::string& target, const std::string& body, const std::string& method = "POST",
+              const std::string& auth = "") {
+    std::promise<Response> p;
+    auto f = p.get_future();
+    api_->handle(Request{method, target, auth, body}, [&p](Response r) { p.set_value(std::move(r)); });
+    EXPECT_EQ(f.wait_for(60s), std::future_status::ready);
+    Response r = f.get();
+    Answer a;
+    a.status = r.status;
+    a.text = r.body;
+    if (r.content_type == "application/json") {
+      auto parsed = json::parse(r.body);
+      EXPECT_TRUE(parsed.ok()) << r.body;
+      if (parsed) a.body = std::move(*parsed);
+      EXPECT_NE(a.body.find("code"), nullptr) << r.body;
+      EXPECT_NE(a.body.find("message"), nullptr) << r.body;
+      EXPECT_NE(a.body.find("data"), nullptr) << r.body;
+    }
+    return a;
+  }
+
+  std::unique_ptr<delayq::Engine> queue_;
+  std::unique_ptr<Api> api_;
+};
+
+TEST_F(HttpApiTest, OuqiangFlowPushPopFinish) {
+  auto push = call("/push", R"({"topic":"order","id":"15702398321","delay":0,"ttr":120,
+                               "body":"{\"uid\": 10829378}"})");
+  EXPECT_EQ(push.status, 200);
+  EXPECT_EQ(push.code(), 0) << push.text;
+
+  auto pop = call("/pop", R"({"topic":"order"})");
+  ASSERT_EQ(pop.code(), 0) << pop.text;
+  ASSERT_TRUE(pop.data().is_object()) << pop.text;
+  EXPECT_EQ(pop.data().find("id")->as_string(), "15702398321");
+  EXPECT_EQ(pop.data().find("body")->as_string(), "{\"uid\": 10829378}");
+
+  auto finish = call("/finish", R"({"id":"15702398321"})");
+  EXPECT_EQ(finish.code(), 0) << finish.text;
+  EXPECT_EQ(queue_->stats().acked, 1u);
+
+  auto get = call("/get", R"({"id":"15702398321"})");
+  EXPECT_EQ(get.code(), 0);
+  EXPECT_TRUE(get.data().is_null());
+
+  auto empty = call("/pop", R"({"topic":"order"})");
+  EXPECT_EQ(empty.status, 200);
+  EXPECT_EQ(empty.code(), 0);
+  EXPECT_TRUE(empty.data().is_null());
+}
+
+TEST_F(HttpApiTest, GetReportsTheOuqiangJobShape) {
+  const auto before = std::chrono::system_clock::now();
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"j","delay":3600,"ttr":30,"body":"b"})").code(), 0);
+  auto get = call("/get", R"({"id":"j"})");
+  ASSERT_EQ(get.code(), 0) << get.text;
+  const auto& d = get.data();
+  EXPECT_EQ(d.find("topic")->as_string(), "t");
+  EXPECT_EQ(d.find("id")->as_string(), "j");
+  EXPECT_EQ(d.find("ttr")->as_int(), 30);
+  EXPECT_EQ(d.find("body")->as_string(), "b");
+  const int64_t due = d.find("delay")->as_int();  // unix seconds
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          before.time_since_epoch()).count();
+  EXPECT_GE(due, now + 3599);
+  EXPECT_LE(due, now + 3600 + 600);  // generous: a slow machine
+  EXPECT_EQ(d.find("state")->as_string(), "delayed");
+}
+
+TEST_F(HttpApiTest, DeleteIsIdempotent) {
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"j","delay":60})").code(), 0);
+  auto del = call("/delete", R"({"id":"j"})");
+  EXPECT_EQ(del.code(), 0);
+  EXPECT_TRUE(del.data().find("deleted")->as_bool());
+  auto again = call("/delete", R"({"id":"j"})");
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(again.code(), 0);
+  EXPECT_FALSE(again.data().find("deleted")->as_bool());
+}
+
+TEST_F(HttpApiTest, TokensAreFenced) {
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"j","ttr_ms":100000})").code(), 0);
+  auto pop = call("/pop", R"({"topic":"t"})");
+  const std::string token = pop.data().find("token")->as_string();
+  // nack it (back at once), pop again: the first token is stale now.
+  ASSERT_EQ(call("/nack", R"({"token":")" + token + R"(","delay_ms":0})").code(), 0);
+  auto pop2 = call("/pop", R"({"topic":"t"})");
+  ASSERT_TRUE(pop2.data().is_object()) << pop2.text;
+  EXPECT_EQ(pop2.data().find("attempt")->as_int(), 2);
+  const std::string token2 = pop2.data().find("token")->as_string();
+  auto stale = call("/finish", R"({"token":")" + token + R"("})");
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_EQ(stale.code(), 1);
+  EXPECT_EQ(stale.error(), "stale_token");
+  auto touch = call("/touch", R"({"token":")" + token2 + R"("})");
+  EXPECT_EQ(touch.code(), 0) << touch.text;
+  EXPECT_TRUE(touch.data().find("lease_deadline_ms")->is_int());
+  auto wrong_id = call("/finish", R"({"id":"other","token":")" + token2 + R"("})");
+  EXPECT_EQ(wrong_id.status, 400);
+  EXPECT_EQ(call("/finish", R"({"token":")" + token2 + R"("})").code(), 0);
+  auto gone = call("/finish", R"({"token":")" + token2 + R"("})");
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_EQ(gone.error(), "not_found");
+}
+
+TEST_F(HttpApiTest, FinishWithoutTokenUsesTheLatestDelivery) {
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"j"})").code(), 0);
+  ASSERT_TRUE(call("/pop", R"({"topic":"t"})").data().is_object());
+  ASSERT_EQ(call("/nack", R"({"id":"j","delay":0})").code(), 0);  // tokenless nack, too
+  auto pop = call("/pop", R"({"topic":"t"})");
+  ASSERT_TRUE(pop.data().is_object());
+  EXPECT_EQ(call("/finish", R"({"id":"j"})").code(), 0);
+  EXPECT_TRUE(queue_->get("j").is(delayq::Errc::not_found));
+  // A job pushed but never popped: nothing to finish.
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"k","delay":60})").code(), 0);
+  auto early = call("/finish", R"({"id":"k"})");
+  EXPECT_EQ(early.status, 409);
+  EXPECT_EQ(early.error(), "invalid_state");
+  // Finishing a job that is gone is fine, as in ouqiang/delay-queue.
+  EXPECT_EQ(call("/finish", R"({"id":"never"})").code(), 0);
+}
+
+TEST_F(HttpApiTest, FinishAfterRestartCancelsTheReservedJob) {
+  // A job reserved by a delivery this Api never saw (as after a daemon restart).
+  ASSERT_TRUE(queue_->push({.topic = "t", .id = "j"}).ok());
+  ASSERT_TRUE(queue_->reserve("t", 1s).ok());
+  EXPECT_EQ(call("/finish", R"({"id":"j"})").code(), 0);
+  EXPECT_TRUE(queue_->get("j").is(delayq::Errc::not_found));
+}
+
+TEST_F(HttpApiTest, MillisecondDelaysAndDueAt) {
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"a","delay_ms":250})").code(), 0);
+  auto info = queue_->get("a").value();
+  EXPECT_EQ(info.state, delayq::JobState::delayed);
+  const int64_t far = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count() + 3'600'000;
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"b","due_at_ms":)" + std::to_string(far) + "}").code(),
+            0);
+  EXPECT_EQ(queue_->get("b")->state, delayq::JobState::delayed);
+  auto both = call("/push", R"({"topic":"t","delay":1,"delay_ms":5})");
+  EXPECT_EQ(both.status, 400);
+  // A fractional delay in seconds is fine too.
+  EXPECT_EQ(call("/push", R"({"topic":"t","id":"c","delay":0.5})").code(), 0);
+}
+
+TEST_F(HttpApiTest, RetryPolicies) {
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"l","retry":{"kind":"list","delays":[0,0]}})")
+                .code(), 0);
+  for (int i = 0; i < 3; ++i) {
+    auto pop = call("/pop", R"({"topic":"t"})");
+    ASSERT_TRUE(pop.data().is_object()) << i << pop.text;
+    EXPECT_EQ(pop.data().find("max_attempts")->as_int(), 3);
+    ASSERT_EQ(call("/nack", R"({"id":"l"})").code(), 0);
+  }
+  EXPECT_EQ(queue_->get("l")->state, delayq::JobState::dead);
+  auto dead = call("/dead/list", R"({"topic":"t"})");
+  ASSERT_EQ(dead.code(), 0);
+  ASSERT_EQ(dead.data().find("jobs")->as_array().size(), 1u);
+  EXPECT_EQ(dead.data().find("jobs")->as_array()[0].find("id")->as_string(), "l");
+  EXPECT_EQ(call("/dead/requeue", R"({"id":"l"})").code(), 0);
+  EXPECT_EQ(queue_->get("l")->state, delayq::JobState::ready);
+
+  EXPECT_EQ(call("/push", R"({"topic":"t","retry":{"kind":"fixed","delay_ms":10,"max_attempts":2}})")
+                .code(), 0);
+  EXPECT_EQ(call("/push", R"({"topic":"t","retry":{"kind":"exponential","base":1,"factor":3,
+                                                   "cap":60,"jitter":0.5,"max_attempts":4}})")
+                .code(), 0);
+  const char* bad[] = {
+      R"({"topic":"t","retry":{"kind":"weird"}})",
+      R"({"topic":"t","retry":{"kind":"list","delays":[]}})",
+      R"({"topic":"t","retry":{"kind":"list","delays":[-1]}})",
+      R"({"topic":"t","retry":{"kind":"exponential","factor":0.5}})",
+      R"({"topic":"t","retry":{"kind":"fixed","max_attempts":0}})",
+      R"({"topic":"t","retry":"fixed"})",
+  };
+  for (const char* b : bad) {
+    auto a = call("/push", b);
+    EXPECT_EQ(a.status, 400) << b << " -> " << a.text;
+    EXPECT_EQ(a.code(), 1);
+  }
+}
+
+TEST_F(HttpApiTest, DeadLetterPurgeAndTopicRequeue) {
+  for (const char* id : {"x", "y"}) {
+    ASSERT_EQ(call("/push", std::string(R"({"topic":"d","id":")") + id + R"("})").code(), 0);
+    ASSERT_TRUE(call("/pop", R"({"topic":"d"})").data().is_object());
+    ASSERT_EQ(call("/dead_letter", std::string(R"({"id":")") + id + R"("})").code(), 0);
+  }
+  auto requeue = call("/dead/requeue", R"({"topic":"d"})");
+  EXPECT_EQ(requeue.data().find("requeued")->as_int(), 2);
+  ASSERT_TRUE(call("/pop", R"({"topic":"d"})").data().is_object());
+  ASSERT_EQ(call("/dead_letter", R"({"id":"x"})").code(), 0);
+  auto purge = call("/dead/purge", R"({"topic":"d"})");
+  EXPECT_EQ(purge.data().find("purged")->as_int(), 1);
+}
+
+TEST_F(HttpApiTest, BatchPush) {
+  auto batch = call("/push_batch", R"({"jobs":[{"topic":"b","id":"1"},{"topic":""},
+                                               {"topic":"b","id":"1"},{"topic":"b"}]})");
+  EXPECT_EQ(batch.status, 200);
+  EXPECT_EQ(batch.code(), 1);  // not every job went in
+  const auto& results = batch.data().find("results")->as_array();
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].find("code")->as_int(), 0);
+  EXPECT_EQ(results[1].find("error")->as_string(), "invalid_argument");
+  EXPECT_EQ(results[2].find("error")->as_string(), "duplicate_id");
+  EXPECT_EQ(results[3].find("code")->as_int(), 0);
+  EXPECT_EQ(batch.data().find("pushed")->as_int(), 2);
+  auto array = call("/push", R"([{"topic":"b"},{"topic":"b"}])");
+  EXPECT_EQ(array.code(), 0) << array.text;
+  EXPECT_EQ(queue_->stats().topics["b"].ready, 4u);
+}
+
+TEST_F(HttpApiTest, PopWaitsAndTakesSeveralTopics) {
+  std::thread pusher([&] {
+    std::this_thread::sleep_for(200ms);
+    (void)queue_->push({.topic = "second", .id = "late"});
+  });
+  auto pop = call("/pop", R"({"topic":"first, second","timeout":60})");
+  pusher.join();
+  ASSERT_TRUE(pop.data().is_object()) << pop.text;
+  EXPECT_EQ(pop.data().find("id")->as_string(), "late");
+  EXPECT_EQ(pop.data().find("topic")->as_string(), "second");
+  ASSERT_TRUE(queue_->push({.topic = "z", .id = "zz"}).ok());
+  auto list = call("/pop", R"({"topics":["y","z"],"timeout_ms":0})");
+  ASSERT_TRUE(list.data().is_object()) << list.text;
+}
+
+TEST_F(HttpApiTest, WaitingPopsAreLimited) {
+  ApiOptions opt;
+  opt.max_waiting_pops = 1;
+  open(opt);
+  std::promise<Response> first;
+  api_->handle(Request{"POST", "/pop", "", R"({"topic":"t","timeout":60})"},
+               [&](Response r) { first.set_value(std::move(r)); });
+  auto second = call("/pop", R"({"topic":"t","timeout":60})");
+  EXPECT_EQ(second.status, 503);
+  EXPECT_EQ(second.error(), "overloaded");
+  ASSERT_TRUE(queue_->push({.topic = "t"}).ok());
+  auto f = first.get_future();
+  ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(f.get().status, 200);
+}
+
+TEST_F(HttpApiTest, DrainAnswersWaitingPopsWithNoJob) {
+  std::promise<Response> waiting;
+  api_->handle(Request{"POST", "/pop", "", R"({"topic":"t","timeout":60})"},
+               [&](Response r) { waiting.set_value(std::move(r)); });
+  api_->begin_drain();
+  auto refused = call("/push", R"({"topic":"t"})");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.error(), "shutting_down");
+  EXPECT_EQ(api_->in_flight(), 0u);
+  queue_->close();
+  auto f = waiting.get_future();
+  ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+  Response r = f.get();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.close);
+  auto body = json::parse(r.body).value();
+  EXPECT_EQ(body.find("code")->as_int(), 0);
+  EXPECT_TRUE(body.find("data")->is_null());
+}
+
+TEST_F(HttpApiTest, BadRequests) {
+  struct Case {
+    const char* method;
+    const char* target;
+    const char* body;
+    int status;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"POST", "/push", "", 400, "bad_json"},
+      {"POST", "/push", "{", 400, "bad_json"},
+      {"POST", "/push", "{\"topic\":\"t\",}", 400, "bad_json"},
+      {"POST", "/push", "\"just a string\"", 400, "bad_request"},
+      {"POST", "/push", "{}", 400, "bad_request"},
+      {"POST", "/push", "{\"topic\":\"  \"}", 400, "bad_request"},
+      {"POST", "/push", "{\"topic\":7}", 400, "bad_request"},
+      {"POST", "/push", "{\"topic\":\"t\",\"delay\":\"10\"}", 400, "bad_request"},
+      {"POST", "/push", "{\"topic\":\"t\",\"delay\":-1}", 400, "bad_request"},
+      {"POST", "/push", "{\"topic\":\"t\",\"delay_ms\":1.5}", 400, "bad_request"},
+      {"POST", "/push", "{\"topic\":\"t\",\"delay\":1e300}", 400, "bad_request"},
+      {"POST", "/push", "{\"topic\":\"t\",\"body\":{}}", 400, "bad_request"},
+      {"POST", "/push", "{\"topic\":\"t\",\"ttr\":true}", 400, "bad_request"},
+      {"POST", "/pop", "{}", 400, "bad_request"},
+      {"POST", "/pop", "{\"topic\":\",,\"}", 400, "bad_request"},
+      {"POST", "/pop", "{\"topic\":\"t\",\"timeout\":-5}", 400, "bad_request"},
+      {"POST", "/finish", "{}", 400, "bad_request"},
+      {"POST", "/finish", "{\"token\":\"nonsense\"}", 400, "bad_request"},
+      {"POST", "/delete", "{\"id\":5}", 400, "bad_request"},
+      {"POST", "/get", "[]", 400, "bad_request"},
+      {"POST", "/dead/requeue", "{}", 400, "bad_request"},
+      {"POST", "/nope", "{}", 404, "no_route"},
+      {"GET", "/push", "", 405, "method_not_allowed"},
+      {"POST", "/metrics", "", 405, "method_not_allowed"},
+      {"DELETE", "/stats", "", 405, "method_not_allowed"},
+      {"POST", "/touch", "{\"id\":\"never-popped\"}", 409, "stale_token"},
+      {"POST", "/reschedule", "{\"id\":\"missing\",\"delay\":1}", 404, "not_found"},
+  };
+  for (const Case& c : cases) {
+    auto a = call(c.target, c.body, c.method);
+    EXPECT_EQ(a.status, c.status) << c.method << " " << c.target << " " << c.body << " -> " << a.text;
+    EXPECT_EQ(a.code(), 1) << a.text;
+    EXPECT_EQ(a.error(), c.error) << c.target << " " << c.body << " -> " << a.text;
+    EXPECT_FALSE(a.body.find("message")->as_string().empty());
+  }
+  // Still serving.
+  EXPECT_EQ(call("/push", R"({"topic":"t"})").code(), 0);
+  EXPECT_EQ(call("/push", R"({"topic":"t","id":"dup"})").code(), 0);
+  auto dup = call("/push", R"({"topic":"t","id":"dup"})");
+  EXPECT_EQ(dup.status, 409);
+  EXPECT_EQ(dup.error(), "duplicate_id");
+}
+
+TEST_F(HttpApiTest, BearerToken) {
+  ApiOptions opt;
+  opt.bearer_token = "s3cret";
+  open(opt);
+  EXPECT_EQ(call("/push", R"({"topic":"t"})").status, 401);
+  EXPECT_EQ(call("/push", R"({"topic":"t"})", "POST", "Bearer wrong").status, 401);
+  EXPECT_EQ(call("/push", R"({"topic":"t"})", "POST", "Bearer s3cret1").status, 401);
+  EXPECT_EQ(call("/push", R"({"topic":"t"})", "POST", "Bearer s3cret").status, 200);
+  EXPECT_EQ(call("/health", "", "GET").status, 200);  // health stays open for probes
+  EXPECT_EQ(call("/metrics", "", "GET").status, 401);
+}
+
+TEST_F(HttpApiTest, StatsAndMetrics) {
+  ASSERT_EQ(call("/push", R"({"topic":"m\"x","delay":60})").code(), 0);
+  auto stats = call("/stats", "", "GET");
+  ASSERT_EQ(stats.code(), 0);
+  EXPECT_EQ(stats.data().find("pushed")->as_int(), 1);
+  EXPECT_EQ(stats.data().find("topics")->find("m\"x")->find("delayed")->as_int(), 1);
+  EXPECT_EQ(call("/stats", "{}").code(), 0);
+  auto metrics = call("/metrics", "", "GET");
+  EXPECT_EQ(metrics.status, 200);
+  const std::string& m = metrics.text;
+  EXPECT_NE(m.find("delayq_pushed_total 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("delayq_jobs{topic=\"m\\\"x\",state=\"delayed\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("delayqd_http_requests_total{route=\"push\",status=\"200\"} 1\n"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("delayqd_http_request_duration_seconds_bucket{route=\"push\",le=\"+Inf\"} 1\n"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("# TYPE delayqd_http_request_duration_seconds histogram"), std::string::npos);
+  auto health = call("/health", "", "GET");
+  EXPECT_EQ(health.data().find("status")->as_string(), "ok");
+}
+
+}  // namespace
