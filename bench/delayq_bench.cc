@@ -3,6 +3,11 @@
 //
 //   delayq-bench --workload W1 --backend memory --jobs 100000 --delay-max 5
 //   delayq-bench --workload W2 --jobs 1000000 --delay-max 5
+//   delayq-bench --workload W1 --backend redis --redis unix:///tmp/redis.sock --consumers 4
+//   delayq-bench --workload redis-memory --redis unix:///tmp/redis.sock --jobs 100000
+//   delayq-bench --workload wheel-vs-zset --redis unix:///tmp/redis.sock --jobs 20000
+// The redis workloads use a server the caller started (bench/redis.sh starts a private one);
+// each run uses a queue of its own and deletes its keys at the end.
 #include <utility>  // before Asio: Boost 1.74 needs it with g++ 12 in C++20
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -34,8 +39,11 @@
 #include <vector>
 
 #include "delayq/engine.h"
+#include "delayq/redis.h"
 #include "delayq/store.h"
 #include "delayq/timer_service.h"
+#include "delayq/timing_wheel.h"
+#include "redis/connection.h"
 
 namespace {
 
@@ -60,6 +68,9 @@ struct Args {
   double slack_us = -1;  // -1: the engine's default
   double time_limit_s = 0;  // 0: delay_max + 30 s
   uint64_t seed = 1;
+  std::string redis;  // redis: the server's url
+  uint32_t connections = 0;  // redis: connections per client (0: consumers + producers + 1)
+  uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -69,7 +80,9 @@ struct Args {
                "                    [--batch N] [--tick-ms MS] [--slack-us US] [--producers N]\n"
                "                    [--sync always|batch|periodic|none] [--dir DIR]\n"
                "                    [--sync-batch-ops N] [--sync-interval-ms MS]\n"
-               "                    [--time-limit SECONDS] [--seed N]\n";
+               "                    [--time-limit SECONDS] [--seed N]\n"
+               "                    [--redis URL] [--connections N] [--claim-batch N]  (--backend redis)\n"
+               "       workloads: W1 W2 recovery reopen redis-memory wheel-vs-zset\n";
   std::exit(2);
 }
 
@@ -103,14 +116,20 @@ Args parse(int argc, char** argv) {
     else if (k == "--slack-us") a.slack_us = need_num(0);
     else if (k == "--time-limit") a.time_limit_s = need_num(0);
     else if (k == "--seed") a.seed = static_cast<uint64_t>(need_num(0));
+    else if (k == "--redis") a.redis = v;
+    else if (k == "--connections") a.connections = static_cast<uint32_t>(need_num(1));
+    else if (k == "--claim-batch") a.claim_batch = static_cast<uint32_t>(need_num(1));
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
-      a.workload != "reopen")
+      a.workload != "reopen" && a.workload != "redis-memory" && a.workload != "wheel-vs-zset")
     usage("unknown workload " + a.workload);
+  if (a.workload == "redis-memory" || a.workload == "wheel-vs-zset") a.backend = "redis";
   if (a.backend != "memory" && a.backend != "asio" && a.backend != "rocksdb" &&
-      a.backend != "rocksdb-raw")
-    usage("backend '" + a.backend + "' is not built yet (memory, rocksdb; baselines asio, rocksdb-raw)");
+      a.backend != "rocksdb-raw" && a.backend != "redis")
+    usage("backend '" + a.backend + "' is not built yet (memory, rocksdb, redis; baselines asio, rocksdb-raw)");
+  if (a.backend == "redis" && a.redis.empty())
+    usage("--backend redis needs --redis URL (unix:///path/redis.sock or redis://host:port)");
   if (!delayq::parse_sync(a.sync)) usage(delayq::parse_sync(a.sync).status().message());
   if (a.time_limit_s == 0) a.time_limit_s = a.delay_max_s + 30;
   return a;
@@ -185,6 +204,95 @@ std::string lateness_json(std::vector<double>& ms) {
          ",\"mean\":" + num(sum / ms.size()) + "}";
 }
 
+// A run against the caller's Redis server: a queue of its own (a name no other run uses, so runs
+// never see each other's jobs), raw connections for INFO and the baselines, and clean-up of the
+// queue's keys at the end.
+class RedisRun {
+ public:
+  RedisRun(const Args& a, const std::string& what) : a_(a) {
+    queue_ = "bench-" + what + "-" + std::to_string(getpid()) + "-" +
+             std::to_string(Steady::now().time_since_epoch().count() % 1000000007);
+    conns_ = a.connections ? a.connections
+                           : static_cast<uint32_t>(std::min<size_t>(64, a.consumers + a.producers + 1));
+  }
+  const std::string& queue() const { return queue_; }
+  uint32_t connections() const { return conns_; }
+
+  delayq::Result<std::unique_ptr<delayq::Queue>> open(uint32_t shards = 0) const {
+    delayq::RedisOptions o;
+    o.url = a_.redis;
+    o.queue = queue_;
+    o.shards = shards ? shards : static_cast<uint32_t>(a_.shards);
+    o.connections = conns_;
+    o.claim_batch = a_.claim_batch;
+    o.seed = a_.seed;
+    auto q = delayq::open_redis(o);
+    if (!q) return q.status();
+    return std::move(*q);
+  }
+
+  // A connection of its own; exits on failure (a benchmark without its server is no run).
+  std::unique_ptr<delayq::redis::Connection> connect() const {
+    auto ep = delayq::redis::parse_url(a_.redis);
+    if (!ep) die(ep.status().to_string());
+    auto c = delayq::redis::Connection::open(*ep, 5s, 60s);
+    if (!c) die(c.status().to_string());
+    return std::move(*c);
+  }
+  delayq::redis::Reply cmd(const std::vector<std::string_view>& argv) const {
+    auto r = connect()->call(argv);
+    if (!r) die(r.status().to_string());
+    return std::move(*r);
+  }
+
+  // One "field:value" of INFO <section>, as a number.
+  double info(const char* section, const std::string& field) const {
+    const std::string text = cmd({"INFO", section}).str;
+    const size_t at = text.find("\n" + field + ":");
+    return at == std::string::npos ? -1 : std::strtod(text.c_str() + at + field.size() + 2, nullptr);
+  }
+  std::string config(const char* name) const {
+    const delayq::redis::Reply r = cmd({"CONFIG", "GET", name});
+    return r.elements.size() == 2 ? r.elements[1].str : "?";
+  }
+  // The server settings that shape a run, as params fields.
+  std::string server_params() const {
+    return ",\"appendonly\":\"" + config("appendonly") + "\",\"appendfsync\":\"" +
+           config("appendfsync") + "\",\"redis_version\":\"" + version() + "\"";
+  }
+  std::string version() const {
+    const std::string text = cmd({"INFO", "server"}).str;
+    const size_t at = text.find("redis_version:");
+    return at == std::string::npos ? "?" : text.substr(at + 14, text.find('\r', at) - at - 14);
+  }
+
+  // Deletes every key of the run's queue.
+  void cleanup() const {
+    auto c = connect();
+    const std::string match = "{dq:" + queue_ + ":*";
+    std::string cursor = "0";
+    do {
+      auto r = c->call({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+      if (!r || r->elements.size() != 2) return;
+      cursor = r->elements[0].str;
+      // DEL, not UNLINK: memory figures taken next must not see a background free in progress.
+      std::vector<std::string_view> del{"DEL"};
+      for (const auto& k : r->elements[1].elements) del.push_back(k.str);
+      if (del.size() > 1) (void)c->call(del);
+    } while (cursor != "0");
+  }
+
+  [[noreturn]] static void die(const std::string& why) {
+    std::cerr << "delayq-bench: redis: " << why << "\n";
+    std::exit(2);
+  }
+
+ private:
+  const Args& a_;
+  std::string queue_;
+  uint32_t conns_;
+};
+
 int run_w1(const Args& a) {
   delayq::EngineOptions opt;
   opt.tick = std::chrono::milliseconds(a.tick_ms);
@@ -192,23 +300,29 @@ int run_w1(const Args& a) {
   opt.seed = a.seed;
   if (a.slack_us >= 0) opt.timer_slack = std::chrono::nanoseconds(static_cast<int64_t>(a.slack_us * 1000));
   const StoreDir dir(a.backend == "rocksdb" ? a.dir : "/");
-  delayq::Result<std::unique_ptr<delayq::Engine>> q = delayq::Status(delayq::Errc::invalid_argument, "");
-  if (a.backend == "rocksdb") {
+  delayq::Result<std::unique_ptr<delayq::Queue>> q = delayq::Status(delayq::Errc::invalid_argument, "");
+  std::unique_ptr<RedisRun> redis;
+  if (a.backend == "redis") {
+    redis = std::make_unique<RedisRun>(a, "w1");
+    q = redis->open();
+  } else if (a.backend == "rocksdb") {
     delayq::StoreOptions so;
     so.dir = dir.path();
     so.sync = *delayq::parse_sync(a.sync);
     so.sync_batch_ops = a.sync_batch_ops;
     so.sync_interval = sync_interval(a);
     so.engine = opt;
-    q = delayq::open_store(so);
+    auto e = delayq::open_store(so);
+    if (e) q = std::unique_ptr<delayq::Queue>(std::move(*e)); else q = e.status();
   } else {
-    q = delayq::Engine::open(opt);
+    auto e = delayq::Engine::open(opt);
+    if (e) q = std::unique_ptr<delayq::Queue>(std::move(*e)); else q = e.status();
   }
   if (!q) {
     std::cerr << q.status().to_string() << "\n";
     return 2;
   }
-  delayq::Engine& engine = **q;
+  delayq::Queue& engine = **q;
   const size_t n = a.jobs;
   const std::vector<Duration> delay = random_delays(a);
   std::vector<delayq::TimePoint> pushed_at(n);
@@ -293,10 +407,21 @@ int run_w1(const Args& a) {
             << ",\"lateness_ms\":" << lateness_json(lat) << ",\"received\":" << got_n
             << ",\"duplicates\":" << duplicates.load() << ",\"params\":{\"delay_max_s\":"
             << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"producers\":"
-            << a.producers << (a.backend == "rocksdb" ? sync_params(a) : ",\"sync\":\"none\"")
-            << ",\"tick_ms\":" << a.tick_ms << ",\"shards\":" << a.shards
-            << ",\"batch\":" << a.batch << ",\"timer_slack_us\":"
-            << std::chrono::duration<double, std::micro>(opt.timer_slack).count() << "}}" << std::endl;
+            << a.producers;
+  if (redis) {
+    std::cout << ",\"shards\":" << a.shards << ",\"batch\":" << a.batch
+              << ",\"connections\":" << redis->connections() << ",\"claim_batch\":"
+              << a.claim_batch << redis->server_params() << "}}"
+              << std::endl;
+  } else {
+    std::cout << (a.backend == "rocksdb" ? sync_params(a) : ",\"sync\":\"none\"")
+              << ",\"tick_ms\":" << a.tick_ms << ",\"shards\":" << a.shards
+              << ",\"batch\":" << a.batch << ",\"timer_slack_us\":"
+              << std::chrono::duration<double, std::micro>(opt.timer_slack).count() << "}}"
+              << std::endl;
+  }
+  q->reset();
+  if (redis) redis->cleanup();
   if (got_n != n) {
     std::cerr << "time limit: received " << got_n << " of " << n << "\n";
     return 1;
@@ -561,6 +686,184 @@ int run_reopen(const Args& a) {
   return 0;
 }
 
+
+// redis-memory: what a pending job costs the server. used_memory (INFO memory) before and after
+// pushing N jobs due in an hour (64-byte bodies, 6-byte ids, one topic), divided by N. Beside
+// it, the same N ids as bare members of one sorted set (ZADD id score): the floor any
+// ZSET-based delay queue pays.
+int run_redis_memory(const Args& a) {
+  RedisRun run(a, "mem");
+  auto q = run.open();
+  if (!q) RedisRun::die(q.status().to_string());
+  const std::string body(64, 'x');
+  auto ids = [&](size_t i) {
+    std::string id = std::to_string(i);
+    return std::string(6 - std::min<size_t>(6, id.size()), '0') + id;
+  };
+  const double before = run.info("memory", "used_memory");
+  for (size_t i = 0; i < a.jobs; i += 1000) {
+    std::vector<delayq::JobSpec> specs;
+    for (size_t k = i; k < std::min(a.jobs, i + 1000); ++k)
+      specs.push_back({.topic = "mem", .id = ids(k), .delay = 1h, .body = body});
+    for (auto& r : (*q)->push_batch(std::move(specs)))
+      if (!r) RedisRun::die(r.status().to_string());
+  }
+  const double after = run.info("memory", "used_memory");
+  q->reset();
+  run.cleanup();
+
+  auto c = run.connect();
+  const std::string zkey = "{dq:" + run.queue() + ":zset}";
+  const double zbefore = run.info("memory", "used_memory");
+  std::vector<std::string> hold;
+  for (size_t i = 0; i < a.jobs; i += 1000) {
+    std::vector<std::vector<std::string_view>> cmds;
+    hold.clear();
+    for (size_t k = i; k < std::min(a.jobs, i + 1000); ++k) {
+      hold.push_back(std::to_string(1700000000000000 + k * 997));
+      hold.push_back(ids(k));
+    }
+    for (size_t h = 0; h < hold.size(); h += 2) cmds.push_back({"ZADD", zkey, hold[h], hold[h + 1]});
+    if (!c->call_many(cmds)) RedisRun::die("ZADD failed");
+  }
+  const double zafter = run.info("memory", "used_memory");
+  (void)c->call({"DEL", zkey});
+  std::cout << "{\"peer\":\"delayq-redis\",\"workload\":\"redis-memory\",\"jobs\":" << a.jobs
+            << ",\"used_memory_before\":" << static_cast<uint64_t>(before)
+            << ",\"used_memory_after\":" << static_cast<uint64_t>(after)
+            << ",\"bytes_per_job\":" << num((after - before) / a.jobs)
+            << ",\"zset_bytes_per_entry\":" << num((zafter - zbefore) / a.jobs)
+            << ",\"params\":{\"body_bytes\":64,\"id_bytes\":6,\"shards\":" << a.shards
+            << run.server_params() << "}}" << std::endl;
+  return 0;
+}
+
+// wheel-vs-zset: the cost of one schedule and one claim, in-process against Redis.
+//   wheel_schedule / wheel_fire: delayq::TimingWheel, N entries due uniformly over 5000 ticks,
+//     then advance() over all of them (cost per fired entry). One thread, no locks.
+//   ping: one round trip, the floor under every Redis figure below.
+//   zadd / zpopmin: a bare sorted set, one command per round trip; *_pipelined: 100 per round
+//     trip (mostly the server's own cost).
+//   push_script: Queue::push of a job due in a moment (the push script: a ZADD plus the job's
+//     record, body, counters); push_script_batch100: push_batch of 100.
+//   claim_script: Queue::reserve of a due job (the claim script, which also moves due jobs from
+//     the delayed set to the ready line); ack_script: Queue::ack.
+// All Redis calls from one client thread on one connection.
+int run_wheel_vs_zset(const Args& a) {
+  const size_t n = a.jobs;
+  std::map<std::string, double> ns;
+  auto per_op = [&](const char* name, size_t ops, auto&& body) {
+    const Steady::time_point t0 = Steady::now();
+    body();
+    ns[name] = std::chrono::duration<double, std::nano>(Steady::now() - t0).count() / ops;
+  };
+
+  {
+    std::mt19937_64 rng(a.seed);
+    std::vector<uint64_t> due(n);
+    for (auto& d : due) d = 1 + rng() % 5000;
+    delayq::TimingWheel wheel(0);
+    per_op("wheel_schedule", n, [&] {
+      for (size_t i = 0; i < n; ++i) wheel.schedule(due[i], i);
+    });
+    uint64_t sum = 0;
+    per_op("wheel_fire", n, [&] {
+      wheel.advance(5001, [&](uint64_t payload, uint64_t) { sum += payload; });
+    });
+    if (sum != n * (n - 1) / 2) RedisRun::die("the wheel lost entries");
+  }
+
+  RedisRun run(a, "zset");
+  auto c = run.connect();
+  auto must = [](auto&& r) {
+    if (!r) RedisRun::die(r.status().to_string());
+    return std::move(*r);
+  };
+  const std::string zkey = "{dq:" + run.queue() + ":zset}";
+  std::vector<std::string> score(n), member(n);
+  std::mt19937_64 rng(a.seed);
+  for (size_t i = 0; i < n; ++i) {
+    score[i] = std::to_string(1700000000000000 + rng() % 5000000);
+    member[i] = std::to_string(i);
+  }
+  per_op("ping", n, [&] {
+    for (size_t i = 0; i < n; ++i) must(c->call({"PING"}));
+  });
+  per_op("zadd", n, [&] {
+    for (size_t i = 0; i < n; ++i) must(c->call({"ZADD", zkey, score[i], member[i]}));
+  });
+  per_op("zpopmin", n, [&] {
+    for (size_t i = 0; i < n; ++i) must(c->call({"ZPOPMIN", zkey}));
+  });
+  per_op("zadd_pipelined", n, [&] {
+    for (size_t i = 0; i < n; i += 100) {
+      std::vector<std::vector<std::string_view>> cmds;
+      for (size_t k = i; k < std::min(n, i + 100); ++k) cmds.push_back({"ZADD", zkey, score[k], member[k]});
+      must(c->call_many(cmds));
+    }
+  });
+  per_op("zpopmin_pipelined", n, [&] {
+    for (size_t i = 0; i < n; i += 100) {
+      std::vector<std::vector<std::string_view>> cmds(std::min<size_t>(100, n - i), {"ZPOPMIN", zkey});
+      must(c->call_many(cmds));
+    }
+  });
+  (void)c->call({"UNLINK", zkey});
+
+  Args one = a;
+  one.consumers = 1;
+  one.producers = 1;
+  one.connections = 1;
+  RedisRun qrun(one, "zsetq");
+  auto q = must(qrun.open(1));
+  const std::string body(64, 'x');
+  // Every job is due 2 s after the first push: by the time the claims start, all are due.
+  const delayq::TimePoint due = delayq::SystemClock::instance().now() + 2s;
+  per_op("push_script", n, [&] {
+    for (size_t i = 0; i < n; ++i)
+      must(q->push({.topic = "z", .id = "a" + member[i], .due_at = due, .body = body}));
+  });
+  per_op("push_script_batch100", n, [&] {
+    for (size_t i = 0; i < n; i += 100) {
+      std::vector<delayq::JobSpec> specs;
+      for (size_t k = i; k < std::min(n, i + 100); ++k)
+        specs.push_back({.topic = "z", .id = "b" + member[k], .due_at = due, .body = body});
+      for (auto& r : q->push_batch(std::move(specs))) must(r);
+    }
+  });
+  while (delayq::SystemClock::instance().now() < due + 10ms) std::this_thread::sleep_for(10ms);
+  std::vector<delayq::Token> tokens;
+  tokens.reserve(2 * n);
+  per_op("claim_script", 2 * n, [&] {
+    for (size_t i = 0; i < 2 * n; ++i) tokens.push_back(must(q->reserve("z", 0ms)).token);
+  });
+  per_op("ack_script", 2 * n, [&] {
+    for (const auto& t : tokens)
+      if (auto s = q->ack(t); !s.ok()) RedisRun::die(s.to_string());
+  });
+  q.reset();
+  qrun.cleanup();
+
+  std::cout << "{\"peer\":\"delayq-redis\",\"workload\":\"wheel-vs-zset\",\"jobs\":" << n
+            << ",\"ns_per_op\":{";
+  bool first = true;
+  for (const char* k : {"wheel_schedule", "wheel_fire", "ping", "zadd", "zpopmin",
+                        "zadd_pipelined", "zpopmin_pipelined", "push_script",
+                        "push_script_batch100", "claim_script", "ack_script"}) {
+    std::cout << (first ? "" : ",") << "\"" << k << "\":" << num(ns[k]);
+    first = false;
+  }
+  std::cout << "},\"ratios\":{\"push_script_vs_zadd\":" << num(ns["push_script"] / ns["zadd"])
+            << ",\"claim_script_vs_zpopmin\":" << num(ns["claim_script"] / ns["zpopmin"])
+            << ",\"zadd_vs_wheel_schedule\":" << num(ns["zadd"] / ns["wheel_schedule"])
+            << ",\"zpopmin_vs_wheel_fire\":" << num(ns["zpopmin"] / ns["wheel_fire"])
+            << ",\"push_script_vs_wheel_schedule\":" << num(ns["push_script"] / ns["wheel_schedule"])
+            << ",\"claim_script_vs_wheel_fire\":" << num(ns["claim_script"] / ns["wheel_fire"])
+            << "},\"params\":{\"body_bytes\":64,\"wheel_span_ticks\":5000,\"pipeline\":100"
+            << run.server_params() << "}}" << std::endl;
+  return 0;
+}
+
 int run_w2(const Args& a) {
   delayq::TimerService timers(std::chrono::milliseconds(a.tick_ms));
   const size_t n = a.jobs;
@@ -601,6 +904,8 @@ int main(int argc, char** argv) {
   if (a.workload == "W2") return run_w2(a);
   if (a.workload == "recovery") return run_recovery(a);
   if (a.workload == "reopen") return run_reopen(a);
+  if (a.workload == "redis-memory") return run_redis_memory(a);
+  if (a.workload == "wheel-vs-zset") return run_wheel_vs_zset(a);
   if (a.backend == "asio") return run_w1_asio(a);
   if (a.backend == "rocksdb-raw") return run_rocksdb_raw(a);
   return run_w1(a);

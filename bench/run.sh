@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Runs every benchmark behind docs/benchmarks.md on this machine and writes the raw results to
 # OUT_DIR (default bench-results/): the micro-benchmarks (JSON + plot) and the W1 / W2 workload
-# lines. Build first (./scripts/test.sh or cmake --build build).
+# lines. Build first (./scripts/test.sh or cmake --build build). SECTIONS="micro workloads store"
+# (the default) picks what to run; BUILD names the build directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
+sections=${SECTIONS:-micro workloads store}
+want() { [[ " $sections " == *" $1 "* ]]; }
 out=${1:-bench-results}
 mkdir -p "$out"
 {
@@ -12,13 +15,14 @@ mkdir -p "$out"
   echo "# git $(git rev-parse --short HEAD)"
 } | tee "$out/machine.txt"
 
-if [ -x "$build/bench/delayq-micro" ]; then
+if want micro && [ -x "$build/bench/delayq-micro" ]; then
   "$build/bench/delayq-micro" --benchmark_format=console --benchmark_out_format=json \
     --benchmark_out="$out/micro.json" | tee "$out/micro.txt"
   if command -v gnuplot >/dev/null; then bench/plot_micro.sh "$out/micro.json" "$out/micro.png"; fi
 fi
 
 bench="$build/bench/delayq-bench"
+if want workloads; then
 : >"$out/workloads.jsonl"
 run() { "$bench" "$@" 2>/dev/null | tee -a "$out/workloads.jsonl"; }
 for i in 1 2 3; do
@@ -30,6 +34,9 @@ for i in 1 2 3; do
   run --workload W2 --jobs 1000000 --delay-max 5
 done
 
+fi
+
+want store || exit 0
 # The durable store: W1 in each sync mode beside raw RocksDB doing the same writes (a Put per
 # push, a Put and a Delete per delivery, at the same moments) with the same sync setting and
 # threads, then recovery time and memory at 1 M and 5 M pending jobs.

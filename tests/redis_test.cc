@@ -349,6 +349,31 @@ TEST_F(RedisQueueTest, PushBatchReportsEachSpec) {
   EXPECT_TRUE(r[3].ok());
 }
 
+TEST_F(RedisQueueTest, BatchedClaimsKeepOrderAndCloseGivesKeptJobsBack) {
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < 6; ++i) specs.push_back({.topic = "cb", .id = "c" + std::to_string(i)});
+  for (auto& r : q_->push_batch(std::move(specs))) ASSERT_TRUE(r.ok()) << r.status().to_string();
+  RedisOptions o;
+  o.claim_batch = 4;
+  auto q = open(o).value();
+  for (int i = 0; i < 3; ++i) {
+    Delivery d = *q->reserve("cb", kLong);
+    EXPECT_EQ(d.id, "c" + std::to_string(i));
+    EXPECT_TRUE(q->ack(d.token).ok());
+  }
+  // c3 is kept by `q` (taken with c0..c2); closing gives it back as a failed attempt (a nack
+  // of delay 0), so it joins the back of the line.
+  q.reset();
+  std::vector<std::string> rest;
+  for (int i = 3; i < 6; ++i) {
+    Delivery d = take("cb");
+    rest.push_back(d.id);
+    EXPECT_EQ(d.attempt, d.id == "c3" ? 2u : 1u) << d.id;
+    EXPECT_TRUE(q_->ack(d.token).ok());
+  }
+  EXPECT_EQ(rest, (std::vector<std::string>{"c4", "c5", "c3"}));
+}
+
 TEST_F(RedisQueueTest, AnEarlierPushWakesAConsumerSleepingUntilALaterDeadline) {
   // No sweep to speak of: only the wake message can end this wait early.
   RedisOptions o;

@@ -31,7 +31,9 @@ namespace delayq {
 
 struct RedisOptions {
   // Where the server is: "unix:///path/to/redis.sock" or "redis://host:port" (port 6379 if left
-  // out). No TLS or AUTH yet.
+  // out). No TLS or AUTH yet. For a Redis Cluster, any one node: open_redis() finds out that it
+  // is one (CLUSTER INFO), reads the slot map and reaches every master by itself, following
+  // MOVED and ASK as slots move (docs/redis.md, "Sharding and Redis Cluster").
   std::string url;
   // The queue's name: every key of the queue starts with "{dq:<queue>:". 1 to 64 bytes, no '{',
   // '}' or ':' so that the hash tag stays the queue's own.
@@ -61,11 +63,21 @@ struct RedisOptions {
   // Waiting consumers look again at least this often, in case a wake-up message was lost
   // (a broken subscription, a server restart). Wake-ups normally come from the server at once.
   Duration sweep = std::chrono::seconds(1);
+  // Jobs one reserve() may take from the server at once (1 to 1000). With more than 1, a
+  // reserve() of one topic that finds several ready jobs takes up to this many in one script run
+  // and keeps the rest in this client, leased already, for the next reserve() calls of the same
+  // topic: far fewer round trips and script runs per job, at a price. The lease of a kept job
+  // runs from when it was taken, so a caller gets less of its ttr (a kept job whose lease is
+  // more than half gone is given back with nack(0), which counts as a failed attempt), and
+  // close() gives back the kept jobs the same way. Keep it small, and at 1 when consumers are
+  // slow or ttr is short.
+  uint32_t claim_batch = 1;
   // Seed for retry jitter; 0 picks one at random.
   uint64_t seed = 0;
 };
 
-// Connects, checks the options and the queue's shard count, and loads the scripts.
+// Connects (to every master of a cluster), checks the options and the queue's shard count, and
+// loads the scripts.
 // Errors: invalid_argument (a bad option, named in the message; a shard count that differs from
 // the queue's), unavailable (the server cannot be reached or refused the scripts).
 Result<std::unique_ptr<Queue>> open_redis(const RedisOptions& options);

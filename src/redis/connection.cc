@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <thread>
 
 #include "common/format.h"
 
@@ -297,10 +298,16 @@ void Node::release(std::unique_ptr<Connection> c) {
   cv_.notify_one();
 }
 
-Result<Reply> Node::command(const std::vector<std::string_view>& argv) {
+Result<Reply> Node::command(const std::vector<std::string_view>& argv, bool asking) {
   Result<std::unique_ptr<Connection>> c = acquire();
   if (!c) return c.status();
-  Result<Reply> r = (*c)->call(argv);
+  Result<Reply> r = Status();
+  if (asking) {
+    Result<std::vector<Reply>> both = (*c)->call_many({{"ASKING"}, argv});
+    r = both ? Result<Reply>(std::move(both->back())) : Result<Reply>(both.status());
+  } else {
+    r = (*c)->call(argv);
+  }
   release(std::move(*c));
   return r;
 }
@@ -310,42 +317,35 @@ std::string Node::sha(size_t script) {
   return shas_[script];
 }
 
-Status Node::script_error(size_t script, const Reply& r) const {
-  // A server that is starting, busy, read-only (a replica) or moving slots may take the call
-  // later; anything else (out of memory under noeviction, a script error) is a failed write.
-  bool later = false;
-  for (const char* p : {"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
-                        "MOVED", "ASK"})
-    later = later || r.str.starts_with(p);
-  return Status(later ? Errc::unavailable : Errc::io_error,
-                "redis at " + ep_.url + " failed the script '" + (*scripts_)[script].name +
-                    "': " + r.str);
-}
-
-Result<Reply> Node::eval(size_t script, const std::vector<std::string>& keys,
-                         const std::vector<std::string>& args) {
-  Result<std::vector<Reply>> r = eval_many(script, {{keys, args}});
-  if (!r) return r.status();
-  return std::move(r->front());
-}
-
-Result<std::vector<Reply>> Node::eval_many(
-    size_t script,
-    const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls) {
+Result<std::vector<Reply>> Node::eval_raw(size_t script, const std::vector<const ScriptCall*>& calls,
+                                          bool asking) {
   Result<std::unique_ptr<Connection>> c = acquire();
   if (!c) return c.status();
   std::string hash = sha(script);
   std::vector<std::string> nkeys;
   std::vector<std::vector<std::string_view>> cmds;
   nkeys.reserve(calls.size());
-  for (const auto& [keys, args] : calls) {
+  cmds.reserve(calls.size() * (asking ? 2 : 1));
+  for (const ScriptCall* call : calls) {
+    const auto& [keys, args] = *call;
+    if (asking) cmds.push_back({"ASKING"});
     nkeys.push_back(std::to_string(keys.size()));
     std::vector<std::string_view> argv{"EVALSHA", hash, nkeys.back()};
+    argv.reserve(3 + keys.size() + args.size());
     for (const std::string& k : keys) argv.push_back(k);
     for (const std::string& a : args) argv.push_back(a);
     cmds.push_back(std::move(argv));
   }
-  Result<std::vector<Reply>> r = (*c)->call_many(cmds);
+  auto send = [&]() -> Result<std::vector<Reply>> {
+    Result<std::vector<Reply>> r = (*c)->call_many(cmds);
+    if (!r || !asking) return r;
+    // Drop the replies to ASKING (+OK), one before each call.
+    std::vector<Reply> out;
+    out.reserve(calls.size());
+    for (size_t i = 1; i < r->size(); i += 2) out.push_back(std::move((*r)[i]));
+    return out;
+  };
+  Result<std::vector<Reply>> r = send();
   // NOSCRIPT: the server lost its script cache while this connection stayed up (SCRIPT FLUSH).
   // Nothing ran, as every call of the batch runs the same script: load and send again.
   if (r && !r->empty() && r->front().is_error() && r->front().str.starts_with("NOSCRIPT")) {
@@ -354,13 +354,268 @@ Result<std::vector<Reply>> Node::eval_many(
       return s;
     }
     hash = sha(script);
-    for (auto& argv : cmds) argv[1] = hash;
-    r = (*c)->call_many(cmds);
+    for (auto& argv : cmds)
+      if (argv.size() > 1) argv[1] = hash;
+    r = send();
   }
   release(std::move(*c));
+  return r;
+}
+
+// ---- key slots ----
+
+namespace {
+
+// CRC16-CCITT as Redis Cluster uses it (XMODEM: polynomial 0x1021, initial value 0, no
+// reflection), one bit at a time: keys are short, and a shard computes its slot once.
+uint16_t crc16(std::string_view s) {
+  uint16_t crc = 0;
+  for (unsigned char c : s) {
+    crc ^= static_cast<uint16_t>(c) << 8;
+    for (int b = 0; b < 8; ++b)
+      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
+  }
+  return crc;
+}
+
+// "host:port" of a redirection or a slot map entry; an empty host means "the node that said it".
+bool parse_address(std::string_view addr, std::string& host, int& port) {
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  const std::string_view p = addr.substr(colon + 1);
+  const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  if (ec != std::errc() || end != p.data() + p.size() || port <= 0 || port > 65535) return false;
+  host = std::string(addr.substr(0, colon));
+  return true;
+}
+
+}  // namespace
+
+uint16_t key_slot(std::string_view key) {
+  if (const size_t open = key.find('{'); open != std::string_view::npos) {
+    const size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1)
+      key = key.substr(open + 1, close - open - 1);
+  }
+  return crc16(key) & 16383;
+}
+
+// ---- Router ----
+
+Router::Router(Endpoint seed, NodeOptions opt, const std::vector<Script>* scripts)
+    : seed_ep_(seed), opt_(opt), scripts_(scripts), seed_(std::move(seed), opt, scripts) {
+  for (auto& s : slots_) s.store(&seed_, std::memory_order_relaxed);
+}
+
+Router::~Router() { close(); }
+
+void Router::close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    for (auto& [name, node] : nodes_) node->close();
+  }
+  seed_.close();
+}
+
+Status Router::start() {
+  Result<Reply> info = seed_.command({"CLUSTER", "INFO"});
+  if (!info) return info.status();
+  // A server without cluster support answers with an error ("cluster support disabled").
+  if (info->is_error()) return {};
+  cluster_ = true;
+  for (auto& s : slots_) s.store(nullptr, std::memory_order_relaxed);
+  refresh(&seed_, /*force=*/true);
+  for (auto& s : slots_)
+    if (s.load(std::memory_order_relaxed) != nullptr) return {};
+  return Status(Errc::unavailable, "redis cluster at " + seed_ep_.url +
+                                       " serves no slots (CLUSTER SLOTS is empty: is the cluster "
+                                       "set up?)");
+}
+
+Node* Router::node_for(const std::string& host, int port) {
+  const std::string name = host + ":" + std::to_string(port);
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it != nodes_.end()) return it->second.get();
+  Endpoint ep;
+  ep.host = host;
+  ep.port = port;
+  ep.url = "redis://" + name;
+  auto node = std::make_unique<Node>(std::move(ep), opt_, scripts_);
+  if (closed_) node->close();
+  Node* raw = node.get();
+  nodes_.emplace(name, std::move(node));
+  return raw;
+}
+
+Node* Router::owner(uint16_t slot) const { return slots_[slot].load(std::memory_order_acquire); }
+
+std::vector<Endpoint> Router::endpoints() {
+  std::vector<Endpoint> out{seed_ep_};
+  std::lock_guard lock(mu_);
+  for (Node* n : masters_) out.push_back(n->endpoint());
+  return out;
+}
+
+void Router::refresh(Node* first, bool force) {
+  using Steady = std::chrono::steady_clock;
+  std::lock_guard one(refresh_mu_);
+  std::vector<Node*> ask{first};
+  {
+    std::lock_guard lock(mu_);
+    if (!force && Steady::now() - last_refresh_ < std::chrono::milliseconds(100)) return;
+    for (Node* n : masters_)
+      if (n != first) ask.push_back(n);
+  }
+  if (first != &seed_) ask.push_back(&seed_);
+  for (Node* n : ask) {
+    Result<Reply> r = n->command({"CLUSTER", "SLOTS"});
+    if (!r || r->type != Reply::Type::array) continue;
+    // Each entry: start, end, then the master {host, port, id, ...}, then its replicas.
+    std::vector<std::pair<std::pair<int64_t, int64_t>, Node*>> ranges;
+    std::vector<Node*> masters;
+    for (const Reply& e : r->elements) {
+      if (e.elements.size() < 3 || e.elements[2].elements.size() < 2) continue;
+      const int64_t lo = e.elements[0].as_int(-1), hi = e.elements[1].as_int(-1);
+      std::string host = e.elements[2].elements[0].str;
+      const int64_t port = e.elements[2].elements[1].as_int(-1);
+      if (lo < 0 || hi > 16383 || lo > hi || port <= 0 || port > 65535) continue;
+      // An unknown address ("" or "?") is the node that answered, reached as we reach it.
+      if (host.empty() || host == "?") host = n->endpoint().host.empty() ? "127.0.0.1" : n->endpoint().host;
+      Node* m = node_for(host, static_cast<int>(port));
+      ranges.push_back({{lo, hi}, m});
+      if (std::find(masters.begin(), masters.end(), m) == masters.end()) masters.push_back(m);
+    }
+    if (ranges.empty()) continue;
+    // Slots missing from the map keep their last owner: the call will say where they went.
+    for (const auto& [range, m] : ranges)
+      for (int64_t s = range.first; s <= range.second; ++s)
+        slots_[static_cast<size_t>(s)].store(m, std::memory_order_release);
+    std::lock_guard lock(mu_);
+    masters_ = std::move(masters);
+    last_refresh_ = Steady::now();
+    return;
+  }
+}
+
+Result<std::vector<Reply>> Router::route(uint16_t slot, size_t n, const Send& send) {
+  using Steady = std::chrono::steady_clock;
+  std::vector<Reply> out(n);
+  std::vector<size_t> todo(n);
+  for (size_t i = 0; i < n; ++i) todo[i] = i;
+  const Steady::time_point deadline = Steady::now() + opt_.call_timeout;
+  Duration pause = std::chrono::milliseconds(1);
+  Node* ask = nullptr;
+  for (;;) {
+    Node* node = ask ? ask : owner(slot);
+    if (node == nullptr) {
+      refresh(nullptr, /*force=*/false);
+      node = owner(slot);
+      if (node == nullptr)
+        return Status(Errc::unavailable, "no node of the redis cluster at " + seed_ep_.url +
+                                             " serves slot " + std::to_string(slot));
+    }
+    Result<std::vector<Reply>> r = send(*node, todo, ask != nullptr);
+    if (!r) {
+      // Perhaps a failover: the next call may find the slot elsewhere.
+      if (cluster_) refresh(nullptr, /*force=*/false);
+      return r.status();
+    }
+    if (!cluster_) {
+      for (size_t k = 0; k < todo.size(); ++k) out[todo[k]] = std::move((*r)[k]);
+      return out;
+    }
+    std::vector<size_t> again;
+    Node* moved = nullptr;
+    Node* next_ask = nullptr;
+    bool later = false;
+    for (size_t k = 0; k < todo.size(); ++k) {
+      Reply& rep = (*r)[k];
+      const size_t i = todo[k];
+      out[i] = std::move(rep);
+      const Reply& e = out[i];
+      if (!e.is_error()) continue;
+      const bool is_moved = e.str.starts_with("MOVED "), is_ask = e.str.starts_with("ASK ");
+      if (is_moved || is_ask) {
+        // "MOVED <slot> <host>:<port>"
+        std::string host;
+        int port = 0;
+        const size_t sp = e.str.rfind(' ');
+        if (sp == std::string::npos || !parse_address(std::string_view(e.str).substr(sp + 1), host, port))
+          continue;  // unreadable: the error stands
+        if (host.empty()) host = node->endpoint().host.empty() ? "127.0.0.1" : node->endpoint().host;
+        Node* target = node_for(host, port);
+        if (is_moved) {
+          slots_[slot].store(target, std::memory_order_release);
+          moved = node;
+        } else {
+          next_ask = target;
+        }
+        again.push_back(i);
+      } else if (e.str.starts_with("TRYAGAIN") || e.str.starts_with("CLUSTERDOWN")) {
+        later = true;
+        again.push_back(i);
+      }
+    }
+    if (again.empty()) return out;
+    if (Steady::now() >= deadline) return out;  // the last error replies stand
+    if (moved) refresh(owner(slot), /*force=*/false);
+    if (later && next_ask == nullptr && moved == nullptr) {
+      std::this_thread::sleep_for(pause);
+      pause = std::min<Duration>(pause * 2, std::chrono::milliseconds(50));
+    }
+    ask = next_ask;
+    todo = std::move(again);
+  }
+}
+
+Status Router::script_error(size_t script, const std::string& url, const Reply& r) const {
+  // A server that is starting, busy, read-only (a replica) or moving slots may take the call
+  // later; anything else (out of memory under noeviction, a script error) is a failed write.
+  bool later = false;
+  for (const char* p : {"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
+                        "MOVED", "ASK"})
+    later = later || r.str.starts_with(p);
+  return Status(later ? Errc::unavailable : Errc::io_error,
+                "redis at " + url + " failed the script '" + (*scripts_)[script].name +
+                    "': " + r.str);
+}
+
+Result<Reply> Router::command(uint16_t slot, const std::vector<std::string_view>& argv) {
+  Result<std::vector<Reply>> r =
+      route(slot, 1, [&](Node& node, const std::vector<size_t>&, bool asking) -> Result<std::vector<Reply>> {
+        Result<Reply> one = node.command(argv, asking);
+        if (!one) return one.status();
+        return std::vector<Reply>{std::move(*one)};
+      });
   if (!r) return r.status();
+  return std::move(r->front());
+}
+
+Result<Reply> Router::eval(uint16_t slot, size_t script, std::vector<std::string> keys,
+                           std::vector<std::string> args) {
+  std::vector<ScriptCall> one;
+  one.emplace_back(std::move(keys), std::move(args));
+  Result<std::vector<Reply>> r = eval_many(slot, script, one);
+  if (!r) return r.status();
+  return std::move(r->front());
+}
+
+Result<std::vector<Reply>> Router::eval_many(uint16_t slot, size_t script,
+                                             const std::vector<ScriptCall>& calls) {
+  std::string url = seed_ep_.url;
+  Result<std::vector<Reply>> r =
+      route(slot, calls.size(), [&](Node& node, const std::vector<size_t>& todo, bool asking) {
+        std::vector<const ScriptCall*> some;
+        some.reserve(todo.size());
+        for (size_t i : todo) some.push_back(&calls[i]);
+        url = node.endpoint().url;
+        return node.eval_raw(script, some, asking);
+      });
+  if (!r) return r;
   for (const Reply& one : *r)
-    if (one.is_error()) return script_error(script, one);
+    if (one.is_error()) return script_error(script, url, one);
   return r;
 }
 

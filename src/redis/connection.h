@@ -1,19 +1,21 @@
-// The Redis connection layer of the Redis backend: replies as plain values, one connection, and
-// a Node (the pooled connections to one server, with reconnect and backoff, and the scripts
-// loaded on each). hiredis stays inside connection.cc.
-//
-// Cluster routing is meant to slot in above Node: one Node per cluster node and a shard -> node
-// map in the queue, refreshed from CLUSTER SLOTS when a call answers MOVED/ASK. Nothing here
-// assumes a single server except that the queue builds exactly one Node today.
+// The Redis connection layer of the Redis backend: replies as plain values, one connection, a
+// Node (the pooled connections to one server, with reconnect and backoff, and the scripts loaded
+// on each) and a Router (which Node serves a hash slot: one Node for a single server, one per
+// master of a Redis Cluster, following MOVED / ASK / TRYAGAIN). hiredis stays inside
+// connection.cc.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "delayq/error.h"
@@ -83,6 +85,9 @@ struct Script {
   std::string source;
 };
 
+// The keys and arguments of one script call.
+using ScriptCall = std::pair<std::vector<std::string>, std::vector<std::string>>;
+
 struct NodeOptions {
   uint32_t connections = 4;
   Duration connect_timeout = std::chrono::seconds(2);
@@ -100,16 +105,15 @@ class Node {
   Node(Endpoint ep, NodeOptions opt, const std::vector<Script>* scripts);
   ~Node();
 
-  // Runs a plain command. Errors: unavailable (see Connection::call), closed after close().
-  Result<Reply> command(const std::vector<std::string_view>& argv);
-  // EVALSHA of scripts[script] with the given keys and arguments.
-  Result<Reply> eval(size_t script, const std::vector<std::string>& keys,
-                     const std::vector<std::string>& args);
-  // Several EVALSHAs of one script, pipelined on one connection: one reply per call, in
-  // order. Errors as eval(); a failure fails the whole batch (some calls may have taken effect).
-  Result<std::vector<Reply>> eval_many(
-      size_t script,
-      const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>& calls);
+  // Runs a plain command; `asking` sends ASKING first (the target of an ASK redirection). An
+  // error reply is a Reply. Errors: unavailable (see Connection::call), closed after close().
+  Result<Reply> command(const std::vector<std::string_view>& argv, bool asking = false);
+  // EVALSHAs of scripts[script], pipelined on one connection: one reply per call, in order,
+  // error replies included (NOSCRIPT is handled here: the scripts are loaded again and the
+  // batch resent). `asking`: ASKING before each call. A transport failure fails the whole
+  // batch (some calls may have taken effect).
+  Result<std::vector<Reply>> eval_raw(size_t script, const std::vector<const ScriptCall*>& calls,
+                                      bool asking);
   // Fails new calls with `closed` from now on.
   void close();
   const Endpoint& endpoint() const { return ep_; }
@@ -120,7 +124,6 @@ class Node {
   void release(std::unique_ptr<Connection> c);
   Status load_scripts(Connection& c);
   std::string sha(size_t script);
-  Status script_error(size_t script, const Reply& r) const;
 
   Endpoint ep_;
   NodeOptions opt_;
@@ -135,6 +138,79 @@ class Node {
   std::chrono::steady_clock::time_point next_attempt_{};
   Duration backoff_{0};
   std::string last_error_;
+};
+
+// The hash slot of a key, as Redis Cluster computes it: CRC16 (XMODEM) of the key's hash tag
+// (the bytes between the first '{' and the next '}', when not empty) or of the whole key,
+// modulo 16384.
+uint16_t key_slot(std::string_view key);
+
+// Which Node serves a hash slot. Thread-safe.
+//
+// A single server: one Node for every slot. A Redis Cluster (detected by start() with CLUSTER
+// INFO on the given node): one Node per master, found with CLUSTER SLOTS, and a slot table that
+// every call reads without a lock. A call is sent to its slot's node and its reply examined:
+//  - MOVED slot host:port: the slot has a new owner. The table takes it at once, the whole map
+//    is read again (at most once per 100 ms: a reshard moves many slots), and the call is sent
+//    to the new owner.
+//  - ASK host:port: the slot is being migrated and the call's keys are not all here. The call
+//    goes to the named node once, preceded by ASKING; the table is left alone.
+//  - TRYAGAIN (a multi-key call during a migration, with the keys split between the nodes) and
+//    CLUSTERDOWN (a failover in progress): the call is sent again after a short pause.
+// A call keeps at this for up to the call timeout, then its last error reply stands (the queue
+// reports it as unavailable). A redirected call never ran, so resending it is always safe.
+class Router {
+ public:
+  // `scripts` must outlive the router.
+  Router(Endpoint seed, NodeOptions opt, const std::vector<Script>* scripts);
+  ~Router();
+
+  // Connects to the seed and, if it is a cluster node, reads the slot map. Errors: unavailable.
+  Status start();
+  bool cluster() const { return cluster_; }
+
+  // A plain command about keys of `slot` (errors as Node::command).
+  Result<Reply> command(uint16_t slot, const std::vector<std::string_view>& argv);
+  // EVALSHA of scripts[script] with keys of `slot`. An error reply fails the call: unavailable
+  // if the server may take it later (loading, busy, read-only, a cluster reconfiguring), else
+  // io_error.
+  Result<Reply> eval(uint16_t slot, size_t script, std::vector<std::string> keys,
+                     std::vector<std::string> args);
+  // Several EVALSHAs of one script about keys of `slot`, pipelined: one reply per call, in
+  // order. Errors as eval(); a failure fails the whole batch (some calls may have taken effect).
+  Result<std::vector<Reply>> eval_many(uint16_t slot, size_t script,
+                                       const std::vector<ScriptCall>& calls);
+
+  // The servers known: the seed, then (cluster) every master of the last slot map. The
+  // subscriber picks one of these.
+  std::vector<Endpoint> endpoints();
+  // Fails new calls with `closed` from now on.
+  void close();
+
+ private:
+  // Sends the calls `todo` (indexes into the batch) to `node`; one reply per index.
+  using Send = std::function<Result<std::vector<Reply>>(Node&, const std::vector<size_t>&, bool)>;
+  Result<std::vector<Reply>> route(uint16_t slot, size_t n, const Send& send);
+  Node* node_for(const std::string& host, int port);  // found or created
+  Node* owner(uint16_t slot) const;
+  // Reads CLUSTER SLOTS from `first` (or any node that answers) into the table. Skipped when
+  // the last refresh is younger than 100 ms, unless `force`.
+  void refresh(Node* first, bool force);
+  Status script_error(size_t script, const std::string& url, const Reply& r) const;
+
+  Endpoint seed_ep_;
+  NodeOptions opt_;
+  const std::vector<Script>* scripts_;
+  Node seed_;
+  bool cluster_ = false;
+  std::array<std::atomic<Node*>, 16384> slots_{};
+
+  std::mutex mu_;  // nodes_ and refresh times
+  std::unordered_map<std::string, std::unique_ptr<Node>> nodes_;  // by "host:port"; never erased
+  std::vector<Node*> masters_;  // of the last slot map
+  std::chrono::steady_clock::time_point last_refresh_{};
+  std::mutex refresh_mu_;  // one refresh at a time
+  bool closed_ = false;
 };
 
 }  // namespace delayq::redis

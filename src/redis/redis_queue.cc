@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <list>
 #include <random>
 #include <thread>
@@ -104,7 +105,7 @@ class RedisQueue final : public Queue {
   RedisQueue(const RedisOptions& opt, Endpoint ep)
       : opt_(opt),
         rules_(Limits{opt.max_delay, opt.max_body_bytes, opt.default_ttr, opt.default_retry}),
-        node_(std::move(ep),
+        router_(std::move(ep),
               NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout,
                           opt.reconnect_min, opt.reconnect_max},
               &scripts()) {
@@ -120,7 +121,7 @@ class RedisQueue final : public Queue {
       sh.wake = sh.tag + ":wake";
       for (const char* k : {":jobs", ":body", ":seq", ":fence", ":topics", ":stats"})
         sh.base.push_back(sh.tag + k);
-      sh.node = &node_;  // one server; a cluster would map each shard to its slot's node
+      sh.slot = key_slot(sh.tag);  // in a cluster, the slot's node holds the shard
       shards_.push_back(std::move(sh));
     }
   }
@@ -138,9 +139,11 @@ class RedisQueue final : public Queue {
 
   // Checks the queue's shard count and starts the listener threads.
   Status start() {
-    Result<Reply> r = node_.command({"HSETNX", meta_key(), "shards", std::to_string(opt_.shards)});
+    if (Status s = router_.start(); !s.ok()) return s;
+    const uint16_t meta_slot = shards_[0].slot;
+    Result<Reply> r = router_.command(meta_slot, {"HSETNX", meta_key(), "shards", std::to_string(opt_.shards)});
     if (!r) return r.status();
-    Result<Reply> got = node_.command({"HGET", meta_key(), "shards"});
+    Result<Reply> got = router_.command(meta_slot, {"HGET", meta_key(), "shards"});
     if (!got) return got.status();
     if (got->as_int(-1) != static_cast<int64_t>(opt_.shards))
       return Status(Errc::invalid_argument,
@@ -159,7 +162,7 @@ class RedisQueue final : public Queue {
       if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) return s;
       const Shard& sh = shard_for(spec.id);
       auto [k, args] = push_call(sh, spec);
-      Result<Reply> r = sh.node->eval(kPush, k, args);
+      Result<Reply> r = router_.eval(sh.slot, kPush, k, args);
       if (!r) return r.status();
       const int64_t code = code_of(*r);
       if (code == kOk) {
@@ -173,16 +176,18 @@ class RedisQueue final : public Queue {
     }
   }
 
-  // The specs that pass the checks go to the server in one pipelined batch per shard (one round
-  // trip, each push still its own script run). A generated id that turns out to be taken is
-  // pushed again on its own with the next id.
+  // The specs that pass the checks go to the server grouped by shard and topic: one push_many
+  // script run per group of up to kBatch jobs (a few commands for the whole group instead of a
+  // few per job), the runs of a shard pipelined (one round trip). A generated id that turns out
+  // to be taken is pushed again on its own with the next id.
   std::vector<Result<std::string>> push_batch(std::vector<JobSpec> specs) override {
+    constexpr size_t kBatch = 100;
     std::vector<Result<std::string>> out(specs.size(), closed_error());
     if (closed_.load()) return out;
-    using Call = std::pair<std::vector<std::string>, std::vector<std::string>>;
-    std::vector<std::vector<Call>> calls(shards_.size());
-    std::vector<std::vector<size_t>> index(shards_.size());  // spec of each call
     std::vector<bool> generated(specs.size());
+    // Per shard: the groups of specs, by topic, each at most kBatch long.
+    std::vector<std::vector<std::vector<size_t>>> groups(shards_.size());
+    std::vector<std::unordered_map<std::string_view, size_t>> open_group(shards_.size());
     for (size_t i = 0; i < specs.size(); ++i) {
       JobSpec& spec = specs[i];
       generated[i] = spec.id.empty();
@@ -192,32 +197,49 @@ class RedisQueue final : public Queue {
         continue;
       }
       const size_t sh = shard_index(spec.id);
-      calls[sh].push_back(push_call(shards_[sh], spec));
-      index[sh].push_back(i);
+      auto [it, fresh] = open_group[sh].try_emplace(spec.topic, groups[sh].size());
+      if (fresh || groups[sh][it->second].size() == kBatch) {
+        it->second = groups[sh].size();
+        groups[sh].emplace_back();
+      }
+      groups[sh][it->second].push_back(i);
     }
     for (size_t sh = 0; sh < shards_.size(); ++sh) {
-      if (calls[sh].empty()) continue;
-      Result<std::vector<Reply>> r = shards_[sh].node->eval_many(kPush, calls[sh]);
-      for (size_t c = 0; c < calls[sh].size(); ++c) {
-        const size_t i = index[sh][c];
-        JobSpec& spec = specs[i];
-        spec.body = std::move(calls[sh][c].second[kBodyArg]);
-        if (!r) {
-          out[i] = r.status();
-          continue;
-        }
-        const Reply& reply = (*r)[c];
-        const int64_t code = code_of(reply);
-        if (code == kOk) {
-          remember_topic(spec.id, spec.topic);
-          out[i] = spec.id;
-        } else if (code == kDuplicateId && reply.elements.size() >= 2) {
-          if (generated[i]) spec.id.clear();  // draw another
-          out[i] = generated[i] ? push(std::move(spec))
-                             : Result<std::string>(rules_.duplicate(
-                                   spec.id, to_state(reply.elements[1].as_int())));
-        } else {
-          out[i] = bad_reply("push");
+      if (groups[sh].empty()) continue;
+      std::vector<ScriptCall> calls;
+      for (const std::vector<size_t>& g : groups[sh]) {
+        const std::string& topic = specs[g.front()].topic;
+        std::vector<std::string> args = common_args(shards_[sh]);
+        args.push_back(topic);
+        args.push_back(std::to_string(g.size()));
+        for (size_t i : g) add_job_args(specs[i], /*with_topic=*/false, args);
+        calls.emplace_back(keys(shards_[sh], topic), std::move(args));
+      }
+      Result<std::vector<Reply>> r = router_.eval_many(shards_[sh].slot, kPushMany, calls);
+      for (size_t c = 0; c < groups[sh].size(); ++c) {
+        const std::vector<size_t>& g = groups[sh][c];
+        const bool well_formed = r && (*r)[c].elements.size() == g.size() + 1;
+        for (size_t k = 0; k < g.size(); ++k) {
+          const size_t i = g[k];
+          JobSpec& spec = specs[i];
+          if (!r) {
+            out[i] = r.status();
+            continue;
+          }
+          if (!well_formed) {
+            out[i] = bad_reply("push_many");
+            continue;
+          }
+          const int64_t state = (*r)[c].elements[k + 1].as_int(-2);
+          if (state == -1) {
+            remember_topic(spec.id, spec.topic);
+            out[i] = spec.id;
+          } else if (generated[i]) {
+            spec.id.clear();  // draw another
+            out[i] = push(std::move(spec));
+          } else {
+            out[i] = rules_.duplicate(spec.id, to_state(state));
+          }
         }
       }
     }
@@ -311,7 +333,7 @@ class RedisQueue final : public Queue {
     for (const Shard& sh : shards_) {
       std::vector<std::string> args = common_args(sh);
       args.push_back(lim);
-      Result<Reply> r = sh.node->eval(kListDead, keys(sh, topic), args);
+      Result<Reply> r = router_.eval(sh.slot, kListDead, keys(sh, topic), args);
       if (!r) return r.status();
       std::vector<Reply>& e = r->elements;
       for (size_t i = 1; i + 8 <= e.size(); i += 8) all.push_back(info_at(e, i, std::string(topic)));
@@ -340,7 +362,7 @@ class RedisQueue final : public Queue {
   Stats stats() override {
     Stats st;
     for (const Shard& sh : shards_) {
-      Result<Reply> names = sh.node->command({"HKEYS", sh.tag + ":topics"});
+      Result<Reply> names = router_.command(sh.slot, {"HKEYS", sh.tag + ":topics"});
       if (!names) continue;  // stats() cannot fail: an unreachable shard counts nothing
       std::vector<std::string> topics;
       for (const Reply& n : names->elements) topics.push_back(n.str);
@@ -351,7 +373,7 @@ class RedisQueue final : public Queue {
         for (size_t i = from; i < to; ++i) add_topic_keys(sh, topics[i], k);
         std::vector<std::string> args = common_args(sh);
         args.push_back(std::to_string(to - from));
-        Result<Reply> r = sh.node->eval(kStats, k, args);
+        Result<Reply> r = router_.eval(sh.slot, kStats, k, args);
         if (!r || r->elements.size() != to - from + 2) break;
         for (size_t i = from; i < to; ++i) {
           const std::vector<Reply>& c = r->elements[1 + i - from].elements;
@@ -383,7 +405,8 @@ class RedisQueue final : public Queue {
       std::lock_guard lock(listen_mu_);
       if (listen_conn_ != nullptr) listen_conn_->shutdown();
     }
-    node_.close();
+    give_back_kept();
+    router_.close();
     // The async thread finishes its waiters with `closed` and ends; it cannot join itself.
     if (std::this_thread::get_id() != async_thread_.get_id()) join_threads();
   }
@@ -404,7 +427,7 @@ class RedisQueue final : public Queue {
     std::string tag;                // "{dq:<queue>:<n>}": the hash tag of every key of the shard
     std::string wake;               // the wake channel
     std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats
-    Node* node = nullptr;
+    uint16_t slot = 0;              // the hash slot of `tag`
   };
 
   struct AsyncWaiter {
@@ -433,11 +456,19 @@ class RedisQueue final : public Queue {
   static constexpr size_t kBodyArg = 5;
   std::pair<std::vector<std::string>, std::vector<std::string>> push_call(const Shard& sh,
                                                                           JobSpec& spec) {
-    const RetryPolicy& p = spec.retry ? *spec.retry : opt_.default_retry;
     std::vector<std::string> args = common_args(sh);
+    add_job_args(spec, /*with_topic=*/true, args);
+    return {keys(sh, spec.topic), std::move(args)};
+  }
+
+  // A job's arguments, as push (with_topic) and push_many (without, and with the number of
+  // delays before them) take them: id, [topic], body (moved out of the spec), delay, due_at, ttr,
+  // the retry policy.
+  void add_job_args(JobSpec& spec, bool with_topic, std::vector<std::string>& args) const {
+    const RetryPolicy& p = spec.retry ? *spec.retry : opt_.default_retry;
     args.push_back(spec.id);
-    args.push_back(spec.topic);
-    args.push_back(std::move(spec.body));  // kBodyArg
+    if (with_topic) args.push_back(spec.topic);
+    args.push_back(std::move(spec.body));
     args.push_back(spec.delay ? std::to_string(ceil_us(*spec.delay)) : "");
     args.push_back(spec.due_at ? std::to_string(ceil_us(*spec.due_at)) : "");
     args.push_back(std::to_string(ceil_us(spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr)));
@@ -447,8 +478,8 @@ class RedisQueue final : public Queue {
     args.push_back(num(p.factor));
     args.push_back(std::to_string(ceil_us(p.cap)));
     args.push_back(num(p.jitter));
+    if (!with_topic) args.push_back(std::to_string(p.delays.size()));
     for (Duration d : p.delays) args.push_back(std::to_string(ceil_us(d)));
-    return {keys(sh, spec.topic), std::move(args)};
   }
 
   static void add_topic_keys(const Shard& sh, std::string_view topic, std::vector<std::string>& k) {
@@ -493,8 +524,11 @@ class RedisQueue final : public Queue {
   // Runs a script about one job. Script refusals become Statuses in the engine's words; the
   // raw refusal stays in refused_/refusal_ (thread-local) for callers that need its details.
   Result<Reply> by_id(size_t script, std::string_view id, std::vector<std::string> extra) {
-    refused_ = Status();
     if (closed_.load()) return closed_error();
+    return by_id_unchecked(script, id, std::move(extra));
+  }
+  Result<Reply> by_id_unchecked(size_t script, std::string_view id, std::vector<std::string> extra) {
+    refused_ = Status();
     const Shard& sh = shard_for(id);
     std::string topic = topic_hint(id);
     for (int attempt = 0; attempt < 5; ++attempt) {
@@ -502,7 +536,7 @@ class RedisQueue final : public Queue {
       args.push_back(std::string(id));
       args.push_back(topic);
       args.insert(args.end(), extra.begin(), extra.end());
-      Result<Reply> r = sh.node->eval(script, keys(sh, topic), args);
+      Result<Reply> r = router_.eval(sh.slot, script, keys(sh, topic), args);
       if (!r) return r;
       const int64_t code = code_of(*r);
       switch (code) {
@@ -576,7 +610,7 @@ class RedisQueue final : public Queue {
     uint64_t n = 0;
     for (const Shard& sh : shards_) {
       for (;;) {
-        Result<Reply> r = sh.node->eval(script, keys(sh, topic), common_args(sh));
+        Result<Reply> r = router_.eval(sh.slot, script, keys(sh, topic), common_args(sh));
         if (!r) return r.status();
         if (r->elements.size() < 3) return bad_reply(scripts()[script].name.c_str());
         const int64_t done = r->elements[1].as_int(), left = r->elements[2].as_int();
@@ -589,8 +623,10 @@ class RedisQueue final : public Queue {
 
   // ---- reserving and waiting ----
 
-  // One pass of the claim script over the shards, from a rotating start.
-  Claim try_claim(std::span<const std::string> topics) {
+  // One pass of the claim script over the shards, from a rotating start, taking up to `want`
+  // jobs from the first shard that has any: the first is the result, the others go to `more`.
+  Claim try_claim(std::span<const std::string> topics, uint32_t want = 1,
+                  std::vector<Delivery>* more = nullptr) {
     Claim c;
     const size_t n = shards_.size();
     const size_t start = n == 1 ? 0 : next_shard_.fetch_add(1) % n;
@@ -600,7 +636,8 @@ class RedisQueue final : public Queue {
       for (const std::string& t : topics) add_topic_keys(sh, t, k);
       std::vector<std::string> args = common_args(sh);
       args.push_back(std::to_string(topics.size()));
-      Result<Reply> r = sh.node->eval(kClaim, k, args);
+      args.push_back(std::to_string(want));
+      Result<Reply> r = router_.eval(sh.slot, kClaim, std::move(k), std::move(args));
       if (!r) {
         c.result = r.status();
         return c;
@@ -612,25 +649,81 @@ class RedisQueue final : public Queue {
         if (us >= 0 && (!c.next || Duration(us * 1000) < *c.next)) c.next = Duration(us * 1000);
         continue;
       }
-      if (code != kOk || e.size() < 9) {
+      if (code != kOk || e.size() < 9 || (e.size() - 1) % 8 != 0) {
         c.result = bad_reply("claim");
         return c;
       }
-      Delivery d;
-      d.id = std::move(e[1].str);
-      d.topic = std::move(e[2].str);
-      d.body = std::move(e[3].str);
-      d.attempt = static_cast<uint32_t>(e[4].as_int());
-      d.max_attempts = static_cast<uint32_t>(e[5].as_int());
-      d.token = Token{d.id, static_cast<uint64_t>(e[6].as_int())};
-      d.due = from_us(e[7].as_int());
-      d.lease_deadline = from_us(e[8].as_int());
-      remember_topic(d.id, d.topic);
-      c.result = std::move(d);
+      for (size_t at = 1; at + 8 <= e.size(); at += 8) {
+        Delivery d;
+        d.id = std::move(e[at].str);
+        d.topic = std::move(e[at + 1].str);
+        d.body = std::move(e[at + 2].str);
+        d.attempt = static_cast<uint32_t>(e[at + 3].as_int());
+        d.max_attempts = static_cast<uint32_t>(e[at + 4].as_int());
+        d.token = Token{d.id, static_cast<uint64_t>(e[at + 5].as_int())};
+        d.due = from_us(e[at + 6].as_int());
+        d.lease_deadline = from_us(e[at + 7].as_int());
+        remember_topic(d.id, d.topic);
+        if (at == 1) {
+          c.result = std::move(d);
+        } else if (more) {
+          more->push_back(std::move(d));
+        }
+      }
       return c;
     }
     c.result = Status(Errc::timeout, "no job of " + topic_list(topics) + " became ready in time");
     return c;
+  }
+
+  // ---- jobs taken ahead (claim_batch > 1) ----
+
+  // A kept job for `topics`, if one has more than half of its lease left; the others found on
+  // the way are given back.
+  std::optional<Delivery> take_kept(std::span<const std::string> topics) {
+    if (opt_.claim_batch <= 1 || topics.size() != 1) return std::nullopt;
+    std::vector<Delivery> stale;
+    std::optional<Delivery> out;
+    {
+      std::lock_guard lock(kept_mu_);
+      auto it = kept_.find(topics[0]);
+      if (it == kept_.end()) return std::nullopt;
+      const TimePoint now = SystemClock::instance().now();
+      while (!it->second.empty() && !out) {
+        Kept k = std::move(it->second.front());
+        it->second.pop_front();
+        if (now < k.d.lease_deadline - (k.d.lease_deadline - k.taken) / 2) {
+          out = std::move(k.d);
+        } else {
+          stale.push_back(std::move(k.d));
+        }
+      }
+    }
+    for (const Delivery& d : stale) (void)nack(d.token, Duration::zero());
+    return out;
+  }
+
+  void keep(std::vector<Delivery> more) {
+    if (more.empty()) return;
+    const TimePoint now = SystemClock::instance().now();
+    std::lock_guard lock(kept_mu_);
+    auto& q = kept_[more.front().topic];
+    for (Delivery& d : more) q.push_back(Kept{std::move(d), now});
+  }
+
+  // close(): every kept job goes back to its topic (a failed attempt, as a lease running out).
+  void give_back_kept() {
+    std::vector<Delivery> all;
+    {
+      std::lock_guard lock(kept_mu_);
+      for (auto& [topic, q] : kept_)
+        for (Kept& k : q) all.push_back(std::move(k.d));
+      kept_.clear();
+    }
+    for (const Delivery& d : all) {
+      std::vector<std::string> extra{std::to_string(d.token.fence), "0"};
+      (void)by_id_unchecked(kNack, d.id, std::move(extra));
+    }
   }
 
   // How long to wait before claiming again, after a pass that found nothing.
@@ -646,8 +739,12 @@ class RedisQueue final : public Queue {
     for (;;) {
       if (closed_.load()) return closed_error();
       if (stop && stop->load()) return Status(Errc::closed, "the consumer was stopped");
+      if (std::optional<Delivery> d = take_kept(topics)) return std::move(*d);
       const uint64_t seen = epoch_.load();
-      Claim c = try_claim(topics);
+      std::vector<Delivery> more;
+      const bool batch = opt_.claim_batch > 1 && topics.size() == 1;
+      Claim c = try_claim(topics, batch ? opt_.claim_batch : 1, &more);
+      keep(std::move(more));
       if (!c.result.is(Errc::timeout) && !c.result.is(Errc::unavailable)) return c.result;
       const Steady::time_point now = Steady::now();
       if (now >= deadline) {
@@ -705,11 +802,16 @@ class RedisQueue final : public Queue {
   }
 
   // The listener thread: subscribes to the wake channels and wakes the waiters on each message.
+  // In a cluster, the scripts' PUBLISH reaches every node over the cluster bus, so one
+  // subscription on any node hears every shard; when that node fails, the next one is tried.
   void listen() {
     Duration backoff = opt_.reconnect_min;
+    size_t turn = 0;
     while (!closed_.load()) {
+      const std::vector<Endpoint> eps = router_.endpoints();
+      const Endpoint& ep = eps[turn++ % eps.size()];
       Result<std::unique_ptr<Connection>> c =
-          Connection::open(node_.endpoint(), opt_.connect_timeout, Duration::zero());
+          Connection::open(ep, opt_.connect_timeout, Duration::zero());
       if (c) {
         std::vector<std::string_view> argv{"SUBSCRIBE"};
         for (const Shard& sh : shards_) argv.push_back(sh.wake);
@@ -720,6 +822,7 @@ class RedisQueue final : public Queue {
         }
         if ((*c)->call(argv)) {
           backoff = opt_.reconnect_min;
+          --turn;  // stay with a node that works
           bump();  // wake-ups may have been missed while unsubscribed
           for (;;) {
             Result<Reply> m = (*c)->read();
@@ -752,7 +855,7 @@ class RedisQueue final : public Queue {
 
   RedisOptions opt_;
   Rules rules_;
-  Node node_;
+  Router router_;
   std::vector<Shard> shards_;
   std::string max_delay_us_;
   std::string id_tag_;
@@ -763,6 +866,14 @@ class RedisQueue final : public Queue {
 
   std::mutex topics_mu_;
   std::unordered_map<std::string, std::string> topic_of_;
+
+  // Jobs taken ahead by a batched claim, per topic, oldest first (claim_batch > 1).
+  struct Kept {
+    Delivery d;
+    TimePoint taken;  // on this client's clock: only the fraction of the lease used matters
+  };
+  std::mutex kept_mu_;
+  std::unordered_map<std::string, std::deque<Kept>> kept_;
 
   // Waiting: a wake-up (message, new async waiter, close) moves epoch_ and notifies cv_.
   std::mutex wait_mu_;
@@ -796,6 +907,8 @@ Result<std::unique_ptr<Queue>> open_redis(const RedisOptions& options) {
     return bad("queue must be 1 to 64 bytes without '{', '}' or ':', got '" + options.queue + "'");
   if (options.shards < 1 || options.shards > 1024)
     return bad("shards must be between 1 and 1024, got " + std::to_string(options.shards));
+  if (options.claim_batch < 1 || options.claim_batch > 1000)
+    return bad("claim_batch must be between 1 and 1000, got " + std::to_string(options.claim_batch));
   if (options.connections < 1 || options.connections > 64)
     return bad("connections must be between 1 and 64, got " + std::to_string(options.connections));
   if (std::string why = Rules::check(Limits{options.max_delay, options.max_body_bytes,

@@ -145,31 +145,63 @@ end
 -- Brings a topic up to now: due jobs become ready and expired leases fail, all in the order of
 -- their instants (ties in push order), as the engine's catch-up does.
 local function advance(k)
+  local due = redis.call('ZRANGEBYSCORE', k.d, '-inf', f(NOW), 'WITHSCORES', 'LIMIT', 0, CAP)
+  local expired = redis.call('ZRANGEBYSCORE', k.l, '-inf', f(NOW), 'WITHSCORES', 'LIMIT', 0, CAP)
+  if #due == 0 and #expired == 0 then return end
   local items = {}
-  for _, key in ipairs({k.d, k.l}) do
-    local due = redis.call('ZRANGEBYSCORE', key, '-inf', f(NOW), 'WITHSCORES', 'LIMIT', 0, CAP)
-    for i = 1, #due, 2 do
-      local j, topic = load(due[i])
-      if j then
-        items[#items + 1] = {id = due[i], at = tonumber(due[i + 1]), j = j, topic = topic}
+  local function collect(list, key)
+    if #list == 0 then return end
+    local ids = {}
+    for i = 1, #list, 2 do ids[#ids + 1] = list[i] end
+    local raws = redis.call('HMGET', JOBS, unpack(ids))
+    for i, raw in ipairs(raws) do
+      local id = ids[i]
+      if raw then
+        local n = string.byte(raw, 1)
+        items[#items + 1] = {id = id, at = tonumber(list[2 * i]), j = cmsgpack.unpack(string.sub(raw, n + 2)),
+                             topic = string.sub(raw, 2, n + 1), lease = key == k.l}
       else
-        redis.call('ZREM', key, due[i])  -- no record: a leftover, never fire it
+        redis.call('ZREM', key, id)  -- no record: a leftover, never fire it
       end
     end
   end
+  collect(due, k.d)
+  collect(expired, k.l)
   table.sort(items, function(a, b)
     if a.at ~= b.at then return a.at < b.at end
     return a.j[SEQN] < b.j[SEQN]
   end)
+  if #expired == 0 and #items > 0 then
+    -- Only due delayed jobs (the common case): they join the line in that order, with a few
+    -- commands for the whole batch instead of a few per job.
+    local ids, line, recs = {}, {}, {}
+    local seq = redis.call('INCRBY', SEQ, #items) - #items
+    for i, it in ipairs(items) do
+      it.j[ST] = READY
+      ids[i] = it.id
+      line[2 * i - 1], line[2 * i] = f(seq + i), it.id
+      recs[2 * i - 1], recs[2 * i] = it.id, string.char(#it.topic) .. it.topic .. cmsgpack.pack(it.j)
+    end
+    redis.call('ZREM', k.d, unpack(ids))
+    redis.call('ZADD', k.r, unpack(line))
+    redis.call('HSET', JOBS, unpack(recs))
+    return
+  end
   for _, it in ipairs(items) do fire(it.id, it.topic, it.j, it.at, k) end
 end
 
--- The job `id` of `topic` brought up to now: nil and an error reply if it does not exist or
--- lives in another topic (then the client calls again with that topic's keys).
+-- The job `id` of `topic` with its own timer settled: nil and an error reply if it does not
+-- exist or lives in another topic (then the client calls again with that topic's keys). Only a
+-- job whose own timer has come needs the topic caught up first (its firing may put it on the
+-- ready line, which must then hold every job due before it); otherwise the rest of the topic
+-- can wait for the next call that takes from or adds to the line (those call advance()).
 local function locate(id, topic, k)
   local j, t = load(id)
   if not j then return nil, {3} end
   if t ~= topic then return nil, {99, t} end
+  if not ((j[ST] == DELAYED and j[DUE] <= NOW) or (j[ST] == RESERVED and j[LEASE] <= NOW)) then
+    return j
+  end
   advance(k)
   j = load(id)
   -- The batch limit may have left this job's own timer behind: fire it now.
@@ -211,7 +243,6 @@ end
 constexpr const char* kPushBody = R"lua(
 local id, topic = ARGV[4], ARGV[5]
 local k = tkeys(1)
-advance(k)  -- jobs already due join the line before this one
 local old = load(id)
 if old then return {2, old[ST]} end
 local due = NOW
@@ -220,6 +251,7 @@ if ARGV[7] ~= '' then
 elseif ARGV[8] ~= '' then
   due = tonumber(ARGV[8])
 end
+if due <= NOW then advance(k) end  -- jobs already due join the line before this one
 local delays = {}
 for i = 16, #ARGV do delays[#delays + 1] = tonumber(ARGV[i]) end
 local pol = {tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]),
@@ -233,32 +265,149 @@ save(id, topic, j)
 return {0}
 )lua";
 
-// ARGV[4]: the number of topics (keys from KEYS[7] on, four per topic, in the caller's order).
-// Takes the ready job with the earliest due time (ties: the topic listed first), or says how
-// long until the next due time or lease deadline of those topics.
-constexpr const char* kClaimBody = R"lua(
-local n = tonumber(ARGV[4])
-local best, bj, bt, bk
+// Many jobs of one topic in one run: the same as that many push scripts in a row (duplicates
+// refused one by one, a repeated id of the batch included), with a few commands for the whole
+// batch. ARGV[4] the topic, ARGV[5] the number of jobs, then per job: id, body, delay (µs or
+// ''), due_at (µs or ''), ttr, kind, max_attempts, base, factor, cap, jitter, the number of
+// delays, the delays. Replies {0, per job: -1 if pushed, else the stored state of the job that
+// holds the id}.
+constexpr const char* kPushManyBody = R"lua(
+local topic, n = ARGV[4], tonumber(ARGV[5])
+local k = tkeys(1)
+local jobs, ids = {}, {}
+local a = 6
 for i = 1, n do
-  local k = tkeys(i)
-  advance(k)
-  local head = redis.call('ZRANGE', k.r, 0, 0)[1]
-  if head then
-    local j, t = load(head)
-    if j and (best == nil or j[DUE] < bj[DUE]) then best, bj, bt, bk = head, j, t, k end
+  local nd = tonumber(ARGV[a + 11])
+  local delays = {}
+  for d = 1, nd do delays[d] = tonumber(ARGV[a + 11 + d]) end
+  local due = NOW
+  if ARGV[a + 2] ~= '' then
+    due = NOW + tonumber(ARGV[a + 2])
+  elseif ARGV[a + 3] ~= '' then
+    due = tonumber(ARGV[a + 3])
+  end
+  jobs[i] = {id = ARGV[a], body = ARGV[a + 1], due = due, ttr = tonumber(ARGV[a + 4]),
+             pol = {tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7]),
+                    tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]), tonumber(ARGV[a + 10]), delays}}
+  ids[i] = ARGV[a]
+  a = a + 12 + nd
+end
+local old = redis.call('HMGET', JOBS, unpack(ids))
+local out, taken, new, ready = {0}, {}, {}, 0
+for i, job in ipairs(jobs) do
+  if old[i] then
+    local m = string.byte(old[i], 1)
+    out[i + 1] = cmsgpack.unpack(string.sub(old[i], m + 2))[ST]
+  elseif taken[job.id] then
+    out[i + 1] = taken[job.id]
+  else
+    out[i + 1] = -1
+    new[#new + 1] = job
+    if job.due <= NOW then ready = ready + 1 end
+    taken[job.id] = job.due <= NOW and READY or DELAYED
   end
 end
-if best then
-  redis.call('ZREM', bk.r, best)
-  bj[ST] = RESERVED
-  bj[AT] = bj[AT] + 1
-  bj[FEN] = redis.call('INCR', FENCE)
-  bj[LEASE] = NOW + bj[TTR]
-  redis.call('ZADD', bk.l, f(bj[LEASE]), best)
-  save(best, bt, bj)
-  count('delivered')
-  return {0, best, bt, redis.call('HGET', BODY, best) or '', bj[AT], bj[POL][2], bj[FEN], bj[DUE],
-          bj[LEASE]}
+if #new == 0 then return out end
+if ready > 0 then advance(k) end  -- jobs already due join the line before these
+local head = redis.call('ZRANGE', k.d, 0, 0, 'WITHSCORES')
+local seq = redis.call('INCRBY', SEQ, #new + ready) - #new - ready
+local bodies, recs, delayed, line, earliest = {}, {}, {}, {}, nil
+for _, job in ipairs(new) do
+  seq = seq + 1
+  local j = {DELAYED, 0, job.due, 0, job.ttr, 0, seq, job.pol}
+  if job.due <= NOW then
+    seq = seq + 1
+    j[ST], j[DUE] = READY, NOW
+    line[#line + 1] = f(seq)
+    line[#line + 1] = job.id
+  else
+    delayed[#delayed + 1] = f(job.due)
+    delayed[#delayed + 1] = job.id
+    if earliest == nil or job.due < earliest then earliest = job.due end
+  end
+  bodies[#bodies + 1] = job.id
+  bodies[#bodies + 1] = job.body
+  recs[#recs + 1] = job.id
+  recs[#recs + 1] = string.char(#topic) .. topic .. cmsgpack.pack(j)
+end
+redis.call('HSET', BODY, unpack(bodies))
+redis.call('HSET', JOBS, unpack(recs))
+if #line > 0 then redis.call('ZADD', k.r, unpack(line)) end
+if #delayed > 0 then redis.call('ZADD', k.d, unpack(delayed)) end
+redis.call('HINCRBY', TOPICS, topic, #new)
+redis.call('HINCRBY', STATS, 'pushed', #new)
+if #line > 0 or (earliest and (head[2] == nil or earliest < tonumber(head[2]))) then wake(topic) end
+return out
+)lua";
+
+// ARGV[4]: the number of topics (keys from KEYS[7] on, four per topic, in the caller's order);
+// ARGV[5]: the most jobs to take (1 if absent). Takes the ready job with the earliest due time
+// (ties: the topic listed first), again up to that many times; or says how long until the next
+// due time or lease deadline of those topics. Replies {0, then per job: id, topic, body,
+// attempt, max_attempts, fence, due, lease} or {6, µs until the next instant, or -1}.
+constexpr const char* kClaimBody = R"lua(
+local n, want = tonumber(ARGV[4]), tonumber(ARGV[5] or '1')
+for i = 1, n do advance(tkeys(i)) end
+local out = {0}
+if n == 1 and want > 1 then
+  -- One topic: the first `want` of its line, with a few commands for all of them.
+  local k = tkeys(1)
+  local ids = redis.call('ZRANGE', k.r, 0, want - 1)
+  if #ids > 0 then
+    local raws = redis.call('HMGET', JOBS, unpack(ids))
+    local bodies = redis.call('HMGET', BODY, unpack(ids))
+    local fence = redis.call('INCRBY', FENCE, #ids) - #ids
+    local leases, recs, taken = {}, {}, 0
+    for i, id in ipairs(ids) do
+      if raws[i] then
+        local m = string.byte(raws[i], 1)
+        local t = string.sub(raws[i], 2, m + 1)
+        local j = cmsgpack.unpack(string.sub(raws[i], m + 2))
+        fence = fence + 1
+        j[ST], j[AT], j[FEN], j[LEASE] = RESERVED, j[AT] + 1, fence, NOW + j[TTR]
+        leases[#leases + 1] = f(j[LEASE])
+        leases[#leases + 1] = id
+        recs[#recs + 1] = id
+        recs[#recs + 1] = string.char(#t) .. t .. cmsgpack.pack(j)
+        local o = #out
+        out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, bodies[i] or '', j[AT]
+        out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
+        taken = taken + 1
+      end
+    end
+    redis.call('ZREM', k.r, unpack(ids))  -- leftovers without a record go too
+    if taken > 0 then
+      redis.call('ZADD', k.l, unpack(leases))
+      redis.call('HSET', JOBS, unpack(recs))
+      redis.call('HINCRBY', STATS, 'delivered', taken)
+      return out
+    end
+  end
+else
+  for _ = 1, want do
+    local best, bj, bt, bk
+    for i = 1, n do
+      local k = tkeys(i)
+      local head = redis.call('ZRANGE', k.r, 0, 0)[1]
+      if head then
+        local j, t = load(head)
+        if j and (best == nil or j[DUE] < bj[DUE]) then best, bj, bt, bk = head, j, t, k end
+      end
+    end
+    if not best then break end
+    redis.call('ZREM', bk.r, best)
+    bj[ST] = RESERVED
+    bj[AT] = bj[AT] + 1
+    bj[FEN] = redis.call('INCR', FENCE)
+    bj[LEASE] = NOW + bj[TTR]
+    redis.call('ZADD', bk.l, f(bj[LEASE]), best)
+    save(best, bt, bj)
+    count('delivered')
+    local o = #out
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = best, bt, redis.call('HGET', BODY, best) or '', bj[AT]
+    out[o + 5], out[o + 6], out[o + 7], out[o + 8] = bj[POL][2], bj[FEN], bj[DUE], bj[LEASE]
+  end
+  if #out > 1 then return out end
 end
 local nxt
 for i = 1, n do
@@ -289,6 +438,7 @@ local id, topic = ARGV[4], ARGV[5]
 local k = tkeys(1)
 local j, err = holder(id, topic, tonumber(ARGV[6]), k)
 if not j then return err end
+advance(k)  -- a retry due now joins the line after the jobs due before it
 redis.call('ZREM', k.l, id)
 local delay
 if ARGV[7] ~= '' then delay = tonumber(ARGV[7]) end
@@ -354,6 +504,8 @@ if not j then return err end
 if j[ST] == RESERVED or j[ST] == DEAD then return {5, j[ST]} end
 local when = tonumber(ARGV[6])
 if when > NOW + MAXD then return {1, when - NOW} end
+advance(k)
+j = load(id)
 detach(id, j, k)
 schedule(id, topic, j, when, k)
 save(id, topic, j)
@@ -367,6 +519,7 @@ local k = tkeys(1)
 local j, err = locate(id, topic, k)
 if not j then return err end
 if j[ST] ~= DEAD then return {5, j[ST]} end
+advance(k)
 requeue(id, topic, j, k)
 return {0}
 )lua";
@@ -447,6 +600,7 @@ const std::vector<Script>& scripts() {
       make("requeue_dead_topic", kRequeueDeadTopicBody),
       make("purge_dead", kPurgeDeadBody),
       make("stats", kStatsBody),
+      make("push_many", kPushManyBody),
   };
   return all;
 }

@@ -25,6 +25,7 @@ enum ScriptId : size_t {
   kRequeueDeadTopic,
   kPurgeDead,
   kStats,
+  kPushMany,
   kScriptCount
 };
 
