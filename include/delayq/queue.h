@@ -136,8 +136,10 @@ class Queue {
   virtual Stats stats() = 0;
 
   // Stops the queue: blocked reserve() calls and pending reserve_async() callbacks return
-  // `closed`, later calls fail with `closed`. Jobs stay where they are (a durable backend keeps
-  // them for the next open). Idempotent; the destructor calls it.
+  // `closed`, later calls fail with `closed`; stats() still answers, with the queue as it was
+  // when it closed. Jobs stay where they are (a durable backend keeps them for the next open; the
+  // durable store lets go of its directory when the queue is destroyed). Idempotent; the
+  // destructor calls it.
   virtual void close() = 0;
 
   // Worker-style consumption of one topic with `concurrency` threads. The handler's result

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <list>
 #include <random>
 #include <thread>
@@ -43,7 +44,14 @@ constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 int64_t ceil_us(int64_t ns) { return ns / 1000 + (ns > 0 && ns % 1000 != 0 ? 1 : 0); }
 int64_t ceil_us(Duration d) { return ceil_us(d.count()); }
 int64_t ceil_us(TimePoint t) { return ceil_us(t.time_since_epoch().count()); }
-TimePoint from_us(int64_t us) { return TimePoint(Duration(us * 1000)); }
+// Microseconds from the server back to a TimePoint, saturating at the ends of representable
+// time (a due time rounded up to the microsecond can lie just past TimePoint::max()).
+TimePoint from_us(int64_t us) {
+  constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 1000;
+  if (us > kLimit) return TimePoint::max();
+  if (us < -kLimit) return TimePoint::min();
+  return TimePoint(Duration(us * 1000));
+}
 
 std::string num(double v) {
   char buf[32];
@@ -360,6 +368,12 @@ class RedisQueue final : public Queue {
   }
 
   Stats stats() override {
+    {
+      // After close(), the snapshot taken as it closed: the jobs stay in Redis, but this client
+      // no longer talks to it.
+      std::lock_guard lock(final_stats_mu_);
+      if (final_stats_) return *final_stats_;
+    }
     Stats st;
     for (const Shard& sh : shards_) {
       Result<Reply> names = router_.command(sh.slot, {"HKEYS", sh.tag + ":topics"});
@@ -406,6 +420,11 @@ class RedisQueue final : public Queue {
       if (listen_conn_ != nullptr) listen_conn_->shutdown();
     }
     give_back_kept();
+    {
+      Stats last = stats();
+      std::lock_guard lock(final_stats_mu_);
+      final_stats_ = std::move(last);
+    }
     router_.close();
     // The async thread finishes its waiters with `closed` and ends; it cannot join itself.
     if (std::this_thread::get_id() != async_thread_.get_id()) join_threads();
@@ -423,6 +442,9 @@ class RedisQueue final : public Queue {
   }
 
  private:
+  std::mutex final_stats_mu_;
+  std::optional<Stats> final_stats_;  // set by close()
+
   struct Shard {
     std::string tag;                // "{dq:<queue>:<n>}": the hash tag of every key of the shard
     std::string wake;               // the wake channel
