@@ -481,7 +481,8 @@ int run_w1_asio(const Args& a) {
 // at the same moments, with the same sync setting and threads. Producers Put a ~100-byte value
 // under an 8-byte key in push order (the push); once the job's delay has passed, a consumer
 // thread Puts it again (the reservation, which delayq journals before handing a job out) and
-// Deletes it (the ack). Each write is its own RocksDB write, synced as --sync says: always
+// Deletes it (the ack). Each write is its own RocksDB write (with --batch N, the pushes go N to
+// a write, as push_batch does), synced as --sync says: always
 // syncs every write; batch syncs every --sync-batch-ops-th write and, like periodic, a
 // background thread syncs the log every --sync-interval-ms; none never syncs. No timer
 // structure, no index, no encoding: what is left of delayq's cost is the queue itself.
@@ -553,17 +554,21 @@ int run_rocksdb_raw(const Args& a) {
         l.lock();
       }
     });
+  // Pushes: one Put per write, or with --batch N, N Puts per write (what push_batch costs).
   auto produce = [&](size_t count) {
-    for (size_t i = 0; i < count && !failed.load(); ++i) {
-      const uint64_t k = seq.fetch_add(1) + 1;
-      const Steady::time_point at = Steady::now() + delay[k - 1];
-      const std::string key = key_of(k);
-      write([&](const rocksdb::WriteOptions& wo) { return db->Put(wo, key, value); });
+    const size_t per_write = std::max<size_t>(1, a.batch);
+    for (size_t i = 0; i < count && !failed.load(); i += per_write) {
+      const size_t m = std::min(per_write, count - i);
+      const uint64_t first = seq.fetch_add(m) + 1;
+      const Steady::time_point now = Steady::now();
+      rocksdb::WriteBatch batch;
+      for (uint64_t k = first; k < first + m; ++k) (void)batch.Put(key_of(k), value);
+      write([&](const rocksdb::WriteOptions& wo) { return db->Write(wo, &batch); });
       {
         std::lock_guard l(mu);
-        due.push({at, k});
+        for (uint64_t k = first; k < first + m; ++k) due.push({now + delay[k - 1], k});
       }
-      cv.notify_one();
+      cv.notify_all();
     }
   };
   const Steady::time_point start = Steady::now();
@@ -586,7 +591,8 @@ int run_rocksdb_raw(const Args& a) {
             << ",\"received\":" << consumed.load() << ",\"params\":{\"delay_max_s\":"
             << num(a.delay_max_s) << ",\"consumers\":" << a.consumers
             << ",\"producers\":" << a.producers << sync_params(a)
-            << ",\"value_bytes\":100,\"writes_per_job\":3}}" << std::endl;
+            << ",\"batch\":" << a.batch << ",\"value_bytes\":100,\"writes_per_job\":3}}"
+            << std::endl;
   return failed.load() || consumed.load() != n ? 1 : 0;
 }
 

@@ -48,9 +48,10 @@ for pc in "1 2" "16 16"; do
   srun --workload W1 --backend rocksdb --sync always --jobs 20000 --delay-max 2 --producers $1 --consumers $2 --time-limit 120
 done
 for mode in batch periodic none; do
-  srun --workload W1 --backend rocksdb-raw --sync $mode --jobs 100000 --delay-max 5
-  srun --workload W1 --backend rocksdb --sync $mode --jobs 100000 --delay-max 5
-  srun --workload W1 --backend rocksdb --sync $mode --jobs 100000 --delay-max 5 --batch 100
+  for b in 0 100; do
+    srun --workload W1 --backend rocksdb-raw --sync $mode --jobs 100000 --delay-max 5 --batch $b
+    srun --workload W1 --backend rocksdb --sync $mode --jobs 100000 --delay-max 5 --batch $b
+  done
 done
 srun --workload recovery --jobs 1000000
 srun --workload recovery --jobs 5000000
