@@ -1,0 +1,46 @@
+// What the delayq CLI needs from a queue, in one small interface with two implementations: the
+// Queue interface itself (the embedded store, Redis) and delayqd's HTTP API. The commands are
+// written once against it and cannot tell the targets apart.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "delayq/error.h"
+#include "delayq/job.h"
+
+namespace delayq::cli {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Result<std::string> push(JobSpec spec) = 0;
+  virtual Result<JobInfo> get(const std::string& id) = 0;
+  virtual Status cancel(const std::string& id) = 0;
+  virtual Result<Stats> stats() = 0;
+  virtual Result<std::vector<JobInfo>> list_dead(const std::string& topic, size_t limit) = 0;
+  virtual Status requeue_dead(const std::string& id) = 0;
+  virtual Result<uint64_t> requeue_dead_topic(const std::string& topic) = 0;
+  virtual Result<uint64_t> purge_dead(const std::string& topic) = 0;
+};
+
+// Where the commands go: exactly one of store_dir, url, redis_url is set.
+struct Target {
+  std::string store_dir;
+  std::string url;
+  std::string token_file;  // --url only
+  std::string redis_url;
+  std::string queue;    // --redis only; empty: "default"
+  uint32_t shards = 0;  // --redis only; 0: 1
+};
+
+// Opens the target. `writes` is false for commands that only read: a store is then opened
+// read-only, so that inspecting it changes nothing on disk.
+// Errors: unavailable (a store directory in use by a running process, a server that cannot be
+// reached), invalid_argument (a bad URL or token file), and whatever opening the queue reports.
+Result<std::unique_ptr<Backend>> open_backend(const Target& target, bool writes);
+
+}  // namespace delayq::cli

@@ -1,0 +1,376 @@
+// Parsing and formatting helpers of the delayq command-line tool (see parse.h).
+#include "cli/parse.h"
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+#include <vector>
+
+#include "common/format.h"
+
+namespace delayq::cli {
+
+namespace {
+
+using namespace std::chrono;
+
+Status bad(std::string message) {
+  return Status(Errc::invalid_argument, std::move(message));
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// Reads the digits at `pos` as a number; false when there are none or it overflows.
+bool read_uint(std::string_view s, size_t& pos, uint64_t& out) {
+  const size_t start = pos;
+  while (pos < s.size() && is_digit(s[pos])) ++pos;
+  if (pos == start) return false;
+  const auto [p, ec] = std::from_chars(s.data() + start, s.data() + pos, out);
+  return ec == std::errc() && p == s.data() + pos;
+}
+
+// Exactly `n` digits at `pos`.
+bool read_fixed(std::string_view s, size_t& pos, size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_digit(s[pos + i])) return false;
+    out = out * 10 + (s[pos + i] - '0');
+  }
+  pos += n;
+  return true;
+}
+
+// ".123456789" at `pos` (the dot already checked by the caller): nanoseconds, at most 9 digits.
+bool read_fraction(std::string_view s, size_t& pos, int64_t& ns) {
+  ++pos;  // the '.'
+  const size_t start = pos;
+  ns = 0;
+  int64_t scale = 100'000'000;
+  while (pos < s.size() && is_digit(s[pos])) {
+    if (pos - start >= 9) return false;
+    ns += (s[pos] - '0') * scale;
+    scale /= 10;
+    ++pos;
+  }
+  return pos > start;
+}
+
+std::string quoted(std::string_view s) {
+  return "'" + std::string(s) + "'";
+}
+
+}  // namespace
+
+Result<Duration> parse_duration(std::string_view text) {
+  if (text == "0") return Duration(0);
+  if (text.empty()) return bad("a duration is empty; give e.g. 90s, 30m, 1500ms, 2h or 3d");
+  // Far beyond any max_delay, and far from int64 nanoseconds (~292 years).
+  constexpr int64_t kMaxNs = int64_t{36500} * 86400 * 1'000'000'000;
+  int64_t total = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    uint64_t n = 0;
+    if (!read_uint(text, pos, n))
+      return bad("bad duration " + quoted(text) + ": expected a number at " +
+                 quoted(text.substr(pos)) + " (e.g. 90s, 30m, 1h30m)");
+    const size_t unit_start = pos;
+    while (pos < text.size() && !is_digit(text[pos])) ++pos;
+    const std::string_view unit = text.substr(unit_start, pos - unit_start);
+    int64_t unit_ns = 0;
+    if (unit == "ms")
+      unit_ns = 1'000'000;
+    else if (unit == "s")
+      unit_ns = 1'000'000'000;
+    else if (unit == "m")
+      unit_ns = int64_t{60} * 1'000'000'000;
+    else if (unit == "h")
+      unit_ns = int64_t{3600} * 1'000'000'000;
+    else if (unit == "d")
+      unit_ns = int64_t{86400} * 1'000'000'000;
+    else if (unit.empty())
+      return bad("bad duration " + quoted(text) + ": the number " + std::to_string(n) +
+                 " has no unit (ms, s, m, h or d)");
+    else
+      return bad("bad duration " + quoted(text) + ": unknown unit " + quoted(unit) +
+                 " (use ms, s, m, h or d)");
+    if (n > static_cast<uint64_t>(kMaxNs / unit_ns) ||
+        total > kMaxNs - static_cast<int64_t>(n) * unit_ns)
+      return bad("bad duration " + quoted(text) + ": longer than 36500 days");
+    total += static_cast<int64_t>(n) * unit_ns;
+  }
+  return Duration(total);
+}
+
+Result<TimePoint> parse_time(std::string_view text) {
+  const auto fail = [&](std::string why) {
+    return bad("bad time " + quoted(text) + ": " + why +
+               " (give RFC 3339, e.g. 2026-11-21T14:03:05Z or 2026-11-21T15:03:05+01:00, or "
+               "unix seconds)");
+  };
+  if (text.empty()) return fail("it is empty");
+  size_t pos = 0;
+  // Unix seconds: digits only, with an optional fraction.
+  if (text.find_first_not_of("0123456789.") == std::string_view::npos) {
+    uint64_t secs = 0;
+    int64_t ns = 0;
+    if (!read_uint(text, pos, secs) || secs > 9'000'000'000ULL) return fail("out of range");
+    if (pos < text.size() && (text[pos] != '.' || !read_fraction(text, pos, ns)))
+      return fail("bad fraction");
+    if (pos != text.size()) return fail("unexpected " + quoted(text.substr(pos)));
+    return TimePoint(seconds(secs) + nanoseconds(ns));
+  }
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  const auto expect = [&](char c) {
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  };
+  if (!read_fixed(text, pos, 4, y) || !expect('-') || !read_fixed(text, pos, 2, mo) ||
+      !expect('-') || !read_fixed(text, pos, 2, d))
+    return fail("expected a date YYYY-MM-DD");
+  if (!(expect('T') || expect('t') || expect(' ')))
+    return fail("expected 'T' and a time of day after the date");
+  if (!read_fixed(text, pos, 2, h) || !expect(':') || !read_fixed(text, pos, 2, mi) ||
+      !expect(':') || !read_fixed(text, pos, 2, s))
+    return fail("expected a time of day hh:mm:ss");
+  int64_t ns = 0;
+  if (pos < text.size() && text[pos] == '.' && !read_fraction(text, pos, ns))
+    return fail("bad fraction of a second");
+  int offset_min = 0;
+  if (expect('Z') || expect('z')) {
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    const int sign = text[pos++] == '-' ? -1 : 1;
+    int oh = 0, om = 0;
+    if (!read_fixed(text, pos, 2, oh) || !expect(':') || !read_fixed(text, pos, 2, om) || oh > 23 ||
+        om > 59)
+      return fail("bad UTC offset (expected +hh:mm or -hh:mm)");
+    offset_min = sign * (oh * 60 + om);
+  } else {
+    return fail("missing the UTC offset: end with Z or +hh:mm");
+  }
+  if (pos != text.size()) return fail("unexpected " + quoted(text.substr(pos)));
+  const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)},
+                           day{static_cast<unsigned>(d)}};
+  if (!ymd.ok()) return fail("no such date");
+  if (h > 23 || mi > 59 || s > 60) return fail("no such time of day");
+  if (s == 60) s = 59;  // a leap second: the system clock does not have it either
+  const sys_days days{ymd};
+  return TimePoint(days.time_since_epoch()) + hours(h) + minutes(mi) + seconds(s) +
+         nanoseconds(ns) - minutes(offset_min);
+}
+
+Result<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max) {
+  uint64_t n = 0;
+  size_t pos = 0;
+  if (!read_uint(text, pos, n) || pos != text.size() || n < min || n > max)
+    return bad("expected a whole number from " + std::to_string(min) + " to " +
+               std::to_string(max) + ", not " + quoted(text));
+  return n;
+}
+
+Result<RetryPolicy> parse_retry(std::string_view text) {
+  const std::string forms =
+      " (expected list:2m,10m,1h or fixed:DELAY:ATTEMPTS or "
+      "exp:BASE:FACTOR:CAP:ATTEMPTS[:JITTER])";
+  const auto fail = [&](std::string why) {
+    return bad("bad retry policy " + quoted(text) + ": " + why + forms);
+  };
+  std::vector<std::string_view> parts;
+  for (size_t start = 0;;) {
+    const size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  const auto duration = [&](std::string_view part, Duration& out) -> std::string {
+    auto d = parse_duration(part);
+    if (!d) return d.status().message();
+    out = *d;
+    return {};
+  };
+  RetryPolicy p;
+  const std::string_view kind = parts[0];
+  if (kind == "list") {
+    if (parts.size() != 2 || parts[1].empty()) return fail("a list takes one comma-separated list");
+    std::vector<Duration> delays;
+    for (size_t start = 0;;) {
+      const size_t comma = parts[1].find(',', start);
+      Duration d{};
+      const std::string_view item =
+          parts[1].substr(start, comma == std::string_view::npos ? comma : comma - start);
+      if (std::string why = duration(item, d); !why.empty()) return fail(why);
+      delays.push_back(d);
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
+    if (delays.size() > 1000) return fail("at most 1000 delays");
+    p = RetryPolicy::list(std::move(delays));
+  } else if (kind == "fixed") {
+    if (parts.size() != 3) return fail("fixed takes a delay and a number of attempts");
+    Duration d{};
+    if (std::string why = duration(parts[1], d); !why.empty()) return fail(why);
+    auto n = parse_count(parts[2], 1, 1'000'000);
+    if (!n) return fail("attempts: " + n.status().message());
+    p = RetryPolicy::fixed(d, static_cast<uint32_t>(*n));
+  } else if (kind == "exp" || kind == "exponential") {
+    if (parts.size() != 5 && parts.size() != 6)
+      return fail("exp takes a base, a factor, a cap, a number of attempts and maybe a jitter");
+    Duration base{}, cap{};
+    if (std::string why = duration(parts[1], base); !why.empty()) return fail(why);
+    if (std::string why = duration(parts[3], cap); !why.empty()) return fail(why);
+    const auto number = [](std::string_view s, double& out) {
+      const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+      return !s.empty() && ec == std::errc() && p == s.data() + s.size();
+    };
+    double factor = 0, jitter = 0;
+    if (!number(parts[2], factor))
+      return fail("the factor " + quoted(parts[2]) + " is not a number");
+    if (parts.size() == 6 && !number(parts[5], jitter))
+      return fail("the jitter " + quoted(parts[5]) + " is not a number");
+    auto n = parse_count(parts[4], 1, 1'000'000);
+    if (!n) return fail("attempts: " + n.status().message());
+    p = RetryPolicy::exponential(base, factor, cap, jitter, static_cast<uint32_t>(*n));
+  } else {
+    return fail("unknown kind " + quoted(kind));
+  }
+  if (std::string why = p.validate(); !why.empty()) return fail(why);
+  return p;
+}
+
+std::string format_local_time(TimePoint t) {
+  const auto secs = floor<seconds>(t);
+  const int64_t ms = duration_cast<milliseconds>(t - secs).count();
+  const std::time_t tt = static_cast<std::time_t>(secs.time_since_epoch().count());
+  std::tm tm{};
+  if (::localtime_r(&tt, &tm) == nullptr) return format_utc_time(t);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string out = buf;
+  if (ms != 0) {
+    std::snprintf(buf, sizeof buf, ".%03lld", static_cast<long long>(ms));
+    out += buf;
+  }
+  const long off = tm.tm_gmtoff / 60;
+  if (off == 0) return out + "Z";
+  std::snprintf(buf, sizeof buf, "%c%02ld:%02ld", off < 0 ? '-' : '+', std::labs(off) / 60,
+                std::labs(off) % 60);
+  return out + buf;
+}
+
+std::string format_utc_time(TimePoint t) {
+  const auto day_start = floor<days>(t);
+  const year_month_day ymd{sys_days(day_start)};
+  const hh_mm_ss<nanoseconds> tod{t - day_start};
+  const int64_t ms = duration_cast<milliseconds>(tod.subseconds()).count();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<long long>(tod.hours().count()),
+                static_cast<long long>(tod.minutes().count()),
+                static_cast<long long>(tod.seconds().count()));
+  std::string out = buf;
+  if (ms != 0) {
+    std::snprintf(buf, sizeof buf, ".%03lld", static_cast<long long>(ms));
+    out += buf;
+  }
+  return out + "Z";
+}
+
+std::string format_relative(TimePoint t, TimePoint now) {
+  const Duration d = t - now;
+  const bool future = d.count() > 0;
+  const Duration mag = future ? d : -d;
+  std::string span;
+  if (mag < seconds(1)) {
+    const int64_t ms = duration_cast<milliseconds>(mag).count();
+    if (ms == 0) return "now";
+    span = std::to_string(ms) + "ms";
+  } else {
+    int64_t s = duration_cast<seconds>(mag).count();
+    const std::pair<int64_t, const char*> units[] = {
+        {86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}};
+    for (size_t i = 0; i < std::size(units); ++i) {
+      if (s < units[i].first) continue;
+      span = std::to_string(s / units[i].first) + units[i].second;
+      if (i + 1 < std::size(units)) {
+        const int64_t next = s % units[i].first / units[i + 1].first;
+        if (next != 0) span += std::to_string(next) + units[i + 1].second;
+      }
+      break;
+    }
+  }
+  return future ? "in " + span : span + " ago";
+}
+
+std::string format_span(Duration d) {
+  return format_duration(d);
+}
+
+std::string printable(std::string_view body, size_t max_chars) {
+  std::string out;
+  size_t chars = 0;
+  const auto hex = [&](unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+    chars += 4;
+  };
+  size_t i = 0;
+  while (i < body.size()) {
+    if (max_chars > 0 && chars >= max_chars) {
+      out += "...";
+      return out;
+    }
+    const unsigned char c = static_cast<unsigned char>(body[i]);
+    if (c < 0x80) {
+      if (c == '\n')
+        out += "\\n", chars += 2;
+      else if (c == '\t')
+        out += "\\t", chars += 2;
+      else if (c == '\r')
+        out += "\\r", chars += 2;
+      else if (c == '\\')
+        out += "\\\\", chars += 2;
+      else if (c < 0x20 || c == 0x7f)
+        hex(c);
+      else
+        out += static_cast<char>(c), ++chars;
+      ++i;
+      continue;
+    }
+    // A multi-byte UTF-8 sequence: shown as is only when well formed (no overlong forms, no
+    // surrogates, nothing past U+10FFFF) and not a C1 control (U+0080..U+009F), which some
+    // terminals obey as escape sequences.
+    size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    if (c > 0xf4) len = 0;
+    uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    bool ok = len != 0 && i + len <= body.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(body[i + k]);
+      ok = (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (ok) {
+      ok = !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
+           !(len == 4 && (cp < 0x10000 || cp > 0x10ffff)) && !(cp >= 0x80 && cp <= 0x9f);
+    }
+    if (!ok) {
+      hex(c);
+      ++i;
+      continue;
+    }
+    out.append(body.substr(i, len));
+    ++chars;
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace delayq::cli

@@ -1,0 +1,52 @@
+// Text <-> value helpers of the delayq command-line tool: durations ("90s", "1h30m"), points in
+// time (RFC 3339 or unix seconds), retry policies ("list:2m,10m,1h"), and the human renderings
+// of times, durations and bodies. Kept apart from the commands so that tests can check them
+// without running the binary.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "delayq/clock.h"
+#include "delayq/error.h"
+#include "delayq/job.h"
+
+namespace delayq::cli {
+
+// "1500ms", "90s", "30m", "2h", "3d", or several of them in a row ("1h30m", "2d12h"); "0" alone
+// is zero. A bare number other than 0 is refused: "90" could mean seconds or milliseconds.
+// Errors: invalid_argument, naming what is wrong.
+Result<Duration> parse_duration(std::string_view text);
+
+// An instant: RFC 3339 ("2026-11-21T14:03:05Z", "2026-11-21T14:03:05.250+01:00"; a space may
+// stand for the 'T') or unix seconds ("1795288348", "1795288348.5").
+// Errors: invalid_argument.
+Result<TimePoint> parse_time(std::string_view text);
+
+// "list:2m,10m,1h"            retry after each delay in turn (attempts = delays + 1)
+// "fixed:30s:5"               retry after 30s, at most 5 attempts in all
+// "exp:1s:2:1h:10[:0.2]"      base, factor, cap, max attempts, optional jitter (0..1)
+// Errors: invalid_argument (also when RetryPolicy::validate() refuses the result).
+Result<RetryPolicy> parse_retry(std::string_view text);
+
+// A whole number in [min, max]. Errors: invalid_argument.
+Result<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max);
+
+// "2026-11-21T14:03:05+01:00" in the local time zone (TZ), with ".250" when the instant has
+// milliseconds.
+std::string format_local_time(TimePoint t);
+// "2026-11-21T13:03:05.250Z": the same in UTC, for JSON output.
+std::string format_utc_time(TimePoint t);
+// How far `t` is from `now`, for people: "in 29m58s", "3s ago", "in 250ms", "now". At most the
+// two largest units ("in 2d3h"), so that the text stays short.
+std::string format_relative(TimePoint t, TimePoint now);
+// A duration for people: "30s", "1h30m", "1500ms", "0s".
+std::string format_span(Duration d);
+
+// A body for a terminal: valid UTF-8 text without control characters is shown as it is; other
+// bytes are escaped (\n, \t, \r, \\, \xNN) so that a table stays one line per row and binary
+// bodies cannot send escape sequences to the terminal. With max_chars > 0, cut to that many
+// characters and marked with "...".
+std::string printable(std::string_view body, size_t max_chars = 0);
+
+}  // namespace delayq::cli

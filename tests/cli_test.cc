@@ -1,0 +1,643 @@
+// The delayq command-line tool: its parsers and formatters as units, then the real `delayq`
+// binary end to end against the three targets (a store directory, a running delayqd, a private
+// redis-server), in human and --json output, with the exit codes and messages of bad input.
+// The CLI cannot reserve jobs, so the tests make dead letters through the library (or the
+// daemon's /pop and /nack) and inspect them with the CLI. Timeouts are generous and nothing
+// asserts on durations: the machine may be slow and shared.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/http_client.h"
+#include "cli/parse.h"
+#include "delayq/redis.h"
+#include "delayq/store.h"
+#include "delayqd/json.h"
+#include "redis_server.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace json = delayq::http::json;
+namespace fs = std::filesystem;
+using delayq::Duration;
+using delayq::Errc;
+using delayq::RetryPolicy;
+using delayq::TimePoint;
+using namespace delayq::cli;
+
+// ---- units -----------------------------------------------------------------------------------
+
+TEST(CliParse, Durations) {
+  EXPECT_EQ(*parse_duration("30m"), 30min);
+  EXPECT_EQ(*parse_duration("90s"), 90s);
+  EXPECT_EQ(*parse_duration("1500ms"), 1500ms);
+  EXPECT_EQ(*parse_duration("2h"), 2h);
+  EXPECT_EQ(*parse_duration("3d"), 72h);
+  EXPECT_EQ(*parse_duration("1h30m"), 90min);
+  EXPECT_EQ(*parse_duration("0"), 0s);
+  EXPECT_EQ(*parse_duration("0s"), 0s);
+  for (const char* bad : {"", "90", "5x", "1.5s", "-5s", "s", "10 s", "99999999999999d"}) {
+    auto d = parse_duration(bad);
+    EXPECT_TRUE(d.is(Errc::invalid_argument)) << bad;
+  }
+  EXPECT_NE(parse_duration("5x").status().message().find("unknown unit 'x'"), std::string::npos);
+  EXPECT_NE(parse_duration("90").status().message().find("no unit"), std::string::npos);
+}
+
+TEST(CliParse, Times) {
+  const TimePoint t0 = TimePoint(std::chrono::seconds(1795288345));  // 2026-11-21T19:12:25Z
+  EXPECT_EQ(*parse_time("2026-11-21T19:12:25Z"), t0);
+  EXPECT_EQ(*parse_time("2026-11-21 20:12:25+01:00"), t0);
+  EXPECT_EQ(*parse_time("2026-11-21T14:42:25-04:30"), t0);
+  EXPECT_EQ(*parse_time("2026-11-21T19:12:25.250Z"), t0 + 250ms);
+  EXPECT_EQ(*parse_time("1795288345"), t0);
+  EXPECT_EQ(*parse_time("1795288345.5"), t0 + 500ms);
+  for (const char* bad :
+       {"", "2026-11-21T19:12:25", "2026-02-30T00:00:00Z", "2026-11-21", "2026-11-21T25:00:00Z",
+        "tomorrow", "2026-11-21T19:12:25Zjunk", "2026-11-21T19:12:25+1:00"}) {
+    EXPECT_TRUE(parse_time(bad).is(Errc::invalid_argument)) << bad;
+  }
+}
+
+TEST(CliParse, RetryPolicies) {
+  EXPECT_EQ(*parse_retry("list:2m,10m,1h"), RetryPolicy::list({2min, 10min, 1h}));
+  EXPECT_EQ(*parse_retry("fixed:30s:5"), RetryPolicy::fixed(30s, 5));
+  EXPECT_EQ(*parse_retry("fixed:0s:1"), RetryPolicy::fixed(0s, 1));
+  EXPECT_EQ(*parse_retry("exp:1s:2:1h:10"), RetryPolicy::exponential(1s, 2, 1h, 0, 10));
+  EXPECT_EQ(*parse_retry("exp:1s:2:1h:10:0.2"), RetryPolicy::exponential(1s, 2, 1h, 0.2, 10));
+  for (const char* bad :
+       {"", "list", "list:", "list:2m,,1h", "fixed:30s", "fixed:30s:0", "fixed:30x:5",
+        "exp:1s:two:1h:10", "exp:1s:2:1h", "exp:1s:2:1h:10:7", "linear:1s"}) {
+    auto p = parse_retry(bad);
+    EXPECT_TRUE(p.is(Errc::invalid_argument)) << bad;
+  }
+}
+
+TEST(CliParse, CountsAndUrls) {
+  EXPECT_EQ(*parse_count("10", 1, 100), 10u);
+  EXPECT_FALSE(parse_count("0", 1, 100).ok());
+  EXPECT_FALSE(parse_count("101", 1, 100).ok());
+  EXPECT_FALSE(parse_count("1x", 1, 100).ok());
+  auto u = parse_http_url("http://127.0.0.1:9277");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->host, "127.0.0.1");
+  EXPECT_EQ(u->port, 9277);
+  EXPECT_EQ(u->prefix, "");
+  u = parse_http_url("http://[::1]:80/q/");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_EQ(u->prefix, "/q");
+  EXPECT_EQ(parse_http_url("http://example.com")->port, 80);
+  for (const char* bad :
+       {"127.0.0.1:9277", "https://h:1", "http://:1", "http://h:0", "http://h:x", "http://h:"})
+    EXPECT_FALSE(parse_http_url(bad).ok()) << bad;
+}
+
+TEST(CliFormat, TimesAndSpans) {
+  const TimePoint t0 = TimePoint(std::chrono::seconds(1795288345));
+  EXPECT_EQ(format_utc_time(t0), "2026-11-21T19:12:25Z");
+  EXPECT_EQ(format_utc_time(t0 + 250ms), "2026-11-21T19:12:25.250Z");
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  EXPECT_EQ(format_local_time(t0), "2026-11-21T19:12:25Z");
+  ::setenv("TZ", "Asia/Kolkata", 1);  // +05:30, no daylight saving
+  ::tzset();
+  if (format_local_time(t0) != "2026-11-21T19:12:25Z") {  // the zone database may be missing
+    EXPECT_EQ(format_local_time(t0), "2026-11-22T00:42:25+05:30");
+  }
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  EXPECT_EQ(format_relative(t0 + 29min + 58s + 300ms, t0), "in 29m58s");
+  EXPECT_EQ(format_relative(t0 - 3s, t0), "3s ago");
+  EXPECT_EQ(format_relative(t0, t0), "now");
+  EXPECT_EQ(format_relative(t0 + 250ms, t0), "in 250ms");
+  EXPECT_EQ(format_relative(t0 + 49h + 5s, t0), "in 2d1h");
+  EXPECT_EQ(format_relative(t0 - 90min, t0), "1h30m ago");
+  EXPECT_EQ(format_span(30s), "30s");
+  EXPECT_EQ(format_span(90min), "1h30m");
+  EXPECT_EQ(format_span(1500ms), "1500ms");
+}
+
+TEST(CliFormat, Printable) {
+  EXPECT_EQ(printable("2 x beans"), "2 x beans");
+  EXPECT_EQ(printable("größe ✓"), "größe ✓");
+  EXPECT_EQ(printable("a\nb\tc\\"), "a\\nb\\tc\\\\");
+  EXPECT_EQ(printable(std::string("\x01\xff\x1b[31m", 7)), "\\x01\\xff\\x1b[31m");
+  EXPECT_EQ(printable("\xc2\x9b"), "\\xc2\\x9b");           // C1 control (CSI)
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(printable(std::string(100, 'x'), 10), std::string(10, 'x') + "...");
+}
+
+// ---- running the binaries ----------------------------------------------------------------------
+
+struct CliRun {
+  int exit = -1;
+  std::string out, err;
+  json::Value json() const {
+    auto v = json::parse(out);
+    EXPECT_TRUE(v.ok()) << "not JSON: " << out << " " << v.status().to_string();
+    return v.ok() ? *v : json::Value();
+  }
+};
+
+std::string describe(const CliRun& r) {
+  return "exit " + std::to_string(r.exit) + "\nstdout:\n" + r.out + "stderr:\n" + r.err;
+}
+
+// Runs `delayq args...` with `input` on stdin, TZ=UTC so that times print alike everywhere.
+CliRun cli(const std::vector<std::string>& args, const std::string& input = "") {
+  CliRun r;
+  int in[2], out[2], err[2];
+  if (::pipe(in) != 0 || ::pipe(out) != 0 || ::pipe(err) != 0) return r;
+  std::vector<std::string> copy = args;
+  std::string bin = DELAYQ_CLI_PATH;
+  std::vector<char*> argv{bin.data()};
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string tz = "TZ=UTC";
+  std::vector<char*> envp{tz.data(), nullptr};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
+    ::execve(bin.c_str(), argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  // Bodies in these tests are small: they fit in the pipe at once.
+  if (!input.empty()) (void)!::write(in[1], input.data(), input.size());
+  ::close(in[1]);
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open = 2;
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (open > 0 && std::chrono::steady_clock::now() < deadline) {
+    if (::poll(fds, 2, 500) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[4096];
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  for (auto& p : fds)
+    if (p.fd >= 0) {
+      ::kill(pid, SIGKILL);
+      ::close(p.fd);
+    }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/delayq_cli_test.XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+const json::Value& at(const json::Value& v, std::string_view key) {
+  static const json::Value null;
+  const json::Value* m = v.find(key);
+  EXPECT_NE(m, nullptr) << "no member " << key;
+  return m != nullptr ? *m : null;
+}
+
+// The checks every target must pass: push (human and --json), get, stats, cancel, errors.
+// `target` is the target flags; the queue must not hold topic "orders" yet.
+void basic_flow(const std::vector<std::string>& target) {
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), target.begin(), target.end());
+    return args;
+  };
+  CliRun push =
+      cli(with({"push", "orders", "--id", "o-1", "--delay", "30m", "--body", "2 x beans"}));
+  ASSERT_EQ(push.exit, 0) << describe(push);
+  EXPECT_TRUE(contains(push.out, "pushed o-1 to topic orders, due 20")) << push.out;
+  EXPECT_TRUE(contains(push.out, "(in 3")) << push.out;  // "in 30m", or "in 29m59s" when slow
+
+  CliRun pj = cli(with({"--json", "push", "orders", "--delay", "1500ms", "--ttr", "2m", "--retry",
+                        "list:2m,10m,1h", "--body-file", "-"}),
+                  std::string("bin\x01\xff\n", 6));
+  ASSERT_EQ(pj.exit, 0) << describe(pj);
+  const std::string generated = at(pj.json(), "id").as_string();
+  EXPECT_FALSE(generated.empty());
+  EXPECT_EQ(at(pj.json(), "topic").as_string(), "orders");
+
+  CliRun get = cli(with({"get", "o-1"}));
+  ASSERT_EQ(get.exit, 0) << describe(get);
+  EXPECT_TRUE(contains(get.out, "state       delayed\n")) << get.out;
+  EXPECT_TRUE(contains(get.out, "attempts    0 of 10\n")) << get.out;
+  EXPECT_TRUE(contains(get.out, "body        2 x beans\n")) << get.out;
+  EXPECT_TRUE(contains(get.out, "Z (in 29m") || contains(get.out, "Z (in 30m")) << get.out;
+
+  CliRun gj = cli(with({"get", generated, "--json"}));
+  ASSERT_EQ(gj.exit, 0) << describe(gj);
+  const json::Value job = gj.json();
+  EXPECT_EQ(at(job, "id").as_string(), generated);
+  EXPECT_EQ(at(job, "max_attempts").as_int(), 4);  // three listed retries + the first delivery
+  EXPECT_EQ(at(job, "ttr_ms").as_int(), 120000);
+  EXPECT_EQ(at(job, "body").as_string(), "bin\x01\xEF\xBF\xBD\n");  // the writer's U+FFFD
+  // Escaped in the table. (Through delayqd the 0xff byte arrives as U+FFFD: JSON carries text.)
+  CliRun gh = cli(with({"get", generated}));
+  EXPECT_TRUE(contains(gh.out, "body        bin\\x01")) << gh.out;
+  EXPECT_TRUE(contains(gh.out, "\\n\nbody bytes")) << gh.out;
+
+  CliRun stats = cli(with({"stats"}));
+  ASSERT_EQ(stats.exit, 0) << describe(stats);
+  EXPECT_TRUE(contains(stats.out, "TOPIC")) << stats.out;
+  EXPECT_TRUE(contains(stats.out, "\norders ")) << stats.out;
+  EXPECT_TRUE(contains(stats.out, "(total)")) << stats.out;
+  CliRun sj = cli(with({"stats", "--json"}));
+  ASSERT_EQ(sj.exit, 0) << describe(sj);
+  const json::Value s = sj.json();
+  const json::Value& orders = at(at(s, "topics"), "orders");
+  EXPECT_EQ(at(orders, "delayed").as_int() + at(orders, "ready").as_int(), 2);
+  EXPECT_GE(at(s, "pushed").as_int(), 2);
+  EXPECT_GE(at(at(s, "total"), "delayed").as_int(), 1);
+
+  CliRun dup = cli(with({"push", "orders", "--id", "o-1"}));
+  EXPECT_EQ(dup.exit, 1) << describe(dup);
+  EXPECT_TRUE(contains(dup.err, "delayq: push orders: duplicate id: ")) << dup.err;
+
+  CliRun cancel = cli(with({"cancel", "o-1"}));
+  ASSERT_EQ(cancel.exit, 0) << describe(cancel);
+  EXPECT_EQ(cancel.out, "cancelled o-1\n");
+  CliRun gone = cli(with({"get", "o-1"}));
+  EXPECT_EQ(gone.exit, 1) << describe(gone);
+  EXPECT_TRUE(contains(gone.err, "delayq: get o-1: not found: ")) << gone.err;
+  EXPECT_TRUE(gone.out.empty());
+  CliRun again = cli(with({"--json", "cancel", "o-1"}));
+  EXPECT_EQ(again.exit, 1) << describe(again);
+  EXPECT_TRUE(contains(again.err, "delayq: cancel o-1: not found: ")) << again.err;
+
+  CliRun refused = cli(with({"push", "orders", "--delay", "36000d"}));
+  EXPECT_EQ(refused.exit, 1) << describe(refused);
+  EXPECT_TRUE(contains(refused.err, "invalid argument: ")) << refused.err;
+}
+
+// The dead-letter commands on topic "jobs", which holds exactly the dead job `id`; `kill` makes
+// `id` dead again (the CLI cannot reserve).
+void dead_flow(const std::vector<std::string>& target, const std::string& id,
+               const std::function<void()>& kill) {
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), target.begin(), target.end());
+    return args;
+  };
+  CliRun list = cli(with({"dead", "list", "jobs"}));
+  ASSERT_EQ(list.exit, 0) << describe(list);
+  EXPECT_TRUE(contains(list.out, "ID")) << list.out;
+  EXPECT_TRUE(contains(list.out, "\n" + id + " ")) << list.out;
+  EXPECT_TRUE(contains(list.out, "1/1")) << list.out;
+  EXPECT_TRUE(contains(list.out, "1 dead letter in topic jobs")) << list.out;
+  CliRun lj = cli(with({"dead", "list", "jobs", "--limit", "5", "--json"}));
+  ASSERT_EQ(lj.exit, 0) << describe(lj);
+  const json::Value listed = lj.json();
+  const auto& jobs = at(listed, "jobs").as_array();
+  ASSERT_EQ(jobs.size(), 1u) << lj.out;
+  EXPECT_EQ(at(jobs[0], "id").as_string(), id);
+  EXPECT_EQ(at(jobs[0], "state").as_string(), "dead");
+  EXPECT_EQ(at(jobs[0], "body").as_string(), "payload");
+
+  CliRun one = cli(with({"dead", "requeue", id}));
+  ASSERT_EQ(one.exit, 0) << describe(one);
+  EXPECT_EQ(one.out, "requeued " + id + "\n");
+  CliRun state = cli(with({"get", id, "--json"}));
+  EXPECT_EQ(at(state.json(), "state").as_string(), "ready") << state.out;
+  EXPECT_EQ(at(state.json(), "attempts").as_int(), 0) << state.out;
+  CliRun twice = cli(with({"dead", "requeue", id}));
+  EXPECT_EQ(twice.exit, 1) << describe(twice);
+  EXPECT_TRUE(contains(twice.err, "delayq: dead requeue " + id + ": invalid state: ")) << twice.err;
+
+  kill();
+  CliRun all = cli(with({"dead", "requeue", "--topic", "jobs", "--json"}));
+  ASSERT_EQ(all.exit, 0) << describe(all);
+  EXPECT_EQ(at(all.json(), "requeued").as_int(), 1);
+
+  kill();
+  CliRun purge = cli(with({"dead", "purge", "jobs"}));
+  ASSERT_EQ(purge.exit, 0) << describe(purge);
+  EXPECT_EQ(purge.out, "purged 1 dead letter of topic jobs\n");
+  CliRun empty = cli(with({"dead", "list", "jobs"}));
+  EXPECT_EQ(empty.exit, 0);
+  EXPECT_EQ(empty.out, "no dead letters in topic jobs\n");
+  CliRun missing = cli(with({"get", id}));
+  EXPECT_EQ(missing.exit, 1) << describe(missing);
+}
+
+// Reserves `id` from topic "jobs" and fails its delivery; with max_attempts 1 it is dead then.
+void kill_through(delayq::Queue& q, const std::string& id) {
+  auto d = q.reserve("jobs", 60s);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  ASSERT_EQ(d->id, id);
+  ASSERT_TRUE(q.nack(d->token).ok());
+  auto info = q.get(id);
+  ASSERT_TRUE(info.ok());
+  ASSERT_EQ(info->state, delayq::JobState::dead);
+}
+
+// ---- (a) a store directory --------------------------------------------------------------------
+
+TEST(CliStore, PushGetCancelStats) {
+  TempDir dir;
+  basic_flow({"--store", (dir.path / "store").string()});
+}
+
+TEST(CliStore, DeadLetters) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  CliRun push = cli({"--store", store, "push", "jobs", "--id", "d1", "--retry", "fixed:0s:1",
+                     "--body", "payload"});
+  ASSERT_EQ(push.exit, 0) << describe(push);
+  // The library, between CLI runs: the store is one process's at a time.
+  const auto kill = [&] {
+    auto q = delayq::open_store({.dir = store});
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    kill_through(**q, "d1");
+  };
+  kill();
+  dead_flow({"--store", store}, "d1", kill);
+}
+
+TEST(CliStore, ReadsDoNotChangeTheStoreAndALockedStoreIsRefused) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  CliRun missing = cli({"--store", store, "stats"});
+  EXPECT_EQ(missing.exit, 1) << describe(missing);
+  EXPECT_TRUE(contains(missing.err, "does not exist")) << missing.err;
+  EXPECT_FALSE(fs::exists(store)) << "a read created the store";
+
+  ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "x"}).exit, 0);
+  auto q = delayq::open_store({.dir = store});
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--store", store, "stats"},
+                                                                {"--store", store, "push", "t"}}) {
+    CliRun r = cli(args);
+    EXPECT_EQ(r.exit, 1) << describe(r);
+    EXPECT_TRUE(contains(r.err, "unavailable: store directory " + store + " is locked by process " +
+                                    std::to_string(::getpid())))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, "--url http://HOST:PORT")) << r.err;
+  }
+  q->reset();
+  CliRun get = cli({"--store", store, "get", "x"});
+  EXPECT_EQ(get.exit, 0) << describe(get);
+}
+
+// ---- bad usage --------------------------------------------------------------------------------
+
+TEST(CliUsage, BadInputExitsTwoAndSaysWhy) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+    std::string usage;  // a part of the usage line shown
+  };
+  const std::vector<Case> cases = {
+      {{"--store", store, "frob"}, "delayq: unknown command 'frob'", "usage: delayq TARGET"},
+      {{"--store", store, "push", "t", "--delay", "5x"},
+       "delayq: push: --delay: bad duration '5x': unknown unit 'x'",
+       "usage: delayq TARGET push"},
+      {{"--store", store, "push", "t", "--delay", "90"}, "has no unit", "push TOPIC"},
+      {{"--store", store, "push", "t", "--due-at", "tomorrow"}, "--due-at: bad time", "push"},
+      {{"--store", store, "push", "t", "--retry", "fixed:1s"}, "--retry: bad retry policy", "push"},
+      {{"--store", store, "push", "t", "--delay", "1s", "--due-at", "0"}, "not both", "push"},
+      {{"--store", store, "push", "t", "--body", "a", "--body-file", "-"}, "not both", "push"},
+      {{"--store", store, "push", "t", "--body-file", (dir.path / "none").string()},
+       "cannot read --body-file",
+       "push"},
+      {{"--store", store, "get"}, "delayq: get: get needs an ID", "usage: delayq TARGET get ID"},
+      {{"--store", store, "push"}, "push needs a TOPIC", "push TOPIC"},
+      {{"--store", store, "get", "a", "b"}, "unexpected argument 'b'", "get ID"},
+      {{"--store", store, "get", "a", "--limit", "3"}, "--limit does not apply to get", "get ID"},
+      {{"--store", store, "dead", "list", "t", "--limit", "0"}, "bad --limit", "dead list TOPIC"},
+      {{"--store", store, "dead", "requeue", "x", "--topic", "t"}, "not both", "dead requeue"},
+      {{"--store", store, "dead"}, "dead needs a subcommand", "dead purge TOPIC"},
+      {{"--store", store, "dead", "bury", "t"}, "unknown command 'dead bury'", "usage:"},
+      {{"stats"}, "no target", "usage: delayq TARGET stats"},
+      {{"--store", store, "--url", "http://127.0.0.1:1", "stats"}, "give one target", "stats"},
+      {{"--store", store, "--queue", "q", "stats"}, "apply to --redis only", "stats"},
+      {{"--store", store, "--token-file", "f", "stats"}, "applies to --url only", "stats"},
+      {{"--url", "127.0.0.1:9277", "stats"}, "bad --url '127.0.0.1:9277'", "stats"},
+      {{"--redis", "unix:///x", "--shards", "0", "stats"}, "bad --shards", "stats"},
+      {{"--store", store, "stats", "--frob"},
+       "unknown flag '--frob'",
+       "usage: delayq TARGET stats"},
+      {{"--store", store, "get", "--store"}, "--store needs a value", "get"},
+      {{"--store", store, "--store", store, "stats"}, "--store given twice", "stats"},
+      {{}, "no command given", "Commands:"},
+  };
+  for (const Case& k : cases) {
+    CliRun r = cli(k.args);
+    std::string joined;
+    for (const auto& a : k.args) joined += a + " ";
+    EXPECT_EQ(r.exit, 2) << joined << "\n" << describe(r);
+    EXPECT_TRUE(contains(r.err, k.message)) << joined << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, k.usage)) << joined << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << joined << "\n" << r.out;
+  }
+  EXPECT_FALSE(fs::exists(store)) << "bad usage must not open the store";
+
+  CliRun help = cli({"help"});
+  EXPECT_EQ(help.exit, 0);
+  for (const char* cmd : {"push TOPIC", "get ID", "cancel ID", "stats", "dead list TOPIC",
+                          "dead requeue ID", "dead purge TOPIC", "--store DIR", "--url", "--redis"})
+    EXPECT_TRUE(contains(help.out, cmd)) << cmd;
+  CliRun one = cli({"help", "dead", "list"});
+  EXPECT_EQ(one.exit, 0);
+  EXPECT_TRUE(contains(one.out, "usage: delayq TARGET dead list TOPIC [--limit N]")) << one.out;
+  EXPECT_EQ(cli({"push", "--help"}).exit, 0);
+}
+
+// ---- (b) a running delayqd --------------------------------------------------------------------
+
+// delayqd as a child process on a free loopback port (the daemon prints the address on stdout).
+class Daemon {
+ public:
+  ~Daemon() { stop(); }
+  int start(const std::vector<std::string>& args, const fs::path& log) {
+    int out[2];
+    if (::pipe(out) != 0) return 0;
+    std::vector<std::string> copy = args;
+    std::string bin = DELAYQD_PATH;
+    std::vector<char*> argv{bin.data()};
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string log_path = log.string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      const int err = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(err, 2);
+      ::close(out[0]);
+      ::execv(bin.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{out[0], POLLIN, 0};
+      if (::poll(&p, 1, 500) <= 0) continue;
+      char buf[256];
+      const ssize_t n = ::read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      line.append(buf, static_cast<size_t>(n));
+    }
+    ::close(out[0]);
+    const size_t colon = line.rfind(':');
+    if (!contains(line, "listening on") || colon == std::string::npos) return 0;
+    return std::atoi(line.c_str() + colon + 1);
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class CliDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    token_file_ = (dir_.path / "token").string();
+    std::ofstream(token_file_) << "s3cret\n";
+    ::chmod(token_file_.c_str(), 0600);
+    store_ = (dir_.path / "store").string();
+    port_ = daemon_.start({"--listen", "127.0.0.1:0", "--store", store_, "--sync", "none",
+                           "--token-file", token_file_},
+                          dir_.path / "delayqd.log");
+    ASSERT_GT(port_, 0) << "delayqd did not start";
+    url_ = "http://127.0.0.1:" + std::to_string(port_);
+  }
+  std::vector<std::string> target() const { return {"--url", url_, "--token-file", token_file_}; }
+
+  // A daemon route, for what the CLI cannot do (pop, nack).
+  json::Value post(const std::string& path, const std::string& body) {
+    auto url = parse_http_url(url_);
+    auto r = http_request(*url, "POST", path, body, "s3cret", 120s);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    if (!r.ok()) return {};
+    auto v = json::parse(r->body);
+    EXPECT_TRUE(v.ok()) << r->body;
+    return v.ok() ? *v : json::Value();
+  }
+
+  TempDir dir_;
+  Daemon daemon_;
+  std::string token_file_, store_, url_;
+  int port_ = 0;
+};
+
+TEST_F(CliDaemonTest, PushGetCancelStats) {
+  basic_flow(target());
+}
+
+TEST_F(CliDaemonTest, DeadLetters) {
+  CliRun push = cli({"--url", url_, "--token-file", token_file_, "push", "jobs", "--id", "h1",
+                     "--retry", "fixed:0s:1", "--body", "payload"});
+  ASSERT_EQ(push.exit, 0) << describe(push);
+  const auto kill = [&] {
+    const json::Value pop = post("/pop", R"({"topic":"jobs","timeout":60})");
+    const json::Value& data = at(pop, "data");
+    ASSERT_TRUE(data.is_object()) << "nothing popped";
+    ASSERT_EQ(at(data, "id").as_string(), "h1");
+    const json::Value nack =
+        post("/nack", R"({"token":")" + at(data, "token").as_string() + R"("})");
+    ASSERT_EQ(at(nack, "code").as_int(), 0);
+  };
+  kill();
+  dead_flow(target(), "h1", kill);
+}
+
+TEST_F(CliDaemonTest, TokenAndLockedStore) {
+  CliRun no_token = cli({"--url", url_, "stats"});
+  EXPECT_EQ(no_token.exit, 1) << describe(no_token);
+  EXPECT_TRUE(contains(no_token.err, "401 unauthorized")) << no_token.err;
+  EXPECT_TRUE(contains(no_token.err, "--token-file")) << no_token.err;
+
+  // The daemon holds the store: the CLI says so and points at --url.
+  CliRun locked = cli({"--store", store_, "stats"});
+  EXPECT_EQ(locked.exit, 1) << describe(locked);
+  EXPECT_TRUE(contains(locked.err, "delayq: stats: unavailable: store directory " + store_ +
+                                       " is locked by process"))
+      << locked.err;
+  EXPECT_TRUE(contains(locked.err, "--url")) << locked.err;
+
+  daemon_.stop();
+  CliRun down = cli({"--url", url_, "--token-file", token_file_, "stats"});
+  EXPECT_EQ(down.exit, 1) << describe(down);
+  EXPECT_TRUE(contains(down.err, "delayq: stats: unavailable: ")) << down.err;
+  // The daemon is gone (killed): the store opens now, and holds what was pushed through it.
+  CliRun offline = cli({"--store", store_, "stats", "--json"});
+  EXPECT_EQ(offline.exit, 0) << describe(offline);
+}
+
+// ---- (c) Redis --------------------------------------------------------------------------------
+
+TEST(CliRedis, PushGetCancelStatsAndDeadLetters) {
+  delayq::testing::RedisServer server;
+  if (!server.started()) GTEST_SKIP() << "redis-server did not start: " << server.log();
+  const std::vector<std::string> target = {"--redis", server.url(), "--queue", "cli"};
+  basic_flow(target);
+
+  // Another queue name on the same server is another queue.
+  CliRun other = cli({"--redis", server.url(), "--queue", "other", "stats"});
+  EXPECT_EQ(other.exit, 0) << describe(other);
+  EXPECT_TRUE(contains(other.out, "no jobs")) << other.out;
+
+  CliRun push = cli({"--redis", server.url(), "--queue", "cli", "push", "jobs", "--id", "r1",
+                     "--retry", "fixed:0s:1", "--body", "payload"});
+  ASSERT_EQ(push.exit, 0) << describe(push);
+  auto q = delayq::open_redis({.url = server.url(), .queue = "cli"});
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  const auto kill = [&] { kill_through(**q, "r1"); };
+  kill();
+  dead_flow(target, "r1", kill);
+
+  CliRun bad_shards = cli({"--redis", server.url(), "--queue", "cli", "--shards", "4", "stats"});
+  EXPECT_EQ(bad_shards.exit, 1) << describe(bad_shards);
+  EXPECT_TRUE(contains(bad_shards.err, "invalid argument: ")) << bad_shards.err;
+}
+
+}  // namespace
