@@ -44,12 +44,16 @@
 #include "delayq/timer_service.h"
 #include "delayq/timing_wheel.h"
 #include "redis/connection.h"
+#include "report.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 using delayq::Duration;
 using Steady = std::chrono::steady_clock;
+using delayq::bench::num;
+using delayq::bench::seconds;
+using delayq::bench::summary_json;
 
 struct Args {
   std::string workload = "W1";
@@ -164,7 +168,6 @@ class StoreDir {
   bool owned_ = false;
 };
 
-double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
 
 Duration sync_interval(const Args& a) {
   return std::chrono::nanoseconds(static_cast<int64_t>(a.sync_interval_ms * 1e6));
@@ -182,27 +185,6 @@ std::string sync_params(const Args& a) {
   return out;
 }
 
-std::string num(double v) {
-  std::ostringstream o;
-  o.precision(v >= 1000 ? 1 : 4);
-  o << std::fixed << v;
-  return o.str();
-}
-
-// Lateness summary in ms: p50/p99 by nearest rank.
-std::string lateness_json(std::vector<double>& ms) {
-  if (ms.empty()) return "null";
-  std::sort(ms.begin(), ms.end());
-  auto rank = [&](double p) {
-    const size_t r = static_cast<size_t>(std::ceil(p * ms.size()));
-    return ms[std::clamp<size_t>(r, 1, ms.size()) - 1];
-  };
-  double sum = 0;
-  for (double v : ms) sum += v;
-  return "{\"p50\":" + num(rank(0.50)) + ",\"p99\":" + num(rank(0.99)) +
-         ",\"max\":" + num(ms.back()) + ",\"min\":" + num(ms.front()) +
-         ",\"mean\":" + num(sum / ms.size()) + "}";
-}
 
 // A run against the caller's Redis server: a queue of its own (a name no other run uses, so runs
 // never see each other's jobs), raw connections for INFO and the baselines, and clean-up of the
@@ -404,7 +386,7 @@ int run_w1(const Args& a) {
 
   std::cout << "{\"peer\":\"delayq-" << a.backend << "\",\"workload\":\"W1\",\"jobs\":" << n
             << ",\"push_per_s\":" << num(n / push_s) << ",\"end_to_end_s\":" << num(e2e)
-            << ",\"lateness_ms\":" << lateness_json(lat) << ",\"received\":" << got_n
+            << ",\"lateness_ms\":" << summary_json(lat) << ",\"received\":" << got_n
             << ",\"duplicates\":" << duplicates.load() << ",\"params\":{\"delay_max_s\":"
             << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"producers\":"
             << a.producers;
@@ -471,7 +453,7 @@ int run_w1_asio(const Args& a) {
   std::cout << "{\"peer\":\"asio-steady-timer\",\"workload\":\"W1\",\"jobs\":" << n
             << ",\"push_per_s\":" << num(n / push_s) << ",\"end_to_end_s\":"
             << num(seconds(Steady::time_point(Steady::duration(last_ns.load())) - start))
-            << ",\"lateness_ms\":" << lateness_json(lat) << ",\"received\":" << got
+            << ",\"lateness_ms\":" << summary_json(lat) << ",\"received\":" << got
             << ",\"params\":{\"delay_max_s\":" << num(a.delay_max_s)
             << ",\"threads\":" << a.consumers << "}}" << std::endl;
   return got == n ? 0 : 1;

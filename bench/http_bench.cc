@@ -40,10 +40,14 @@
 #include <vector>
 
 #include "delayqd/json.h"
+#include "report.h"
 
 namespace {
 
 using Steady = std::chrono::steady_clock;
+using delayq::bench::num;
+using delayq::bench::seconds;
+using delayq::bench::summary_json;
 using Wall = std::chrono::system_clock;
 namespace json = delayq::http::json;
 
@@ -235,29 +239,7 @@ class Connection {
 double ms_since(Steady::time_point t) {
   return std::chrono::duration<double, std::milli>(Steady::now() - t).count();
 }
-double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
 
-std::string num(double v) {
-  std::ostringstream o;
-  o.precision(v >= 1000 ? 1 : 4);
-  o << std::fixed << v;
-  return o.str();
-}
-
-// p50/p99 by nearest rank, as delayq-bench reports lateness.
-std::string summary(std::vector<double>& ms) {
-  if (ms.empty()) return "null";
-  std::sort(ms.begin(), ms.end());
-  auto rank = [&](double p) {
-    const size_t r = static_cast<size_t>(std::ceil(p * ms.size()));
-    return ms[std::clamp<size_t>(r, 1, ms.size()) - 1];
-  };
-  double sum = 0;
-  for (double v : ms) sum += v;
-  return "{\"p50\":" + num(rank(0.50)) + ",\"p99\":" + num(rank(0.99)) +
-         ",\"max\":" + num(ms.back()) + ",\"min\":" + num(ms.front()) +
-         ",\"mean\":" + num(sum / ms.size()) + "}";
-}
 
 // Latencies collected per thread without locking, merged at the end.
 struct Samples {
@@ -353,7 +335,7 @@ int run_push(const Args& a) {
   const size_t errors = push_all(a, a.connections, "t" + tag, tag + "-", delay, lat, secs);
   std::cout << "{\"peer\":\"" << a.peer << "\",\"workload\":\"http-push\",\"jobs\":" << a.jobs
             << ",\"push_per_s\":" << num(a.jobs / secs) << ",\"seconds\":" << num(secs)
-            << ",\"latency_ms\":" << summary(lat.all) << ",\"errors\":" << errors;
+            << ",\"latency_ms\":" << summary_json(lat.all) << ",\"errors\":" << errors;
   print_params(a, ",\"delay_s\":" + num(a.delay_s));
   return errors ? 1 : 0;
 }
@@ -443,8 +425,8 @@ int run_pop_finish(const Args& a) {
   const double secs = r.finished ? seconds(r.last_finish - start) : 0;
   std::cout << "{\"peer\":\"" << a.peer << "\",\"workload\":\"http-pop-finish\",\"jobs\":"
             << a.jobs << ",\"jobs_per_s\":" << num(secs > 0 ? r.finished / secs : 0)
-            << ",\"seconds\":" << num(secs) << ",\"pop_latency_ms\":" << summary(pop_lat.all)
-            << ",\"finish_latency_ms\":" << summary(fin_lat.all) << ",\"received\":" << r.finished
+            << ",\"seconds\":" << num(secs) << ",\"pop_latency_ms\":" << summary_json(pop_lat.all)
+            << ",\"finish_latency_ms\":" << summary_json(fin_lat.all) << ",\"received\":" << r.finished
             << ",\"errors\":" << r.errors << ",\"preload_push_per_s\":" << num(a.jobs / push_s);
   print_params(a, "");
   return r.finished == a.jobs && r.errors == 0 ? 0 : 1;
@@ -496,12 +478,12 @@ int run_w1(const Args& a) {
     if (got[i].load()) lat.push_back(lateness[i]);
   std::cout << "{\"peer\":\"" << a.peer << "\",\"workload\":\"W1\",\"jobs\":" << a.jobs
             << ",\"push_per_s\":" << num(push_s > 0 ? a.jobs / push_s : 0)
-            << ",\"end_to_end_s\":" << num(e2e) << ",\"lateness_ms\":" << summary(lat)
+            << ",\"end_to_end_s\":" << num(e2e) << ",\"lateness_ms\":" << summary_json(lat)
             << ",\"received\":" << lat.size() << ",\"duplicates\":" << duplicates.load()
             << ",\"errors\":" << r.errors + push_errors + strays.load()
-            << ",\"push_latency_ms\":" << summary(push_lat.all)
-            << ",\"pop_latency_ms\":" << summary(pop_lat.all)
-            << ",\"finish_latency_ms\":" << summary(fin_lat.all);
+            << ",\"push_latency_ms\":" << summary_json(push_lat.all)
+            << ",\"pop_latency_ms\":" << summary_json(pop_lat.all)
+            << ",\"finish_latency_ms\":" << summary_json(fin_lat.all);
   print_params(a, ",\"delay_max_s\":" + num(a.delay_max_s) + ",\"producers\":" +
                       std::to_string(a.producers) + ",\"consumers\":" +
                       std::to_string(a.connections));
@@ -529,7 +511,7 @@ int run_health(const Args& a) {
   });
   std::cout << "{\"peer\":\"" << a.peer << "\",\"workload\":\"http-health\",\"requests\":"
             << a.jobs << ",\"requests_per_s\":" << num(a.jobs / secs) << ",\"seconds\":"
-            << num(secs) << ",\"latency_ms\":" << summary(lat.all) << ",\"errors\":"
+            << num(secs) << ",\"latency_ms\":" << summary_json(lat.all) << ",\"errors\":"
             << errors.load();
   print_params(a, "");
   return errors.load() ? 1 : 0;
