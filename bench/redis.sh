@@ -5,6 +5,7 @@
 #
 #   bench/redis.sh                  # build dir: $BUILD or build
 #   JOBS=100000 bench/redis.sh      # W1 jobs (default 100000)
+#   MODES=no ONLY=W1 bench/redis.sh # one appendonly mode; only the W1 runs (quick before/after)
 #
 # Per configuration: W1 with 1 and 4 consumers (one push() per job, one job per claim), the
 # same with push_batch of 100 and claim_batch 32, redis-memory, wheel-vs-zset, and redis-benchmark's own ZADD and ZPOPMIN
@@ -14,6 +15,8 @@ cd "$(dirname "$0")/.."
 build=${BUILD:-build}
 bench="$build/bench/delayq-bench"
 jobs=${JOBS:-100000}
+modes=${MODES:-no everysec}
+only=${ONLY:-}
 [ -x "$bench" ] || { echo "build $bench first" >&2; exit 2; }
 
 dir=$(mktemp -d /tmp/delayq-redis-bench-XXXXXX)
@@ -41,12 +44,13 @@ start() {  # extra redis-server arguments
 url="unix://$dir/redis.sock"
 run() { "$bench" "$@" --redis "$url" 2>/dev/null || echo "{\"failed\":\"$*\"}"; }
 
-for mode in "no" "everysec"; do
+for mode in $modes; do
   if [ "$mode" = no ]; then start --appendonly no; else start --appendonly yes --appendfsync everysec; fi
   run --workload W1 --backend redis --jobs "$jobs" --delay-max 5 --consumers 1
   run --workload W1 --backend redis --jobs "$jobs" --delay-max 5 --consumers 4
   run --workload W1 --backend redis --jobs "$jobs" --delay-max 5 --consumers 1 --batch 100 --claim-batch 32
   run --workload W1 --backend redis --jobs "$jobs" --delay-max 5 --consumers 4 --batch 100 --claim-batch 32
+  if [ "$only" = W1 ]; then stop; continue; fi
   run --workload redis-memory --jobs 100000
   run --workload wheel-vs-zset --jobs 20000
   # The server's own figures for the two commands a plain ZSET delay queue would use.

@@ -374,6 +374,43 @@ TEST_F(RedisQueueTest, BatchedClaimsKeepOrderAndCloseGivesKeptJobsBack) {
   EXPECT_EQ(rest, (std::vector<std::string>{"c4", "c5", "c3"}));
 }
 
+TEST_F(RedisQueueTest, WithClaimBatchAnAckTakesTheNextJobsWhenNoneAreKept) {
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < 5; ++i) specs.push_back({.topic = "ac", .id = "a" + std::to_string(i)});
+  specs.push_back({.topic = "other", .id = "o"});
+  for (auto& r : q_->push_batch(std::move(specs))) ASSERT_TRUE(r.ok()) << r.status().to_string();
+  RedisOptions o;
+  o.claim_batch = 2;
+  auto q = open(o).value();
+  auto leased = [&] { return q_->stats().topics["ac"].reserved; };
+  Delivery d0 = *q->reserve("ac", kLong);  // takes a0 and keeps a1
+  EXPECT_EQ(d0.id, "a0");
+  EXPECT_TRUE(q->ack(d0.token).ok());  // a1 is kept: a plain ack
+  EXPECT_EQ(leased(), 1u);
+  Delivery d1 = *q->reserve("ac", kLong);
+  EXPECT_EQ(d1.id, "a1");
+  EXPECT_TRUE(q->ack(d1.token).ok());  // nothing kept: a2 and a3 come with the ack
+  EXPECT_EQ(leased(), 2u);
+  EXPECT_EQ(q_->stats().topics["ac"].ready, 1u);
+  for (const char* id : {"a2", "a3", "a4"}) {
+    Delivery d = *q->reserve("ac", kLong);
+    EXPECT_EQ(d.id, id);
+    EXPECT_EQ(d.attempt, 1u);
+    EXPECT_TRUE(q->ack(d.token).ok());
+    // A token acked already is refused as the engine refuses it, claim or not.
+    EXPECT_TRUE(q->ack(d.token).is(Errc::not_found)) << id;
+  }
+  EXPECT_EQ(q_->stats().topics["ac"], TopicStats{});
+  // A topic this client never reserved on its own is not taken along.
+  Delivery other = *q->reserve(std::vector<std::string>{"other", "ac"}, kLong);
+  push("ac", 0ms, "a5");
+  EXPECT_TRUE(q->ack(other.token).ok());
+  EXPECT_EQ(q_->stats().topics["ac"].ready, 1u);
+  Stats st = q_->stats();
+  EXPECT_EQ(st.delivered, 6u);
+  EXPECT_EQ(st.acked, 6u);
+}
+
 TEST_F(RedisQueueTest, AnEarlierPushWakesAConsumerSleepingUntilALaterDeadline) {
   // No sweep to speak of: only the wake message can end this wait early.
   RedisOptions o;
@@ -470,9 +507,12 @@ TEST_F(RedisQueueTest, ShardedQueueSpreadsJobsAndKeepsItsShardCount) {
       << wrong.status().to_string();
 }
 
-TEST_F(RedisQueueTest, AFlushedScriptCacheIsReloaded) {
+TEST_F(RedisQueueTest, AFlushedFunctionLibraryIsReloaded) {
+  push("f", 0ms, "i");  // the pooled connections have loaded the library
+  ASSERT_EQ(server_.command("FUNCTION FLUSH"), "+OK");
   ASSERT_EQ(server_.command("SCRIPT FLUSH"), "+OK");
   push("f", 0ms, "j");
+  EXPECT_EQ(take("f", 0ms).id, "i");
   EXPECT_EQ(take("f", 0ms).id, "j");
 }
 

@@ -69,8 +69,10 @@ struct RedisOptions {
   // topic: far fewer round trips and script runs per job, at a price. The lease of a kept job
   // runs from when it was taken, so a caller gets less of its ttr (a kept job whose lease is
   // more than half gone is given back with nack(0), which counts as a failed attempt), and
-  // close() gives back the kept jobs the same way. Keep it small, and at 1 when consumers are
-  // slow or ttr is short.
+  // close() gives back the kept jobs the same way. Also, an ack() of a job of a topic this
+  // client reserves on its own (one topic per reserve()), while it keeps none of that topic,
+  // takes up to this many next jobs in the same script run: a reserve-ack loop then costs one
+  // round trip per job. Keep it small, and at 1 when consumers are slow or ttr is short.
   uint32_t claim_batch = 1;
   // Seed for retry jitter; 0 picks one at random.
   uint64_t seed = 0;

@@ -209,8 +209,8 @@ void Connection::shutdown() { ::shutdown(ctx_->fd, SHUT_RDWR); }
 
 // ---- Node ----
 
-Node::Node(Endpoint ep, NodeOptions opt, const std::vector<Script>* scripts)
-    : ep_(std::move(ep)), opt_(opt), scripts_(scripts), shas_(scripts->size()) {}
+Node::Node(Endpoint ep, NodeOptions opt, const Library* lib)
+    : ep_(std::move(ep)), opt_(opt), lib_(lib) {}
 
 Node::~Node() { close(); }
 
@@ -222,17 +222,23 @@ void Node::close() {
   cv_.notify_all();
 }
 
-Status Node::load_scripts(Connection& c) {
-  for (size_t i = 0; i < scripts_->size(); ++i) {
-    const Script& s = (*scripts_)[i];
-    Result<Reply> r = c.call({"SCRIPT", "LOAD", s.source});
-    if (!r) return r.status();
-    if (r->type != Reply::Type::string)
-      return Status(Errc::unavailable, "redis at " + ep_.url + " refused the script '" + s.name +
-                                           "': " + r->str);
-    std::lock_guard lock(mu_);
-    shas_[i] = r->str;
+Status Node::load_library(Connection& c) {
+  // Usually the library is there already (another connection or client loaded it): ask first,
+  // since loading compiles the whole source.
+  Result<Reply> listed = c.call({"FUNCTION", "LIST", "LIBRARYNAME", lib_->name});
+  if (!listed) return listed.status();
+  if (listed->type == Reply::Type::array) {
+    for (const Reply& entry : listed->elements)
+      for (size_t i = 0; i + 1 < entry.elements.size(); i += 2)
+        if (entry.elements[i].str == "library_name" && entry.elements[i + 1].str == lib_->name)
+          return {};
   }
+  Result<Reply> r = c.call({"FUNCTION", "LOAD", lib_->source});
+  if (!r) return r.status();
+  // A client loading the same library at the same moment is not a failure.
+  if (r->is_error() && r->str.find("already exists") == std::string::npos)
+    return Status(Errc::unavailable,
+                  "redis at " + ep_.url + " refused the function library: " + r->str);
   return {};
 }
 
@@ -259,7 +265,7 @@ Result<std::unique_ptr<Connection>> Node::acquire() {
   lock.unlock();
   Result<std::unique_ptr<Connection>> c =
       Connection::open(ep_, opt_.connect_timeout, opt_.call_timeout);
-  Status loaded = c ? load_scripts(**c) : c.status();
+  Status loaded = c ? load_library(**c) : c.status();
   lock.lock();
   if (loaded.ok()) {
     backoff_ = Duration::zero();
@@ -312,16 +318,11 @@ Result<Reply> Node::command(const std::vector<std::string_view>& argv, bool aski
   return r;
 }
 
-std::string Node::sha(size_t script) {
-  std::lock_guard lock(mu_);
-  return shas_[script];
-}
-
 Result<std::vector<Reply>> Node::eval_raw(size_t script, const std::vector<const ScriptCall*>& calls,
                                           bool asking) {
   Result<std::unique_ptr<Connection>> c = acquire();
   if (!c) return c.status();
-  std::string hash = sha(script);
+  const std::string& function = lib_->scripts[script].function;
   std::vector<std::string> nkeys;
   std::vector<std::vector<std::string_view>> cmds;
   nkeys.reserve(calls.size());
@@ -330,7 +331,7 @@ Result<std::vector<Reply>> Node::eval_raw(size_t script, const std::vector<const
     const auto& [keys, args] = *call;
     if (asking) cmds.push_back({"ASKING"});
     nkeys.push_back(std::to_string(keys.size()));
-    std::vector<std::string_view> argv{"EVALSHA", hash, nkeys.back()};
+    std::vector<std::string_view> argv{"FCALL", function, nkeys.back()};
     argv.reserve(3 + keys.size() + args.size());
     for (const std::string& k : keys) argv.push_back(k);
     for (const std::string& a : args) argv.push_back(a);
@@ -346,16 +347,14 @@ Result<std::vector<Reply>> Node::eval_raw(size_t script, const std::vector<const
     return out;
   };
   Result<std::vector<Reply>> r = send();
-  // NOSCRIPT: the server lost its script cache while this connection stayed up (SCRIPT FLUSH).
-  // Nothing ran, as every call of the batch runs the same script: load and send again.
-  if (r && !r->empty() && r->front().is_error() && r->front().str.starts_with("NOSCRIPT")) {
-    if (Status s = load_scripts(**c); !s.ok()) {
+  // The server lost the library while this connection stayed up (FUNCTION FLUSH). Nothing ran,
+  // as every call of the batch calls the same function: load and send again.
+  if (r && !r->empty() && r->front().is_error() &&
+      r->front().str.find("Function not found") != std::string::npos) {
+    if (Status s = load_library(**c); !s.ok()) {
       release(std::move(*c));
       return s;
     }
-    hash = sha(script);
-    for (auto& argv : cmds)
-      if (argv.size() > 1) argv[1] = hash;
     r = send();
   }
   release(std::move(*c));
@@ -402,8 +401,8 @@ uint16_t key_slot(std::string_view key) {
 
 // ---- Router ----
 
-Router::Router(Endpoint seed, NodeOptions opt, const std::vector<Script>* scripts)
-    : seed_ep_(seed), opt_(opt), scripts_(scripts), seed_(std::move(seed), opt, scripts) {
+Router::Router(Endpoint seed, NodeOptions opt, const Library* lib)
+    : seed_ep_(seed), opt_(opt), lib_(lib), seed_(std::move(seed), opt, lib) {
   for (auto& s : slots_) s.store(&seed_, std::memory_order_relaxed);
 }
 
@@ -442,7 +441,7 @@ Node* Router::node_for(const std::string& host, int port) {
   ep.host = host;
   ep.port = port;
   ep.url = "redis://" + name;
-  auto node = std::make_unique<Node>(std::move(ep), opt_, scripts_);
+  auto node = std::make_unique<Node>(std::move(ep), opt_, lib_);
   if (closed_) node->close();
   Node* raw = node.get();
   nodes_.emplace(name, std::move(node));
@@ -578,7 +577,7 @@ Status Router::script_error(size_t script, const std::string& url, const Reply& 
                         "MOVED", "ASK"})
     later = later || r.str.starts_with(p);
   return Status(later ? Errc::unavailable : Errc::io_error,
-                "redis at " + url + " failed the script '" + (*scripts_)[script].name +
+                "redis at " + url + " failed the script '" + lib_->scripts[script].name +
                     "': " + r.str);
 }
 

@@ -79,10 +79,19 @@ class Connection {
   bool broken_ = false;
 };
 
-// A Lua script.
+// One of the backend's Lua functions.
 struct Script {
+  std::string name;      // for messages
+  std::string function;  // what FCALL calls
+};
+
+// The backend's Lua code as one function library (Redis 7 FUNCTION LOAD). Functions, unlike
+// EVAL scripts, run the library's shared code once at load time: a call runs only its own body
+// (the helpers of an EVAL script would be created anew by every call, ~5 µs each).
+struct Library {
   std::string name;
-  std::string source;
+  std::string source;            // "#!lua name=<name>" and the code
+  std::vector<Script> scripts;   // indexed by the caller's script ids
 };
 
 // The keys and arguments of one script call.
@@ -96,21 +105,21 @@ struct NodeOptions {
   Duration reconnect_max = std::chrono::seconds(2);
 };
 
-// The connections to one server. Thread-safe. Each new connection loads every script first, so
-// a restarted server (empty script cache) is handled by reconnecting; a NOSCRIPT reply (someone
-// ran SCRIPT FLUSH) reloads the script and runs it again.
+// The connections to one server. Thread-safe. Each new connection makes sure the library is
+// loaded first, so a restarted server that lost it is handled by reconnecting; a "Function not
+// found" reply (someone ran FUNCTION FLUSH) loads it again and runs the call again.
 class Node {
  public:
-  // `scripts` must outlive the node.
-  Node(Endpoint ep, NodeOptions opt, const std::vector<Script>* scripts);
+  // `lib` must outlive the node.
+  Node(Endpoint ep, NodeOptions opt, const Library* lib);
   ~Node();
 
   // Runs a plain command; `asking` sends ASKING first (the target of an ASK redirection). An
   // error reply is a Reply. Errors: unavailable (see Connection::call), closed after close().
   Result<Reply> command(const std::vector<std::string_view>& argv, bool asking = false);
-  // EVALSHAs of scripts[script], pipelined on one connection: one reply per call, in order,
-  // error replies included (NOSCRIPT is handled here: the scripts are loaded again and the
-  // batch resent). `asking`: ASKING before each call. A transport failure fails the whole
+  // FCALLs of lib->scripts[script], pipelined on one connection: one reply per call, in order,
+  // error replies included ("Function not found" is handled here: the library is loaded again
+  // and the batch resent). `asking`: ASKING before each call. A transport failure fails the whole
   // batch (some calls may have taken effect).
   Result<std::vector<Reply>> eval_raw(size_t script, const std::vector<const ScriptCall*>& calls,
                                       bool asking);
@@ -122,14 +131,12 @@ class Node {
   // A pooled connection, or why there is none (unavailable, closed).
   Result<std::unique_ptr<Connection>> acquire();
   void release(std::unique_ptr<Connection> c);
-  Status load_scripts(Connection& c);
-  std::string sha(size_t script);
+  Status load_library(Connection& c);
 
   Endpoint ep_;
   NodeOptions opt_;
-  const std::vector<Script>* scripts_;
+  const Library* lib_;
   std::mutex mu_;
-  std::vector<std::string> shas_;  // under mu_: each script's SHA1 as SCRIPT LOAD returned it
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Connection>> idle_;
   uint32_t open_ = 0;  // connections open (idle or in use)
@@ -161,8 +168,8 @@ uint16_t key_slot(std::string_view key);
 // reports it as unavailable). A redirected call never ran, so resending it is always safe.
 class Router {
  public:
-  // `scripts` must outlive the router.
-  Router(Endpoint seed, NodeOptions opt, const std::vector<Script>* scripts);
+  // `lib` must outlive the router.
+  Router(Endpoint seed, NodeOptions opt, const Library* lib);
   ~Router();
 
   // Connects to the seed and, if it is a cluster node, reads the slot map. Errors: unavailable.
@@ -171,12 +178,12 @@ class Router {
 
   // A plain command about keys of `slot` (errors as Node::command).
   Result<Reply> command(uint16_t slot, const std::vector<std::string_view>& argv);
-  // EVALSHA of scripts[script] with keys of `slot`. An error reply fails the call: unavailable
+  // FCALL of lib->scripts[script] with keys of `slot`. An error reply fails the call: unavailable
   // if the server may take it later (loading, busy, read-only, a cluster reconfiguring), else
   // io_error.
   Result<Reply> eval(uint16_t slot, size_t script, std::vector<std::string> keys,
                      std::vector<std::string> args);
-  // Several EVALSHAs of one script about keys of `slot`, pipelined: one reply per call, in
+  // Several FCALLs of one script about keys of `slot`, pipelined: one reply per call, in
   // order. Errors as eval(); a failure fails the whole batch (some calls may have taken effect).
   Result<std::vector<Reply>> eval_many(uint16_t slot, size_t script,
                                        const std::vector<ScriptCall>& calls);
@@ -200,7 +207,7 @@ class Router {
 
   Endpoint seed_ep_;
   NodeOptions opt_;
-  const std::vector<Script>* scripts_;
+  const Library* lib_;
   Node seed_;
   bool cluster_ = false;
   std::array<std::atomic<Node*>, 16384> slots_{};

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <deque>
 #include <limits>
+#include <iterator>
 #include <list>
 #include <random>
 #include <thread>
@@ -116,7 +117,7 @@ class RedisQueue final : public Queue {
         router_(std::move(ep),
               NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout,
                           opt.reconnect_min, opt.reconnect_max},
-              &scripts()) {
+              &library()) {
     std::random_device rd;
     const uint64_t seed = opt.seed ? opt.seed : (uint64_t{rd()} << 32 | rd());
     rng_.store(seed);
@@ -277,6 +278,20 @@ class RedisQueue final : public Queue {
   }
 
   Status ack(const Token& t) override {
+    // A consumer of this topic holding no jobs ahead will reserve again next: the same script
+    // run takes its next jobs (one round trip per job instead of two). Only with claim_batch > 1,
+    // which is the caller's consent to jobs being leased before a reserve() asks for them.
+    const std::string topic = opt_.claim_batch > 1 ? topic_hint(t.id) : std::string();
+    if (const uint32_t want = refill_wanted(topic); want > 0) {
+      Result<Reply> r = by_id(kAckClaim, t.id,
+                              {std::to_string(t.fence), std::to_string(want), topic});
+      if (!r) return settle_error(r.status(), t);
+      forget_topic(t.id);
+      std::vector<Delivery> more;
+      if (!parse_deliveries(r->elements, &more)) return bad_reply("ack_claim");
+      keep(std::move(more));
+      return {};
+    }
     Result<Reply> r = by_id(kAck, t.id, {std::to_string(t.fence)});
     if (!r) return settle_error(r.status(), t);
     forget_topic(t.id);
@@ -565,7 +580,7 @@ class RedisQueue final : public Queue {
         case kOk:
           return r;
         case kWrongTopic:
-          if (r->elements.size() < 2) return bad_reply(scripts()[script].name.c_str());
+          if (r->elements.size() < 2) return bad_reply(library().scripts[script].name.c_str());
           topic = r->elements[1].str;
           remember_topic(id, topic);
           continue;
@@ -575,13 +590,13 @@ class RedisQueue final : public Queue {
         case kStaleToken:
         case kInvalidState:
         case kInvalidArgument:
-          if (r->elements.size() < 2) return bad_reply(scripts()[script].name.c_str());
+          if (r->elements.size() < 2) return bad_reply(library().scripts[script].name.c_str());
           refusal_ = std::move(*r);
           // Marked invalid_state here; the caller turns it into the engine's Status.
           refused_ = Status(code == kStaleToken ? Errc::stale_token : Errc::invalid_state, "");
           return refused_;
         default:
-          return bad_reply(scripts()[script].name.c_str());
+          return bad_reply(library().scripts[script].name.c_str());
       }
     }
     return Status(Errc::unavailable,
@@ -634,7 +649,7 @@ class RedisQueue final : public Queue {
       for (;;) {
         Result<Reply> r = router_.eval(sh.slot, script, keys(sh, topic), common_args(sh));
         if (!r) return r.status();
-        if (r->elements.size() < 3) return bad_reply(scripts()[script].name.c_str());
+        if (r->elements.size() < 3) return bad_reply(library().scripts[script].name.c_str());
         const int64_t done = r->elements[1].as_int(), left = r->elements[2].as_int();
         n += static_cast<uint64_t>(done);
         if (done == 0 || left == 0) break;
@@ -671,34 +686,50 @@ class RedisQueue final : public Queue {
         if (us >= 0 && (!c.next || Duration(us * 1000) < *c.next)) c.next = Duration(us * 1000);
         continue;
       }
-      if (code != kOk || e.size() < 9 || (e.size() - 1) % 8 != 0) {
+      std::vector<Delivery> got;
+      if (code != kOk || e.size() < 9 || !parse_deliveries(e, &got)) {
         c.result = bad_reply("claim");
         return c;
       }
-      for (size_t at = 1; at + 8 <= e.size(); at += 8) {
-        Delivery d;
-        d.id = std::move(e[at].str);
-        d.topic = std::move(e[at + 1].str);
-        d.body = std::move(e[at + 2].str);
-        d.attempt = static_cast<uint32_t>(e[at + 3].as_int());
-        d.max_attempts = static_cast<uint32_t>(e[at + 4].as_int());
-        d.token = Token{d.id, static_cast<uint64_t>(e[at + 5].as_int())};
-        d.due = from_us(e[at + 6].as_int());
-        d.lease_deadline = from_us(e[at + 7].as_int());
-        remember_topic(d.id, d.topic);
-        if (at == 1) {
-          c.result = std::move(d);
-        } else if (more) {
-          more->push_back(std::move(d));
-        }
-      }
+      c.result = std::move(got.front());
+      if (more) std::move(got.begin() + 1, got.end(), std::back_inserter(*more));
       return c;
     }
     c.result = Status(Errc::timeout, "no job of " + topic_list(topics) + " became ready in time");
     return c;
   }
 
+  // The jobs of a claim reply ({0, then 8 fields per job}), appended to `out`. False when the
+  // reply is malformed.
+  bool parse_deliveries(std::vector<Reply>& e, std::vector<Delivery>* out) {
+    if (e.empty() || (e.size() - 1) % 8 != 0) return false;
+    for (size_t at = 1; at + 8 <= e.size(); at += 8) {
+      Delivery d;
+      d.id = std::move(e[at].str);
+      d.topic = std::move(e[at + 1].str);
+      d.body = std::move(e[at + 2].str);
+      d.attempt = static_cast<uint32_t>(e[at + 3].as_int());
+      d.max_attempts = static_cast<uint32_t>(e[at + 4].as_int());
+      d.token = Token{d.id, static_cast<uint64_t>(e[at + 5].as_int())};
+      d.due = from_us(e[at + 6].as_int());
+      d.lease_deadline = from_us(e[at + 7].as_int());
+      remember_topic(d.id, d.topic);
+      out->push_back(std::move(d));
+    }
+    return true;
+  }
+
   // ---- jobs taken ahead (claim_batch > 1) ----
+
+  // How many jobs an ack of a job of `topic` should take along: claim_batch when this client
+  // reserves that topic on its own (a batched reserve() of it happened) and holds none of it
+  // ahead, else 0.
+  uint32_t refill_wanted(const std::string& topic) {
+    if (topic.empty() || closed_.load()) return 0;
+    std::lock_guard lock(kept_mu_);
+    auto it = kept_.find(topic);
+    return it != kept_.end() && it->second.empty() ? opt_.claim_batch : 0;
+  }
 
   // A kept job for `topics`, if one has more than half of its lease left; the others found on
   // the way are given back.
@@ -728,9 +759,18 @@ class RedisQueue final : public Queue {
   void keep(std::vector<Delivery> more) {
     if (more.empty()) return;
     const TimePoint now = SystemClock::instance().now();
-    std::lock_guard lock(kept_mu_);
-    auto& q = kept_[more.front().topic];
-    for (Delivery& d : more) q.push_back(Kept{std::move(d), now});
+    {
+      std::lock_guard lock(kept_mu_);
+      // After close() gave back what was kept, jobs that arrive late (an ack_claim in flight)
+      // go straight back too.
+      if (!kept_closed_) {
+        auto& q = kept_[more.front().topic];
+        for (Delivery& d : more) q.push_back(Kept{std::move(d), now});
+        return;
+      }
+    }
+    for (const Delivery& d : more)
+      (void)by_id_unchecked(kNack, d.id, {std::to_string(d.token.fence), "0"});
   }
 
   // close(): every kept job goes back to its topic (a failed attempt, as a lease running out).
@@ -738,6 +778,7 @@ class RedisQueue final : public Queue {
     std::vector<Delivery> all;
     {
       std::lock_guard lock(kept_mu_);
+      kept_closed_ = true;
       for (auto& [topic, q] : kept_)
         for (Kept& k : q) all.push_back(std::move(k.d));
       kept_.clear();
@@ -765,6 +806,11 @@ class RedisQueue final : public Queue {
       const uint64_t seen = epoch_.load();
       std::vector<Delivery> more;
       const bool batch = opt_.claim_batch > 1 && topics.size() == 1;
+      if (batch) {
+        // Marks the topic as one this client consumes (see refill_wanted()).
+        std::lock_guard lock(kept_mu_);
+        kept_.try_emplace(topics[0]);
+      }
       Claim c = try_claim(topics, batch ? opt_.claim_batch : 1, &more);
       keep(std::move(more));
       if (!c.result.is(Errc::timeout) && !c.result.is(Errc::unavailable)) return c.result;
@@ -895,7 +941,8 @@ class RedisQueue final : public Queue {
     TimePoint taken;  // on this client's clock: only the fraction of the lease used matters
   };
   std::mutex kept_mu_;
-  std::unordered_map<std::string, std::deque<Kept>> kept_;
+  std::unordered_map<std::string, std::deque<Kept>> kept_;  // a key per topic reserved alone
+  bool kept_closed_ = false;                                // under kept_mu_: set by close()
 
   // Waiting: a wake-up (message, new async waiter, close) moves epoch_ and notifies cv_.
   std::mutex wait_mu_;

@@ -1,5 +1,7 @@
-// The Lua sources of the Redis backend's scripts. Each script is the shared prelude (helpers
-// and the rules of the state machine, mirroring src/engine/core.cc) followed by its own body.
+// The Lua sources of the Redis backend's scripts, as one function library (FUNCTION LOAD): the
+// shared prelude (helpers and the rules of the state machine, mirroring src/engine/core.cc),
+// run once when the library loads, then one function per transition, each calling setup()
+// first and then running its body. (As EVAL scripts, every call ran the whole prelude again.)
 //
 // Conventions (docs/redis.md has the long form):
 //  - KEYS[1..6] are the shard's keys: jobs, body, seq, fence, topics, stats. Then four keys per
@@ -16,15 +18,28 @@
 //    The body is kept apart (the body hash) so that transitions never rewrite it.
 #include "redis/scripts.h"
 
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 namespace delayq::redis {
 
 namespace {
 
 constexpr const char* kPrelude = R"lua(
-local JOBS, BODY, SEQ, FENCE, TOPICS, STATS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local WAKE, MAXD, rng = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- Set by setup() at the start of every call: the call's keys and arguments, the shard's keys,
+-- the wake channel, max_delay, the jitter seed and the server's time.
+local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, WAKE, MAXD, rng, NOW
+local function setup(keys, args)
+  KEYS, ARGV = keys, args
+  JOBS, BODY, SEQ, FENCE, TOPICS, STATS = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
+  WAKE, MAXD, rng = args[1], tonumber(args[2]), tonumber(args[3])
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
 local DELAYED, READY, RESERVED, DEAD = 0, 1, 2, 3
 local ST, AT, DUE, LEASE, TTR, FEN, SEQN, POL = 1, 2, 3, 4, 5, 6, 7, 8
 -- At most this many due jobs and this many expired leases per topic per call, so that a huge
@@ -32,12 +47,6 @@ local ST, AT, DUE, LEASE, TTR, FEN, SEQN, POL = 1, 2, 3, 4, 5, 6, 7, 8
 local CAP = 1000
 
 local function f(x) return string.format('%.0f', x) end
-
-local NOW
-do
-  local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
 
 -- Park-Miller: products stay below 2^53, so doubles compute it exactly.
 local function random()
@@ -142,12 +151,47 @@ local function fire(id, topic, j, at, k)
   save(id, topic, j)
 end
 
+-- The usual catch-up, cheaply: only delayed jobs have come due (`due` as ZRANGEBYSCORE gave them,
+-- with scores) and no two share a due time, so the zset's order is already the order of their
+-- instants and no record needs decoding for the ties. Each record's state is patched in place:
+-- the msgpack array's header (0x98: 8 elements) is followed by the state, a one-byte fixint.
+-- Returns false, having changed nothing, when the batch does not fit (the caller then takes
+-- the general path).
+local function ready_in_place(due, k)
+  for i = 4, #due, 2 do
+    if due[i] == due[i - 2] then return false end
+  end
+  local ids = {}
+  for i = 1, #due, 2 do ids[#ids + 1] = due[i] end
+  local raws = redis.call('HMGET', JOBS, unpack(ids))
+  local recs, line, live = {}, {}, {}
+  for i, raw in ipairs(raws) do
+    if raw then
+      local m = string.byte(raw, 1)
+      if string.byte(raw, m + 2) ~= 0x98 or string.byte(raw, m + 3) ~= DELAYED then return false end
+      live[#live + 1] = i
+      recs[#recs + 1] = ids[i]
+      recs[#recs + 1] = string.sub(raw, 1, m + 2) .. string.char(READY) .. string.sub(raw, m + 4)
+    end
+  end
+  redis.call('ZREM', k.d, unpack(ids))  -- leftovers without a record go too, never fired
+  if #live == 0 then return true end
+  local seq = redis.call('INCRBY', SEQ, #live) - #live
+  for n, i in ipairs(live) do
+    line[2 * n - 1], line[2 * n] = f(seq + n), ids[i]
+  end
+  redis.call('ZADD', k.r, unpack(line))
+  redis.call('HSET', JOBS, unpack(recs))
+  return true
+end
+
 -- Brings a topic up to now: due jobs become ready and expired leases fail, all in the order of
 -- their instants (ties in push order), as the engine's catch-up does.
 local function advance(k)
   local due = redis.call('ZRANGEBYSCORE', k.d, '-inf', f(NOW), 'WITHSCORES', 'LIMIT', 0, CAP)
   local expired = redis.call('ZRANGEBYSCORE', k.l, '-inf', f(NOW), 'WITHSCORES', 'LIMIT', 0, CAP)
   if #due == 0 and #expired == 0 then return end
+  if #expired == 0 and ready_in_place(due, k) then return end
   local items = {}
   local function collect(list, key)
     if #list == 0 then return end
@@ -231,6 +275,74 @@ local function requeue(id, topic, j, k)
   save(id, topic, j)
   count('requeued')
   wake(topic)
+end
+
+-- Takes the ready job with the earliest due time among topics 1..n (ties: the lower index),
+-- again up to `want` times, leasing each. Returns {0, then per job: id, topic, body, attempt,
+-- max_attempts, fence, due, lease}: just {0} when none is ready.
+local function take(n, want)
+  local out = {0}
+  if n == 1 and want > 1 then
+    -- One topic: the first `want` of its line, with a few commands for all of them.
+    local k = tkeys(1)
+    local ids = redis.call('ZRANGE', k.r, 0, want - 1)
+    if #ids > 0 then
+      local raws = redis.call('HMGET', JOBS, unpack(ids))
+      local bodies = redis.call('HMGET', BODY, unpack(ids))
+      local fence = redis.call('INCRBY', FENCE, #ids) - #ids
+      local leases, recs, taken = {}, {}, 0
+      for i, id in ipairs(ids) do
+        if raws[i] then
+          local m = string.byte(raws[i], 1)
+          local t = string.sub(raws[i], 2, m + 1)
+          local j = cmsgpack.unpack(string.sub(raws[i], m + 2))
+          fence = fence + 1
+          j[ST], j[AT], j[FEN], j[LEASE] = RESERVED, j[AT] + 1, fence, NOW + j[TTR]
+          leases[#leases + 1] = f(j[LEASE])
+          leases[#leases + 1] = id
+          recs[#recs + 1] = id
+          recs[#recs + 1] = string.char(#t) .. t .. cmsgpack.pack(j)
+          local o = #out
+          out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, bodies[i] or '', j[AT]
+          out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
+          taken = taken + 1
+        end
+      end
+      redis.call('ZREM', k.r, unpack(ids))  -- leftovers without a record go too
+      if taken > 0 then
+        redis.call('ZADD', k.l, unpack(leases))
+        redis.call('HSET', JOBS, unpack(recs))
+        redis.call('HINCRBY', STATS, 'delivered', taken)
+        return out
+      end
+    end
+  else
+    for _ = 1, want do
+      local best, bj, bt, bk
+      for i = 1, n do
+        local k = tkeys(i)
+        local head = redis.call('ZRANGE', k.r, 0, 0)[1]
+        if head then
+          local j, t = load(head)
+          if j and (best == nil or j[DUE] < bj[DUE]) then best, bj, bt, bk = head, j, t, k end
+        end
+      end
+      if not best then break end
+      redis.call('ZREM', bk.r, best)
+      bj[ST] = RESERVED
+      bj[AT] = bj[AT] + 1
+      bj[FEN] = redis.call('INCR', FENCE)
+      bj[LEASE] = NOW + bj[TTR]
+      redis.call('ZADD', bk.l, f(bj[LEASE]), best)
+      save(best, bt, bj)
+      count('delivered')
+      local o = #out
+      local body = redis.call('HGET', BODY, best) or ''
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = best, bt, body, bj[AT]
+      out[o + 5], out[o + 6], out[o + 7], out[o + 8] = bj[POL][2], bj[FEN], bj[DUE], bj[LEASE]
+    end
+  end
+  return out
 end
 
 local function info(id, j)
@@ -348,67 +460,8 @@ return out
 constexpr const char* kClaimBody = R"lua(
 local n, want = tonumber(ARGV[4]), tonumber(ARGV[5] or '1')
 for i = 1, n do advance(tkeys(i)) end
-local out = {0}
-if n == 1 and want > 1 then
-  -- One topic: the first `want` of its line, with a few commands for all of them.
-  local k = tkeys(1)
-  local ids = redis.call('ZRANGE', k.r, 0, want - 1)
-  if #ids > 0 then
-    local raws = redis.call('HMGET', JOBS, unpack(ids))
-    local bodies = redis.call('HMGET', BODY, unpack(ids))
-    local fence = redis.call('INCRBY', FENCE, #ids) - #ids
-    local leases, recs, taken = {}, {}, 0
-    for i, id in ipairs(ids) do
-      if raws[i] then
-        local m = string.byte(raws[i], 1)
-        local t = string.sub(raws[i], 2, m + 1)
-        local j = cmsgpack.unpack(string.sub(raws[i], m + 2))
-        fence = fence + 1
-        j[ST], j[AT], j[FEN], j[LEASE] = RESERVED, j[AT] + 1, fence, NOW + j[TTR]
-        leases[#leases + 1] = f(j[LEASE])
-        leases[#leases + 1] = id
-        recs[#recs + 1] = id
-        recs[#recs + 1] = string.char(#t) .. t .. cmsgpack.pack(j)
-        local o = #out
-        out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, bodies[i] or '', j[AT]
-        out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
-        taken = taken + 1
-      end
-    end
-    redis.call('ZREM', k.r, unpack(ids))  -- leftovers without a record go too
-    if taken > 0 then
-      redis.call('ZADD', k.l, unpack(leases))
-      redis.call('HSET', JOBS, unpack(recs))
-      redis.call('HINCRBY', STATS, 'delivered', taken)
-      return out
-    end
-  end
-else
-  for _ = 1, want do
-    local best, bj, bt, bk
-    for i = 1, n do
-      local k = tkeys(i)
-      local head = redis.call('ZRANGE', k.r, 0, 0)[1]
-      if head then
-        local j, t = load(head)
-        if j and (best == nil or j[DUE] < bj[DUE]) then best, bj, bt, bk = head, j, t, k end
-      end
-    end
-    if not best then break end
-    redis.call('ZREM', bk.r, best)
-    bj[ST] = RESERVED
-    bj[AT] = bj[AT] + 1
-    bj[FEN] = redis.call('INCR', FENCE)
-    bj[LEASE] = NOW + bj[TTR]
-    redis.call('ZADD', bk.l, f(bj[LEASE]), best)
-    save(best, bt, bj)
-    count('delivered')
-    local o = #out
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = best, bt, redis.call('HGET', BODY, best) or '', bj[AT]
-    out[o + 5], out[o + 6], out[o + 7], out[o + 8] = bj[POL][2], bj[FEN], bj[DUE], bj[LEASE]
-  end
-  if #out > 1 then return out end
-end
+local out = take(n, want)
+if #out > 1 then return out end
 local nxt
 for i = 1, n do
   local k = tkeys(i)
@@ -430,6 +483,26 @@ if not j then return err end
 erase(id, topic, j, k)
 count('acked')
 return {0}
+)lua";
+
+// ack, then claim in the same run: ARGV[4..6] as ack, ARGV[7] the most jobs to take, ARGV[8]
+// the topic to take them from. They are taken only when the acked job is of that topic (the
+// client may have guessed the job's topic wrong and be calling again with another topic's
+// keys). A consumer loop that acks and reserves again thus needs one round trip and one script
+// run per job instead of two. Replies as ack when the ack is refused, else as claim, {0}
+// included when nothing is ready (the caller then claims the usual way, which tells it how
+// long to wait).
+constexpr const char* kAckClaimBody = R"lua(
+local id, topic = ARGV[4], ARGV[5]
+local k = tkeys(1)
+local j, err = holder(id, topic, tonumber(ARGV[6]), k)
+if not j then return err end
+erase(id, topic, j, k)
+count('acked')
+local want = tonumber(ARGV[7])
+if want < 1 or topic ~= ARGV[8] then return {0} end
+advance(k)
+return take(1, want)
 )lua";
 
 // ARGV[4..7]: id, topic, fence, delay (µs, or '' for the policy's).
@@ -577,32 +650,63 @@ out[#out + 1] = redis.call('HGETALL', STATS)
 return out
 )lua";
 
-Script make(const char* name, const char* body) {
-  return Script{name, std::string(kPrelude) + body};
+// FNV-1a, 64 bits: names the library after its source, so that clients of different versions
+// sharing a server each find their own functions.
+uint64_t fnv1a64(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+struct Body {
+  const char* name;
+  const char* code;
+};
+
+Library make_library(std::initializer_list<Body> bodies) {
+  std::string code = kPrelude;
+  for (const Body& b : bodies)
+    code += std::string("\nregister('") + b.name + "', function(keys, args)\nsetup(keys, args)" +
+            b.code + "end)\n";
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(code)));
+  const std::string tag = std::string("dq") + hex;
+  Library lib;
+  lib.name = "delayq_" + std::string(hex);
+  // The functions' names carry the tag too: function names are global to a server, not per
+  // library.
+  lib.source = "#!lua name=" + lib.name + "\nlocal function register(name, fn)\n" +
+               "  redis.register_function('" + tag + "_' .. name, fn)\nend\n" + code;
+  for (const Body& b : bodies) lib.scripts.push_back(Script{b.name, tag + "_" + b.name});
+  return lib;
 }
 
 }  // namespace
 
-const std::vector<Script>& scripts() {
+const Library& library() {
   // In ScriptId order.
-  static const std::vector<Script> all{
-      make("push", kPushBody),
-      make("claim", kClaimBody),
-      make("ack", kAckBody),
-      make("nack", kNackBody),
-      make("dead_letter", kDeadLetterBody),
-      make("touch", kTouchBody),
-      make("cancel", kCancelBody),
-      make("get", kGetBody),
-      make("reschedule", kRescheduleBody),
-      make("requeue_dead", kRequeueDeadBody),
-      make("list_dead", kListDeadBody),
-      make("requeue_dead_topic", kRequeueDeadTopicBody),
-      make("purge_dead", kPurgeDeadBody),
-      make("stats", kStatsBody),
-      make("push_many", kPushManyBody),
-  };
-  return all;
+  static const Library lib = make_library({
+      {"push", kPushBody},
+      {"claim", kClaimBody},
+      {"ack", kAckBody},
+      {"nack", kNackBody},
+      {"dead_letter", kDeadLetterBody},
+      {"touch", kTouchBody},
+      {"cancel", kCancelBody},
+      {"get", kGetBody},
+      {"reschedule", kRescheduleBody},
+      {"requeue_dead", kRequeueDeadBody},
+      {"list_dead", kListDeadBody},
+      {"requeue_dead_topic", kRequeueDeadTopicBody},
+      {"purge_dead", kPurgeDeadBody},
+      {"stats", kStatsBody},
+      {"push_many", kPushManyBody},
+      {"ack_claim", kAckClaimBody},
+  });
+  return lib;
 }
 
 }  // namespace delayq::redis

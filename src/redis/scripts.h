@@ -9,7 +9,7 @@
 
 namespace delayq::redis {
 
-// Indexes into scripts().
+// Indexes into library().scripts.
 enum ScriptId : size_t {
   kPush,
   kClaim,
@@ -26,11 +26,12 @@ enum ScriptId : size_t {
   kPurgeDead,
   kStats,
   kPushMany,
+  kAckClaim,
   kScriptCount
 };
 
-// Every script, in ScriptId order.
-const std::vector<Script>& scripts();
+// The backend's function library: every script, in ScriptId order.
+const Library& library();
 
 // Reply codes: the first element of every script's reply. The values match Errc where there is
 // one; kWrongTopic asks the client to call again with the keys of the topic it names.
