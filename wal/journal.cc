@@ -248,7 +248,9 @@ struct Journal::Impl {
   // batch and periodic: a background thread syncs the log every sync_interval with a tiny
   // synced marker write, which puts everything written before it on disk.
   std::mutex mu;
-  std::condition_variable cv;
+  std::condition_variable cv;        // waiters for a leader's write
+  std::condition_variable syncer_cv;  // the background syncer's sleep (its own: a wake-up per
+                                      // write would cost a context switch per call)
   std::unique_ptr<rocksdb::WriteBatch> pending = std::make_unique<rocksdb::WriteBatch>();
   std::unique_ptr<rocksdb::WriteBatch> spare = std::make_unique<rocksdb::WriteBatch>();
   uint64_t appended = 0;  // guarded by mu
@@ -316,7 +318,7 @@ struct Journal::Impl {
     syncer = std::thread([this] {
       std::unique_lock l(mu);
       while (!stopping) {
-        cv.wait_for(l, options.sync_interval, [this] { return stopping; });
+        syncer_cv.wait_for(l, options.sync_interval, [this] { return stopping; });
         if (stopping || !broken.ok() || synced.load() >= written.load()) continue;
         l.unlock();
         (void)sync_now();  // a failure is kept in `broken`
@@ -331,7 +333,7 @@ struct Journal::Impl {
       std::lock_guard l(mu);
       stopping = true;
     }
-    cv.notify_all();
+    syncer_cv.notify_all();
     syncer.join();
     if (synced.load() < written.load()) (void)sync_now();
   }
