@@ -617,7 +617,7 @@ TEST_F(CliDaemonTest, TokenAndLockedStore) {
 
 TEST(CliRedis, PushGetCancelStatsAndDeadLetters) {
   delayq::testing::RedisServer server;
-  if (!server.started()) GTEST_SKIP() << "redis-server did not start: " << server.log();
+  ASSERT_TRUE(server.started()) << "redis-server did not start: " << server.log();
   const std::vector<std::string> target = {"--redis", server.url(), "--queue", "cli"};
   basic_flow(target);
 
