@@ -26,4 +26,14 @@ std::string format_duration(Duration d) {
   return out;
 }
 
+std::string to_base36(uint64_t n) {
+  char buf[16];
+  char* p = buf + sizeof buf;
+  do {
+    *--p = "0123456789abcdefghijklmnopqrstuvwxyz"[n % 36];
+    n /= 36;
+  } while (n);
+  return std::string(p, buf + sizeof buf);
+}
+
 }  // namespace delayq

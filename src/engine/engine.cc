@@ -198,7 +198,7 @@ Result<std::string> Engine::push(JobSpec spec) {
   if (m.closed.load()) return m.closed_status();
   const bool generated = spec.id.empty();
   for (;;) {
-    if (generated) spec.id = generated_id(m.next_id.fetch_add(1));
+    if (generated) spec.id = to_base36(m.next_id.fetch_add(1));
     std::string id = spec.id;
     Status s = m.with_shard(m.shard_for(id), [&](Core& c, TimePoint now) {
       return c.push(std::move(spec), now);
@@ -226,7 +226,7 @@ std::vector<Result<std::string>> Engine::push_batch(std::vector<JobSpec> specs) 
     for (JobSpec& spec : specs) {
       const bool generated = spec.id.empty();
       for (;;) {
-        if (generated) spec.id = generated_id(m.next_id.fetch_add(1));
+        if (generated) spec.id = to_base36(m.next_id.fetch_add(1));
         std::string id = spec.id;
         Status s = c.push(std::move(spec), now);
         if (s.ok()) {

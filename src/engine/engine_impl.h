@@ -71,24 +71,6 @@ uint64_t restart_safe_base() {
                                    .count());
 }
 
-// A generated id: the counter in base 36 (12 to 13 characters today, short enough to stay
-// inside std::string's small buffer).
-std::string generated_id(uint64_t n) {
-  char buf[16];
-  char* p = buf + sizeof buf;
-  do {
-    *--p = "0123456789abcdefghijklmnopqrstuvwxyz"[n % 36];
-    n /= 36;
-  } while (n);
-  return std::string(p, buf + sizeof buf);
-}
-
-std::string topic_list(std::span<const std::string> topics) {
-  std::string s;
-  for (const std::string& t : topics) s += (s.empty() ? "'" : ", '") + t + "'";
-  return s;
-}
-
 }  // namespace engine_detail
 
 using namespace engine_detail;
@@ -296,7 +278,7 @@ struct Engine::Impl {
       });
       if (!r.is(Errc::timeout)) return r;
     }
-    return Status(Errc::timeout, "no job of " + topic_list(topics) + " became ready in time");
+    return engine::reserve_timeout(topics);
   }
 
   Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout,

@@ -116,4 +116,10 @@ Status check_requeueable(std::string_view id, JobState state) {
   return {};
 }
 
+Status reserve_timeout(std::span<const std::string> topics) {
+  std::string list;
+  for (const std::string& t : topics) list += (list.empty() ? "'" : ", '") + t + "'";
+  return Status(Errc::timeout, "no job of " + list + " became ready in time");
+}
+
 }  // namespace delayq::engine

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -43,5 +44,7 @@ Status stale_token(const Token& token, JobState state, uint32_t attempts);  // s
 Status check_reschedulable(std::string_view id, JobState state);
 // requeue_dead() of a job that is not dead (invalid_state); ok for a dead one.
 Status check_requeueable(std::string_view id, JobState state);
+// reserve() that found nothing ready in time (timeout).
+Status reserve_timeout(std::span<const std::string> topics);
 
 }  // namespace delayq::engine

@@ -26,6 +26,7 @@
 #include <unordered_map>
 
 #include "common/format.h"
+#include "engine/rules.h"
 #include "delayq/redis.h"
 #include "redis/connection.h"
 #include "redis/rules.h"
@@ -90,24 +91,6 @@ Status bad_reply(const char* script) {
 
 Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
 
-std::string topic_list(std::span<const std::string> topics) {
-  std::string s;
-  for (const std::string& t : topics) s += (s.empty() ? "'" : ", '") + t + "'";
-  return s;
-}
-
-// A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
-// '-' and a random tag of this client, so that clients opened at the same instant do not keep
-// drawing each other's ids.
-std::string base36(uint64_t n) {
-  char buf[16];
-  char* p = buf + sizeof buf;
-  do {
-    *--p = "0123456789abcdefghijklmnopqrstuvwxyz"[n % 36];
-    n /= 36;
-  } while (n);
-  return std::string(p, buf + sizeof buf);
-}
 
 class RedisQueue final : public Queue {
  public:
@@ -122,7 +105,10 @@ class RedisQueue final : public Queue {
     const uint64_t seed = opt.seed ? opt.seed : (uint64_t{rd()} << 32 | rd());
     rng_.store(seed);
     next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
-    id_tag_ = base36(std::mt19937_64(seed)() % (36ull * 36 * 36 * 36));
+    // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
+    // '-' and a random tag of this client, so that clients opened at the same instant do not
+    // keep drawing each other's ids.
+    id_tag_ = to_base36(std::mt19937_64(seed)() % (36ull * 36 * 36 * 36));
     max_delay_us_ = std::to_string(ceil_us(opt.max_delay));
     for (uint32_t s = 0; s < opt.shards; ++s) {
       Shard sh;
@@ -167,7 +153,7 @@ class RedisQueue final : public Queue {
     if (closed_.load()) return closed_error();
     const bool generated = spec.id.empty();
     for (;;) {
-      if (generated) spec.id = base36(next_id_.fetch_add(1)) + "-" + id_tag_;
+      if (generated) spec.id = to_base36(next_id_.fetch_add(1)) + "-" + id_tag_;
       if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) return s;
       const Shard& sh = shard_for(spec.id);
       auto [k, args] = push_call(sh, spec);
@@ -200,7 +186,7 @@ class RedisQueue final : public Queue {
     for (size_t i = 0; i < specs.size(); ++i) {
       JobSpec& spec = specs[i];
       generated[i] = spec.id.empty();
-      if (generated[i]) spec.id = base36(next_id_.fetch_add(1)) + "-" + id_tag_;
+      if (generated[i]) spec.id = to_base36(next_id_.fetch_add(1)) + "-" + id_tag_;
       if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) {
         out[i] = s;
         continue;
@@ -695,7 +681,7 @@ class RedisQueue final : public Queue {
       if (more) std::move(got.begin() + 1, got.end(), std::back_inserter(*more));
       return c;
     }
-    c.result = Status(Errc::timeout, "no job of " + topic_list(topics) + " became ready in time");
+    c.result = engine::reserve_timeout(topics);
     return c;
   }
 
