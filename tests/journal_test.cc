@@ -499,6 +499,19 @@ TEST_F(JournalTest, TotalsAddUpAcrossAppendsAndSurviveAReopen) {
   EXPECT_EQ(open()->totals()->pushed, 3u);
 }
 
+TEST_F(JournalTest, AppendsNeverWaitedForAreWrittenAtCloseWithTheirTotals) {
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    ASSERT_TRUE(j->append(puts({make(1)}), Stats{.pushed = 1}).ok());
+    ASSERT_TRUE(j->append(puts({make(2)}), Stats{.pushed = 1}).ok());
+  }
+  auto j = open();
+  ASSERT_TRUE(j);
+  EXPECT_EQ(scan_all(*j).size(), 2u);
+  EXPECT_EQ(j->totals()->pushed, 2u);
+}
+
 TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
   EXPECT_EQ(Journal::decode_totals(Journal::encode_totals(Stats{.acked = 7}))->acked, 7u);
   EXPECT_TRUE(Journal::decode_totals("").is(Errc::corrupt));

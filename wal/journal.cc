@@ -343,6 +343,7 @@ struct Journal::Impl {
     std::unique_lock l(mu);
     cv.wait(l, [this] { return !writing; });
     if (pending->Count() == 0 || !broken.ok()) return;
+    if (totals_dirty) (void)pending->Put(meta, kTotalsKey, encode_totals(totals));
     rocksdb::WriteOptions wo;
     wo.sync = options.sync != SyncMode::none;
     (void)db->Write(wo, pending.get());
