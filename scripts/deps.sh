@@ -15,8 +15,13 @@ delayq_install_deps() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# Configures BUILD_DIR with Ninja, or, when BUILD_DIR was already configured (by hand, say with
+# `cmake -S . -B build` and its default generator), with whatever generator it has: CMake
+# refuses to change the generator of an existing build directory.
 delayq_configure() {  # delayq_configure BUILD_DIR [cmake args...]
   local dir=$1
   shift
-  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+  local generator=(-G Ninja)
+  [ -f "$dir/CMakeCache.txt" ] && generator=()
+  cmake -S . -B "$dir" "${generator[@]}" "$@" >/dev/null
 }
