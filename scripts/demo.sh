@@ -7,5 +7,7 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 delayq_install_deps
 delayq_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build build --target order_timeout_durable order_timeout
+# Also the daemon and the CLI, so that the README's next commands (cmake --install, delayqd,
+# delayq) work right after this one.
+cmake --build build --target order_timeout_durable order_timeout delayqd delayq_cli
 ./build/examples/order_timeout/order_timeout_durable "$@"

@@ -19,7 +19,7 @@ cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer" "$tmp/store-cmake"
 
 PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --exists delayq
-g++ -std=c++20 -O0 "$src/tests/package/main.cc" -o "$tmp/consumer-pc" \
+g++ -O0 "$src/tests/package/main.cc" -o "$tmp/consumer-pc" \
   $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs delayq)
 "$tmp/consumer-pc" "$tmp/store-pc"
 
