@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
@@ -20,6 +19,7 @@
 
 #include "delayq/engine.h"
 #include "delayq/store.h"
+#include "temp_dir.h"
 
 namespace delayq {
 namespace {
@@ -39,18 +39,7 @@ class SteppingClock final : public Clock {
   std::atomic<int64_t> offset_{0};
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "delayq-clock-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testutil::TempDir;
 
 // Long enough that a consumer sleeping out a distance counted before a step of an hour fails the
 // test, short enough that the failure does not take long. Correct runs end well before it.
@@ -97,7 +86,7 @@ class ClockStep : public ::testing::TestWithParam<std::string> {
   }
 
   SteppingClock clock;
-  TempDir dir;
+  TempDir dir{"delayq-clock"};
   std::unique_ptr<Engine> q;
 };
 

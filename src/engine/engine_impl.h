@@ -71,9 +71,11 @@ constexpr Duration kClockRecheck = std::chrono::seconds(1);
 
 Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
 
-// Counters that must not repeat across restarts of a durable queue (fences, generated ids) start
-// at the real time in nanoseconds: a later open starts above everything an earlier one issued
-// unless that issued more than 10^9 a second. (The journal keeps no counters yet.)
+// Counters that must not repeat across restarts (fences, generated ids) start at least at the
+// real time in nanoseconds, and a durable store's above what it recorded (engine::Counters). The
+// record is what holds when the wall clock stepped back across the restart; the time is all the
+// in-memory engine has, and covers a store that lost its last writes with the power (a mode
+// other than Sync::always) while the clock did not step back.
 uint64_t restart_safe_base() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
