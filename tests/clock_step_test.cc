@@ -121,12 +121,34 @@ TEST_P(ClockStep, AStepBackDoesNotStallJobsPushedAfterIt) {
   EXPECT_EQ(q->get("far")->due, far_due) << "a step does not move due times";
 }
 
+// A job that is ready stays ready; one that is not waits for its instant of the wall clock.
 TEST_P(ClockStep, AStepBackNeverHandsOutEarlyAndAStepForwardCatchesUp) {
+  push("ready", 0ms);
   const TimePoint due = push("a", 2s);
   clock.step(-1h);
+  const Result<Delivery> ready = q->reserve("t", 0ms);
+  ASSERT_TRUE(ready.ok()) << ready.status().to_string();
+  EXPECT_EQ(ready->id, "ready");
+  ASSERT_TRUE(q->ack(ready->token).ok());
   EXPECT_TRUE(q->reserve("t", 3s).is(Errc::timeout)) << "handed out before its wall-clock instant";
   auto got = std::async(std::launch::async, [&] { return q->reserve("t", kBound); });
   step_then_expect(got, 1h, "a", due);
+}
+
+// Lease deadlines are instants of the wall clock too: a step forward past one runs the lease
+// out (a failed attempt, retried per the policy), a step back lengthens it.
+TEST_P(ClockStep, LeasesRunOutAtTheirWallClockInstant) {
+  push("a", 0ms);
+  push("b", 0ms);
+  const Result<Delivery> a = q->reserve("t", 0ms);
+  const Result<Delivery> b = q->reserve("t", 0ms);
+  ASSERT_TRUE(a.ok() && b.ok());
+  clock.step(-1h);
+  EXPECT_TRUE(q->touch(a->token).ok()) << "a step back ran a lease out";
+  clock.step(2h);
+  EXPECT_TRUE(q->ack(b->token).is(Errc::stale_token)) << "a lease outlived its deadline";
+  EXPECT_EQ(q->get(b->id)->state, JobState::ready) << "the failed attempt was not retried";
+  EXPECT_EQ(q->get(b->id)->attempts, 1u);
 }
 
 // Producers push short delays, consumers take and ack, and the clock jumps back and forth
