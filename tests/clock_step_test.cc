@@ -135,6 +135,25 @@ TEST_P(ClockStep, AStepBackNeverHandsOutEarlyAndAStepForwardCatchesUp) {
   step_then_expect(got, 1h, "a", due);
 }
 
+// The timeout of reserve and reserve_async is steady time: a step forward does not end it early,
+// a step back does not stretch it (by the hour).
+TEST_P(ClockStep, ReserveTimeoutsAreSteadyTime) {
+  for (Duration step : {Duration(1h), Duration(-2h)}) {
+    const auto start = std::chrono::steady_clock::now();
+    auto blocking = std::async(std::launch::async, [&] { return q->reserve("none", 1s); });
+    std::promise<Result<Delivery>> p;
+    auto async = p.get_future();
+    q->reserve_async({"none"}, 1s, [&p](Result<Delivery> r) { p.set_value(std::move(r)); });
+    std::this_thread::sleep_for(100ms);
+    clock.step(step);
+    for (auto* got : {&blocking, &async}) {
+      ASSERT_EQ(got->wait_for(kBound), std::future_status::ready) << "a step back stretched it";
+      EXPECT_TRUE(got->get().is(Errc::timeout));
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 1s) << "a step forward cut it short";
+  }
+}
+
 // Lease deadlines are instants of the wall clock too: a step forward past one runs the lease
 // out (a failed attempt, retried per the policy), a step back lengthens it.
 TEST_P(ClockStep, LeasesRunOutAtTheirWallClockInstant) {
