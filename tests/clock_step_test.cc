@@ -6,7 +6,7 @@
 //  - a step forward wakes waiting consumers for what it made due, instead of letting them sleep
 //    out the distance they counted before the step;
 //  - fences and generated ids never repeat, even when the store is reopened with the wall clock
-//    stepped back (clock_step_restart_test.cc).
+//    stepped back (clock_step_process_test.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -727,11 +727,11 @@ class RedisQueue final : public Queue {
       std::lock_guard lock(kept_mu_);
       auto it = kept_.find(topics[0]);
       if (it == kept_.end()) return std::nullopt;
-      const TimePoint now = SystemClock::instance().now();
+      const Steady::time_point now = Steady::now();
       while (!it->second.empty() && !out) {
         Kept k = std::move(it->second.front());
         it->second.pop_front();
-        if (now < k.d.lease_deadline - (k.d.lease_deadline - k.taken) / 2) {
+        if (now - k.taken < k.lease_left / 2) {
           out = std::move(k.d);
         } else {
           stale.push_back(std::move(k.d));
@@ -745,13 +745,17 @@ class RedisQueue final : public Queue {
   void keep(std::vector<Delivery> more) {
     if (more.empty()) return;
     const TimePoint now = SystemClock::instance().now();
+    const Steady::time_point taken = Steady::now();
     {
       std::lock_guard lock(kept_mu_);
       // After close() gave back what was kept, jobs that arrive late (an ack_claim in flight)
       // go straight back too.
       if (!kept_closed_) {
         auto& q = kept_[more.front().topic];
-        for (Delivery& d : more) q.push_back(Kept{std::move(d), now});
+        for (Delivery& d : more) {
+          const Duration left = d.lease_deadline - now;
+          q.push_back(Kept{std::move(d), taken, left});
+        }
         return;
       }
     }
@@ -922,9 +926,13 @@ class RedisQueue final : public Queue {
   std::unordered_map<std::string, std::string> topic_of_;
 
   // Jobs taken ahead by a batched claim, per topic, oldest first (claim_batch > 1).
+  // A job taken ahead. Its lease is timed on the server's clock; here, how much of it was left
+  // when it arrived (server deadline minus this client's wall clock, read once) and its age on
+  // the steady clock, so that a step of this client's wall clock changes neither.
   struct Kept {
     Delivery d;
-    TimePoint taken;  // on this client's clock: only the fraction of the lease used matters
+    Steady::time_point taken;
+    Duration lease_left;
   };
   std::mutex kept_mu_;
   std::unordered_map<std::string, std::deque<Kept>> kept_;  // a key per topic reserved alone

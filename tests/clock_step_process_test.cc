@@ -1,5 +1,6 @@
-// Wall-clock steps of the process's own clock (docs/semantics.md, "Time"): the store reopened
-// after the wall clock stepped back, on the default SystemClock.
+// Wall-clock steps of the process's own clock (docs/semantics.md, "Time"), for what reads the
+// default SystemClock: the store reopened after the wall clock stepped back, and the Redis
+// client's jobs taken ahead (claim_batch).
 //
 // This file defines clock_gettime(): every CLOCK_REALTIME read in this process (SystemClock,
 // std::chrono::system_clock, RocksDB) goes through it, and the test sets what it returns. That
@@ -15,7 +16,9 @@
 #include <atomic>
 #include <set>
 
+#include "delayq/redis.h"
 #include "delayq/store.h"
+#include "redis_server.h"
 #include "temp_dir.h"
 
 namespace delayq {
@@ -40,6 +43,9 @@ void freeze_wall(TimePoint t) {
 void run_wall() {
   const int64_t at = g_wall_frozen.exchange(0);
   if (at != 0) g_wall_shift.store(at - real_ns(CLOCK_REALTIME));
+}
+void step_wall(Duration d) {
+  g_wall_shift.fetch_add(d.count());
 }
 void reset_wall() {
   g_wall_frozen.store(0);
@@ -145,6 +151,63 @@ TEST_F(WallStep, AReopenAfterAStepBackRepeatsNoFenceAndNoGeneratedId) {
     EXPECT_EQ(q->get("later")->due, later_due);
     for (const std::string& id : kept) EXPECT_EQ(q->get(id)->state, JobState::reserved) << id;
     for (const Delivery& d : push_and_reserve(*q, 20)) ASSERT_TRUE(q->ack(d.token).ok());
+  }
+}
+
+// The Redis backend times due dates and leases on the server's clock, and its waits on the steady
+// clock; the client's wall clock is used for one decision only: whether a job taken ahead
+// (claim_batch) still has half of its lease left. That age is steady time, so a step of the
+// client's clock neither gives back (and so spends the attempt of) a fresh job, nor hands out
+// one whose lease ran out.
+class RedisWallStep : public WallStep {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server.started()) << server.log(); }
+
+  // A client that takes 4 jobs per claim, and four ready jobs of topic "t" with a 2 s lease and
+  // the given number of attempts; returns the first delivery (the other three are kept).
+  std::unique_ptr<Queue> client_with_three_kept(uint32_t attempts, Delivery& first) {
+    RedisOptions o;
+    o.url = server.url();
+    o.queue = "wall";
+    o.claim_batch = 4;
+    std::unique_ptr<Queue> q = open_redis(o).value();
+    for (int i = 0; i < 4; ++i) {
+      RetryPolicy p = RetryPolicy::fixed(0ms, attempts);
+      EXPECT_TRUE(
+          q->push({.topic = "t", .id = "k" + std::to_string(i), .ttr = 2s, .retry = p}).ok());
+    }
+    Result<Delivery> d = q->reserve("t", 5s);
+    EXPECT_TRUE(d.ok()) << d.status().to_string();
+    if (d) first = *d;
+    return q;
+  }
+
+  testing::RedisServer server;
+};
+
+TEST_F(RedisWallStep, AStepForwardDoesNotSpendTheAttemptsOfJobsTakenAhead) {
+  Delivery first;
+  auto q = client_with_three_kept(1, first);
+  ASSERT_TRUE(q->ack(first.token).ok());
+  step_wall(1h);
+  for (int i = 1; i < 4; ++i) {
+    Result<Delivery> d = q->reserve("t", 0ms);
+    ASSERT_TRUE(d.ok()) << "a kept job was given back: " << d.status().to_string();
+    EXPECT_TRUE(q->ack(d->token).ok());
+  }
+  EXPECT_EQ(q->stats().dead_lettered, 0u);
+}
+
+TEST_F(RedisWallStep, AStepBackDoesNotHandOutJobsTakenAheadWhoseLeaseRanOut) {
+  Delivery first;
+  auto q = client_with_three_kept(5, first);
+  ASSERT_TRUE(q->ack(first.token).ok());
+  step_wall(-1h);
+  std::this_thread::sleep_for(2500ms);  // the kept jobs' leases (2 s) ran out on the server
+  for (int i = 1; i < 4; ++i) {
+    Result<Delivery> d = q->reserve("t", 5s);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    EXPECT_TRUE(q->ack(d->token).ok()) << "handed out after its lease ran out: " << d->id;
   }
 }
 
