@@ -211,5 +211,29 @@ TEST_F(RedisWallStep, AStepBackDoesNotHandOutJobsTakenAheadWhoseLeaseRanOut) {
   }
 }
 
+// Generated ids of the Redis backend are drawn by the client. Reopened with its wall clock back
+// where it stood at the first opening, a client draws ids that no opening before it drew. (The
+// seed is fixed, as a user who wants the same retry jitter on every run sets it.)
+TEST_F(RedisWallStep, GeneratedIdsDoNotRepeatAcrossReopensAfterAStepBack) {
+  const TimePoint ahead = SystemClock::instance().now() + 1h;
+  for (TimePoint at : {ahead, ahead, ahead - 1h}) {
+    freeze_wall(at);
+    RedisOptions o;
+    o.url = server.url();
+    o.queue = "ids";
+    o.seed = 7;
+    std::unique_ptr<Queue> q = open_redis(o).value();
+    run_wall();
+    for (int i = 0; i < 5; ++i) {
+      Result<std::string> id = q->push({.topic = "g"});
+      ASSERT_TRUE(id.ok()) << id.status().to_string();
+      EXPECT_TRUE(ids.insert(*id).second) << "generated id " << *id << " again";
+      Result<Delivery> d = q->reserve("g", 5s);  // gone from the queue again
+      ASSERT_TRUE(d.ok()) << d.status().to_string();
+      ASSERT_TRUE(q->ack(d->token).ok());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace delayq

@@ -104,11 +104,10 @@ class RedisQueue final : public Queue {
     std::random_device rd;
     const uint64_t seed = opt.seed ? opt.seed : (uint64_t{rd()} << 32 | rd());
     rng_.store(seed);
-    next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
     // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
-    // '-' and a random tag of this client, so that clients opened at the same instant do not
-    // keep drawing each other's ids.
-    id_tag_ = to_base36(std::mt19937_64(seed)() % (36ull * 36 * 36 * 36));
+    // '-' and this opening's number (start()), so that two openings never draw the same id,
+    // whatever their wall clocks say.
+    next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
     max_delay_us_ = std::to_string(ceil_us(opt.max_delay));
     for (uint32_t s = 0; s < opt.shards; ++s) {
       Shard sh;
@@ -144,6 +143,12 @@ class RedisQueue final : public Queue {
       return Status(Errc::invalid_argument,
                     "redis options: queue '" + opt_.queue + "' was created with " + got->str +
                         " shards; open it with shards = " + got->str);
+    // This opening's number, for its generated ids: the server counts the queue's openings.
+    Result<Reply> n = router_.command(meta_slot, {"HINCRBY", meta_key(), "clients", "1"});
+    if (!n) return n.status();
+    if (n->as_int(0) <= 0)
+      return Status(Errc::unavailable, "redis: HINCRBY " + meta_key() + " clients gave no count");
+    id_tag_ = to_base36(static_cast<uint64_t>(n->as_int(0)));
     listener_ = std::thread([this] { listen(); });
     async_thread_ = std::thread([this] { serve_async(); });
     return {};
