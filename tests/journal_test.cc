@@ -539,6 +539,35 @@ TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
   EXPECT_EQ(skipped.size(), 1u);
 }
 
+// Fences and generated ids continue above the stored counters after a restart, wherever the
+// wall clock stands (tests/clock_step_process_test.cc), so the journal keeps the highest it was
+// given, and an unreadable record of them is refused, not guessed.
+TEST_F(JournalTest, CountersKeepTheHighestAndAreCorruptUnlessTolerant) {
+  const engine::Counters c{.fences = 1u << 31, .next_id = UINT64_MAX - 7};
+  EXPECT_EQ(*Journal::decode_counters(Journal::encode_counters(c)), c);
+  const std::string bytes = Journal::encode_counters(c);
+  for (const std::string& bad : {bytes.substr(0, 9), bytes + "x", "\x02" + bytes.substr(1)})
+    EXPECT_TRUE(Journal::decode_counters(bad).is(Errc::corrupt)) << bad.size();
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    EXPECT_EQ(*j->counters(), engine::Counters{});
+    ASSERT_TRUE(j->append(puts({make(1)}), {}, {.fences = 9, .next_id = 3}).ok());
+    ASSERT_TRUE(j->sync_to(*j->append(puts({make(2)}), {}, {.fences = 4, .next_id = 5})).ok());
+  }
+  EXPECT_EQ(*open()->counters(), (engine::Counters{.fences = 9, .next_id = 5}));
+  raw_put("meta", "counters", "garbage");
+  Result<engine::Counters> got = open()->counters();
+  EXPECT_TRUE(got.is(Errc::corrupt)) << got.status().to_string();
+  EXPECT_NE(got.status().message().find("counters in family 'meta'"), std::string::npos);
+  JournalOptions o = fast();
+  o.tolerant = true;
+  std::vector<std::string> skipped;
+  o.on_skip = [&](const std::string& m) { skipped.push_back(m); };
+  EXPECT_EQ(*open(o)->counters(), engine::Counters{});
+  EXPECT_EQ(skipped.size(), 1u);
+}
+
 TEST_F(JournalTest, GarbageRecordFailsScanUnlessTolerant) {
   {
     auto j = open();

@@ -58,6 +58,8 @@ constexpr const char* kMetaFamily = "meta";
 constexpr const char* kFormatKey = "format";
 constexpr const char* kTotalsKey = "totals";
 constexpr uint8_t kTotalsVersion = 1;
+constexpr const char* kCountersKey = "counters";
+constexpr uint8_t kCountersVersion = 1;
 // Deleted with sync=true by sync_to(): a write that exists only to make the log durable.
 constexpr char kSyncMarkerKey[] = "sync-marker";
 
@@ -256,6 +258,8 @@ struct Journal::Impl {
   uint64_t appended = 0;  // guarded by mu
   Stats totals;           // the stored totals plus every append's; guarded by mu
   bool totals_dirty = false;  // totals changed since the leader last stored them; mu
+  engine::Counters counters;  // the highest counters stored or appended; guarded by mu
+  bool counters_dirty = false;  // counters rose since the leader last stored them; mu
   bool writing = false;   // a leader's write is in flight; guarded by mu
   Status broken;          // a failed write or sync: every later call fails with it; mu
   std::atomic<uint64_t> written{0};  // tickets up to this one reached RocksDB (the OS)
@@ -284,6 +288,13 @@ struct Journal::Impl {
     Status st = from_rocksdb(s, dir, what);
     // A failed write or sync is an io_error to the engine, whatever RocksDB called it.
     return st.is(Errc::io_error) ? st : Status(Errc::io_error, st.message());
+  }
+
+  // Under mu: the totals and counters as of the last append in `batch`, stored with it.
+  void put_meta(rocksdb::WriteBatch& batch) {
+    if (totals_dirty) (void)batch.Put(meta, kTotalsKey, encode_totals(totals));
+    if (counters_dirty) (void)batch.Put(meta, kCountersKey, encode_counters(counters));
+    totals_dirty = counters_dirty = false;
   }
 
   // Writes the tiny marker with sync=true: the log is on disk up to and including it.
@@ -343,7 +354,7 @@ struct Journal::Impl {
     std::unique_lock l(mu);
     cv.wait(l, [this] { return !writing; });
     if (pending->Count() == 0 || !broken.ok()) return;
-    if (totals_dirty) (void)pending->Put(meta, kTotalsKey, encode_totals(totals));
+    put_meta(*pending);
     rocksdb::WriteOptions wo;
     wo.sync = options.sync != SyncMode::none;
     (void)db->Write(wo, pending.get());
@@ -461,11 +472,7 @@ Status Journal::sync_to(uint64_t ticket) {
     }
     // The leader: everything appended and not yet written is in `pending`.
     m.writing = true;
-    if (m.totals_dirty) {
-      // The totals as of the last append in this batch, stored with it.
-      (void)m.pending->Put(m.meta, kTotalsKey, encode_totals(m.totals));
-      m.totals_dirty = false;
-    }
+    m.put_meta(*m.pending);
     std::unique_ptr<rocksdb::WriteBatch> batch = std::move(m.pending);
     m.pending = std::move(m.spare);
     const uint64_t upto = m.appended;
@@ -493,8 +500,8 @@ Status Journal::sync_to(uint64_t ticket) {
   return Status();
 }
 
-Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes,
-                                 const Stats& totals) {
+Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, const Stats& totals,
+                                 const engine::Counters& counters) {
   Impl& m = *impl_;
   if (m.options.read_only)
     return Status(Errc::invalid_state, "store " + m.dir + " is open read-only; write refused");
@@ -515,6 +522,11 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes,
   if (!m.broken.ok()) return m.broken;
   engine::add_totals(m.totals, totals);
   m.totals_dirty = true;
+  if (counters.fences > m.counters.fences || counters.next_id > m.counters.next_id) {
+    m.counters.fences = std::max(m.counters.fences, counters.fences);
+    m.counters.next_id = std::max(m.counters.next_id, counters.next_id);
+    m.counters_dirty = true;
+  }
   for (const auto& [key, value] : items) {
     // Put and Delete on a batch without a size limit only append bytes to it.
     rocksdb::Status s = value ? m.pending->Put(m.jobs, key, *value) : m.pending->Delete(m.jobs, key);
@@ -544,6 +556,53 @@ Result<Stats> Journal::totals() {
   std::lock_guard l(m.mu);
   m.totals = t;
   return t;
+}
+
+Result<engine::Counters> Journal::counters() {
+  Impl& m = *impl_;
+  std::string value;
+  rocksdb::Status s = m.db->Get(rocksdb::ReadOptions(), m.meta, kCountersKey, &value);
+  engine::Counters c;
+  if (s.IsNotFound()) return c;
+  if (!s.ok()) return from_rocksdb(s, m.dir, "reading the counters");
+  Result<engine::Counters> r = decode_counters(value);
+  if (!r.ok()) {
+    const std::string msg = "store " + m.dir + ": " + r.status().message();
+    if (!m.options.tolerant) return Status(Errc::corrupt, msg);
+    if (m.options.on_skip)
+      m.options.on_skip(msg +
+                        " (fences and generated ids restart from the wall clock, which "
+                        "repeats them if it stepped back)");
+  } else {
+    c = *r;
+  }
+  std::lock_guard l(m.mu);
+  m.counters = c;
+  return c;
+}
+
+std::string Journal::encode_counters(const engine::Counters& c) {
+  std::string out;
+  put_u8(out, kCountersVersion);
+  put_u64(out, c.fences);
+  put_u64(out, c.next_id);
+  return out;
+}
+
+Result<engine::Counters> Journal::decode_counters(std::string_view bytes) {
+  Reader in(bytes);
+  const uint8_t version = in.u8("version");
+  if (!in.failed() && version != kCountersVersion)
+    in.fail("version " + std::to_string(version) + ", expected " +
+            std::to_string(kCountersVersion));
+  engine::Counters c;
+  c.fences = in.u64("fences");
+  c.next_id = in.u64("next_id");
+  if (!in.failed() && in.left() != 0) in.fail(std::to_string(in.left()) + " bytes after next_id");
+  if (in.failed())
+    return Status(Errc::corrupt, "the counters in family 'meta' are unreadable: " + in.error() +
+                                     " (bytes: " + hex(bytes.substr(0, 32)) + ")");
+  return c;
 }
 
 std::string Journal::encode_totals(const Stats& t) {

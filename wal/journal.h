@@ -10,7 +10,10 @@
 //   family "jobs": key = the record's seq, 8 bytes big-endian (keys arrive in push order, the
 //                  fast way into RocksDB's memtable); value = the encoded JobRecord.
 //   family "meta": "format" = the format version, as decimal text ("1");
-//                  "totals" = the totals of stats() as of the last write (see encode_totals).
+//                  "totals" = the totals of stats() as of the last write (see encode_totals);
+//                  "counters" = the highest engine::Counters written (see encode_counters):
+//                  fences and generated ids continue above them after a restart, wherever
+//                  the wall clock stands.
 // Acked jobs leave tombstones at the old end of "jobs"; a CompactOnDeletionCollector lets
 // compaction clear them, and the WAL is capped so that reopening after a crash stays quick.
 //
@@ -79,13 +82,19 @@ class Journal {
   // appended but never waited for is written when the journal closes.
   // Errors: io_error (the write or sync failed; every later call fails too).
   // `totals`: how much the totals of stats() grew with these changes; the journal adds it up and
-  // stores the sum with the batch that carries the changes.
-  Result<uint64_t> append(const std::vector<engine::Change>& changes, const Stats& totals = {});
+  // stores the sum with the batch that carries the changes. `counters`: the engine's counters as
+  // of these changes; the journal keeps the highest and stores them with the batch too.
+  Result<uint64_t> append(const std::vector<engine::Change>& changes, const Stats& totals = {},
+                          const engine::Counters& counters = {});
   Status sync_to(uint64_t ticket);
 
   // The totals of stats() as stored (zero for a store written before they were kept).
   // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
   Result<Stats> totals();
+
+  // The highest counters stored (zero for a store written before they were kept).
+  // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
+  Result<engine::Counters> counters();
 
   // Calls fn for every live record, in seq order. Stops at the first error fn returns.
   // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
@@ -98,6 +107,9 @@ class Journal {
   // order; nothing else.
   static std::string encode_totals(const Stats& t);
   static Result<Stats> decode_totals(std::string_view bytes);
+  // Counters encoding: u8 version (1), u64 fences, u64 next_id; nothing else.
+  static std::string encode_counters(const engine::Counters& c);
+  static Result<engine::Counters> decode_counters(std::string_view bytes);
 
  private:
   struct Impl;

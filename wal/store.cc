@@ -12,14 +12,26 @@ namespace {
 
 class JournalSink final : public engine::Persistence {
  public:
-  explicit JournalSink(std::shared_ptr<wal::Journal> journal) : journal_(std::move(journal)) {}
+  JournalSink(std::shared_ptr<wal::Journal> journal, const engine::Counters& recorded)
+      : journal_(std::move(journal)), recorded_(recorded) {}
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const Stats& totals) override {
-    return journal_->append(changes, totals);
+    // Read after the engine's call issued what `changes` hold, so they are covered.
+    engine::Counters now;
+    if (fences_) now = {fences_->load(), next_id_->load()};
+    return journal_->append(changes, totals, now);
   }
   Status wait_durable(uint64_t ticket) override { return journal_->sync_to(ticket); }
+  engine::Counters recorded_counters() override { return recorded_; }
+  void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id) override {
+    fences_ = fences;
+    next_id_ = next_id;
+  }
 
  private:
   std::shared_ptr<wal::Journal> journal_;
+  engine::Counters recorded_;
+  const std::atomic<uint64_t>* fences_ = nullptr;
+  const std::atomic<uint64_t>* next_id_ = nullptr;
 };
 
 }  // namespace
@@ -79,10 +91,12 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   if (!opened) return opened.status();
   std::shared_ptr<wal::Journal> journal = std::move(opened).value();
   const engine::RecordSource records = [&journal](const auto& fn) { return journal->scan(fn); };
-  std::unique_ptr<engine::Persistence> sink;
-  if (!o.read_only) sink = std::make_unique<JournalSink>(journal);
   Result<Stats> totals = journal->totals();
   if (!totals) return totals.status();
+  Result<engine::Counters> counters = journal->counters();
+  if (!counters) return counters.status();
+  std::unique_ptr<engine::Persistence> sink;
+  if (!o.read_only) sink = std::make_unique<JournalSink>(journal, *counters);
   return engine::open_engine(o.engine, std::move(sink), records, *totals);
 }
 

@@ -106,8 +106,11 @@ Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options
   impl->clock = options.clock ? options.clock : &SystemClock::instance();
   const uint64_t seed = options.seed ? options.seed : std::random_device()();
   const TimePoint now = impl->clock->now();
-  impl->fences.store(restart_safe_base());  // restore() raises it further if a record is above
-  impl->next_id.store(restart_safe_base());
+  const engine::Counters recorded = store ? store->recorded_counters() : engine::Counters{};
+  // restore() raises fences further if a record holds a higher one.
+  impl->fences.store(std::max(restart_safe_base(), recorded.fences));
+  impl->next_id.store(std::max(restart_safe_base(), recorded.next_id));
+  if (store) store->track(&impl->fences, &impl->next_id);
   co.fences = &impl->fences;
   co.seqs = &impl->seqs;
   co.record_changes = store != nullptr;

@@ -60,11 +60,22 @@ struct AsyncWaiter {
 // Waits longer than this are treated as "forever" (and keep time_point arithmetic in range).
 constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 
+// Sleeps are timed on the steady clock, but due times are instants of the wall clock (the
+// queue's Clock), which can step. A step back is harmless: a sleeper wakes early, finds nothing
+// due and sleeps again, and a call that schedules something earlier wakes it. A step forward
+// makes jobs due that a sleeper, counting down the old distance, would not see until it woke.
+// So while a deadline is pending, nobody (a thread in reserve(), the driver's timer) sleeps
+// longer than this before reading the clock again: after a step forward, what fell due is
+// delivered within about this long.
+constexpr Duration kClockRecheck = std::chrono::seconds(1);
+
 Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
 
-// Counters that must not repeat across restarts of a durable queue (fences, generated ids) start
-// at the real time in nanoseconds: a later open starts above everything an earlier one issued
-// unless that issued more than 10^9 a second. (The journal keeps no counters yet.)
+// Counters that must not repeat across restarts (fences, generated ids) start at least at the
+// real time in nanoseconds, and a durable store's above what it recorded (engine::Counters). The
+// record is what holds when the wall clock stepped back across the restart; the time is all the
+// in-memory engine has, and covers a store that lost its last writes with the power (a mode
+// other than Sync::always) while the clock did not step back.
 uint64_t restart_safe_base() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -208,7 +219,8 @@ struct Engine::Impl {
     }
     // Timer slack: wake a little after the earliest instant, so that the jobs due within the
     // slack after it fire in the same wake-up instead of one wake-up each (never early).
-    s.timer.expires_after(std::max(*next - now, Duration::zero()) + opt.timer_slack);
+    s.timer.expires_after(
+        std::min(std::max(*next - now, Duration::zero()) + opt.timer_slack, kClockRecheck));
     s.timer.async_wait([this, &s](const boost::system::error_code& ec) {
       if (!ec) on_timer(s);
     });
@@ -242,14 +254,15 @@ struct Engine::Impl {
       asio::post(io, [this] { serve_async(); });
   }
 
-  // When the earliest shard deadline falls, on the steady clock; never when there is none, or
-  // when the clock is manual (its moves wake waiters).
+  // When to look again: when the earliest shard deadline falls (on the steady clock, as far as
+  // the wall clock says now), but no later than kClockRecheck; never when there is no deadline,
+  // or when the clock is manual (its moves wake waiters).
   Steady::time_point next_wake() const {
     int64_t due = INT64_MAX;
     for (const auto& s : shards) due = std::min(due, s->armed_ns.load());
     if (due == INT64_MAX || clock->manual()) return Steady::time_point::max();
     const Duration left = Duration(due) - clock->now().time_since_epoch() + opt.timer_slack;
-    return Steady::now() + std::max(left, Duration::zero());
+    return Steady::now() + std::clamp(left, Duration::zero(), kClockRecheck);
   }
 
   // Runs a count-returning core call on every shard and adds the counts up. A shard whose

@@ -2,6 +2,7 @@
 // The store itself (RocksDB, wal/) lives in its own library, which depends on this one.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -25,6 +26,14 @@ class Persistence {
   // OS at least; on disk for a synced store). The engine calls it after releasing the shard's
   // lock, before it answers the call.
   virtual Status wait_durable(uint64_t ticket) = 0;
+  // The counters (record.h) as the store last recorded them: a reopened engine starts above.
+  virtual Counters recorded_counters() { return {}; }
+  // The engine's live counters, read with every write() from now on and recorded with its
+  // changes, so that what a write's changes handed out is never issued again after a restart.
+  virtual void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id) {
+    (void)fences;
+    (void)next_id;
+  }
 };
 
 // Calls its argument for every stored record, in seq order.

@@ -48,6 +48,16 @@ inline void add_totals(Stats& into, const Stats& more) {
   for_each_total(into, more, [](uint64_t& x, uint64_t y) { x += y; });
 }
 
+// The engine's counters that must never go back, so they cannot come from the wall clock alone,
+// which can step back: the last delivery fence issued and the next generated id to draw. The
+// durable store keeps the highest values it was given, written with the changes that used them,
+// and a reopened engine continues above them.
+struct Counters {
+  uint64_t fences = 0;
+  uint64_t next_id = 0;
+  bool operator==(const Counters&) const = default;
+};
+
 struct Change {
   uint64_t seq = 0;
   std::optional<JobRecord> record;  // nullopt: the job is gone (acked, cancelled, purged)

@@ -104,11 +104,10 @@ class RedisQueue final : public Queue {
     std::random_device rd;
     const uint64_t seed = opt.seed ? opt.seed : (uint64_t{rd()} << 32 | rd());
     rng_.store(seed);
-    next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
     // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
-    // '-' and a random tag of this client, so that clients opened at the same instant do not
-    // keep drawing each other's ids.
-    id_tag_ = to_base36(std::mt19937_64(seed)() % (36ull * 36 * 36 * 36));
+    // '-' and this opening's number (start()), so that two openings never draw the same id,
+    // whatever their wall clocks say.
+    next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
     max_delay_us_ = std::to_string(ceil_us(opt.max_delay));
     for (uint32_t s = 0; s < opt.shards; ++s) {
       Shard sh;
@@ -144,6 +143,12 @@ class RedisQueue final : public Queue {
       return Status(Errc::invalid_argument,
                     "redis options: queue '" + opt_.queue + "' was created with " + got->str +
                         " shards; open it with shards = " + got->str);
+    // This opening's number, for its generated ids: the server counts the queue's openings.
+    Result<Reply> n = router_.command(meta_slot, {"HINCRBY", meta_key(), "clients", "1"});
+    if (!n) return n.status();
+    if (n->as_int(0) <= 0)
+      return Status(Errc::unavailable, "redis: HINCRBY " + meta_key() + " clients gave no count");
+    id_tag_ = to_base36(static_cast<uint64_t>(n->as_int(0)));
     listener_ = std::thread([this] { listen(); });
     async_thread_ = std::thread([this] { serve_async(); });
     return {};
@@ -727,11 +732,11 @@ class RedisQueue final : public Queue {
       std::lock_guard lock(kept_mu_);
       auto it = kept_.find(topics[0]);
       if (it == kept_.end()) return std::nullopt;
-      const TimePoint now = SystemClock::instance().now();
+      const Steady::time_point now = Steady::now();
       while (!it->second.empty() && !out) {
         Kept k = std::move(it->second.front());
         it->second.pop_front();
-        if (now < k.d.lease_deadline - (k.d.lease_deadline - k.taken) / 2) {
+        if (now - k.taken < k.lease_left / 2) {
           out = std::move(k.d);
         } else {
           stale.push_back(std::move(k.d));
@@ -745,13 +750,17 @@ class RedisQueue final : public Queue {
   void keep(std::vector<Delivery> more) {
     if (more.empty()) return;
     const TimePoint now = SystemClock::instance().now();
+    const Steady::time_point taken = Steady::now();
     {
       std::lock_guard lock(kept_mu_);
       // After close() gave back what was kept, jobs that arrive late (an ack_claim in flight)
       // go straight back too.
       if (!kept_closed_) {
         auto& q = kept_[more.front().topic];
-        for (Delivery& d : more) q.push_back(Kept{std::move(d), now});
+        for (Delivery& d : more) {
+          const Duration left = d.lease_deadline - now;
+          q.push_back(Kept{std::move(d), taken, left});
+        }
         return;
       }
     }
@@ -922,9 +931,13 @@ class RedisQueue final : public Queue {
   std::unordered_map<std::string, std::string> topic_of_;
 
   // Jobs taken ahead by a batched claim, per topic, oldest first (claim_batch > 1).
+  // A job taken ahead. Its lease is timed on the server's clock; here, how much of it was left
+  // when it arrived (server deadline minus this client's wall clock, read once) and its age on
+  // the steady clock, so that a step of this client's wall clock changes neither.
   struct Kept {
     Delivery d;
-    TimePoint taken;  // on this client's clock: only the fraction of the lease used matters
+    Steady::time_point taken;
+    Duration lease_left;
   };
   std::mutex kept_mu_;
   std::unordered_map<std::string, std::deque<Kept>> kept_;  // a key per topic reserved alone
