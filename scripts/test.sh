@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the normal build, then the whole suite
-# again under AddressSanitizer + UndefinedBehaviorSanitizer, then a short run of the workload
-# driver that checks every job arrives and none early, then a short fuzzing run of delayqd's
-# request parsing (libFuzzer, clang).
+# again under AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrent tests under
+# ThreadSanitizer (scripts/tsan.sh), then a short run of the workload driver that checks every
+# job arrives and none early, then a short fuzzing run of delayqd's request parsing (libFuzzer,
+# clang).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -21,6 +22,9 @@ cmake --build build-asan
 echo "== tests under sanitizers =="
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j2
+
+echo "== build (ThreadSanitizer) =="
+./scripts/tsan.sh build-tsan
 
 echo "== workload smoke run =="
 ./scripts/bench-smoke.sh build
