@@ -2,8 +2,8 @@
 # Installs what is missing, builds, and runs every test: the normal build, then the whole suite
 # again under AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrent tests under
 # ThreadSanitizer (scripts/tsan.sh), then a short run of the workload driver that checks every
-# job arrives and none early, then a short fuzzing run of delayqd's request parsing (libFuzzer,
-# clang).
+# job arrives and none early, then a short fuzzing run of each libFuzzer target (scripts/fuzz.sh:
+# delayqd's request parsing, the journal's record decoder, the Redis reply readers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -29,5 +29,5 @@ echo "== build (ThreadSanitizer) =="
 echo "== workload smoke run =="
 ./scripts/bench-smoke.sh build
 
-echo "== fuzzing delayqd's request parsing =="
-./scripts/fuzz.sh 20
+echo "== fuzzing (request parsing, journal records, Redis replies) =="
+./scripts/fuzz.sh 90
