@@ -25,11 +25,15 @@ JobState to_state(int64_t stored) {
   }
 }
 
-TimePoint from_us(int64_t us) {
+Duration duration_us(int64_t us) {
   constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 1000;
-  if (us > kLimit) return TimePoint::max();
-  if (us < -kLimit) return TimePoint::min();
-  return TimePoint(Duration(us * 1000));
+  if (us > kLimit) return Duration::max();
+  if (us < -kLimit) return Duration::min();
+  return Duration(us * 1000);
+}
+
+TimePoint from_us(int64_t us) {
+  return TimePoint(duration_us(us));
 }
 
 JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic) {
@@ -41,7 +45,7 @@ JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic) {
   j.max_attempts = static_cast<uint32_t>(e[i + 3].as_int());
   j.due = from_us(e[i + 4].as_int());
   j.lease_deadline = from_us(e[i + 5].as_int());
-  j.ttr = Duration(e[i + 6].as_int() * 1000);
+  j.ttr = duration_us(e[i + 6].as_int());
   j.body = std::move(e[i + 7].str);
   return j;
 }

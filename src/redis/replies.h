@@ -23,8 +23,10 @@ namespace delayq::redis {
 int64_t code_of(const Reply& r);
 // A job state as stored (scripts.h StoredState); anything unknown reads as dead.
 JobState to_state(int64_t stored);
-// Microseconds from the server back to a TimePoint, saturating at the ends of representable
-// time (a due time rounded up to the microsecond can lie just past TimePoint::max()).
+// Microseconds from the server back to a Duration or a TimePoint, saturating at the ends of
+// representable time (a due time rounded up to the microsecond can lie just past
+// TimePoint::max()).
+Duration duration_us(int64_t us);
 TimePoint from_us(int64_t us);
 
 // A JobInfo from the 8 fields at e[i..i+7] (get, list_dead): id, state, attempts, max_attempts,
