@@ -38,5 +38,21 @@ TEST(RedisReplies, AJobInfoTtrOutOfRangeSaturates) {
   EXPECT_EQ(read_job_info(e, 0, "t").ttr, std::chrono::seconds(30));
 }
 
+// A claim that found nothing ready says how long until the next due time or lease deadline.
+TEST(RedisReplies, AWaitOutOfRangeSaturates) {
+  std::vector<Reply> e = elements_of(std::string("*2\r\n:6\r\n:") + kMax + "\r\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(read_next_wait(e), Duration::max());
+  e = elements_of("*2\r\n:6\r\n:29223372036854775\r\n");  // the input the fuzzer found
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(read_next_wait(e), Duration::max());
+  e = elements_of("*2\r\n:6\r\n:1500\r\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(read_next_wait(e), std::chrono::microseconds(1500));
+  e = elements_of("*2\r\n:6\r\n:-1\r\n");  // nothing scheduled at all
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(read_next_wait(e), std::nullopt);
+}
+
 }  // namespace
 }  // namespace delayq::redis

@@ -71,7 +71,7 @@ std::optional<Duration> read_next_wait(const std::vector<Reply>& e) {
   if (e.size() < 2) return std::nullopt;
   const int64_t us = e[1].as_int(-1);
   if (us < 0) return std::nullopt;
-  return Duration(us * 1000);
+  return duration_us(us);
 }
 
 TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e) {

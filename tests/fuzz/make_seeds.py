@@ -178,6 +178,7 @@ def redis():
         "claim-malformed": [0, "job-1", "orders"],
         "nothing-ready": [6, 1500],
         "nothing-at-all": [6, -1],
+        "nothing-ready-far": [6, (1 << 63) - 1],
         "get": [0, "job-1", 2, 1, 10, now, now + 30_000_000, 30_000_000, "body", "orders"],
         "get-extremes": [0, "j", 9, -1, (1 << 63) - 1, -(1 << 63), (1 << 63) - 1,
                          (1 << 63) - 1, "", "t"],
