@@ -54,5 +54,20 @@ TEST(RedisReplies, AWaitOutOfRangeSaturates) {
   EXPECT_EQ(read_next_wait(e), std::nullopt);
 }
 
+// A reschedule refused as too far away says by how much `when` lies beyond the server's now.
+TEST(RedisReplies, TheServersNowFromARefusalSaturates) {
+  const int64_t when_us = 1'704'067'200'000'000;  // 2024-01-01, as the client sends it
+  std::vector<Reply> e = elements_of(std::string("*2\r\n:1\r\n:") + kMin + "\r\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(read_server_now(when_us, e), TimePoint::max());
+  EXPECT_EQ(read_server_now(0, e), TimePoint::max());  // the input the fuzzer found
+  e = elements_of(std::string("*2\r\n:1\r\n:") + kMax + "\r\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(read_server_now(-when_us, e), TimePoint::min());
+  e = elements_of("*2\r\n:1\r\n:1000000\r\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(read_server_now(when_us, e), from_us(when_us) - std::chrono::seconds(1));
+}
+
 }  // namespace
 }  // namespace delayq::redis

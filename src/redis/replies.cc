@@ -76,7 +76,10 @@ std::optional<Duration> read_next_wait(const std::vector<Reply>& e) {
 
 TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e) {
   const int64_t away_us = e[1].as_int();
-  return from_us(when_us - away_us);
+  int64_t now_us = 0;
+  if (__builtin_sub_overflow(when_us, away_us, &now_us))
+    return away_us < 0 ? TimePoint::max() : TimePoint::min();
+  return from_us(now_us);
 }
 
 void read_totals(const Reply& kv, Stats& st) {

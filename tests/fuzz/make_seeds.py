@@ -185,6 +185,7 @@ def redis():
         "list-dead": [0] + ["d1", 3, 10, 10, now, 0, 30_000_000, "x"] * 2,
         "touch": [0, now + 30_000_000],
         "reschedule-too-far": [1, 315_360_000_000_001],
+        "reschedule-too-far-extreme": [1, -(1 << 63)],
         "state-refusal": [5, 2],
         "stale-token": [4, 2, 3],
         "wrong-topic": [99, "other"],
@@ -195,6 +196,7 @@ def redis():
                   ["pushed", "5", "delivered", "4", "acked", "3", "retried", "1",
                    "dead_lettered", "1", "leases_expired", "0", "cancelled", "1",
                    "requeued", "0", "purged", "0"]],
+        "integers": [(1 << 63) - 1, -(1 << 63), "9223372036854775808", "-0", "+1", "1e3"],
         "stats-odd": [0, [1, 2, 3], ["pushed", "-1", "acked"]],
         "cluster-slots": [
             [0, 5460, ["127.0.0.1", 7000, "a" * 40], ["127.0.0.1", 7003, "d" * 40]],
