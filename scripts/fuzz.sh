@@ -49,16 +49,25 @@ PY
 # and replies have a few dozen bytes of structure plus strings whose lengths are checked against
 # what is left, so 16 KiB covers them.
 # The first directory given is where libFuzzer writes what it finds: $corpus, not the seeds.
+# Every target runs even when one fails; the script fails at the end, naming them.
+failed=()
 run() {  # run TARGET SECONDS MAX_LEN [libFuzzer flags and more seed directories...]
   local target=$1 secs=$2 max_len=$3
   shift 3
-  local corpus="$build/fuzz-corpus/$target" artifacts="$build/fuzz-artifacts"
+  local corpus="$build/fuzz-corpus/$target"
   mkdir -p "$corpus" "$artifacts"
   echo "== $target: ${secs}s =="
   "$build/tests/fuzz/$target" -max_total_time="$secs" -max_len="$max_len" -timeout=10 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/$target-" "$corpus" "tests/fuzz/$target" "$@"
+    -print_final_stats=1 -artifact_prefix="$artifacts/$target-" "$corpus" "tests/fuzz/$target" \
+    "$@" || failed+=("$target")
 }
+artifacts="$build/fuzz-artifacts"
 part() { echo $((seconds * $1 / 18)); }  # in eighteenths, so that 90 s gives 40 + 25 + 25
 run delayqd_fuzz "$(part 8)" 262144 -dict=tests/fuzz/delayqd.dict "$generated"
 run journal_record_fuzz "$(part 5)" 16384
 run redis_reply_fuzz "$(part 5)" 16384 -dict=tests/fuzz/redis_reply.dict
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz.sh: ${failed[*]} stopped on a crash, a sanitizer report or a timeout; the inputs" \
+    "are in $artifacts (reproduce: $build/tests/fuzz/<target> <input>)" >&2
+  exit 1
+fi
