@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the normal build, then the whole suite
-# again under AddressSanitizer + UndefinedBehaviorSanitizer, then a short run of the workload
-# driver that checks every job arrives and none early, then a short fuzzing run of delayqd's
-# request parsing (libFuzzer, clang).
+# again under AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrent tests under
+# ThreadSanitizer (scripts/tsan.sh), then a short run of the workload driver that checks every
+# job arrives and none early, then a short fuzzing run of each libFuzzer target (scripts/fuzz.sh:
+# delayqd's request parsing, the journal's record decoder, the Redis reply readers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -22,8 +23,11 @@ echo "== tests under sanitizers =="
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j2
 
+echo "== build (ThreadSanitizer) =="
+./scripts/tsan.sh build-tsan
+
 echo "== workload smoke run =="
 ./scripts/bench-smoke.sh build
 
-echo "== fuzzing delayqd's request parsing =="
-./scripts/fuzz.sh 20
+echo "== fuzzing (request parsing, journal records, Redis replies) =="
+./scripts/fuzz.sh 90

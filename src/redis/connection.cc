@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/format.h"
+#include "redis/replies.h"
 
 namespace delayq::redis {
 
@@ -91,6 +92,21 @@ int64_t Reply::as_int(int64_t fallback) const {
   int64_t v = 0;
   const auto [p, ec] = std::from_chars(str.data(), str.data() + str.size(), v);
   return ec == std::errc() && p == str.data() + str.size() ? v : fallback;
+}
+
+Result<std::vector<Reply>> parse_resp(std::string_view bytes) {
+  std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(), redisReaderFree);
+  if (!reader || redisReaderFeed(reader.get(), bytes.data(), bytes.size()) != REDIS_OK)
+    return Status(Errc::io_error, "out of memory reading a redis reply");
+  std::vector<Reply> out;
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader.get(), &raw) != REDIS_OK)
+      return Status(Errc::corrupt, std::string("redis protocol error: ") + reader->errstr);
+    if (raw == nullptr) return out;  // what is left, if anything, is an incomplete reply
+    out.push_back(copy_reply(static_cast<redisReply*>(raw)));
+    freeReplyObject(raw);
+  }
 }
 
 Result<Endpoint> parse_url(std::string_view url) {
@@ -377,17 +393,6 @@ uint16_t crc16(std::string_view s) {
   return crc;
 }
 
-// "host:port" of a redirection or a slot map entry; an empty host means "the node that said it".
-bool parse_address(std::string_view addr, std::string& host, int& port) {
-  const size_t colon = addr.rfind(':');
-  if (colon == std::string_view::npos) return false;
-  const std::string_view p = addr.substr(colon + 1);
-  const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-  if (ec != std::errc() || end != p.data() + p.size() || port <= 0 || port > 65535) return false;
-  host = std::string(addr.substr(0, colon));
-  return true;
-}
-
 }  // namespace
 
 uint16_t key_slot(std::string_view key) {
@@ -471,25 +476,20 @@ void Router::refresh(Node* first, bool force) {
   for (Node* n : ask) {
     Result<Reply> r = n->command({"CLUSTER", "SLOTS"});
     if (!r || r->type != Reply::Type::array) continue;
-    // Each entry: start, end, then the master {host, port, id, ...}, then its replicas.
-    std::vector<std::pair<std::pair<int64_t, int64_t>, Node*>> ranges;
+    std::vector<std::pair<SlotRange, Node*>> ranges;
     std::vector<Node*> masters;
-    for (const Reply& e : r->elements) {
-      if (e.elements.size() < 3 || e.elements[2].elements.size() < 2) continue;
-      const int64_t lo = e.elements[0].as_int(-1), hi = e.elements[1].as_int(-1);
-      std::string host = e.elements[2].elements[0].str;
-      const int64_t port = e.elements[2].elements[1].as_int(-1);
-      if (lo < 0 || hi > 16383 || lo > hi || port <= 0 || port > 65535) continue;
+    for (SlotRange& range : read_slot_map(*r)) {
       // An unknown address ("" or "?") is the node that answered, reached as we reach it.
-      if (host.empty() || host == "?") host = n->endpoint().host.empty() ? "127.0.0.1" : n->endpoint().host;
-      Node* m = node_for(host, static_cast<int>(port));
-      ranges.push_back({{lo, hi}, m});
+      if (range.host.empty())
+        range.host = n->endpoint().host.empty() ? "127.0.0.1" : n->endpoint().host;
+      Node* m = node_for(range.host, range.port);
+      ranges.push_back({std::move(range), m});
       if (std::find(masters.begin(), masters.end(), m) == masters.end()) masters.push_back(m);
     }
     if (ranges.empty()) continue;
     // Slots missing from the map keep their last owner: the call will say where they went.
     for (const auto& [range, m] : ranges)
-      for (int64_t s = range.first; s <= range.second; ++s)
+      for (int s = range.lo; s <= range.hi; ++s)
         slots_[static_cast<size_t>(s)].store(m, std::memory_order_release);
     std::lock_guard lock(mu_);
     masters_ = std::move(masters);

@@ -38,6 +38,11 @@ struct Reply {
   int64_t as_int(int64_t fallback = 0) const;
 };
 
+// The replies in RESP bytes, read with hiredis's reader as a connection reads them, in order;
+// an incomplete reply at the end is left out. For tests and the fuzzer: replies.h reads them.
+// Errors: corrupt (a protocol error, with hiredis's reason).
+Result<std::vector<Reply>> parse_resp(std::string_view bytes);
+
 struct Endpoint {
   std::string unix_path;  // set for unix:// urls
   std::string host;

@@ -29,6 +29,7 @@
 #include "engine/rules.h"
 #include "delayq/redis.h"
 #include "redis/connection.h"
+#include "redis/replies.h"
 #include "redis/rules.h"
 #include "redis/scripts.h"
 
@@ -46,15 +47,6 @@ constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 int64_t ceil_us(int64_t ns) { return ns / 1000 + (ns > 0 && ns % 1000 != 0 ? 1 : 0); }
 int64_t ceil_us(Duration d) { return ceil_us(d.count()); }
 int64_t ceil_us(TimePoint t) { return ceil_us(t.time_since_epoch().count()); }
-// Microseconds from the server back to a TimePoint, saturating at the ends of representable
-// time (a due time rounded up to the microsecond can lie just past TimePoint::max()).
-TimePoint from_us(int64_t us) {
-  constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 1000;
-  if (us > kLimit) return TimePoint::max();
-  if (us < -kLimit) return TimePoint::min();
-  return TimePoint(Duration(us * 1000));
-}
-
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -70,19 +62,6 @@ uint32_t fnv1a(std::string_view s) {
     h *= 16777619u;
   }
   return h;
-}
-
-JobState to_state(int64_t stored) {
-  switch (stored) {
-    case kDelayed: return JobState::delayed;
-    case kReady: return JobState::ready;
-    case kReserved: return JobState::reserved;
-    default: return JobState::dead;
-  }
-}
-
-int64_t code_of(const Reply& r) {
-  return r.type == Reply::Type::array && !r.elements.empty() ? r.elements[0].as_int(-1) : -1;
 }
 
 Status bad_reply(const char* script) {
@@ -321,7 +300,7 @@ class RedisQueue final : public Queue {
     if (!r) return r.status();
     std::vector<Reply>& e = r->elements;
     if (e.size() < 10) return bad_reply("get");
-    return info_at(e, 1, std::move(e[9].str));
+    return read_job_info(e, 1, std::move(e[9].str));
   }
 
   Status reschedule(std::string_view id, TimePoint when) override {
@@ -330,11 +309,9 @@ class RedisQueue final : public Queue {
     if (r || !refused_.is(Errc::invalid_state)) return r ? Status() : r.status();
     // The script's refusal: the job's state, or (code 1) how far away `when` is.
     const Reply& e = refusal_;
-    if (code_of(e) == kInvalidArgument) {
-      const int64_t away_us = e.elements[1].as_int();
+    if (code_of(e) == kInvalidArgument)
       return rules_.reschedule_refused(id, JobState::delayed, from_us(when_us),
-                                       from_us(when_us - away_us));
-    }
+                                       read_server_now(when_us, e.elements));
     return rules_.reschedule_refused(id, to_state(e.elements[1].as_int()), when,
                                      SystemClock::instance().now());
   }
@@ -350,7 +327,8 @@ class RedisQueue final : public Queue {
       Result<Reply> r = router_.eval(sh.slot, kListDead, keys(sh, topic), args);
       if (!r) return r.status();
       std::vector<Reply>& e = r->elements;
-      for (size_t i = 1; i + 8 <= e.size(); i += 8) all.push_back(info_at(e, i, std::string(topic)));
+      for (size_t i = 1; i + 8 <= e.size(); i += 8)
+        all.push_back(read_job_info(e, i, std::string(topic)));
     }
     if (shards_.size() > 1)
       std::stable_sort(all.begin(), all.end(),
@@ -396,11 +374,9 @@ class RedisQueue final : public Queue {
         Result<Reply> r = router_.eval(sh.slot, kStats, k, args);
         if (!r || r->elements.size() != to - from + 2) break;
         for (size_t i = from; i < to; ++i) {
-          const std::vector<Reply>& c = r->elements[1 + i - from].elements;
-          if (c.size() != 4) continue;
-          TopicStats ts{static_cast<uint64_t>(c[0].as_int()), static_cast<uint64_t>(c[1].as_int()),
-                        static_cast<uint64_t>(c[2].as_int()), static_cast<uint64_t>(c[3].as_int())};
-          if (ts == TopicStats{}) continue;
+          const std::optional<TopicStats> counts = read_topic_counts(r->elements[1 + i - from]);
+          if (!counts || *counts == TopicStats{}) continue;
+          const TopicStats& ts = *counts;
           TopicStats& o = st.topics[topics[i]];
           o.delayed += ts.delayed;
           o.ready += ts.ready;
@@ -408,7 +384,7 @@ class RedisQueue final : public Queue {
           o.dead += ts.dead;
         }
         // The totals come with every call; take them from the last one.
-        if (to == topics.size()) add_totals(r->elements.back(), st);
+        if (to == topics.size()) read_totals(r->elements.back(), st);
         if (topics.empty()) break;
       }
     }
@@ -601,37 +577,6 @@ class RedisQueue final : public Queue {
                         static_cast<uint32_t>(refusal_.elements[2].as_int()));
   }
 
-  // A JobInfo from the 8 fields at e[i..i+7]: id, state, attempts, max, due, lease, ttr, body.
-  static JobInfo info_at(std::vector<Reply>& e, size_t i, std::string topic) {
-    JobInfo j;
-    j.id = e[i].str;
-    j.topic = std::move(topic);
-    j.state = to_state(e[i + 1].as_int());
-    j.attempts = static_cast<uint32_t>(e[i + 2].as_int());
-    j.max_attempts = static_cast<uint32_t>(e[i + 3].as_int());
-    j.due = from_us(e[i + 4].as_int());
-    j.lease_deadline = from_us(e[i + 5].as_int());
-    j.ttr = Duration(e[i + 6].as_int() * 1000);
-    j.body = std::move(e[i + 7].str);
-    return j;
-  }
-
-  static void add_totals(const Reply& kv, Stats& st) {
-    for (size_t i = 0; i + 1 < kv.elements.size(); i += 2) {
-      const std::string& k = kv.elements[i].str;
-      const uint64_t v = static_cast<uint64_t>(kv.elements[i + 1].as_int());
-      if (k == "pushed") st.pushed += v;
-      else if (k == "delivered") st.delivered += v;
-      else if (k == "acked") st.acked += v;
-      else if (k == "retried") st.retried += v;
-      else if (k == "dead_lettered") st.dead_lettered += v;
-      else if (k == "leases_expired") st.leases_expired += v;
-      else if (k == "cancelled") st.cancelled += v;
-      else if (k == "requeued") st.requeued += v;
-      else if (k == "purged") st.purged += v;
-    }
-  }
-
   // requeue_dead_topic / purge_dead: each shard, a batch per call until none are left.
   Result<uint64_t> over_dead(size_t script, std::string_view topic) {
     if (closed_.load()) return closed_error();
@@ -673,8 +618,8 @@ class RedisQueue final : public Queue {
       std::vector<Reply>& e = r->elements;
       const int64_t code = code_of(*r);
       if (code == kNothingReady && e.size() >= 2) {
-        const int64_t us = e[1].as_int(-1);
-        if (us >= 0 && (!c.next || Duration(us * 1000) < *c.next)) c.next = Duration(us * 1000);
+        if (const std::optional<Duration> w = read_next_wait(e); w && (!c.next || *w < *c.next))
+          c.next = *w;
         continue;
       }
       std::vector<Delivery> got;
@@ -690,23 +635,12 @@ class RedisQueue final : public Queue {
     return c;
   }
 
-  // The jobs of a claim reply ({0, then 8 fields per job}), appended to `out`. False when the
-  // reply is malformed.
+  // The jobs of a claim reply (see read_deliveries), appended to `out`, their topics
+  // remembered. False when the reply is malformed.
   bool parse_deliveries(std::vector<Reply>& e, std::vector<Delivery>* out) {
-    if (e.empty() || (e.size() - 1) % 8 != 0) return false;
-    for (size_t at = 1; at + 8 <= e.size(); at += 8) {
-      Delivery d;
-      d.id = std::move(e[at].str);
-      d.topic = std::move(e[at + 1].str);
-      d.body = std::move(e[at + 2].str);
-      d.attempt = static_cast<uint32_t>(e[at + 3].as_int());
-      d.max_attempts = static_cast<uint32_t>(e[at + 4].as_int());
-      d.token = Token{d.id, static_cast<uint64_t>(e[at + 5].as_int())};
-      d.due = from_us(e[at + 6].as_int());
-      d.lease_deadline = from_us(e[at + 7].as_int());
-      remember_topic(d.id, d.topic);
-      out->push_back(std::move(d));
-    }
+    const size_t first = out->size();
+    if (!read_deliveries(e, out)) return false;
+    for (size_t i = first; i < out->size(); ++i) remember_topic((*out)[i].id, (*out)[i].topic);
     return true;
   }
 

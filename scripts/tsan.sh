@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the tests that exercise delayq's threads with ThreadSanitizer and runs them (a stage of
+# scripts/test.sh): ./scripts/tsan.sh [build dir, default build-tsan]
+#
+# The tests, and why these:
+#   engine_concurrency_test, engine_semantics_test  the engine's shards, driver thread, timers,
+#       waiting consumers, consume() workers, reserve_async
+#   journal_test, store_test, engine_store_failure_test  the journal's commit pipeline (group
+#       commit, sync thread) and the store's restorer threads, on real RocksDB
+#   redis_test, conformance_test  the Redis backend's listener and async threads and its
+#       connection pool against a real redis-server; the same calls on all three backends
+#   redis_cluster_test  the cluster router's lock-free slot table and node map while slots move
+#   http_api_test, delayqd_test, delayqd_redis_test  the daemon's routes with parked pops answered
+#       from the backend's threads, and the daemon itself (built with TSan too) under concurrent
+#       clients, on the engine, the store and Redis
+#   timing_wheel_test  TimerService, the wheel behind its own thread
+# Left out: single-threaded suites (core, JSON, bad input), the CLI (one call per process) and
+# the crash harness (processes killed in cycles: minutes under TSan for little interleaving of
+# threads that the tests above do not already have).
+#
+# Reports: every process writes its reports to $build/tsan-reports/ (the daemons the tests start
+# and kill included, whose stderr would be lost); the stage fails if a test fails or any report
+# was written. RocksDB, hiredis and libstdc++ are not instrumented: see tests/tsan.supp.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+build=${1:-build-tsan}
+tests=(engine_concurrency_test engine_semantics_test journal_test store_test
+       engine_store_failure_test redis_test conformance_test redis_cluster_test http_api_test
+       delayqd_test delayqd_redis_test timing_wheel_test)
+delayq_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_TSAN=ON \
+  -DDELAYQ_BUILD_BENCH=OFF -DDELAYQ_BUILD_EXAMPLES=OFF
+cmake --build "$build" --target "${tests[@]}"
+
+reports="$(cd "$build" && pwd)/tsan-reports"
+rm -rf "$reports"
+mkdir -p "$reports"
+# Each test carries its executable's name as a label (tests/CMakeLists.txt).
+labels="^($(IFS='|'; echo "${tests[*]}"))\$"
+status=0
+# history_size=7, the longest: with less, the first access of a report is often lost ("failed to
+# restore the stack"), and a suppression cannot match a stack that is not there.
+opts="suppressions=$PWD/tests/tsan.supp log_path=$reports/tsan second_deadlock_stack=1 history_size=7"
+TSAN_OPTIONS="$opts ${TSAN_OPTIONS:-}" ctest --test-dir "$build" --output-on-failure -j2 -L "$labels" ||
+  status=$?
+if compgen -G "$reports/tsan*" >/dev/null; then
+  echo "ThreadSanitizer reported (files in $reports):" >&2
+  cat "$reports"/tsan* >&2
+  status=1
+fi
+exit "$status"

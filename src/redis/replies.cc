@@ -1,0 +1,141 @@
+// Reading script and CLUSTER SLOTS replies (see replies.h).
+#include "redis/replies.h"
+
+#include <charconv>
+#include <limits>
+
+#include "redis/scripts.h"
+
+namespace delayq::redis {
+
+int64_t code_of(const Reply& r) {
+  return r.type == Reply::Type::array && !r.elements.empty() ? r.elements[0].as_int(-1) : -1;
+}
+
+JobState to_state(int64_t stored) {
+  switch (stored) {
+    case kDelayed:
+      return JobState::delayed;
+    case kReady:
+      return JobState::ready;
+    case kReserved:
+      return JobState::reserved;
+    default:
+      return JobState::dead;
+  }
+}
+
+Duration duration_us(int64_t us) {
+  constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 1000;
+  if (us > kLimit) return Duration::max();
+  if (us < -kLimit) return Duration::min();
+  return Duration(us * 1000);
+}
+
+TimePoint from_us(int64_t us) {
+  return TimePoint(duration_us(us));
+}
+
+JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic) {
+  JobInfo j;
+  j.id = e[i].str;
+  j.topic = std::move(topic);
+  j.state = to_state(e[i + 1].as_int());
+  j.attempts = static_cast<uint32_t>(e[i + 2].as_int());
+  j.max_attempts = static_cast<uint32_t>(e[i + 3].as_int());
+  j.due = from_us(e[i + 4].as_int());
+  j.lease_deadline = from_us(e[i + 5].as_int());
+  j.ttr = duration_us(e[i + 6].as_int());
+  j.body = std::move(e[i + 7].str);
+  return j;
+}
+
+bool read_deliveries(std::vector<Reply>& e, std::vector<Delivery>* out) {
+  if (e.empty() || (e.size() - 1) % 8 != 0) return false;
+  for (size_t at = 1; at + 8 <= e.size(); at += 8) {
+    Delivery d;
+    d.id = std::move(e[at].str);
+    d.topic = std::move(e[at + 1].str);
+    d.body = std::move(e[at + 2].str);
+    d.attempt = static_cast<uint32_t>(e[at + 3].as_int());
+    d.max_attempts = static_cast<uint32_t>(e[at + 4].as_int());
+    d.token = Token{d.id, static_cast<uint64_t>(e[at + 5].as_int())};
+    d.due = from_us(e[at + 6].as_int());
+    d.lease_deadline = from_us(e[at + 7].as_int());
+    out->push_back(std::move(d));
+  }
+  return true;
+}
+
+std::optional<Duration> read_next_wait(const std::vector<Reply>& e) {
+  if (e.size() < 2) return std::nullopt;
+  const int64_t us = e[1].as_int(-1);
+  if (us < 0) return std::nullopt;
+  return duration_us(us);
+}
+
+TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e) {
+  const int64_t away_us = e[1].as_int();
+  int64_t now_us = 0;
+  if (__builtin_sub_overflow(when_us, away_us, &now_us))
+    return away_us < 0 ? TimePoint::max() : TimePoint::min();
+  return from_us(now_us);
+}
+
+void read_totals(const Reply& kv, Stats& st) {
+  for (size_t i = 0; i + 1 < kv.elements.size(); i += 2) {
+    const std::string& k = kv.elements[i].str;
+    const uint64_t v = static_cast<uint64_t>(kv.elements[i + 1].as_int());
+    if (k == "pushed")
+      st.pushed += v;
+    else if (k == "delivered")
+      st.delivered += v;
+    else if (k == "acked")
+      st.acked += v;
+    else if (k == "retried")
+      st.retried += v;
+    else if (k == "dead_lettered")
+      st.dead_lettered += v;
+    else if (k == "leases_expired")
+      st.leases_expired += v;
+    else if (k == "cancelled")
+      st.cancelled += v;
+    else if (k == "requeued")
+      st.requeued += v;
+    else if (k == "purged")
+      st.purged += v;
+  }
+}
+
+std::optional<TopicStats> read_topic_counts(const Reply& c) {
+  const std::vector<Reply>& e = c.elements;
+  if (e.size() != 4) return std::nullopt;
+  return TopicStats{static_cast<uint64_t>(e[0].as_int()), static_cast<uint64_t>(e[1].as_int()),
+                    static_cast<uint64_t>(e[2].as_int()), static_cast<uint64_t>(e[3].as_int())};
+}
+
+std::vector<SlotRange> read_slot_map(const Reply& r) {
+  std::vector<SlotRange> out;
+  for (const Reply& e : r.elements) {
+    if (e.elements.size() < 3 || e.elements[2].elements.size() < 2) continue;
+    const int64_t lo = e.elements[0].as_int(-1), hi = e.elements[1].as_int(-1);
+    const std::string& host = e.elements[2].elements[0].str;
+    const int64_t port = e.elements[2].elements[1].as_int(-1);
+    if (lo < 0 || hi > 16383 || lo > hi || port <= 0 || port > 65535) continue;
+    out.push_back(SlotRange{static_cast<int>(lo), static_cast<int>(hi), host == "?" ? "" : host,
+                            static_cast<int>(port)});
+  }
+  return out;
+}
+
+bool parse_address(std::string_view addr, std::string& host, int& port) {
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  const std::string_view p = addr.substr(colon + 1);
+  const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  if (ec != std::errc() || end != p.data() + p.size() || port <= 0 || port > 65535) return false;
+  host = std::string(addr.substr(0, colon));
+  return true;
+}
+
+}  // namespace delayq::redis
