@@ -15,6 +15,7 @@
 
 #include "delayq/engine.h"
 #include "delayq/redis.h"
+#include "redis_cut_proxy.h"
 #include "redis_server.h"
 
 namespace delayq {
@@ -349,6 +350,81 @@ TEST_F(RedisQueueTest, PushBatchReportsEachSpec) {
   EXPECT_TRUE(r[3].ok());
 }
 
+// ---- push_batch: one true result per job ----
+
+// Whether the server holds a job `id` of queue `queue` (one shard), asked of it directly.
+std::string stored(const RedisServer& server, const std::string& queue, const std::string& id) {
+  return server.command("HEXISTS {dq:" + queue + ":0}:jobs " + id);
+}
+
+bool mentions(const Status& s, const std::string& what) {
+  return s.message().find(what) != std::string::npos;
+}
+
+// A shard's push_many runs go in one pipeline. Here the server refuses the middle one (an ACL
+// denies the keys of its topic): its jobs fail with the server's reason, and the runs before and
+// after it stored their jobs and say so. A client that pushes the batch again duplicates nothing.
+TEST_F(RedisQueueTest, PushBatchReportsEachJobWhenTheServerRefusesOneRunOfThePipeline) {
+  ASSERT_EQ(server_.command("ACL SETUSER default resetkeys ~{dq:t:0}:jobs ~{dq:t:0}:body "
+                            "~{dq:t:0}:seq ~{dq:t:0}:fence ~{dq:t:0}:topics ~{dq:t:0}:stats "
+                            "~{dq:t:0}:meta ~{dq:t:0}:?:ok-*"),
+            "+OK");
+  // Three runs, in the order of their topics' first jobs: ok-a, denied, ok-b.
+  const std::vector<JobSpec> batch{
+      {.topic = "ok-a", .id = "a1"},
+      {.topic = "denied", .id = "d1"},
+      {.topic = "ok-a", .id = "a2", .delay = 1h},
+      {.topic = "ok-b", .id = "b1"},
+      {.topic = "denied", .id = "d2"},
+      {.topic = "ok-b", .id = "a1"},  // stored by the first run: a duplicate
+  };
+  std::vector<Result<std::string>> r = q_->push_batch(batch);
+  ASSERT_EQ(r.size(), 6u);
+  for (size_t i : {0, 2, 3})
+    EXPECT_TRUE(r[i].ok() && *r[i] == batch[i].id) << r[i].status().to_string();
+  EXPECT_TRUE(r[5].is(Errc::duplicate_id)) << r[5].status().to_string();
+  for (size_t i : {1, 4}) {
+    EXPECT_TRUE(r[i].is(Errc::io_error)) << r[i].status().to_string();
+    EXPECT_TRUE(mentions(r[i].status(), "NOPERM")) << r[i].status().to_string();
+    EXPECT_TRUE(mentions(r[i].status(), "the call was not run")) << r[i].status().to_string();
+  }
+  // The server holds exactly what was reported stored.
+  for (const char* id : {"a1", "a2", "b1"}) EXPECT_EQ(stored(server_, "t", id), ":1") << id;
+  for (const char* id : {"d1", "d2"}) EXPECT_EQ(stored(server_, "t", id), ":0") << id;
+
+  // The same batch again: the stored jobs answer duplicate_id, the refused ones are refused.
+  r = q_->push_batch(batch);
+  for (size_t i : {0, 2, 3, 5})
+    EXPECT_TRUE(r[i].is(Errc::duplicate_id)) << r[i].status().to_string();
+  for (size_t i : {1, 4}) EXPECT_TRUE(r[i].is(Errc::io_error)) << r[i].status().to_string();
+  // Once the server allows the keys, the refused jobs go in, and nothing else.
+  ASSERT_EQ(server_.command("ACL SETUSER default allkeys"), "+OK");
+  r = q_->push_batch(batch);
+  for (size_t i : {1, 4}) EXPECT_TRUE(r[i].ok()) << r[i].status().to_string();
+  for (size_t i : {0, 2, 3, 5})
+    EXPECT_TRUE(r[i].is(Errc::duplicate_id)) << r[i].status().to_string();
+  EXPECT_EQ(q_->stats().pushed, 5u);
+}
+
+// A full server (maxmemory reached, noeviction) refuses every run: each job says why, and none
+// is stored.
+TEST_F(RedisQueueTest, PushBatchOnAFullServerRefusesEachJobWithTheReason) {
+  ASSERT_EQ(server_.command("CONFIG SET maxmemory 1"), "+OK");
+  const std::vector<JobSpec> batch{
+      {.topic = "x", .id = "x1"}, {.topic = "y", .id = "y1"}, {.topic = "x", .id = "x2"}};
+  std::vector<Result<std::string>> r = q_->push_batch(batch);
+  ASSERT_EQ(r.size(), 3u);
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_TRUE(r[i].is(Errc::io_error)) << r[i].status().to_string();
+    EXPECT_TRUE(mentions(r[i].status(), "OOM")) << r[i].status().to_string();
+    EXPECT_TRUE(mentions(r[i].status(), "the call was not run")) << r[i].status().to_string();
+    EXPECT_EQ(stored(server_, "t", batch[i].id), ":0") << batch[i].id;
+  }
+  ASSERT_EQ(server_.command("CONFIG SET maxmemory 0"), "+OK");
+  for (const Result<std::string>& one : q_->push_batch(batch))
+    EXPECT_TRUE(one.ok()) << one.status().to_string();
+}
+
 TEST_F(RedisQueueTest, BatchedClaimsKeepOrderAndCloseGivesKeptJobsBack) {
   std::vector<JobSpec> specs;
   for (int i = 0; i < 6; ++i) specs.push_back({.topic = "cb", .id = "c" + std::to_string(i)});
@@ -535,6 +611,65 @@ TEST_F(RedisQueueTest, BadOptionsAreRefusedNamingTheOption) {
   o.url = "unix:///nonexistent/redis.sock";
   o.reconnect_min = 10ms;
   EXPECT_TRUE(open_redis(o).is(Errc::unavailable));
+}
+
+// ---- the connection breaks in the middle of a pipeline ----
+
+// The server runs all four push_many runs of a shard's pipeline, but the connection breaks after
+// two replies (tests/redis_cut_proxy.h). The jobs of the runs answered are reported as they are;
+// the others fail with unavailable, "may or may not have taken effect" (a generated id is named,
+// since it is the only handle on such a job); and pushing the same specs again tells which were
+// stored: duplicate_id, here for every one of them.
+TEST(RedisPushBatch, AConnectionLostMidPipelineFailsOnlyTheRunsLeftWithoutAReply) {
+  RedisServer server;
+  ASSERT_TRUE(server.started()) << server.log();
+  testing::CuttingProxy proxy(server.socket());
+  ASSERT_TRUE(proxy.started());
+  RedisOptions o;
+  o.url = proxy.url();
+  o.queue = "cut";
+  o.seed = 7;
+  o.reconnect_min = 20ms;
+  o.reconnect_max = 200ms;
+  auto q = open_redis(o).value();
+  std::vector<JobSpec> specs;
+  for (int t = 0; t < 4; ++t)
+    for (int k = 0; k < 3; ++k)
+      specs.push_back({.topic = "w" + std::to_string(t),
+                       .id = "w" + std::to_string(t) + "-" + std::to_string(k)});
+  specs.push_back({.topic = "w3"});  // a generated id, in the last run
+  proxy.cut_next("_push_many", /*total=*/4, /*pass=*/2);
+  std::vector<Result<std::string>> r = q->push_batch(specs);
+  ASSERT_TRUE(proxy.cut_done());
+  ASSERT_EQ(r.size(), 13u);
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_TRUE(r[i].ok() && *r[i] == specs[i].id) << i << ": " << r[i].status().to_string();
+  for (size_t i = 6; i < 13; ++i) {
+    EXPECT_TRUE(r[i].is(Errc::unavailable)) << i << ": " << r[i].status().to_string();
+    EXPECT_TRUE(mentions(r[i].status(), "may or may not have taken effect"))
+        << r[i].status().to_string();
+  }
+  const std::string msg = r[12].status().message();
+  const std::string named = "generated id was '";
+  const size_t at = msg.find(named);
+  ASSERT_NE(at, std::string::npos) << msg;
+  specs[12].id =
+      msg.substr(at + named.size(), msg.find('\'', at + named.size()) - at - named.size());
+  // The server ran every run.
+  for (const JobSpec& s : specs) EXPECT_EQ(stored(server, "cut", s.id), ":1") << s.id;
+  // Pushed again (once the client has reconnected): every one was stored already.
+  const auto until = std::chrono::steady_clock::now() + kLong;
+  auto any_unavailable = [](const std::vector<Result<std::string>>& rs) {
+    return std::any_of(rs.begin(), rs.end(), [](const auto& x) { return x.is(Errc::unavailable); });
+  };
+  for (;;) {
+    r = q->push_batch(specs);
+    if (!any_unavailable(r) || std::chrono::steady_clock::now() >= until) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  for (size_t i = 0; i < r.size(); ++i)
+    EXPECT_TRUE(r[i].is(Errc::duplicate_id)) << i << ": " << r[i].status().to_string();
+  EXPECT_EQ(q->stats().pushed, 13u);
 }
 
 // ---- the same errors as the in-memory engine ----
