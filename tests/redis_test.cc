@@ -2,7 +2,9 @@
 //
 // Real time on a slow shared machine: delays are short, waits are generous, and nothing asserts
 // how long something took. What is checked is order, "never early" (a job is never handed out
-// before its due time: server and test read the same system clock), and what each call returns.
+// before the due time the test computed: its own clock reading before the call that set it, plus
+// the delay; server and test read the same system clock, the server after the test), and what
+// each call returns.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,30 +45,57 @@ class RedisQueueTest : public ::testing::Test {
     return open_redis(o);
   }
 
+  // q_->push(), remembering the job's due time as the test computes it: the clock read before
+  // the call plus the delay, or due_at if that is later.
+  Result<std::string> push_spec(JobSpec spec) {
+    const TimePoint before = now();
+    const TimePoint due =
+        spec.due_at ? std::max(*spec.due_at, before) : before + spec.delay.value_or(0ms);
+    Result<std::string> r = q_->push(std::move(spec));
+    if (r.ok()) due_[*r] = due;
+    return r;
+  }
   std::string push(std::string topic, Duration delay, std::string id = "", std::string body = "",
                    std::optional<RetryPolicy> retry = std::nullopt, Duration ttr = 0ms) {
-    Result<std::string> r = q_->push({.topic = std::move(topic),
-                                      .id = std::move(id),
-                                      .delay = delay,
-                                      .ttr = ttr,
-                                      .body = std::move(body),
-                                      .retry = std::move(retry)});
+    Result<std::string> r = push_spec({.topic = std::move(topic),
+                                       .id = std::move(id),
+                                       .delay = delay,
+                                       .ttr = ttr,
+                                       .body = std::move(body),
+                                       .retry = std::move(retry)});
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     return r.ok() ? *r : std::string();
   }
+  // From now on, the job `id` may not be delivered before `due` (an instant the test computed:
+  // a nack's or a lease's, a reschedule's).
+  void expect_due(const std::string& id, TimePoint due) { due_[id] = due; }
 
-  // The next delivery of `topic`, waiting for it; fails the test if none comes.
+  // The next delivery of `topic`, waiting for it; fails the test if none comes or if it came
+  // before the due time the test computed for it.
   Delivery take(const std::string& topic, Duration timeout = kLong) {
     Result<Delivery> d = q_->reserve(topic, timeout);
     EXPECT_TRUE(d.ok()) << d.status().to_string();
-    if (d.ok()) {
-      EXPECT_GE(now(), d->due) << "delivered before its due time";
-    }
+    if (d.ok()) expect_not_early(*d, now());
     return d.ok() ? *d : Delivery{};
+  }
+  // `d`, seen at `at`, came no earlier than the test's due time for it, and the server reports
+  // no earlier one (give or take the microsecond that the server's clock truncates).
+  void expect_not_early(const Delivery& d, TimePoint at) {
+    auto it = due_.find(d.id);
+    if (it == due_.end()) {
+      ADD_FAILURE() << d.id << " was delivered, but the test computed no due time for it";
+      return;
+    }
+    EXPECT_GE(at, it->second) << d.id << " was delivered " << (it->second - at).count()
+                              << " ns before its due time";
+    EXPECT_GE(d.due, it->second - 1us) << d.id << " reports a due time before the test's";
   }
 
   RedisServer server_;
   std::unique_ptr<Queue> q_;
+  // Per job, the earliest instant of its next delivery, as the test computed it. Kept across
+  // deliveries (a redelivery cannot come before it either) until expect_due() moves it.
+  std::map<std::string, TimePoint> due_;
 };
 
 TEST_F(RedisQueueTest, PushReserveAck) {
@@ -90,9 +119,9 @@ TEST_F(RedisQueueTest, PushReserveAck) {
 
 TEST_F(RedisQueueTest, NothingComesEarlyAndADueOrderTiesInPushOrder) {
   const TimePoint t0 = now();
-  ASSERT_TRUE(q_->push({.topic = "t", .id = "late", .due_at = t0 + 600ms}).ok());
-  ASSERT_TRUE(q_->push({.topic = "t", .id = "tie-1", .due_at = t0 + 300ms}).ok());
-  ASSERT_TRUE(q_->push({.topic = "t", .id = "tie-2", .due_at = t0 + 300ms}).ok());
+  ASSERT_TRUE(push_spec({.topic = "t", .id = "late", .due_at = t0 + 600ms}).ok());
+  ASSERT_TRUE(push_spec({.topic = "t", .id = "tie-1", .due_at = t0 + 300ms}).ok());
+  ASSERT_TRUE(push_spec({.topic = "t", .id = "tie-2", .due_at = t0 + 300ms}).ok());
   push("t", 100ms, "early");
   EXPECT_EQ(q_->get("late")->state, JobState::delayed);
   std::vector<std::string> order;
@@ -106,8 +135,8 @@ TEST_F(RedisQueueTest, NothingComesEarlyAndADueOrderTiesInPushOrder) {
 
 TEST_F(RedisQueueTest, DelayZeroAndDueAtInThePastAreReadyAtOnce) {
   push("t", 0ms, "a");
-  ASSERT_TRUE(q_->push({.topic = "t", .id = "b", .due_at = now() - 1h}).ok());
-  ASSERT_TRUE(q_->push({.topic = "t", .id = "c"}).ok());
+  ASSERT_TRUE(push_spec({.topic = "t", .id = "b", .due_at = now() - 1h}).ok());
+  ASSERT_TRUE(push_spec({.topic = "t", .id = "c"}).ok());
   EXPECT_EQ(q_->get("b")->state, JobState::ready);
   EXPECT_EQ(take("t", 0ms).id, "a");
   EXPECT_EQ(take("t", 0ms).id, "b");
@@ -127,12 +156,14 @@ TEST_F(RedisQueueTest, ReserveOverTopicsTakesTheEarliestDueTiesToTheFirstListed)
 
 TEST_F(RedisQueueTest, AnExpiredLeaseRetriesPerPolicyAndTheOldTokenIsStale) {
   push("t", 0ms, "j", "", RetryPolicy::fixed(0ms, 3), 300ms);
+  const TimePoint taken = now();
   Delivery first = take("t");
-  // Not acknowledged: the lease runs out and the job comes back (retry wait 0).
+  // Not acknowledged: the lease runs out (300 ms after the reserve at the earliest) and the job
+  // comes back (retry wait 0).
+  expect_due("j", taken + 300ms);
   Delivery second = take("t");
   EXPECT_EQ(second.id, "j");
   EXPECT_EQ(second.attempt, 2u);
-  EXPECT_GE(now(), first.lease_deadline);
   EXPECT_GT(second.token.fence, first.token.fence);
   Status s = q_->ack(first.token);
   EXPECT_TRUE(s.is(Errc::stale_token)) << s.to_string();
@@ -155,11 +186,14 @@ TEST_F(RedisQueueTest, TwoConsumersRaceForOneJobOneWinsTheOthersAckIsRefused) {
   };
   auto a = std::async(std::launch::async, consumer);
   auto b = std::async(std::launch::async, consumer);
+  const TimePoint started = now();  // the winner's lease runs out 3 s after this, at the earliest
   go.set_value();
   Result<Delivery> ra = a.get(), rb = b.get();
   ASSERT_NE(ra.ok(), rb.ok()) << "exactly one consumer gets the job: " << ra.status().to_string()
                               << " / " << rb.status().to_string();
   Delivery won = ra.ok() ? *ra : *rb;
+  expect_not_early(won, now());
+  expect_due("only", started + 3s);
   EXPECT_TRUE((ra.ok() ? rb : ra).is(Errc::timeout));
   // The winner stalls past its lease; the job goes to the other consumer; the winner's ack is
   // refused and the new holder's is not.
@@ -171,15 +205,17 @@ TEST_F(RedisQueueTest, TwoConsumersRaceForOneJobOneWinsTheOthersAckIsRefused) {
 
 TEST_F(RedisQueueTest, AConsumerKilledWhileHoldingALeaseLosesTheJobToAnother) {
   push("work", 0ms, "job", "payload", RetryPolicy::fixed(0ms, 5), 500ms);
+  const TimePoint taken = now();  // the other's lease runs out 500 ms after this, at the earliest
   {
     // Another process, as far as the queue can tell: its own connections, gone without a word.
     auto other = open().value();
     Result<Delivery> d = other->reserve("work", kLong);
     ASSERT_TRUE(d.ok()) << d.status().to_string();
   }
-  std::atomic<int> seen{0};
+  std::atomic<int> seen{0}, early{0};
   std::atomic<uint32_t> attempt{0};
   Consumer c = q_->consume("work", [&](const Delivery& d) {
+    if (now() < taken + 500ms) early.fetch_add(1);
     attempt = d.attempt;
     seen.fetch_add(1);
     return HandlerResult::ack();
@@ -189,6 +225,7 @@ TEST_F(RedisQueueTest, AConsumerKilledWhileHoldingALeaseLosesTheJobToAnother) {
     std::this_thread::sleep_for(10ms);
   c.stop();
   EXPECT_EQ(seen.load(), 1);
+  EXPECT_EQ(early.load(), 0) << "delivered again before the first lease ran out";
   EXPECT_EQ(attempt.load(), 2u);
   EXPECT_TRUE(q_->get("job").is(Errc::not_found));
 }
@@ -204,6 +241,7 @@ TEST_F(RedisQueueTest, NackFollowsThePolicyThenDeadLettersAndRequeueAndPurgeWork
   EXPECT_EQ(j->state, JobState::delayed);
   EXPECT_GE(j->due, before + 150ms - 1us);
   EXPECT_LE(j->due, after + 150ms + 1us);
+  expect_due("j", before + 150ms);
   Delivery d2 = take("p");
   EXPECT_EQ(d2.attempt, 2u);
   ASSERT_TRUE(q_->nack(d2.token, 0ms).ok());  // the last attempt: dead, the delay ignored
@@ -306,7 +344,9 @@ TEST_F(RedisQueueTest, RescheduleMovesDelayedAndReadyJobsOnly) {
   EXPECT_EQ(q_->get("d")->state, JobState::ready);
   ASSERT_TRUE(q_->reschedule("d", now() + 1h).ok());
   EXPECT_EQ(q_->get("d")->state, JobState::delayed);
-  ASSERT_TRUE(q_->reschedule("d", now() + 200ms).ok());
+  const TimePoint soon = now() + 200ms;
+  ASSERT_TRUE(q_->reschedule("d", soon).ok());
+  expect_due("d", soon);
   EXPECT_EQ(take("r").id, "d");
   Status s = q_->reschedule("d", now());
   EXPECT_TRUE(s.is(Errc::invalid_state)) << s.to_string();
@@ -428,7 +468,11 @@ TEST_F(RedisQueueTest, PushBatchOnAFullServerRefusesEachJobWithTheReason) {
 TEST_F(RedisQueueTest, BatchedClaimsKeepOrderAndCloseGivesKeptJobsBack) {
   std::vector<JobSpec> specs;
   for (int i = 0; i < 6; ++i) specs.push_back({.topic = "cb", .id = "c" + std::to_string(i)});
-  for (auto& r : q_->push_batch(std::move(specs))) ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const TimePoint before = now();
+  for (auto& r : q_->push_batch(std::move(specs))) {
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    expect_due(*r, before);
+  }
   RedisOptions o;
   o.claim_batch = 4;
   auto q = open(o).value();
@@ -537,7 +581,7 @@ TEST_F(RedisQueueTest, ReserveAsyncCompletesTimesOutAndIsFailedByClose) {
   Result<Delivery> d = got.get_future().get();
   ASSERT_TRUE(d.ok()) << d.status().to_string();
   EXPECT_EQ(d->id, "x");
-  EXPECT_GE(now(), d->due);
+  expect_not_early(*d, now());
 
   std::promise<Result<Delivery>> timed_out;
   q_->reserve_async({"as"}, 50ms, [&](Result<Delivery> d) { timed_out.set_value(std::move(d)); });
