@@ -465,6 +465,52 @@ TEST_F(RedisQueueTest, PushBatchOnAFullServerRefusesEachJobWithTheReason) {
     EXPECT_TRUE(one.ok()) << one.status().to_string();
 }
 
+// The shards of a batch are independent: a shard whose keys the server refuses fails its own jobs
+// and no other.
+TEST_F(RedisQueueTest, PushBatchShardsAreIndependent) {
+  RedisOptions o;
+  o.queue = "two";
+  o.shards = 2;
+  auto q = open(o).value();
+  ASSERT_EQ(server_.command("ACL SETUSER default resetkeys ~{dq:two:0}:*"), "+OK");
+  auto shard_of = [](const std::string& id) {  // docs/redis.md: FNV-1a 32, modulo the shards
+    uint32_t h = 2166136261u;
+    for (unsigned char c : id) h = (h ^ c) * 16777619u;
+    return h % 2;
+  };
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < 10; ++i) specs.push_back({.topic = "s", .id = "j" + std::to_string(i)});
+  std::vector<Result<std::string>> r = q->push_batch(specs);
+  ASSERT_EQ(r.size(), specs.size());
+  std::set<uint32_t> shards;
+  for (size_t i = 0; i < r.size(); ++i) {
+    shards.insert(shard_of(specs[i].id));
+    if (shard_of(specs[i].id) == 0) {
+      EXPECT_TRUE(r[i].ok()) << specs[i].id << ": " << r[i].status().to_string();
+    } else {
+      EXPECT_TRUE(r[i].is(Errc::io_error)) << specs[i].id << ": " << r[i].status().to_string();
+      EXPECT_TRUE(mentions(r[i].status(), "NOPERM")) << r[i].status().to_string();
+    }
+  }
+  EXPECT_EQ(shards.size(), 2u) << "the ids should fall in both shards";
+}
+
+// An error raised inside a script (here: something else wrote a string where the topic's ready
+// line goes) stops it part-way, and Redis rolls nothing back: the message says so, unlike the
+// refusals above, and the run's jobs alone fail.
+TEST_F(RedisQueueTest, PushBatchSaysWhenAScriptStoppedPartWay) {
+  ASSERT_EQ(server_.command("SET {dq:t:0}:r:clobbered not-a-zset"), "+OK");
+  std::vector<Result<std::string>> r =
+      q_->push_batch({{.topic = "fine", .id = "f1"}, {.topic = "clobbered", .id = "c1"}});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r[0].ok()) << r[0].status().to_string();
+  EXPECT_TRUE(r[1].is(Errc::io_error)) << r[1].status().to_string();
+  EXPECT_TRUE(mentions(r[1].status(), "WRONGTYPE")) << r[1].status().to_string();
+  EXPECT_TRUE(mentions(r[1].status(), "the script stopped at this error"))
+      << r[1].status().to_string();
+  EXPECT_EQ(stored(server_, "t", "f1"), ":1");
+}
+
 TEST_F(RedisQueueTest, BatchedClaimsKeepOrderAndCloseGivesKeptJobsBack) {
   std::vector<JobSpec> specs;
   for (int i = 0; i < 6; ++i) specs.push_back({.topic = "cb", .id = "c" + std::to_string(i)});
@@ -825,6 +871,11 @@ TEST(RedisOutage, CallsFailWithUnavailableAndWorkAgainOnceTheServerIsBack) {
   Result<std::string> r = q->push({.topic = "t", .id = "during"});
   EXPECT_TRUE(r.is(Errc::unavailable)) << r.status().to_string();
   EXPECT_NE(r.status().message().find("redis"), std::string::npos);
+  // A generated id is named: the only handle on a push that may or may not have been stored.
+  r = q->push({.topic = "t"});
+  EXPECT_TRUE(r.is(Errc::unavailable)) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("generated id was '"), std::string::npos)
+      << r.status().to_string();
   EXPECT_TRUE(q->reserve("t", 0ms).is(Errc::unavailable));
   ASSERT_TRUE(server.start()) << server.log();  // appendonly no: the data is gone
   const auto until = std::chrono::steady_clock::now() + kLong;
