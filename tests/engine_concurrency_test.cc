@@ -354,7 +354,9 @@ TEST(EngineConcurrency, RandomNacksRetryUntilAcked) {
 // ---- short leases that run out, and late acks ----
 
 // Leases of 20 ms; consumers "forget" some deliveries and try to ack them later. Whatever the
-// timing, each job is acknowledged successfully exactly once, and only by its latest delivery.
+// timing, each job is acknowledged successfully exactly once, and only by its latest delivery;
+// and no delivery comes early: the first not before push time + delay, each later one not before
+// the reservation of the one before (whose lease had to run out) + ttr + the retry wait.
 TEST(EngineConcurrency, ExpiredLeasesRedeliverAndLateAcksAreRefused) {
   auto q = OpenEngine();
   ASSERT_TRUE(q);
@@ -362,11 +364,18 @@ TEST(EngineConcurrency, ExpiredLeasesRedeliverAndLateAcksAreRefused) {
   constexpr int kTotal = kProducers * kPerProducer;
   const std::string topic = "lease";
 
+  constexpr Duration kTtr = 20ms, kRetryWait = 1ms;
+  struct Seen {
+    uint64_t fence;
+    TimePoint reserve_called;  // read before the reserve() that returned it
+    TimePoint returned;        // read after
+  };
   std::mutex mu;
   std::vector<uint64_t> max_fence(kTotal, 0);   // latest delivery of each job
   std::vector<uint64_t> acked_fence(kTotal, 0); // the delivery whose ack succeeded
   std::vector<int> acks(kTotal, 0);
-  std::vector<std::vector<uint64_t>> deliveries(kTotal);  // fences of each job's deliveries
+  std::vector<std::vector<Seen>> deliveries(kTotal);  // each job's deliveries
+  std::vector<TimePoint> pushed(kTotal);              // push time + delay, read before the push
   std::atomic<int> acked_total{0};
   std::atomic<uint64_t> forgotten{0}, late_ok{0}, late_refused{0};
   Violations v;
@@ -396,11 +405,16 @@ TEST(EngineConcurrency, ExpiredLeasesRedeliverAndLateAcksAreRefused) {
     threads.emplace_back([&, p] {
       for (int i = 0; i < kPerProducer; ++i) {
         const int idx = p * kPerProducer + i;
+        const Duration delay = std::chrono::milliseconds(idx % 7);
+        {
+          std::lock_guard lock(mu);
+          pushed[idx] = system_now() + delay;
+        }
         auto r = q->push({.topic = topic,
                           .id = std::to_string(idx),
-                          .delay = std::chrono::milliseconds(idx % 7),
-                          .ttr = 20ms,
-                          .retry = RetryPolicy::fixed(1ms, 100000)});
+                          .delay = delay,
+                          .ttr = kTtr,
+                          .retry = RetryPolicy::fixed(kRetryWait, 100000)});
         if (!r.ok()) v.add("push: " + r.status().to_string());
       }
     });
@@ -418,20 +432,21 @@ TEST(EngineConcurrency, ExpiredLeasesRedeliverAndLateAcksAreRefused) {
           settle(held.back(), true);
           held.pop_back();
         }
+        const TimePoint called = system_now();
         auto r = q->reserve(topic, 10ms);
         if (r.is(Errc::timeout)) continue;
         if (!r.ok()) {
           v.add("reserve: " + r.status().to_string());
           return;
         }
-        if (system_now() < r->due) v.add("job " + r->id + " delivered before its due time");
+        const TimePoint returned = system_now();
         const int idx = std::stoi(r->id);
         {
           // A delivery may be recorded late (its consumer preempted past its lease), so order
-          // is checked at the end, from the fences.
+          // and earliness are checked at the end, from the fences.
           std::lock_guard lock(mu);
           max_fence[idx] = std::max(max_fence[idx], r->token.fence);
-          deliveries[idx].push_back(r->token.fence);
+          deliveries[idx].push_back({r->token.fence, called, returned});
         }
         if (forget(rng)) {
           forgotten.fetch_add(1);
@@ -450,17 +465,22 @@ TEST(EngineConcurrency, ExpiredLeasesRedeliverAndLateAcksAreRefused) {
   EXPECT_EQ(wrong, 0) << "jobs not acked exactly once";
   // The ack that succeeded belonged to the job's last delivery: nothing was delivered after it,
   // and no two deliveries of a job shared a fence.
-  int after_ack = 0, shared = 0;
+  int after_ack = 0, shared = 0, early = 0;
   uint64_t total_deliveries = 0;
   for (int i = 0; i < kTotal; ++i) {
-    std::vector<uint64_t>& f = deliveries[i];
+    std::vector<Seen>& f = deliveries[i];
     total_deliveries += f.size();
-    std::sort(f.begin(), f.end());
-    if (!f.empty() && f.back() != acked_fence[i]) ++after_ack;
-    if (std::adjacent_find(f.begin(), f.end()) != f.end()) ++shared;
+    std::sort(f.begin(), f.end(), [](const Seen& a, const Seen& b) { return a.fence < b.fence; });
+    if (!f.empty() && f.back().fence != acked_fence[i]) ++after_ack;
+    for (size_t k = 0; k < f.size(); ++k) {
+      if (k > 0 && f[k].fence == f[k - 1].fence) ++shared;
+      const TimePoint due = k == 0 ? pushed[i] : f[k - 1].reserve_called + kTtr + kRetryWait;
+      if (f[k].returned < due) ++early;
+    }
   }
   EXPECT_EQ(after_ack, 0) << "jobs delivered again after their successful ack";
   EXPECT_EQ(shared, 0) << "jobs whose deliveries shared a fence";
+  EXPECT_EQ(early, 0) << "deliveries before the due time the test computed";
   EXPECT_GT(forgotten.load(), 0u);
   const Stats s = q->stats();
   ExpectEmpty(s);
@@ -483,6 +503,11 @@ TEST(EngineConcurrency, ConsumeRetriesThrowingHandlersPerPolicy) {
 
   std::vector<std::atomic<int>> calls(kTotal);
   std::vector<std::atomic<bool>> in_flight(kTotal);
+  // Per job, the earliest instant of its next delivery (ns since the epoch), as the test
+  // computes it: push time + delay, then the instant of a throw + the retry wait (1 ms; the
+  // consumer nacks after the handler has thrown).
+  std::vector<std::atomic<int64_t>> earliest(kTotal);
+  auto ns_at = [](TimePoint t) { return t.time_since_epoch().count(); };
   std::atomic<uint64_t> total_calls{0};
   Violations v;
 
@@ -495,8 +520,11 @@ TEST(EngineConcurrency, ConsumeRetriesThrowingHandlersPerPolicy) {
       v.add("job " + d.id + " attempt " + std::to_string(d.attempt) + " on call " +
             std::to_string(n));
     if (d.max_attempts != kMaxAttempts) v.add("job " + d.id + " wrong max_attempts");
-    if (system_now() < d.due) v.add("job " + d.id + " delivered before its due time");
+    if (ns_at(system_now()) < earliest[idx].load())
+      v.add("job " + d.id + " delivered before the due time the test computed");
     in_flight[idx].store(false);
+    const bool fails = poison(idx) || (flaky(idx) && d.attempt < 3);
+    if (fails) earliest[idx].store(ns_at(system_now() + 1ms));
     if (poison(idx)) throw std::runtime_error("poison " + d.id);
     if (flaky(idx) && d.attempt < 3) {
       if (d.attempt == 1) throw 42;  // not even a std::exception
@@ -511,9 +539,11 @@ TEST(EngineConcurrency, ConsumeRetriesThrowingHandlersPerPolicy) {
   for (int p = 0; p < 2; ++p)
     producers.emplace_back([&, p] {
       for (int i = p; i < kTotal; i += 2) {
+        const Duration delay = std::chrono::milliseconds(i % 5);
+        earliest[i].store(ns_at(system_now() + delay));
         auto r = q->push({.topic = "work",
                           .id = std::to_string(i),
-                          .delay = std::chrono::milliseconds(i % 5),
+                          .delay = delay,
                           .retry = RetryPolicy::fixed(1ms, kMaxAttempts)});
         if (!r.ok()) v.add("push: " + r.status().to_string());
       }
@@ -591,8 +621,10 @@ TEST(EngineConcurrency, ReserveAsyncFromManyThreadsDeliversEachJobOnce) {
             v.add("reserve_async: " + r.status().to_string());
           } else {
             const int idx = std::stoi(r->id);
-            if (system_now() < r->due || r->due < earliest[idx])
-              v.add("job " + r->id + " delivered before its due time");
+            if (system_now() < earliest[idx])
+              v.add("job " + r->id + " delivered before the due time the test computed");
+            if (r->due < earliest[idx])
+              v.add("job " + r->id + " reports a due time before push time + delay");
             if (delivered[idx].fetch_add(1) != 0) v.add("job " + r->id + " delivered twice");
             const Status s = q->ack(r->token);
             if (!s.ok()) v.add("ack " + r->id + ": " + s.to_string());

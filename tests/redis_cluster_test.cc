@@ -368,9 +368,11 @@ TEST_F(RedisClusterTest, EveryCallWorksAcrossTheNodes) {
     EXPECT_TRUE(other->cancel(id).ok()) << id;
   }
   ASSERT_TRUE(q->push({.topic = "r", .id = "later", .delay = 1h}).ok());
-  EXPECT_TRUE(other->reschedule("later", now_plus(100ms)).ok());
+  const TimePoint when = now_plus(100ms);
+  EXPECT_TRUE(other->reschedule("later", when).ok());
   Result<Delivery> later = q->reserve("r", kLong);
   ASSERT_TRUE(later.ok());
+  EXPECT_GE(now_plus(0ms), when) << "delivered before the time it was rescheduled to";
   EXPECT_EQ(later->id, "later");
   EXPECT_TRUE(q->ack(later->token).ok());
   EXPECT_TRUE(q->push({.topic = "r", .id = "dup"}).ok());
@@ -390,12 +392,16 @@ TEST_F(RedisClusterTest, ASlotMovedMidWorkloadIsFollowedAndNothingIsLost) {
   constexpr int kJobs = 3000;
   std::mutex mu;
   std::set<std::string> acked;
-  std::atomic<int> duplicates{0};
+  std::map<std::string, TimePoint> due;  // push time + delay, read before the push
+  std::atomic<int> duplicates{0}, early{0};
   Consumer consumer = q->consume(
       "w",
       [&](const Delivery& d) {
+        const TimePoint at = now_plus(0ms);
         std::lock_guard lock(mu);
         if (!acked.insert(d.id).second) duplicates.fetch_add(1);
+        const auto it = due.find(d.id);
+        if (it == due.end() || at < it->second) early.fetch_add(1);
         return HandlerResult::ack();
       },
       2);
@@ -407,8 +413,13 @@ TEST_F(RedisClusterTest, ASlotMovedMidWorkloadIsFollowedAndNothingIsLost) {
   std::atomic<bool> push_failed{false};
   std::thread pusher([&] {
     for (int i = 0; i < kJobs; ++i) {
-      Result<std::string> r =
-          q->push({.topic = "w", .id = "m" + std::to_string(i), .delay = std::chrono::milliseconds(i % 200)});
+      const std::string id = "m" + std::to_string(i);
+      const Duration delay = std::chrono::milliseconds(i % 200);
+      {
+        std::lock_guard lock(mu);
+        due[id] = now_plus(delay);
+      }
+      Result<std::string> r = q->push({.topic = "w", .id = id, .delay = delay});
       if (!r) {
         ADD_FAILURE() << "push " << i << ": " << r.status().to_string();
         push_failed = true;
@@ -455,6 +466,7 @@ TEST_F(RedisClusterTest, ASlotMovedMidWorkloadIsFollowedAndNothingIsLost) {
   }
   consumer.stop();
   EXPECT_EQ(duplicates.load(), 0);
+  EXPECT_EQ(early.load(), 0) << "jobs delivered before the due time the test computed";
   // The shard now lives on the new node only, and the queue is empty.
   const std::string seq = shard_tag(name, 0) + ":seq";
   EXPECT_EQ(cluster_->cmd(to, {"EXISTS", seq}).as_int(), 1);

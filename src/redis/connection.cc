@@ -186,7 +186,15 @@ Result<Reply> Connection::call(const std::vector<std::string_view>& argv) {
 
 Result<std::vector<Reply>> Connection::call_many(
     const std::vector<std::vector<std::string_view>>& cmds) {
-  if (broken_) return Status(Errc::unavailable, "the connection to redis at " + url_ + " is broken");
+  std::vector<Reply> out;
+  if (Status s = pipeline(cmds, &out); !s.ok()) return s;
+  return out;
+}
+
+Status Connection::pipeline(const std::vector<std::vector<std::string_view>>& cmds,
+                            std::vector<Reply>* out) {
+  if (broken_)
+    return Status(Errc::unavailable, "the connection to redis at " + url_ + " is broken");
   SigpipeGuard guard;
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
@@ -201,15 +209,15 @@ Result<std::vector<Reply>> Connection::call_many(
         REDIS_OK)
       return transport_error("while sending");
   }
-  std::vector<Reply> out;
-  out.reserve(cmds.size());
+  out->reserve(out->size() + cmds.size());
   for (size_t i = 0; i < cmds.size(); ++i) {
     void* raw = nullptr;
-    if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) return transport_error("while waiting for a reply");
-    out.push_back(copy_reply(static_cast<redisReply*>(raw)));
+    if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr)
+      return transport_error("while waiting for a reply");
+    out->push_back(copy_reply(static_cast<redisReply*>(raw)));
     freeReplyObject(raw);
   }
-  return out;
+  return {};
 }
 
 Result<Reply> Connection::read() {
@@ -334,8 +342,8 @@ Result<Reply> Node::command(const std::vector<std::string_view>& argv, bool aski
   return r;
 }
 
-Result<std::vector<Reply>> Node::eval_raw(size_t script, const std::vector<const ScriptCall*>& calls,
-                                          bool asking) {
+Status Node::eval_raw(size_t script, const std::vector<const ScriptCall*>& calls, bool asking,
+                      std::vector<Reply>* out) {
   Result<std::unique_ptr<Connection>> c = acquire();
   if (!c) return c.status();
   const std::string& function = lib_->scripts[script].function;
@@ -353,28 +361,29 @@ Result<std::vector<Reply>> Node::eval_raw(size_t script, const std::vector<const
     for (const std::string& a : args) argv.push_back(a);
     cmds.push_back(std::move(argv));
   }
-  auto send = [&]() -> Result<std::vector<Reply>> {
-    Result<std::vector<Reply>> r = (*c)->call_many(cmds);
-    if (!r || !asking) return r;
-    // Drop the replies to ASKING (+OK), one before each call.
-    std::vector<Reply> out;
-    out.reserve(calls.size());
-    for (size_t i = 1; i < r->size(); i += 2) out.push_back(std::move((*r)[i]));
-    return out;
-  };
-  Result<std::vector<Reply>> r = send();
-  // The server lost the library while this connection stayed up (FUNCTION FLUSH). Nothing ran,
-  // as every call of the batch calls the same function: load and send again.
-  if (r && !r->empty() && r->front().is_error() &&
-      r->front().str.find("Function not found") != std::string::npos) {
-    if (Status s = load_library(**c); !s.ok()) {
-      release(std::move(*c));
+  auto send = [&]() -> Status {
+    std::vector<Reply> got;
+    Status s = (*c)->pipeline(cmds, &got);
+    out->clear();
+    if (!asking) {
+      *out = std::move(got);
       return s;
     }
-    r = send();
+    // Keep the replies to the calls: each follows the +OK of its ASKING (a call whose reply
+    // did not arrive is left out).
+    for (size_t i = 1; i < got.size(); i += 2) out->push_back(std::move(got[i]));
+    return s;
+  };
+  Status s = send();
+  // The server lost the library while this connection stayed up (FUNCTION FLUSH). Nothing ran,
+  // as every call of the batch calls the same function: load and send again.
+  if (s.ok() && !out->empty() && out->front().is_error() &&
+      out->front().str.find("Function not found") != std::string::npos) {
+    s = load_library(**c);
+    if (s.ok()) s = send();
   }
   release(std::move(*c));
-  return r;
+  return s;
 }
 
 // ---- key slots ----
@@ -498,9 +507,9 @@ void Router::refresh(Node* first, bool force) {
   }
 }
 
-Result<std::vector<Reply>> Router::route(uint16_t slot, size_t n, const Send& send) {
+std::vector<Result<Reply>> Router::route(uint16_t slot, size_t n, const Send& send) {
   using Steady = std::chrono::steady_clock;
-  std::vector<Reply> out(n);
+  std::vector<Result<Reply>> out(n, Status(Errc::unavailable, "not sent"));
   std::vector<size_t> todo(n);
   for (size_t i = 0; i < n; ++i) todo[i] = i;
   const Steady::time_point deadline = Steady::now() + opt_.call_timeout;
@@ -511,39 +520,42 @@ Result<std::vector<Reply>> Router::route(uint16_t slot, size_t n, const Send& se
     if (node == nullptr) {
       refresh(nullptr, /*force=*/false);
       node = owner(slot);
-      if (node == nullptr)
-        return Status(Errc::unavailable, "no node of the redis cluster at " + seed_ep_.url +
-                                             " serves slot " + std::to_string(slot));
+      if (node == nullptr) {
+        const Status none(Errc::unavailable, "no node of the redis cluster at " + seed_ep_.url +
+                                                 " serves slot " + std::to_string(slot));
+        for (size_t i : todo) out[i] = none;
+        return out;
+      }
     }
-    Result<std::vector<Reply>> r = send(*node, todo, ask != nullptr);
-    if (!r) {
+    std::vector<Reply> got;
+    const Status sent = send(*node, todo, ask != nullptr, &got);
+    if (!sent.ok()) {
+      // The calls without a reply fail; those answered before the failure keep their replies.
+      for (size_t k = got.size(); k < todo.size(); ++k) out[todo[k]] = sent;
+      todo.resize(got.size());
       // Perhaps a failover: the next call may find the slot elsewhere.
       if (cluster_) refresh(nullptr, /*force=*/false);
-      return r.status();
-    }
-    if (!cluster_) {
-      for (size_t k = 0; k < todo.size(); ++k) out[todo[k]] = std::move((*r)[k]);
-      return out;
     }
     std::vector<size_t> again;
     Node* moved = nullptr;
     Node* next_ask = nullptr;
     bool later = false;
     for (size_t k = 0; k < todo.size(); ++k) {
-      Reply& rep = (*r)[k];
       const size_t i = todo[k];
-      out[i] = std::move(rep);
-      const Reply& e = out[i];
-      if (!e.is_error()) continue;
+      out[i] = std::move(got[k]);
+      const Reply& e = *out[i];
+      if (!cluster_ || !sent.ok() || !e.is_error()) continue;
       const bool is_moved = e.str.starts_with("MOVED "), is_ask = e.str.starts_with("ASK ");
       if (is_moved || is_ask) {
         // "MOVED <slot> <host>:<port>"
         std::string host;
         int port = 0;
         const size_t sp = e.str.rfind(' ');
-        if (sp == std::string::npos || !parse_address(std::string_view(e.str).substr(sp + 1), host, port))
+        if (sp == std::string::npos ||
+            !parse_address(std::string_view(e.str).substr(sp + 1), host, port))
           continue;  // unreadable: the error stands
-        if (host.empty()) host = node->endpoint().host.empty() ? "127.0.0.1" : node->endpoint().host;
+        if (host.empty())
+          host = node->endpoint().host.empty() ? "127.0.0.1" : node->endpoint().host;
         Node* target = node_for(host, port);
         if (is_moved) {
           slots_[slot].store(target, std::memory_order_release);
@@ -573,48 +585,54 @@ Status Router::script_error(size_t script, const std::string& url, const Reply& 
   // A server that is starting, busy, read-only (a replica) or moving slots may take the call
   // later; anything else (out of memory under noeviction, a script error) is a failed write.
   bool later = false;
-  for (const char* p : {"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
-                        "MOVED", "ASK"})
+  for (const char* p :
+       {"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MOVED", "ASK"})
     later = later || r.str.starts_with(p);
+  // These are refusals at dispatch: the script did not start. An error raised inside a script
+  // (the keys hold data of another type, a bug) ends it part-way, and Redis rolls nothing back.
+  bool unrun = later;
+  for (const char* p : {"OOM", "NOPERM", "NOREPLICAS", "MISCONF", "NOAUTH"})
+    unrun = unrun || r.str.starts_with(p);
   return Status(later ? Errc::unavailable : Errc::io_error,
                 "redis at " + url + " failed the script '" + lib_->scripts[script].name +
-                    "': " + r.str);
+                    "': " + r.str +
+                    (unrun ? " (the call was not run)"
+                           : " (the script stopped at this error; what it had changed before "
+                             "stays changed)"));
 }
 
 Result<Reply> Router::command(uint16_t slot, const std::vector<std::string_view>& argv) {
-  Result<std::vector<Reply>> r =
-      route(slot, 1, [&](Node& node, const std::vector<size_t>&, bool asking) -> Result<std::vector<Reply>> {
+  std::vector<Result<Reply>> r = route(
+      slot, 1, [&](Node& node, const std::vector<size_t>&, bool asking, std::vector<Reply>* got) {
         Result<Reply> one = node.command(argv, asking);
         if (!one) return one.status();
-        return std::vector<Reply>{std::move(*one)};
+        got->push_back(std::move(*one));
+        return Status();
       });
-  if (!r) return r.status();
-  return std::move(r->front());
+  return std::move(r.front());
 }
 
 Result<Reply> Router::eval(uint16_t slot, size_t script, std::vector<std::string> keys,
                            std::vector<std::string> args) {
   std::vector<ScriptCall> one;
   one.emplace_back(std::move(keys), std::move(args));
-  Result<std::vector<Reply>> r = eval_many(slot, script, one);
-  if (!r) return r.status();
-  return std::move(r->front());
+  return std::move(eval_each(slot, script, one).front());
 }
 
-Result<std::vector<Reply>> Router::eval_many(uint16_t slot, size_t script,
+std::vector<Result<Reply>> Router::eval_each(uint16_t slot, size_t script,
                                              const std::vector<ScriptCall>& calls) {
   std::string url = seed_ep_.url;
-  Result<std::vector<Reply>> r =
-      route(slot, calls.size(), [&](Node& node, const std::vector<size_t>& todo, bool asking) {
-        std::vector<const ScriptCall*> some;
-        some.reserve(todo.size());
-        for (size_t i : todo) some.push_back(&calls[i]);
-        url = node.endpoint().url;
-        return node.eval_raw(script, some, asking);
-      });
-  if (!r) return r;
-  for (const Reply& one : *r)
-    if (one.is_error()) return script_error(script, url, one);
+  std::vector<Result<Reply>> r =
+      route(slot, calls.size(),
+            [&](Node& node, const std::vector<size_t>& todo, bool asking, std::vector<Reply>* got) {
+              std::vector<const ScriptCall*> some;
+              some.reserve(todo.size());
+              for (size_t i : todo) some.push_back(&calls[i]);
+              url = node.endpoint().url;
+              return node.eval_raw(script, some, asking, got);
+            });
+  for (Result<Reply>& one : r)
+    if (one && one->is_error()) one = script_error(script, url, *one);
   return r;
 }
 

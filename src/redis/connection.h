@@ -69,6 +69,10 @@ class Connection {
   Result<Reply> call(const std::vector<std::string_view>& argv);
   // Sends the commands back to back (one write), then reads their replies in order.
   Result<std::vector<Reply>> call_many(const std::vector<std::vector<std::string_view>>& cmds);
+  // call_many() that keeps what it got: `out` receives the replies read, in order, also when the
+  // connection breaks part-way (then the status is unavailable and `out` is shorter than `cmds`:
+  // the server may or may not have run the commands without a reply).
+  Status pipeline(const std::vector<std::vector<std::string_view>>& cmds, std::vector<Reply>* out);
   // Reads the next reply the server pushes (a subscribed connection). Blocks without a limit
   // unless the connection was opened with a call timeout; shutdown() from another thread ends it.
   Result<Reply> read();
@@ -122,12 +126,14 @@ class Node {
   // Runs a plain command; `asking` sends ASKING first (the target of an ASK redirection). An
   // error reply is a Reply. Errors: unavailable (see Connection::call), closed after close().
   Result<Reply> command(const std::vector<std::string_view>& argv, bool asking = false);
-  // FCALLs of lib->scripts[script], pipelined on one connection: one reply per call, in order,
-  // error replies included ("Function not found" is handled here: the library is loaded again
-  // and the batch resent). `asking`: ASKING before each call. A transport failure fails the whole
-  // batch (some calls may have taken effect).
-  Result<std::vector<Reply>> eval_raw(size_t script, const std::vector<const ScriptCall*>& calls,
-                                      bool asking);
+  // FCALLs of lib->scripts[script], pipelined on one connection: `out` receives one reply per
+  // call, in order, error replies included ("Function not found" is handled here: the library is
+  // loaded again and the batch resent). `asking`: ASKING before each call. A transport failure
+  // returns unavailable with the replies read so far in `out`: the calls without a reply may or
+  // may not have taken effect. No connection (unavailable, closed): `out` stays empty, nothing
+  // was sent.
+  Status eval_raw(size_t script, const std::vector<const ScriptCall*>& calls, bool asking,
+                  std::vector<Reply>* out);
   // Fails new calls with `closed` from now on.
   void close();
   const Endpoint& endpoint() const { return ep_; }
@@ -188,9 +194,12 @@ class Router {
   // io_error.
   Result<Reply> eval(uint16_t slot, size_t script, std::vector<std::string> keys,
                      std::vector<std::string> args);
-  // Several FCALLs of one script about keys of `slot`, pipelined: one reply per call, in
-  // order. Errors as eval(); a failure fails the whole batch (some calls may have taken effect).
-  Result<std::vector<Reply>> eval_many(uint16_t slot, size_t script,
+  // Several FCALLs of one script about keys of `slot`, pipelined (one round trip): one result
+  // per call, in order, each on its own. A call answered with an error reply fails as eval()
+  // says, and only that call; the others keep their replies. When the connection breaks
+  // part-way, the calls answered before keep their replies and the rest fail with unavailable
+  // ("may or may not have taken effect").
+  std::vector<Result<Reply>> eval_each(uint16_t slot, size_t script,
                                        const std::vector<ScriptCall>& calls);
 
   // The servers known: the seed, then (cluster) every master of the last slot map. The
@@ -200,9 +209,11 @@ class Router {
   void close();
 
  private:
-  // Sends the calls `todo` (indexes into the batch) to `node`; one reply per index.
-  using Send = std::function<Result<std::vector<Reply>>(Node&, const std::vector<size_t>&, bool)>;
-  Result<std::vector<Reply>> route(uint16_t slot, size_t n, const Send& send);
+  // Sends the calls `todo` (indexes into the batch) to `node`; `out` receives the replies, in
+  // order: one per index, or fewer when the connection failed (the returned status).
+  using Send = std::function<Status(Node&, const std::vector<size_t>&, bool, std::vector<Reply>*)>;
+  // One result per call of the batch: its reply (error replies included), or why there is none.
+  std::vector<Result<Reply>> route(uint16_t slot, size_t n, const Send& send);
   Node* node_for(const std::string& host, int port);  // found or created
   Node* owner(uint16_t slot) const;
   // Reads CLUSTER SLOTS from `first` (or any node that answers) into the table. Skipped when

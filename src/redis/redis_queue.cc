@@ -142,7 +142,7 @@ class RedisQueue final : public Queue {
       const Shard& sh = shard_for(spec.id);
       auto [k, args] = push_call(sh, spec);
       Result<Reply> r = router_.eval(sh.slot, kPush, k, args);
-      if (!r) return r.status();
+      if (!r) return unsent(r.status(), spec.id, generated);
       const int64_t code = code_of(*r);
       if (code == kOk) {
         remember_topic(spec.id, spec.topic);
@@ -157,8 +157,10 @@ class RedisQueue final : public Queue {
 
   // The specs that pass the checks go to the server grouped by shard and topic: one push_many
   // script run per group of up to kBatch jobs (a few commands for the whole group instead of a
-  // few per job), the runs of a shard pipelined (one round trip). A generated id that turns out
-  // to be taken is pushed again on its own with the next id.
+  // few per job), the runs of a shard pipelined (one round trip). Each run's result is its own:
+  // a run refused or lost fails its jobs only, and the jobs of the runs answered keep their
+  // answers (a client that retries must not be told that a stored job failed). A generated id
+  // that turns out to be taken is pushed again on its own with the next id.
   std::vector<Result<std::string>> push_batch(std::vector<JobSpec> specs) override {
     constexpr size_t kBatch = 100;
     std::vector<Result<std::string>> out(specs.size(), closed_error());
@@ -194,35 +196,49 @@ class RedisQueue final : public Queue {
         for (size_t i : g) add_job_args(specs[i], /*with_topic=*/false, args);
         calls.emplace_back(keys(shards_[sh], topic), std::move(args));
       }
-      Result<std::vector<Reply>> r = router_.eval_many(shards_[sh].slot, kPushMany, calls);
-      for (size_t c = 0; c < groups[sh].size(); ++c) {
-        const std::vector<size_t>& g = groups[sh][c];
-        const bool well_formed = r && (*r)[c].elements.size() == g.size() + 1;
-        for (size_t k = 0; k < g.size(); ++k) {
-          const size_t i = g[k];
-          JobSpec& spec = specs[i];
-          if (!r) {
-            out[i] = r.status();
-            continue;
-          }
-          if (!well_formed) {
-            out[i] = bad_reply("push_many");
-            continue;
-          }
-          const int64_t state = (*r)[c].elements[k + 1].as_int(-2);
-          if (state == -1) {
-            remember_topic(spec.id, spec.topic);
-            out[i] = spec.id;
-          } else if (generated[i]) {
-            spec.id.clear();  // draw another
-            out[i] = push(std::move(spec));
-          } else {
-            out[i] = rules_.duplicate(spec.id, to_state(state));
-          }
-        }
-      }
+      std::vector<Result<Reply>> r = router_.eval_each(shards_[sh].slot, kPushMany, calls);
+      for (size_t c = 0; c < groups[sh].size(); ++c)
+        settle_group(r[c], groups[sh][c], specs, generated, out);
     }
     return out;
+  }
+
+  // The results of one push_many run's jobs, from its reply (one stored state per job, -1 for
+  // stored now) or from why there is none.
+  void settle_group(const Result<Reply>& r, const std::vector<size_t>& g,
+                    std::vector<JobSpec>& specs, const std::vector<bool>& generated,
+                    std::vector<Result<std::string>>& out) {
+    const bool well_formed = r && code_of(*r) == kOk && r->elements.size() == g.size() + 1;
+    for (size_t k = 0; k < g.size(); ++k) {
+      const size_t i = g[k];
+      JobSpec& spec = specs[i];
+      if (!r) {
+        out[i] = unsent(r.status(), spec.id, generated[i]);
+        continue;
+      }
+      if (!well_formed) {
+        out[i] = bad_reply("push_many");
+        continue;
+      }
+      const int64_t state = r->elements[k + 1].as_int(-2);
+      if (state == -1) {
+        remember_topic(spec.id, spec.topic);
+        out[i] = spec.id;
+      } else if (generated[i]) {
+        spec.id.clear();  // draw another
+        out[i] = push(std::move(spec));
+      } else {
+        out[i] = rules_.duplicate(spec.id, to_state(state));
+      }
+    }
+  }
+
+  // A push whose call failed. A generated id is named: a call that may have taken effect can
+  // only be looked up, or pushed again to find out (duplicate_id if it was stored), by its id.
+  static Status unsent(const Status& why, const std::string& id, bool generated) {
+    if (!generated) return why;
+    return Status(static_cast<Errc>(why.code().value()),
+                  why.message() + " (the job's generated id was '" + id + "')");
   }
 
   Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) override {
