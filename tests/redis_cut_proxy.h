@@ -173,9 +173,11 @@ class CuttingProxy {
           if (i + 1 == pass) kept = end;
         }
         if (end == std::string::npos) continue;  // the server has not answered everything yet
+        // Marked done before the client can see the end: once push_batch returns, the test
+        // asks whether the cut happened.
+        cut_done_ = true;
         send_all(client, held.data(), kept);
         ::shutdown(client, SHUT_WR);  // the client reads what was passed, then the end
-        cut_done_ = true;
         drain(client);
         break;
       }
