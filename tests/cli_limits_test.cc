@@ -74,6 +74,23 @@ TEST(CliTimes, ThroughTheDaemonTheSameRefusal) {
   EXPECT_EQ(at(stats.json(), "pushed").as_int(), 0) << stats.out;
 }
 
+// --max-job-bytes reaches the queue and the daemon's checks, and its refusal names the flag.
+TEST(DelayqdSettings, MaxJobBytesIsTheQueuesLimitAndIsNamed) {
+  TempDir dir;
+  Daemon daemon;
+  const int port = daemon.start({"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string(),
+                                 "--sync", "none", "--max-job-bytes", "100"},
+                                dir.path / "delayqd.log");
+  ASSERT_GT(port, 0) << "delayqd did not start";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  CliRun big = cli({"--url", url, "push", "t", "--body", std::string(101, 'x')});
+  EXPECT_EQ(big.exit, 1) << describe(big);
+  EXPECT_TRUE(contains(big.err, "body is 101 bytes; the limit is 100 (delayqd --max-job-bytes)"))
+      << big.err;
+  CliRun fits = cli({"--url", url, "push", "t", "--body", std::string(100, 'x')});
+  EXPECT_EQ(fits.exit, 0) << describe(fits);
+}
+
 CliRun delayqd(const std::vector<std::string>& args) {
   return run_program(DELAYQD_PATH, args);
 }

@@ -223,6 +223,7 @@ TEST_F(HttpInputTest, DeadListAnswersAreCapped) {
                   "only the first 2 of the 3 dead letters asked for fit in one "
                   "answer (at most 2500 bytes)"))
       << cut.text;
+  EXPECT_EQ(http::ApiOptions{}.max_list_bytes, size_t{16} << 20) << "docs/http-api.md says 16 MiB";
   Answer whole = call("/dead/list", R"({"topic":"t","limit":2})");
   EXPECT_FALSE(whole.data().find("truncated")->as_bool()) << whole.text;
   EXPECT_EQ(whole.message(), "ok");

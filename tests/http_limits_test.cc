@@ -74,6 +74,9 @@ TEST_F(HttpLimitsTest, EveryDurationFieldIsCheckedBeforeItIsConverted) {
     EXPECT_TRUE(has(a.message(), std::string(c.field) + " of ")) << c.field << ": " << a.text;
     EXPECT_TRUE(has(a.message(), "exceeds max_delay (3650d)")) << a.text;
   }
+  // Too large for a Duration: shown as the number that was sent.
+  EXPECT_EQ(call("/push", R"({"topic":"t","delay":9.5e9})").message(),
+            "delay of 9.5e+09s exceeds max_delay (3650d)");
   Answer due = call("/push", R"({"topic":"t","due_at_ms":9000000000000000000})");
   EXPECT_EQ(due.status, 400) << due.text;
   EXPECT_TRUE(has(due.message(), "due_at_ms is ")) << due.text;
