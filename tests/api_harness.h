@@ -45,7 +45,7 @@ inline Answer call(http::Api& api, const std::string& target, const std::string&
   a.status = r.status;
   a.text = r.body;
   if (r.content_type == "application/json") {
-    auto parsed = http::json::parse(r.body);
+    auto parsed = http::json::parse(r.body, http::json::kReplyLimits);
     EXPECT_TRUE(parsed.ok()) << r.body;
     if (parsed) a.body = std::move(*parsed);
     EXPECT_NE(a.body.find("code"), nullptr) << r.body;

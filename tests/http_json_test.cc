@@ -101,6 +101,8 @@ TEST(HttpJson, CapsNameThemselves) {
             std::string::npos);
   // The caller chooses other caps (the CLI reads long answers of a trusted daemon).
   EXPECT_TRUE(json::parse("[" + joined(20000, zero) + "]", json::kReplyLimits).ok());
+  EXPECT_TRUE(json::parse("{" + joined(1000, member) + "}", json::kReplyLimits).ok())
+      << "/stats of a queue with many topics";
 }
 
 // Duplicate keys are found by sorting each object's keys: the comparisons grow as n log n with

@@ -1,4 +1,6 @@
 // The routes of delayqd: JSON request -> Queue call -> JSON answer (see api.h, docs/http-api.md).
+// Reading a request's members is in request.cc. Long, because every route's answer is written
+// here, next to the metrics it feeds.
 #include "delayqd/api.h"
 
 #include <array>
@@ -60,10 +62,11 @@ Response ok(std::string_view message, std::string_view data = "null") {
 
 // {"code":1,"message":...,"error":<name>,"data":null}. Every failure has code 1, as in
 // ouqiang/delay-queue; "error" names the kind for programs, "message" explains it for people.
-Response fail(int status, std::string_view error, std::string_view message) {
+Response fail(int status, std::string_view error, std::string_view message,
+              std::string_view data = "null") {
   Writer w;
   w.begin_object().key("code").value(1).key("message").value(message).key("error").value(error);
-  w.key("data").null().end_object();
+  w.key("data").raw(data).end_object();
   return Response{status, "application/json", w.take()};
 }
 
@@ -457,9 +460,7 @@ void Api::health(Done& done) {
   if (!s.ok()) w.key("reason").value(s.message());
   w.end_object();
   if (s.ok()) return done(ok("ok", w.str()));
-  Response r = fail(503, errc_name(s), "the queue cannot serve: " + s.message());
-  r.body = r.body.substr(0, r.body.size() - std::strlen("null}")) + w.str() + "}";
-  done(std::move(r));
+  done(fail(503, errc_name(s), "the queue cannot serve: " + s.message(), w.str()));
 }
 
 void Api::push_batch(const Value& body, Done& done) {
@@ -537,7 +538,7 @@ std::optional<Token> Api::implicit_token(Route route, const std::string& id, Don
   if (info->state != JobState::reserved) {
     done(fail(409, "invalid_state",
               "job '" + id + "' is " + to_string(info->state) + ", not reserved: nothing to " +
-                  route_name(route) + (route == Route::finish ? " (use /delete to remove it)" : "")));
+                  (route == Route::dead_letter ? "dead-letter" : route_name(route)) + (route == Route::finish ? " (use /delete to remove it)" : "")));
     return std::nullopt;
   }
   if (route == Route::finish) {

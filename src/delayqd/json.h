@@ -70,8 +70,9 @@ struct Limits {
   size_t max_values = 100000;   // in the whole document, containers included
   size_t max_number_chars = 64;
 };
-// Limits for answers from a delayqd the caller trusts (the CLI reading a long dead-letter list).
-inline constexpr Limits kReplyLimits{64, 256, 1'000'000, 100'000'000, 64};
+// Limits for answers from a delayqd the caller trusts: a long dead-letter list, /stats of a
+// queue with many topics (one member each).
+inline constexpr Limits kReplyLimits{64, 100'000'000, 100'000'000, 100'000'000, 64};
 
 // The work one parse did, for tests that check it grows linearly with the input.
 struct ParseCounts {
