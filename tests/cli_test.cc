@@ -27,6 +27,7 @@
 #include "delayq/redis.h"
 #include "delayq/store.h"
 #include "delayqd/json.h"
+#include "cli_harness.h"
 #include "redis_server.h"
 
 namespace {
@@ -39,6 +40,7 @@ using delayq::Errc;
 using delayq::RetryPolicy;
 using delayq::TimePoint;
 using namespace delayq::cli;
+using namespace delayq::testing;
 
 // ---- units -----------------------------------------------------------------------------------
 
@@ -144,100 +146,6 @@ TEST(CliFormat, Printable) {
 }
 
 // ---- running the binaries ----------------------------------------------------------------------
-
-struct CliRun {
-  int exit = -1;
-  std::string out, err;
-  json::Value json() const {
-    auto v = json::parse(out);
-    EXPECT_TRUE(v.ok()) << "not JSON: " << out << " " << v.status().to_string();
-    return v.ok() ? *v : json::Value();
-  }
-};
-
-std::string describe(const CliRun& r) {
-  return "exit " + std::to_string(r.exit) + "\nstdout:\n" + r.out + "stderr:\n" + r.err;
-}
-
-// Runs `delayq args...` with `input` on stdin, TZ=UTC so that times print alike everywhere.
-CliRun cli(const std::vector<std::string>& args, const std::string& input = "") {
-  CliRun r;
-  int in[2], out[2], err[2];
-  if (::pipe(in) != 0 || ::pipe(out) != 0 || ::pipe(err) != 0) return r;
-  std::vector<std::string> copy = args;
-  std::string bin = DELAYQ_CLI_PATH;
-  std::vector<char*> argv{bin.data()};
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::string tz = "TZ=UTC";
-  std::vector<char*> envp{tz.data(), nullptr};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
-    ::execve(bin.c_str(), argv.data(), envp.data());
-    ::_exit(127);
-  }
-  ::close(in[0]);
-  ::close(out[1]);
-  ::close(err[1]);
-  // Bodies in these tests are small: they fit in the pipe at once.
-  if (!input.empty()) (void)!::write(in[1], input.data(), input.size());
-  ::close(in[1]);
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  std::string* sinks[2] = {&r.out, &r.err};
-  int open = 2;
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
-  while (open > 0 && std::chrono::steady_clock::now() < deadline) {
-    if (::poll(fds, 2, 500) <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      char buf[4096];
-      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        sinks[i]->append(buf, static_cast<size_t>(n));
-      } else {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open;
-      }
-    }
-  }
-  for (auto& p : fds)
-    if (p.fd >= 0) {
-      ::kill(pid, SIGKILL);
-      ::close(p.fd);
-    }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/delayq_cli_test.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-const json::Value& at(const json::Value& v, std::string_view key) {
-  static const json::Value null;
-  const json::Value* m = v.find(key);
-  EXPECT_NE(m, nullptr) << "no member " << key;
-  return m != nullptr ? *m : null;
-}
 
 // The checks every target must pass: push (human and --json), get, stats, cancel, errors.
 // `target` is the target flags; the queue must not hold topic "orders" yet.
@@ -488,54 +396,6 @@ TEST(CliUsage, BadInputExitsTwoAndSaysWhy) {
 
 // ---- (b) a running delayqd --------------------------------------------------------------------
 
-// delayqd as a child process on a free loopback port (the daemon prints the address on stdout).
-class Daemon {
- public:
-  ~Daemon() { stop(); }
-  int start(const std::vector<std::string>& args, const fs::path& log) {
-    int out[2];
-    if (::pipe(out) != 0) return 0;
-    std::vector<std::string> copy = args;
-    std::string bin = DELAYQD_PATH;
-    std::vector<char*> argv{bin.data()};
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string log_path = log.string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      const int err = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(err, 2);
-      ::close(out[0]);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{out[0], POLLIN, 0};
-      if (::poll(&p, 1, 500) <= 0) continue;
-      char buf[256];
-      const ssize_t n = ::read(out[0], buf, sizeof buf);
-      if (n <= 0) break;
-      line.append(buf, static_cast<size_t>(n));
-    }
-    ::close(out[0]);
-    const size_t colon = line.rfind(':');
-    if (!contains(line, "listening on") || colon == std::string::npos) return 0;
-    return std::atoi(line.c_str() + colon + 1);
-  }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 class CliDaemonTest : public ::testing::Test {
  protected:

@@ -445,13 +445,22 @@ TYPED_TEST(Conformance, AnIdIsFreeAgainOnceItsJobIsAckedCancelledOrPurged) {
   EXPECT_EQ(this->get("y").attempts, 0u);
 }
 
-// "topic: 1 to 255 bytes, any bytes"; ids likewise, up to 255. The Redis backend builds keys,
-// records and wake-up messages from them.
+// "topic: 1 to 255 bytes of UTF-8" (NUL included); ids up to 255 bytes, any bytes. The Redis
+// backend builds keys, records and wake-up messages from them. A topic that is not UTF-8 is
+// refused, in the same words by every backend (engine/rules).
 TYPED_TEST(Conformance, TopicsAndIdsMayHoldAnyBytes) {
   Queue& q = *this->q_;
-  const std::vector<std::string> names{
-      "a:b", "{tag}", "}{", "with space", std::string("nul\0byte", 8), "\xff\xfe\x80", "*", "r:x",
-      std::string(255, '\0')};
+  const Result<std::string> binary = q.push({.topic = "\xff\xfe\x80", .id = "b"});
+  EXPECT_TRUE(binary.is(Errc::invalid_argument)) << binary.status().to_string();
+  EXPECT_EQ(binary.status().message().rfind("topic is not valid UTF-8 (byte 0 is 0xff)", 0), 0u)
+      << binary.status().to_string();
+  ASSERT_TRUE(q.push({.topic = "bin", .id = "\xff\xfe\x80"}).ok());
+  EXPECT_EQ(this->get("\xff\xfe\x80").topic, "bin");
+  ASSERT_TRUE(q.cancel("\xff\xfe\x80").ok());
+  std::vector<std::string> names{"a:b", "{tag}", "}{", "with space", "*", "r:x"};
+  names.push_back(std::string("nul\0byte", 8));
+  names.push_back("\xc3\xa9\xe2\x9c\x93");  // UTF-8 beyond ASCII
+  names.push_back(std::string(255, '\0'));
   for (const std::string& name : names) {
     SCOPED_TRACE(::testing::PrintToString(name));
     Result<std::string> r = this->push_r({.topic = name, .id = name, .body = name});

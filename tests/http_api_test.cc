@@ -7,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "api_harness.h"
 #include "delayq/engine.h"
 #include "delayqd/json.h"
 
@@ -19,55 +20,7 @@ using delayq::http::Request;
 using delayq::http::Response;
 namespace json = delayq::http::json;
 
-struct Answer {
-  int status = 0;
-  json::Value body;  // null for non-JSON answers
-  std::string text;
-  int code() const { return static_cast<int>(body.find("code")->as_int()); }
-  const json::Value& data() const { return *body.find("data"); }
-  std::string error() const {
-    const json::Value* e = body.find("error");
-    return e ? e->as_string() : "";
-  }
-};
-
-class HttpApiTest : public ::testing::Test {
- protected:
-  void SetUp() override { open({}); }
-
-  void open(ApiOptions options) {
-    api_.reset();
-    queue_.reset();
-    delayq::EngineOptions opt;
-    queue_ = delayq::Engine::open(opt).value();
-    options.default_pop_timeout = 0s;  // pops answer at once unless a test asks to wait
-    api_ = std::make_unique<Api>(*queue_, options);
-  }
-
-  Answer call(const std::string& target, const std::string& body, const std::string& method = "POST",
-              const std::string& auth = "") {
-    std::promise<Response> p;
-    auto f = p.get_future();
-    api_->handle(Request{method, target, auth, body}, [&p](Response r) { p.set_value(std::move(r)); });
-    EXPECT_EQ(f.wait_for(60s), std::future_status::ready);
-    Response r = f.get();
-    Answer a;
-    a.status = r.status;
-    a.text = r.body;
-    if (r.content_type == "application/json") {
-      auto parsed = json::parse(r.body);
-      EXPECT_TRUE(parsed.ok()) << r.body;
-      if (parsed) a.body = std::move(*parsed);
-      EXPECT_NE(a.body.find("code"), nullptr) << r.body;
-      EXPECT_NE(a.body.find("message"), nullptr) << r.body;
-      EXPECT_NE(a.body.find("data"), nullptr) << r.body;
-    }
-    return a;
-  }
-
-  std::unique_ptr<delayq::Engine> queue_;
-  std::unique_ptr<Api> api_;
-};
+using HttpApiTest = delayq::testing::ApiTest;
 
 TEST_F(HttpApiTest, OuqiangFlowPushPopFinish) {
   auto push = call("/push", R"({"topic":"order","id":"15702398321","delay":0,"ttr":120,
@@ -342,7 +295,7 @@ TEST_F(HttpApiTest, BadRequests) {
       {"GET", "/push", "", 405, "method_not_allowed"},
       {"POST", "/metrics", "", 405, "method_not_allowed"},
       {"DELETE", "/stats", "", 405, "method_not_allowed"},
-      {"POST", "/touch", "{\"id\":\"never-popped\"}", 409, "stale_token"},
+      {"POST", "/touch", "{\"id\":\"never-popped\"}", 404, "not_found"},
       {"POST", "/reschedule", "{\"id\":\"missing\",\"delay\":1}", 404, "not_found"},
   };
   for (const Case& c : cases) {

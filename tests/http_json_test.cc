@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 namespace json = delayq::http::json;
@@ -68,6 +69,62 @@ TEST(HttpJson, DeepNestingIsRefusedNotACrash) {
   std::string objects;
   for (int i = 0; i < 100'000; ++i) objects += "{\"a\":";
   EXPECT_FALSE(accepts(objects));
+}
+
+// Each cap refuses with its name and value, and a document just inside every cap is read.
+TEST(HttpJson, CapsNameThemselves) {
+  const auto joined = [](size_t n, const std::function<std::string(size_t)>& f) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) out += (i ? "," : "") + f(i);
+    return out;
+  };
+  const auto member = [](size_t i) { return "\"k" + std::to_string(i) + "\":0"; };
+  const auto zero = [](size_t) { return std::string("0"); };
+  const auto refusal = [](const std::string& text) {
+    auto v = json::parse(text);
+    return v.ok() ? std::string("accepted") : v.status().message();
+  };
+  EXPECT_TRUE(accepts("{" + joined(256, member) + "}"));
+  EXPECT_NE(refusal("{" + joined(257, member) + "}").find("over the cap of 256 members in one object"),
+            std::string::npos);
+  EXPECT_TRUE(accepts("[" + joined(10000, zero) + "]"));
+  EXPECT_NE(refusal("[" + joined(10001, zero) + "]").find("over the cap of 10000 elements in one array"),
+            std::string::npos);
+  // 10 arrays of 9999 zeros: 99990 values, plus 11 arrays: 100001.
+  const std::string inner = "[" + joined(9999, zero) + "]";
+  EXPECT_TRUE(accepts("[" + joined(9, [&](size_t) { return inner; }) + "]"));
+  EXPECT_NE(refusal("[" + joined(10, [&](size_t) { return inner; }) + "]")
+                .find("over the cap of 100000 values in one document"),
+            std::string::npos);
+  EXPECT_TRUE(accepts("1" + std::string(63, '0')));
+  EXPECT_NE(refusal("1" + std::string(64, '0')).find("over the cap of 64 characters in one number"),
+            std::string::npos);
+  // The caller chooses other caps (the CLI reads long answers of a trusted daemon).
+  EXPECT_TRUE(json::parse("[" + joined(20000, zero) + "]", json::kReplyLimits).ok());
+  EXPECT_TRUE(json::parse("{" + joined(1000, member) + "}", json::kReplyLimits).ok())
+      << "/stats of a queue with many topics";
+}
+
+// Duplicate keys are found by sorting each object's keys: the comparisons grow as n log n with
+// the members of an object, not n^2 (which made an object of 460k keys cost minutes).
+TEST(HttpJson, DuplicateKeysAreFoundInLinearisedTime) {
+  std::string doc = "[";
+  for (int o = 0; o < 300; ++o) {
+    doc += o ? ",{" : "{";
+    for (int k = 0; k < 256; ++k)
+      doc += (k ? ",\"" : "\"") + std::string(36, 'p') + std::to_string(1000 + k) + "\":1";
+    doc += "}";
+  }
+  doc += "]";
+  json::ParseCounts counts;
+  ASSERT_TRUE(json::parse(doc, {}, &counts).ok());
+  EXPECT_EQ(counts.values, 1u + 300u * 257u);
+  // A sort of 256 keys takes about 256 * log2(256) = 2048 comparisons; every pair would be 32640.
+  EXPECT_LE(counts.key_comparisons, 300u * 256u * 12u) << counts.key_comparisons;
+  EXPECT_GE(counts.key_comparisons, 300u * 255u) << "every key is compared at least once";
+  auto dup = json::parse(R"({"b":1,"a":2,"c":3,"a":4,"b":5})");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.status().message(), "bad JSON at byte 19: duplicate key \"a\"");
 }
 
 TEST(HttpJson, NulAndControlBytes) {

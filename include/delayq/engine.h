@@ -88,6 +88,7 @@ class Engine : public Queue {
   Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
   Result<uint64_t> purge_dead(std::string_view topic) override;
   Stats stats() override;
+  Status health() override;
   void close() override;
 
   // The clock this engine runs on.

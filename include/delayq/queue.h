@@ -135,6 +135,12 @@ class Queue {
 
   virtual Stats stats() = 0;
 
+  // Whether the queue can serve calls now: ok, or the error they would fail with. A durable
+  // store that stopped on a failed write answers that io_error; a closed queue `closed`; the
+  // Redis backend sends a PING (in a Redis Cluster, one per shard, each to the node that
+  // holds it) and answers unavailable when a server does not reply. For health checks (delayqd's GET /health).
+  virtual Status health() = 0;
+
   // Stops the queue: blocked reserve() calls and pending reserve_async() callbacks return
   // `closed`, later calls fail with `closed`; stats() still answers, with the queue as it was
   // when it closed. Jobs stay where they are (a durable backend keeps them for the next open; the

@@ -299,7 +299,7 @@ class HttpBackend final : public Backend {
                            const std::string& body) {
     auto reply = http_request(url_, method, path, body, token_, seconds(60));
     if (!reply) return reply.status();
-    auto doc = json::parse(reply->body);
+    auto doc = json::parse(reply->body, json::kReplyLimits);  // a long dead-letter list
     if (!doc || !doc->is_object()) {
       std::string text = reply->body.substr(0, 200);
       return Status(Errc::io_error, "HTTP " + std::to_string(reply->status) + " from " +

@@ -106,6 +106,30 @@ Result<Duration> parse_duration(std::string_view text) {
   return Duration(total);
 }
 
+namespace {
+
+// The last instant parse_time() takes, in unix seconds (2255-03-14T16:00:00Z): due times are
+// nanoseconds in 64 bits, which end in April 2262, and every later computation (now + a delay,
+// the milliseconds sent to delayqd) must stay inside them. A queue's max_delay refuses far
+// less than this anyway (the default is 3650 days).
+constexpr int64_t kLastUnixSecond = 9'000'000'000;
+
+Status beyond_last_time(std::string_view text) {
+  return bad("bad time " + quoted(text) +
+             ": after 2255-03-14T16:00:00Z, the last time delayq takes (a queue refuses due "
+             "times beyond its max_delay, 3650 days by default, anyway)");
+}
+
+// A point in time from unix seconds and nanoseconds, range-checked before it is converted: a time
+// before 1970 is in the past, which means now, and becomes 1970 (far older years would not fit).
+Result<TimePoint> from_unix(std::string_view text, int64_t secs, int64_t ns) {
+  if (secs > kLastUnixSecond) return beyond_last_time(text);
+  if (secs < 0) return TimePoint(Duration(0));
+  return TimePoint(seconds(secs) + nanoseconds(ns));
+}
+
+}  // namespace
+
 Result<TimePoint> parse_time(std::string_view text) {
   const auto fail = [&](std::string why) {
     return bad("bad time " + quoted(text) + ": " + why +
@@ -118,11 +142,13 @@ Result<TimePoint> parse_time(std::string_view text) {
   if (text.find_first_not_of("0123456789.") == std::string_view::npos) {
     uint64_t secs = 0;
     int64_t ns = 0;
-    if (!read_uint(text, pos, secs) || secs > 9'000'000'000ULL) return fail("out of range");
+    const bool digits = read_uint(text, pos, secs);
+    if (pos == 0) return fail("expected unix seconds before the '.'");
+    if (!digits || secs > static_cast<uint64_t>(kLastUnixSecond)) return beyond_last_time(text);
     if (pos < text.size() && (text[pos] != '.' || !read_fraction(text, pos, ns)))
       return fail("bad fraction");
     if (pos != text.size()) return fail("unexpected " + quoted(text.substr(pos)));
-    return TimePoint(seconds(secs) + nanoseconds(ns));
+    return from_unix(text, static_cast<int64_t>(secs), ns);
   }
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
   const auto expect = [&](char c) {
@@ -161,9 +187,11 @@ Result<TimePoint> parse_time(std::string_view text) {
   if (!ymd.ok()) return fail("no such date");
   if (h > 23 || mi > 59 || s > 60) return fail("no such time of day");
   if (s == 60) s = 59;  // a leap second: the system clock does not have it either
-  const sys_days days{ymd};
-  return TimePoint(days.time_since_epoch()) + hours(h) + minutes(mi) + seconds(s) +
-         nanoseconds(ns) - minutes(offset_min);
+  // In whole seconds first (years 0 to 9999 fit easily), so that the range check comes before
+  // the conversion to nanoseconds, which would wrap for years past 2262.
+  const int64_t days = sys_days{ymd}.time_since_epoch().count();
+  const int64_t secs = days * 86400 + h * 3600 + mi * 60 + s - int64_t{offset_min} * 60;
+  return from_unix(text, secs, ns);
 }
 
 Result<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max) {

@@ -1,11 +1,18 @@
 // The routes of delayqd: JSON request -> Queue call -> JSON answer (see api.h, docs/http-api.md).
+// Reading a request's members is in request.cc. Long, because every route's answer is written
+// here, next to the metrics it feeds.
 #include "delayqd/api.h"
 
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <new>
+
+#include "common/format.h"
 
 #include "delayqd/json.h"
+#include "delayqd/request.h"
 
 namespace delayq::http {
 
@@ -45,13 +52,6 @@ int64_t unix_s(TimePoint t) {
 }
 int64_t to_ms(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 
-std::string_view trim(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // {"code":0,"message":...,"data":<data>}
 Response ok(std::string_view message, std::string_view data = "null") {
   Writer w;
@@ -62,10 +62,11 @@ Response ok(std::string_view message, std::string_view data = "null") {
 
 // {"code":1,"message":...,"error":<name>,"data":null}. Every failure has code 1, as in
 // ouqiang/delay-queue; "error" names the kind for programs, "message" explains it for people.
-Response fail(int status, std::string_view error, std::string_view message) {
+Response fail(int status, std::string_view error, std::string_view message,
+              std::string_view data = "null") {
   Writer w;
   w.begin_object().key("code").value(1).key("message").value(message).key("error").value(error);
-  w.key("data").null().end_object();
+  w.key("data").raw(data).end_object();
   return Response{status, "application/json", w.take()};
 }
 
@@ -102,186 +103,37 @@ int http_status(const Status& s) {
 
 Response fail(const Status& s) { return fail(http_status(s), errc_name(s), s.message()); }
 
-// Reads typed members of a request object. The first problem is kept and becomes the 400
-// answer, naming the field; members the route does not know are ignored (as Go's decoder in
-// ouqiang/delay-queue does), so clients that send more than we read keep working.
-class Fields {
- public:
-  explicit Fields(const Value& obj) : obj_(obj) {}
+Response bad_request(std::string_view message) { return fail(400, "bad_request", message); }
+Response bad_request(const Fields& f) { return bad_request(f.error()); }
 
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-  Response failure() const { return fail(400, "bad_request", error_); }
-  void fail_with(std::string message) {
-    if (error_.empty()) error_ = std::move(message);
-  }
-  bool has(std::string_view key) const {
-    const Value* v = obj_.find(key);
-    return v != nullptr && !v->is_null();
-  }
-  // A null member counts as absent: some clients serialise unset fields as null.
-  const Value* get(std::string_view key) const {
-    const Value* v = obj_.find(key);
-    return v == nullptr || v->is_null() ? nullptr : v;
-  }
-
-  std::optional<std::string> string(std::string_view key, bool required = false) {
-    const Value* v = get(key);
-    if (v == nullptr) {
-      if (required) fail_with("missing field \"" + std::string(key) + "\"");
-      return std::nullopt;
-    }
-    if (!v->is_string()) {
-      fail_with(type_error(key, "a string", *v));
-      return std::nullopt;
-    }
-    return v->as_string();
-  }
-
-  // A topic or id: trimmed of surrounding spaces (as ouqiang/delay-queue does).
-  std::optional<std::string> name(std::string_view key, bool required) {
-    auto s = string(key, required);
-    if (!s) return s;
-    std::string t(trim(*s));
-    if (t.empty() && required) fail_with("field \"" + std::string(key) + "\" is empty");
-    return t;
-  }
-
-  std::optional<int64_t> integer(std::string_view key, int64_t min, int64_t max) {
-    const Value* v = get(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_number() || !v->is_int()) {
-      fail_with(type_error(key, "an integer", *v));
-      return std::nullopt;
-    }
-    if (v->as_int() < min || v->as_int() > max) {
-      fail_with("field \"" + std::string(key) + "\" is out of range (" + std::to_string(min) +
-                " to " + std::to_string(max) + ")");
-      return std::nullopt;
-    }
-    return v->as_int();
-  }
-
-  std::optional<double> number(std::string_view key, double min, double max) {
-    const Value* v = get(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_number()) {
-      fail_with(type_error(key, "a number", *v));
-      return std::nullopt;
-    }
-    if (!(v->as_double() >= min && v->as_double() <= max)) {
-      fail_with("field \"" + std::string(key) + "\" is out of range (" + fmt(min) + " to " +
-                fmt(max) + ")");
-      return std::nullopt;
-    }
-    return v->as_double();
-  }
-
-  // A duration given either in seconds (`s_key`, a number, fractions allowed) or in
-  // milliseconds (`ms_key`, an integer); both at once is ambiguous and refused.
-  std::optional<Duration> duration(std::string_view s_key, std::string_view ms_key) {
-    if (has(s_key) && has(ms_key)) {
-      fail_with("give \"" + std::string(s_key) + "\" or \"" + std::string(ms_key) +
-                "\", not both");
-      return std::nullopt;
-    }
-    // 1e10 s is about 317 years: more than any queue's max_delay, well inside int64 ns.
-    if (auto s = number(s_key, 0, 1e10))
-      return Duration(static_cast<int64_t>(std::llround(*s * 1e9)));
-    if (auto ms = integer(ms_key, 0, int64_t{10'000'000'000'000}))
-      return std::chrono::milliseconds(*ms);
-    return std::nullopt;
-  }
-
- private:
-  static std::string fmt(double d) {
-    Writer w;
-    w.value(d);
-    return w.take();
-  }
-  static std::string type_error(std::string_view key, std::string_view want, const Value& got) {
-    const bool fraction = got.is_number() && !got.is_int() && want == "an integer";
-    return "field \"" + std::string(key) + "\" must be " + std::string(want) + ", not " +
-           (fraction ? "a non-integer number" : std::string("a ") + to_string(got.type()));
-  }
-
-  const Value& obj_;
-  std::string error_;
+// A request body that must be a JSON object (or an array, where `array_ok`): the parsed value, or
+// the 400 answer that says what is wrong with it.
+struct Body {
+  Value value;
+  std::optional<Response> refusal;
 };
-
-Status parse_retry(const Value& v, RetryPolicy& p) {
-  const auto bad = [](std::string m) { return Status(Errc::invalid_argument, std::move(m)); };
-  if (!v.is_object()) return bad("field \"retry\" must be an object");
-  Fields f(v);
-  const auto kind = f.string("kind", true);
-  if (!f.ok()) return bad("retry: " + f.error());
-  const auto attempts = f.integer("max_attempts", 1, 1'000'000);
-  if (*kind == "fixed") {
-    p.kind = RetryPolicy::Kind::fixed;
-    if (auto d = f.duration("delay", "delay_ms")) p.base = *d;
-  } else if (*kind == "list") {
-    p.kind = RetryPolicy::Kind::list;
-    const Value* s = f.get("delays");
-    const Value* ms = f.get("delays_ms");
-    if ((s == nullptr) == (ms == nullptr))
-      return bad("retry: a list policy needs \"delays\" (seconds) or \"delays_ms\", one of them");
-    const Value& list = s != nullptr ? *s : *ms;
-    if (!list.is_array() || list.as_array().empty() || list.as_array().size() > 1000)
-      return bad("retry: the delay list must be an array of 1 to 1000 numbers");
-    for (const Value& e : list.as_array()) {
-      if (s != nullptr) {
-        if (!e.is_number() || !(e.as_double() >= 0 && e.as_double() <= 1e10))
-          return bad("retry: \"delays\" must hold numbers of seconds from 0 to 1e10");
-        p.delays.push_back(Duration(static_cast<int64_t>(std::llround(e.as_double() * 1e9))));
-      } else {
-        if (!e.is_int() || e.as_int() < 0 || e.as_int() > int64_t{10'000'000'000'000})
-          return bad("retry: \"delays_ms\" must hold integers of milliseconds, 0 or more");
-        p.delays.push_back(std::chrono::milliseconds(e.as_int()));
-      }
-    }
-    p.max_attempts = static_cast<uint32_t>(p.delays.size() + 1);
-  } else if (*kind == "exponential") {
-    p.kind = RetryPolicy::Kind::exponential;
-    if (auto d = f.duration("base", "base_ms")) p.base = *d;
-    if (auto d = f.duration("cap", "cap_ms")) p.cap = *d;
-    if (auto x = f.number("factor", 1, 1e6)) p.factor = *x;
-    if (auto x = f.number("jitter", 0, 1)) p.jitter = *x;
-  } else {
-    return bad("retry: \"kind\" must be \"fixed\", \"list\" or \"exponential\", not \"" + *kind +
-               "\"");
+Body read_body(std::string_view text, bool array_ok) {
+  constexpr std::string_view kExample = "e.g. {\"topic\":\"order\"}";
+  const std::string_view t = trim(text);
+  if (t.empty())
+    return {{}, fail(400, "bad_json", "the body is empty; it must be a JSON object, " +
+                                          std::string(kExample))};
+  Result<Value> parsed = json::parse(text);
+  if (!parsed && t.front() != '{' && t.front() != '[' && t.front() != '"') {
+    // Not JSON at all: most likely a form (topic=order&delay=10) or plain text.
+    const std::string start(t.substr(0, 24));
+    return {{}, fail(400, "bad_json",
+                     "the body must be a JSON object, " + std::string(kExample) +
+                         "; this one is not JSON (it starts with \"" + start +
+                         "\"; a form-encoded body? send the fields as JSON)")};
   }
-  if (attempts) p.max_attempts = static_cast<uint32_t>(*attempts);
-  if (!f.ok()) return bad("retry: " + f.error());
-  if (std::string why = p.validate(); !why.empty()) return bad(why);
-  return Status();
-}
-
-// One job of /push or /push_batch.
-Status parse_spec(const Value& v, JobSpec& spec) {
-  if (!v.is_object()) return Status(Errc::invalid_argument, "a job must be a JSON object");
-  Fields f(v);
-  auto topic = f.name("topic", true);
-  auto id = f.name("id", false);
-  auto body = f.string("body");
-  const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms");
-  if (times > 1)
-    f.fail_with("give at most one of \"delay\", \"delay_ms\" and \"due_at_ms\"");
-  auto delay = f.duration("delay", "delay_ms");
-  auto due_at = f.integer("due_at_ms", 0, int64_t{9'000'000'000'000});  // ~285 years
-  auto ttr = f.duration("ttr", "ttr_ms");
-  if (const Value* r = f.get("retry"); r != nullptr && f.ok()) {
-    RetryPolicy p;
-    if (Status s = parse_retry(*r, p); !s.ok()) return s;
-    spec.retry = std::move(p);
-  }
-  if (!f.ok()) return Status(Errc::invalid_argument, f.error());
-  spec.topic = std::move(*topic);
-  if (id) spec.id = std::move(*id);
-  if (body) spec.body = std::move(*body);
-  spec.delay = delay;
-  if (due_at) spec.due_at = TimePoint(std::chrono::milliseconds(*due_at));
-  if (ttr) spec.ttr = *ttr;
-  return Status();
+  if (!parsed) return {{}, fail(400, "bad_json", parsed.status().message())};
+  if (!parsed->is_object() && !(array_ok && parsed->is_array()))
+    return {{}, bad_request("the body must be a JSON object, " + std::string(kExample) +
+                            ", not " + (parsed->is_array() ? "an " : "a ") +
+                            json::to_string(parsed->type()) +
+                            (parsed->is_array() ? " (only /push takes an array: a batch)" : ""))};
+  return {std::move(*parsed), std::nullopt};
 }
 
 void write_job(Writer& w, const JobInfo& j) {
@@ -307,16 +159,69 @@ std::string delivery_json(const Delivery& d) {
   return w.take();
 }
 
-// Prometheus label values: backslash, quote and newline escaped.
+// Prometheus label values: backslash, quote and newline escaped, and the text kept valid UTF-8
+// (the format requires it): a byte that is not part of valid UTF-8 (a topic stored before topics
+// had to be text) is shown as the four characters \xNN, its backslash escaped like any other.
 std::string label(std::string_view s) {
   std::string out;
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += hex;
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n == 0 ? 1 : n;
   }
   return out;
+}
+
+// `done` made safe to call from a route and from its exception path: the first answer wins.
+Api::Done answer_once(Api::Done done) {
+  struct Once {
+    std::atomic<bool> answered{false};
+    Api::Done done;
+  };
+  auto once = std::make_shared<Once>();
+  once->done = std::move(done);
+  return [once](Response r) {
+    if (!once->answered.exchange(true)) once->done(std::move(r));
+  };
+}
+
+// Runs `work`, which answers through `done`; an exception it lets out is answered instead of
+// reaching the server's threads. Out of memory is 503 (a retry may well succeed), anything else
+// 500. Either way the call may or may not have taken effect before the exception.
+template <typename Work>
+void guarded(const Api::Done& done, Work&& work) noexcept {
+  const auto answer = [&](int status, std::string_view error, const std::string& why) {
+    try {
+      done(fail(status, error,
+                "delayqd failed while answering (" + why +
+                    "); the request may or may not have taken effect: check (e.g. /get) "
+                    "before retrying"));
+    } catch (...) {
+      // Not even the refusal could be built: nothing more can be done for this request.
+    }
+  };
+  try {
+    work();
+  } catch (const std::bad_alloc&) {
+    answer(503, "overloaded", "out of memory");
+  } catch (const std::exception& e) {
+    answer(500, "internal_error", e.what());
+  } catch (...) {
+    answer(500, "internal_error", "an unknown exception");
+  }
 }
 
 constexpr double kBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -361,7 +266,10 @@ struct Api::Metrics {
 };
 
 Api::Api(Queue& queue, ApiOptions options)
-    : queue_(queue), options_(std::move(options)), metrics_(std::make_unique<Metrics>()) {}
+    : queue_(queue),
+      options_(std::move(options)),
+      limits_{options_.max_delay, options_.max_job_bytes, "delayqd --max-job-bytes"},
+      metrics_(std::make_unique<Metrics>()) {}
 Api::~Api() = default;
 
 void Api::begin_drain() { draining_.store(true); }
@@ -465,16 +373,22 @@ void Api::handle(Request request, Done done) {
     return finish(fail(503, "shutting_down", "delayqd is shutting down; retry on another "
                                              "instance or after the restart"));
   }
-  if (route == Route::pop) return pop(request, std::move(finish), start);
-  dispatch(route, request, finish);
+  // An exception from a route (bad_alloc, a Queue that throws) is answered, and the server
+  // keeps serving; the first answer wins, so a route that answered before it threw is not
+  // answered twice.
+  Done answer = answer_once(std::move(finish));
+  guarded(answer, [&] {
+    if (route == Route::pop) return pop(request, answer, start);
+    dispatch(route, request, answer);
+  });
 }
 
 void Api::pop(const Request& request, Done done, Clock::time_point start) {
   (void)start;
-  auto parsed = json::parse(request.body);
-  if (!parsed) return done(fail(400, "bad_json", parsed.status().message()));
-  if (!parsed->is_object()) return done(fail(400, "bad_request", "the body must be a JSON object"));
-  Fields f(*parsed);
+  Body body = read_body(request.body, false);
+  if (body.refusal) return done(std::move(*body.refusal));
+  Fields f(body.value, limits_);
+  f.only({"topic", "topics", "timeout", "timeout_ms"}, "/pop");
   std::vector<std::string> topics;
   if (f.has("topic") && f.has("topics")) f.fail_with("give \"topic\" or \"topics\", not both");
   if (auto t = f.string("topic")) {
@@ -499,8 +413,8 @@ void Api::pop(const Request& request, Done done, Clock::time_point start) {
   }
   if (f.ok() && topics.empty()) f.fail_with("missing field \"topic\"");
   if (topics.size() > 64) f.fail_with("at most 64 topics in one pop");
-  auto timeout = f.duration("timeout", "timeout_ms");
-  if (!f.ok()) return done(f.failure());
+  auto timeout = f.duration("timeout", "timeout_ms", "use 0 to answer at once");
+  if (!f.ok()) return done(bad_request(f));
   const Duration wait = std::min(timeout.value_or(options_.default_pop_timeout),
                                  options_.max_pop_timeout);
 
@@ -510,100 +424,228 @@ void Api::pop(const Request& request, Done done, Clock::time_point start) {
                      "too many pops waiting (" + std::to_string(options_.max_waiting_pops) +
                          "); retry later"));
   }
-  queue_.reserve_async(std::move(topics), wait,
-                       [this, done = std::move(done)](Result<Delivery> r) {
-                         --waiting_pops_;
-                         if (r.ok()) {
-                           remember(r->token);
-                           return done(ok("ok", delivery_json(*r)));
-                         }
-                         // Nothing came in time: ouqiang/delay-queue answers success with null
-                         // data, and so do we when the daemon shuts down (the client polls
-                         // again, and finds the next instance).
-                         if (r.is(Errc::timeout)) return done(ok("no job ready"));
-                         if (r.is(Errc::closed) && draining_.load())
-                           return done(ok("no job ready: delayqd is shutting down"));
-                         done(fail(r.status()));
-                       });
+  // Counted once: by the answer, or by a reserve_async that throws instead of answering.
+  auto waiting = std::make_shared<std::atomic<bool>>(true);
+  try {
+    queue_.reserve_async(std::move(topics), wait,
+                         [this, waiting, done = std::move(done)](Result<Delivery> r) {
+                           if (waiting->exchange(false)) --waiting_pops_;
+                           guarded(done, [&] {
+                             if (r.ok()) {
+                               remember(r->token);
+                               return done(ok("ok", delivery_json(*r)));
+                             }
+                             // Nothing came in time: ouqiang/delay-queue answers success with
+                             // null data, and so do we when the daemon shuts down (the client
+                             // polls again, and finds the next instance).
+                             if (r.is(Errc::timeout)) return done(ok("no job ready"));
+                             if (r.is(Errc::closed) && draining_.load())
+                               return done(ok("no job ready: delayqd is shutting down"));
+                             done(fail(r.status()));
+                           });
+                         });
+  } catch (...) {
+    if (waiting->exchange(false)) --waiting_pops_;
+    throw;
+  }
+}
+
+void Api::health(Done& done) {
+  // The queue's own answer: a store that stopped on a failed write, a closed queue or a Redis
+  // server that does not answer make this 503, so that a load balancer or systemd acts on it.
+  const Status s = queue_.health();
+  Writer w;
+  w.begin_object().key("status").value(s.ok() ? "ok" : errc_name(s));
+  w.key("backend").value(options_.backend);
+  if (!s.ok()) w.key("reason").value(s.message());
+  w.end_object();
+  if (s.ok()) return done(ok("ok", w.str()));
+  done(fail(503, errc_name(s), "the queue cannot serve: " + s.message(), w.str()));
+}
+
+void Api::push_batch(const Value& body, Done& done) {
+  const Value* jobs = body.is_array() ? &body : nullptr;
+  if (jobs == nullptr) {
+    Fields f(body, limits_);
+    f.only({"jobs"}, "/push_batch");
+    if (!f.ok()) return done(bad_request(f));
+    jobs = f.get("jobs");
+  }
+  if (jobs == nullptr || !jobs->is_array())
+    return done(bad_request("a batch push takes {\"jobs\": [...]} or an array"));
+  if (jobs->as_array().size() > options_.max_batch)
+    return done(fail(413, "too_large", "at most " + std::to_string(options_.max_batch) +
+                                           " jobs in one batch"));
+  const size_t n = jobs->as_array().size();
+  std::vector<std::optional<Status>> refused(n);
+  std::vector<JobSpec> specs;
+  std::vector<size_t> index;  // specs[k] is job index[k]
+  for (size_t i = 0; i < n; ++i) {
+    JobSpec spec;
+    if (Status s = parse_spec(jobs->as_array()[i], spec, limits_); !s.ok()) {
+      refused[i] = s;
+      continue;
+    }
+    specs.push_back(std::move(spec));
+    index.push_back(i);
+  }
+  std::vector<Result<std::string>> results = queue_.push_batch(std::move(specs));
+  std::vector<const Result<std::string>*> by_job(n, nullptr);
+  for (size_t k = 0; k < results.size() && k < index.size(); ++k) by_job[index[k]] = &results[k];
+  Writer w;
+  size_t pushed = 0;
+  w.begin_object().key("results").begin_array();
+  for (size_t i = 0; i < n; ++i) {
+    w.begin_object();
+    const Status s = refused[i] ? *refused[i]
+                     : by_job[i] ? by_job[i]->status()
+                                 : Status(Errc::io_error, "no result for this job");
+    if (s.ok()) {
+      ++pushed;
+      w.key("code").value(0).key("id").value(by_job[i]->value());
+    } else {
+      w.key("code").value(1).key("error").value(errc_name(s)).key("message").value(s.message());
+    }
+    w.end_object();
+  }
+  w.end_array().key("pushed").value(static_cast<uint64_t>(pushed));
+  w.key("refused").value(static_cast<uint64_t>(n - pushed)).end_object();
+  Response r = ok(std::to_string(pushed) + " of " + std::to_string(n) + " jobs pushed", w.str());
+  if (pushed != n) {
+    // Not all-or-nothing: the request was fine, some jobs were not. code 1 tells a client that
+    // only looks at "code" that something needs its attention; data says what.
+    r.body = "{\"code\":1" + r.body.substr(std::strlen("{\"code\":0"));
+  }
+  done(std::move(r));
+}
+
+// ouqiang/delay-queue's /finish names only the job; delayqd uses the latest delivery of it that
+// it handed out. Without one: finish removes a reserved job (the daemon was restarted since its
+// pop) and succeeds for a job that is gone, as ouqiang's finish does; the other routes say why
+// they cannot act. Returns the token, or nothing when `done` has been called.
+std::optional<Token> Api::implicit_token(Route route, const std::string& id, Done& done) {
+  if (auto token = remembered(id)) return token;
+  auto info = queue_.get(id);
+  if (info.is(Errc::not_found)) {
+    if (route == Route::finish) done(ok("no such job: already finished or deleted"));
+    else done(fail(info.status()));
+    return std::nullopt;
+  }
+  if (!info) {
+    done(fail(info.status()));
+    return std::nullopt;
+  }
+  if (info->state != JobState::reserved) {
+    done(fail(409, "invalid_state",
+              "job '" + id + "' is " + to_string(info->state) + ", not reserved: nothing to " +
+                  (route == Route::dead_letter ? "dead-letter" : route_name(route)) + (route == Route::finish ? " (use /delete to remove it)" : "")));
+    return std::nullopt;
+  }
+  if (route == Route::finish) {
+    // Reserved, by a delivery this daemon does not remember: finishing means the job is done.
+    Status s = queue_.cancel(id);
+    done(!s.ok() && !s.is(Errc::not_found) ? fail(s) : ok("finished"));
+    return std::nullopt;
+  }
+  done(fail(409, "stale_token",
+            "no delivery of job '" + id +
+                "' handed out by this daemon is known (was it restarted since the pop?); pass "
+                "the \"token\" from /pop"));
+  return std::nullopt;
+}
+
+// /finish (/ack), /nack, /touch, /dead_letter: by token, or by id for the latest delivery.
+void Api::settle(Route route, Fields& f, Done& done) {
+  if (route == Route::nack) f.only({"token", "id", "delay", "delay_ms"}, "/nack");
+  else f.only({"token", "id"}, std::string("/") + route_name(route));
+  auto token_text = f.string("token");
+  auto id = f.name("id", false);
+  std::optional<Duration> delay;
+  if (route == Route::nack) delay = f.duration("delay", "delay_ms", "use 0 to retry at once");
+  if (!f.ok()) return done(bad_request(f));
+  if (!token_text && (!id || id->empty()))
+    return done(bad_request("missing field \"id\" (or \"token\")"));
+  std::optional<Token> token;
+  if (token_text) {
+    auto t = Token::parse(*token_text);
+    if (!t) return done(bad_request(t.status().message()));
+    if (id && !id->empty() && *id != t->id)
+      return done(bad_request("the token belongs to job '" + t->id + "', not to '" + *id + "'"));
+    token = std::move(*t);
+  } else {
+    token = implicit_token(route, *id, done);
+    if (!token) return;
+  }
+  const bool implicit = !token_text;
+  if (route == Route::touch) {
+    auto deadline = queue_.touch(*token);
+    if (!deadline) return done(fail(deadline.status()));
+    Writer w;
+    w.begin_object().key("lease_deadline_ms").value(unix_ms(*deadline)).end_object();
+    return done(ok("touched", w.str()));
+  }
+  Status s = route == Route::finish ? queue_.ack(*token)
+             : route == Route::nack ? queue_.nack(*token, delay)
+                                    : queue_.dead_letter(*token);
+  if (s.ok() || s.is(Errc::not_found)) forget(token->id);
+  if (s.is(Errc::not_found) && implicit && route == Route::finish)
+    return done(ok("no such job: already finished or deleted"));
+  if (!s.ok()) return done(fail(s));
+  return done(ok(route == Route::finish ? "finished"
+                 : route == Route::nack ? "nacked"
+                                        : "dead-lettered"));
+}
+
+// The dead letters of a topic, as many as fit in max_list_bytes.
+void Api::dead_list(Fields& f, Done& done) {
+  f.only({"topic", "limit"}, "/dead/list");
+  auto topic = f.name("topic", true);
+  auto limit = f.integer("limit", 1, 10'000);
+  if (!f.ok()) return done(bad_request(f));
+  auto jobs = queue_.list_dead(*topic, static_cast<size_t>(limit.value_or(100)));
+  if (!jobs) return done(fail(jobs.status()));
+  Writer w;
+  w.begin_object().key("jobs").begin_array();
+  size_t listed = 0;
+  for (const JobInfo& j : *jobs) {
+    Writer one;
+    write_job(one, j);
+    if (w.str().size() + one.str().size() > options_.max_list_bytes) break;
+    w.raw(one.str());
+    ++listed;
+  }
+  w.end_array();
+  const bool cut = listed < jobs->size();
+  w.key("truncated").value(cut).end_object();
+  if (!cut) return done(ok("ok", w.str()));
+  done(ok("only the first " + std::to_string(listed) + " of the " + std::to_string(jobs->size()) +
+              " dead letters asked for fit in one answer (at most " +
+              std::to_string(options_.max_list_bytes) +
+              " bytes); requeue or purge those to list the rest",
+          w.str()));
 }
 
 void Api::dispatch(Route route, const Request& request, Done& done) {
-  if (route == Route::health) {
-    Writer w;
-    w.begin_object().key("status").value("ok").key("backend").value(options_.backend);
-    w.end_object();
-    return done(ok("ok", w.str()));
-  }
+  if (route == Route::health) return health(done);
   if (route == Route::metrics) {
     Response r{200, "text/plain; version=0.0.4; charset=utf-8", metrics_text()};
     return done(std::move(r));
   }
 
-  Result<Value> parsed = json::parse("{}");
-  if (!(route == Route::stats && trim(request.body).empty())) parsed = json::parse(request.body);
-  if (!parsed) return done(fail(400, "bad_json", parsed.status().message()));
-  const Value& body = *parsed;
-
+  const bool empty_ok = route == Route::stats && trim(request.body).empty();
+  Body body = read_body(empty_ok ? std::string_view("{}") : std::string_view(request.body),
+                        route == Route::push);
+  if (body.refusal) return done(std::move(*body.refusal));
   // /push with an array body: a batch.
-  if (route == Route::push && body.is_array()) route = Route::push_batch;
-  if (route == Route::push_batch) {
-    const Value* jobs = body.is_array() ? &body : body.find("jobs");
-    if (jobs == nullptr || !jobs->is_array())
-      return done(fail(400, "bad_request", "a batch push takes {\"jobs\": [...]} or an array"));
-    if (jobs->as_array().size() > options_.max_batch)
-      return done(fail(413, "too_large", "at most " + std::to_string(options_.max_batch) +
-                                             " jobs in one batch"));
-    const size_t n = jobs->as_array().size();
-    std::vector<std::optional<Status>> refused(n);
-    std::vector<JobSpec> specs;
-    std::vector<size_t> index;  // specs[k] is job index[k]
-    for (size_t i = 0; i < n; ++i) {
-      JobSpec spec;
-      if (Status s = parse_spec(jobs->as_array()[i], spec); !s.ok()) {
-        refused[i] = s;
-        continue;
-      }
-      specs.push_back(std::move(spec));
-      index.push_back(i);
-    }
-    std::vector<Result<std::string>> results = queue_.push_batch(std::move(specs));
-    std::vector<const Result<std::string>*> by_job(n, nullptr);
-    for (size_t k = 0; k < results.size() && k < index.size(); ++k) by_job[index[k]] = &results[k];
-    Writer w;
-    size_t pushed = 0;
-    w.begin_object().key("results").begin_array();
-    for (size_t i = 0; i < n; ++i) {
-      w.begin_object();
-      const Status s = refused[i] ? *refused[i]
-                       : by_job[i] ? by_job[i]->status()
-                                   : Status(Errc::io_error, "no result for this job");
-      if (s.ok()) {
-        ++pushed;
-        w.key("code").value(0).key("id").value(by_job[i]->value());
-      } else {
-        w.key("code").value(1).key("error").value(errc_name(s)).key("message").value(s.message());
-      }
-      w.end_object();
-    }
-    w.end_array().key("pushed").value(static_cast<uint64_t>(pushed));
-    w.key("refused").value(static_cast<uint64_t>(n - pushed)).end_object();
-    Response r = ok(std::to_string(pushed) + " of " + std::to_string(n) + " jobs pushed", w.str());
-    if (pushed != n) {
-      // Not all-or-nothing: the request was fine, some jobs were not. code 1 tells a client that
-      // only looks at "code" that something needs its attention; data says what.
-      r.body = "{\"code\":1" + r.body.substr(std::strlen("{\"code\":0"));
-    }
-    return done(std::move(r));
-  }
-
-  if (!body.is_object()) return done(fail(400, "bad_request", "the body must be a JSON object"));
-  Fields f(body);
+  if (route == Route::push && body.value.is_array()) route = Route::push_batch;
+  if (route == Route::push_batch) return push_batch(body.value, done);
+  Fields f(body.value, limits_);
 
   switch (route) {
     case Route::push: {
       JobSpec spec;
-      if (Status s = parse_spec(body, spec); !s.ok())
-        return done(fail(400, "bad_request", s.message()));
+      if (Status s = parse_spec(body.value, spec, limits_); !s.ok())
+        return done(bad_request(s.message()));
       auto id = queue_.push(std::move(spec));
       if (!id) return done(fail(id.status()));
       Writer w;
@@ -614,69 +656,13 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
     case Route::finish:
     case Route::nack:
     case Route::touch:
-    case Route::dead_letter: {
-      auto token_text = f.string("token");
-      auto id = f.name("id", false);
-      std::optional<Duration> delay;
-      if (route == Route::nack) delay = f.duration("delay", "delay_ms");
-      if (!f.ok()) return done(f.failure());
-      if (!token_text && (!id || id->empty()))
-        return done(fail(400, "bad_request", "missing field \"id\" (or \"token\")"));
-      std::optional<Token> token;
-      if (token_text) {
-        auto t = Token::parse(*token_text);
-        if (!t) return done(fail(400, "bad_request", t.status().message()));
-        if (id && !id->empty() && *id != t->id)
-          return done(fail(400, "bad_request", "the token belongs to job '" + t->id +
-                                                   "', not to '" + *id + "'"));
-        token = std::move(*t);
-      } else {
-        // ouqiang/delay-queue's /finish names only the job: we use the latest delivery of it
-        // that this daemon handed out.
-        token = remembered(*id);
-        if (!token) {
-          if (route != Route::finish)
-            return done(fail(409, "stale_token",
-                             "no delivery of job '" + *id +
-                                 "' handed out by this daemon is known; pass the \"token\" "
-                                 "from /pop"));
-          auto info = queue_.get(*id);
-          if (info.is(Errc::not_found)) return done(ok("no such job: already finished or deleted"));
-          if (!info) return done(fail(info.status()));
-          if (info->state != JobState::reserved)
-            return done(fail(409, "invalid_state",
-                             "job '" + *id + "' is " + to_string(info->state) +
-                                 ", not reserved: nothing to finish (use /delete to remove it)"));
-          // Reserved, by a delivery this daemon does not remember (it was restarted since):
-          // finishing means the job is done, so it goes, as ouqiang/delay-queue's finish does.
-          Status s = queue_.cancel(*id);
-          if (!s.ok() && !s.is(Errc::not_found)) return done(fail(s));
-          return done(ok("finished"));
-        }
-      }
-      const bool implicit = !token_text;
-      if (route == Route::touch) {
-        auto deadline = queue_.touch(*token);
-        if (!deadline) return done(fail(deadline.status()));
-        Writer w;
-        w.begin_object().key("lease_deadline_ms").value(unix_ms(*deadline)).end_object();
-        return done(ok("touched", w.str()));
-      }
-      Status s = route == Route::finish ? queue_.ack(*token)
-                 : route == Route::nack ? queue_.nack(*token, delay)
-                                        : queue_.dead_letter(*token);
-      if (s.ok() || s.is(Errc::not_found)) forget(token->id);
-      if (s.is(Errc::not_found) && implicit && route == Route::finish)
-        return done(ok("no such job: already finished or deleted"));
-      if (!s.ok()) return done(fail(s));
-      return done(ok(route == Route::finish ? "finished"
-                     : route == Route::nack ? "nacked"
-                                            : "dead-lettered"));
-    }
+    case Route::dead_letter:
+      return settle(route, f, done);
 
     case Route::del: {
+      f.only({"id"}, "/delete");
       auto id = f.name("id", true);
-      if (!f.ok()) return done(f.failure());
+      if (!f.ok()) return done(bad_request(f));
       Status s = queue_.cancel(*id);
       forget(*id);
       // ouqiang/delay-queue answers success for an id it does not have: deleting is idempotent.
@@ -687,8 +673,9 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
     }
 
     case Route::get: {
+      f.only({"id"}, "/get");
       auto id = f.name("id", true);
-      if (!f.ok()) return done(f.failure());
+      if (!f.ok()) return done(bad_request(f));
       auto info = queue_.get(*id);
       if (info.is(Errc::not_found)) return done(ok("no such job"));  // data: null, as ouqiang
       if (!info) return done(fail(info.status()));
@@ -698,21 +685,23 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
     }
 
     case Route::reschedule: {
+      f.only({"id", "delay", "delay_ms", "due_at_ms"}, "/reschedule");
       auto id = f.name("id", true);
       const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms");
       if (times != 1) f.fail_with("give exactly one of \"delay\", \"delay_ms\" and \"due_at_ms\"");
-      auto delay = f.duration("delay", "delay_ms");
-      auto due_at = f.integer("due_at_ms", 0, int64_t{9'000'000'000'000});
-      if (!f.ok()) return done(f.failure());
-      const TimePoint when =
-          delay ? SystemClock::instance().now() + *delay
-                : TimePoint(std::chrono::milliseconds(due_at.value_or(0)));
-      Status s = queue_.reschedule(*id, when);
+      const TimePoint now = SystemClock::instance().now();
+      auto delay = f.duration("delay", "delay_ms", "use 0 for 'now'");
+      auto due_at = f.time_ms("due_at_ms", now);
+      if (!f.ok()) return done(bad_request(f));
+      // delay <= max_delay (at most 100 years), so the sum stays far inside a TimePoint.
+      Status s = queue_.reschedule(*id, delay ? now + *delay : *due_at);
       if (!s.ok()) return done(fail(s));
       return done(ok("rescheduled"));
     }
 
     case Route::stats: {
+      f.only({}, "/stats");
+      if (!f.ok()) return done(bad_request(f));
       const Stats st = queue_.stats();
       Writer w;
       w.begin_object();
@@ -731,40 +720,32 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
       return done(ok("ok", w.str()));
     }
 
-    case Route::dead_list: {
-      auto topic = f.name("topic", true);
-      auto limit = f.integer("limit", 1, 10'000);
-      if (!f.ok()) return done(f.failure());
-      auto jobs = queue_.list_dead(*topic, static_cast<size_t>(limit.value_or(100)));
-      if (!jobs) return done(fail(jobs.status()));
-      Writer w;
-      w.begin_object().key("jobs").begin_array();
-      for (const JobInfo& j : *jobs) write_job(w, j);
-      w.end_array().end_object();
-      return done(ok("ok", w.str()));
-    }
+    case Route::dead_list:
+      return dead_list(f, done);
 
     case Route::dead_requeue: {
-      if (f.has("id") == f.has("topic"))
-        return done(fail(400, "bad_request", "give \"id\" (one job) or \"topic\" (all of its "
-                                             "dead letters), one of them"));
+      f.only({"id", "topic"}, "/dead/requeue");
+      if (f.ok() && f.has("id") == f.has("topic"))
+        f.fail_with("give \"id\" (one job) or \"topic\" (all of its dead letters), one of them");
+      if (!f.ok()) return done(bad_request(f));
       if (f.has("id")) {
         auto id = f.name("id", true);
-        if (!f.ok()) return done(f.failure());
+        if (!f.ok()) return done(bad_request(f));
         Status s = queue_.requeue_dead(*id);
         if (!s.ok()) return done(fail(s));
         return done(ok("requeued", "{\"requeued\":1}"));
       }
       auto topic = f.name("topic", true);
-      if (!f.ok()) return done(f.failure());
+      if (!f.ok()) return done(bad_request(f));
       auto n = queue_.requeue_dead_topic(*topic);
       if (!n) return done(fail(n.status()));
       return done(ok("requeued", "{\"requeued\":" + std::to_string(*n) + "}"));
     }
 
     case Route::dead_purge: {
+      f.only({"topic"}, "/dead/purge");
       auto topic = f.name("topic", true);
-      if (!f.ok()) return done(f.failure());
+      if (!f.ok()) return done(bad_request(f));
       auto n = queue_.purge_dead(*topic);
       if (!n) return done(fail(n.status()));
       return done(ok("purged", "{\"purged\":" + std::to_string(*n) + "}"));

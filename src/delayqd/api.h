@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "delayq/queue.h"
+#include "delayqd/request.h"
 
 namespace delayq::http {
 
@@ -54,6 +55,14 @@ struct ApiOptions {
   size_t max_remembered_tokens = size_t{1} << 20;
   // Shown by /health and /metrics: "store" or "redis".
   std::string backend = "store";
+  // The queue's own limits (delayqd sets them from the options of the queue it opens): every
+  // duration and time a request carries is checked against max_delay before it is converted,
+  // and a job body against max_job_bytes, so that the refusal can name delayqd's flag.
+  Duration max_delay = std::chrono::hours(24 * 3650);
+  size_t max_job_bytes = size_t{1} << 20;
+  // The most a /dead/list answer may hold: the jobs that fit are listed, and the answer says it
+  // was cut ("truncated": true) and why.
+  size_t max_list_bytes = size_t{16} << 20;
 };
 
 // The routes, for metrics.
@@ -99,6 +108,11 @@ class Api {
   struct Metrics;
   class Call;
   void dispatch(Route route, const Request& request, Done& done);
+  void health(Done& done);
+  void push_batch(const json::Value& body, Done& done);
+  void settle(Route route, Fields& f, Done& done);
+  std::optional<Token> implicit_token(Route route, const std::string& id, Done& done);
+  void dead_list(Fields& f, Done& done);
   void pop(const Request& request, Done done, std::chrono::steady_clock::time_point start);
   void observe(Route route, int status, std::chrono::steady_clock::time_point start);
   std::string metrics_text();
@@ -110,6 +124,7 @@ class Api {
 
   Queue& queue_;
   ApiOptions options_;
+  RequestLimits limits_;
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
   std::atomic<size_t> waiting_pops_{0};

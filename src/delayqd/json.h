@@ -3,7 +3,10 @@
 // The reader accepts exactly the JSON grammar: no comments, no trailing commas, no NaN, no
 // leading zeros, no unescaped control characters, strings that are valid UTF-8 (escapes included:
 // a lone surrogate is refused), and no duplicate keys in an object (two "delay" keys would make
-// the request ambiguous). Nesting is bounded so that hostile input cannot exhaust the stack.
+// the request ambiguous). Parsing takes time linear in the input (duplicate keys are found by
+// sorting each object's keys, not by comparing every pair), and what one document can make it
+// allocate is bounded by Limits: nesting depth (so that hostile input cannot exhaust the stack),
+// members per object, elements per array, values in all, and digits per number.
 // Errors name the byte offset and what was expected, for the message sent back to the client.
 #pragma once
 
@@ -57,9 +60,30 @@ class Value {
   std::vector<std::pair<std::string, Value>> object_;  // in document order
 };
 
+// What one document may hold. The defaults are delayqd's caps for a request: far above what any
+// route needs (a batch of 1000 jobs, a retry list of 1000 delays), far below what a 4 MiB body
+// of tiny values would otherwise make the server allocate (about 100 bytes per value).
+struct Limits {
+  size_t max_depth = 64;
+  size_t max_members = 256;     // per object
+  size_t max_elements = 10000;  // per array
+  size_t max_values = 100000;   // in the whole document, containers included
+  size_t max_number_chars = 64;
+};
+// Limits for answers from a delayqd the caller trusts: a long dead-letter list, /stats of a
+// queue with many topics (one member each).
+inline constexpr Limits kReplyLimits{64, 100'000'000, 100'000'000, 100'000'000, 64};
+
+// The work one parse did, for tests that check it grows linearly with the input.
+struct ParseCounts {
+  size_t values = 0;           // values made, containers included
+  size_t key_comparisons = 0;  // comparisons of two keys while looking for duplicates
+};
+
 // Parses one JSON document (surrounding whitespace allowed, nothing else after it).
-// Errors: invalid_argument, "bad JSON at byte N: ...".
-Result<Value> parse(std::string_view text, size_t max_depth = 64);
+// Errors: invalid_argument, "bad JSON at byte N: ...", naming the cap a document goes over.
+Result<Value> parse(std::string_view text, const Limits& limits = {},
+                    ParseCounts* counts = nullptr);
 
 // Appends `s` as a JSON string literal (quotes included). Bytes that are not valid UTF-8 are
 // written as U+FFFD: the output is always valid JSON, even for a body pushed through the C++ API

@@ -36,6 +36,7 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
   --threads N               server threads (default 4)
   --max-connections N       open connections (default 1024)
   --max-body-bytes N        largest request body (default 4194304)
+  --max-job-bytes N         largest job body the queue takes (default 1048576)
   --max-waiting-pops N      pops waiting at once (default 1024)
   --pop-timeout SECONDS     how long /pop waits by default, and at most (default 180)
   --idle-timeout SECONDS    close keep-alive connections idle this long (default 60)
@@ -51,8 +52,16 @@ Exit status: 0 after a clean shutdown, 1 if the queue or the socket could not be
 const std::vector<std::string> kKeys = {
     "listen",        "store",           "sync",         "redis",
     "queue",         "shards",          "token-file",   "threads",
-    "max-connections", "max-body-bytes", "max-waiting-pops", "pop-timeout",
+    "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops", "pop-timeout",
     "idle-timeout",  "drain-timeout",   "config"};
+
+// A setting's value and where it came from, for messages: "--threads" for a flag,
+// "delayqd.conf:3: threads" for a config line.
+struct Setting {
+  std::string value;
+  std::string where;
+};
+using Settings = std::map<std::string, Setting>;
 
 bool known(const std::string& key) {
   for (const auto& k : kKeys)
@@ -73,8 +82,8 @@ std::string trim(const std::string& s) {
 }
 
 // Command line: "--name value" or "--name=value".
-std::map<std::string, std::string> parse_flags(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
+Settings parse_flags(int argc, char** argv) {
+  Settings flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -92,16 +101,16 @@ std::map<std::string, std::string> parse_flags(int argc, char** argv) {
     }
     if (!known(key)) usage_error("unknown flag --" + key);
     if (flags.contains(key)) usage_error("flag --" + key + " given twice");
-    flags[key] = value;
+    flags[key] = {value, "--" + key};
   }
   return flags;
 }
 
 // Config file: "name = value" lines; '#' starts a comment line; blank lines are skipped.
-std::map<std::string, std::string> parse_config(const std::string& path) {
+Settings parse_config(const std::string& path) {
   std::ifstream in(path);
   if (!in) usage_error("cannot read config file " + path + ": " + std::strerror(errno));
-  std::map<std::string, std::string> values;
+  Settings values;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     const std::string where = path + ":" + std::to_string(n) + ": ";
@@ -114,23 +123,33 @@ std::map<std::string, std::string> parse_config(const std::string& path) {
     if (!known(key) || key == "config") usage_error(where + "unknown setting '" + key + "'");
     if (value.empty()) usage_error(where + "setting '" + key + "' has no value");
     if (values.contains(key)) usage_error(where + "setting '" + key + "' given twice");
-    values[key] = value;
+    values[key] = {value, where + key};
   }
   return values;
 }
 
-uint64_t number(const std::map<std::string, std::string>& s, const std::string& key,
-                uint64_t fallback, uint64_t min, uint64_t max) {
+// A whole number in [min, max], range-checked before anything is computed from it; `unit` names
+// what it counts ("seconds") in the message.
+uint64_t number(const Settings& s, const std::string& key, uint64_t fallback, uint64_t min,
+                uint64_t max, const std::string& unit = "") {
   auto it = s.find(key);
   if (it == s.end()) return fallback;
   uint64_t v = 0;
-  const std::string& text = it->second;
+  const std::string& text = it->second.value;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max)
-    usage_error("--" + key + " must be a whole number from " + std::to_string(min) + " to " +
-                std::to_string(max) + ", not '" + text + "'");
+    usage_error(it->second.where + " must be a whole number " + (unit.empty() ? "" : "of " + unit + " ") +
+                "from " + std::to_string(min) + " to " + std::to_string(max) + ", not '" + text + "'");
   return v;
 }
+
+// A duration setting in whole seconds: checked against [min, max] before it becomes a Duration.
+std::chrono::seconds seconds(const Settings& s, const std::string& key, uint64_t fallback,
+                             uint64_t min, uint64_t max) {
+  return std::chrono::seconds(number(s, key, fallback, min, max, "seconds"));
+}
+
+const std::string& value(const Settings& s, const std::string& key) { return s.at(key).value; }
 
 std::string read_token(const std::string& path) {
   std::ifstream in(path);
@@ -150,35 +169,38 @@ std::string read_token(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> s = parse_flags(argc, argv);
+  Settings s = parse_flags(argc, argv);
   if (auto it = s.find("config"); it != s.end()) {
-    for (auto& [k, v] : parse_config(it->second)) s.try_emplace(k, v);  // flags win
+    for (auto& [k, v] : parse_config(it->second.value)) s.try_emplace(k, v);  // flags win
   }
 
   delayq::http::ServerOptions server;
-  const std::string listen = s.contains("listen") ? s["listen"] : "127.0.0.1:9277";
+  const std::string listen = s.contains("listen") ? value(s, "listen") : "127.0.0.1:9277";
   {
+    const std::string where = s.contains("listen") ? s["listen"].where : "--listen";
     const size_t colon = listen.rfind(':');
     if (colon == std::string::npos || colon == 0)
-      usage_error("--listen must be HOST:PORT, not '" + listen + "'");
+      usage_error(where + " must be HOST:PORT, not '" + listen + "'");
     std::string host = listen.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']')
       host = host.substr(1, host.size() - 2);
     server.host = host;
-    std::map<std::string, std::string> port{{"listen", listen.substr(colon + 1)}};
+    Settings port{{"listen", {listen.substr(colon + 1), where + " (the port)"}}};
     server.port = static_cast<uint16_t>(number(port, "listen", 0, 0, 65535));
   }
   server.threads = number(s, "threads", 4, 1, 256);
   server.max_connections = number(s, "max-connections", 1024, 1, 1'000'000);
   server.max_body_bytes = number(s, "max-body-bytes", size_t{4} << 20, 1024, size_t{1} << 30);
-  server.idle_timeout = std::chrono::seconds(number(s, "idle-timeout", 60, 1, 86400));
-  server.drain_timeout = std::chrono::seconds(number(s, "drain-timeout", 30, 0, 86400));
+  server.idle_timeout = seconds(s, "idle-timeout", 60, 1, 86400);
+  server.drain_timeout = seconds(s, "drain-timeout", 30, 0, 86400);
 
   delayq::http::ApiOptions api_options;
   api_options.max_waiting_pops = number(s, "max-waiting-pops", 1024, 0, 1'000'000);
   api_options.default_pop_timeout = api_options.max_pop_timeout =
-      std::chrono::seconds(number(s, "pop-timeout", 180, 0, 3600));
-  if (s.contains("token-file")) api_options.bearer_token = read_token(s["token-file"]);
+      seconds(s, "pop-timeout", 180, 0, 3600);
+  // The queue's limits, the same for either backend; the Api checks requests against them.
+  api_options.max_job_bytes = number(s, "max-job-bytes", size_t{1} << 20, 1, size_t{64} << 20, "bytes");
+  if (s.contains("token-file")) api_options.bearer_token = read_token(value(s, "token-file"));
 
   const bool redis = s.contains("redis");
   if (redis && s.contains("store")) usage_error("give --store or --redis, not both");
@@ -189,8 +211,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<delayq::Queue> queue;
   if (redis) {
     delayq::RedisOptions opt;
-    opt.url = s["redis"];
-    if (s.contains("queue")) opt.queue = s["queue"];
+    opt.url = value(s, "redis");
+    if (s.contains("queue")) opt.queue = value(s, "queue");
+    opt.max_body_bytes = api_options.max_job_bytes;
+    api_options.max_delay = opt.max_delay;
     opt.shards = static_cast<uint32_t>(number(s, "shards", 1, 1, 1024));
     api_options.backend = "redis";
     auto q = delayq::open_redis(opt);
@@ -201,12 +225,14 @@ int main(int argc, char** argv) {
     queue = std::move(*q);
   } else {
     delayq::StoreOptions opt;
-    opt.dir = s.contains("store") ? s["store"] : "delayq-data";
+    opt.dir = s.contains("store") ? value(s, "store") : "delayq-data";
     if (s.contains("sync")) {
-      auto mode = delayq::parse_sync(s["sync"]);
-      if (!mode) usage_error("--sync: " + mode.status().message());
+      auto mode = delayq::parse_sync(value(s, "sync"));
+      if (!mode) usage_error(s["sync"].where + ": " + mode.status().message());
       opt.sync = *mode;
     }
+    opt.engine.max_body_bytes = api_options.max_job_bytes;
+    api_options.max_delay = opt.engine.max_delay;
     auto q = delayq::open_store(opt);
     if (!q) {
       std::cerr << "delayqd: cannot open the store " << opt.dir << ": "

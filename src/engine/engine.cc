@@ -370,6 +370,11 @@ Result<uint64_t> Engine::purge_dead(std::string_view topic) {
   return impl_->sum_over_shards([&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });
 }
 
+Status Engine::health() {
+  // closed_status() is the failure the engine stopped on, if any, else "closed".
+  return impl_->closed.load() ? impl_->closed_status() : Status();
+}
+
 Stats Engine::stats() {
   Stats st;
   for (auto& s : impl_->shards)

@@ -2,6 +2,9 @@
 #include "engine/rules.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 
 #include "common/format.h"
 
@@ -23,36 +26,112 @@ std::string check_waits(const RetryPolicy& p, Duration max_delay) {
   return {};
 }
 
+namespace {
+
+Status bad(std::string m) { return Status(Errc::invalid_argument, std::move(m)); }
+
+// Nanoseconds per unit, and the unit's suffix for values that do not fit a Duration.
+double scale(Unit u) { return u == Unit::seconds ? 1e9 : 1e6; }
+const char* suffix(Unit u) { return u == Unit::seconds ? "s" : "ms"; }
+
+// A user's number as a person reads it: as a duration when it fits one ("-5s", "1h30m"),
+// else the number itself with its unit ("9.5e+09s").
+std::string shown(double amount, Unit unit) {
+  const double ns = amount * scale(unit);
+  if (std::isfinite(ns) && std::fabs(ns) < 9e18)
+    return format_duration(Duration(static_cast<int64_t>(std::llround(ns))));
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, amount);
+  return std::string(buf, r.ec == std::errc() ? r.ptr : buf) + suffix(unit);
+}
+
+}  // namespace
+
+Status negative_duration(std::string_view what, std::string_view shown, std::string_view hint) {
+  std::string m = std::string(what) + " is negative (" + std::string(shown) + ")";
+  if (!hint.empty()) m += "; " + std::string(hint);
+  return bad(std::move(m));
+}
+
+Status beyond_max_delay(std::string_view what, std::string_view shown, Duration max_delay) {
+  return bad(std::string(what) + " of " + std::string(shown) + " exceeds max_delay (" +
+             format_duration(max_delay) + ")");
+}
+
+Status due_beyond_max_delay(std::string_view what, std::string_view away, Duration max_delay) {
+  return bad(std::string(what) + " is " + std::string(away) + " away, beyond max_delay (" +
+             format_duration(max_delay) + ")");
+}
+
+Status body_too_large(size_t size, size_t limit, std::string_view setting) {
+  return bad("body is " + std::to_string(size) + " bytes; the limit is " + std::to_string(limit) +
+             " (" + std::string(setting) + ")");
+}
+
+Result<Duration> user_duration(std::string_view what, double amount, Unit unit, Duration max_delay,
+                               std::string_view if_negative) {
+  const double ns = amount * scale(unit);
+  if (std::isnan(ns)) return bad(std::string(what) + " is not a number");
+  if (ns < 0) return negative_duration(what, shown(amount, unit), if_negative);
+  // Compared as doubles first: the value may be far beyond what a Duration holds.
+  if (ns > static_cast<double>(max_delay.count()))
+    return beyond_max_delay(what, shown(amount, unit), max_delay);
+  const Duration d(static_cast<int64_t>(std::llround(ns)));  // <= max_delay (<= 100 years) + 1ns
+  if (d > max_delay) return beyond_max_delay(what, shown(amount, unit), max_delay);
+  return d;
+}
+
+Result<TimePoint> user_time(std::string_view what, double amount, Unit unit, TimePoint now,
+                            Duration max_delay) {
+  const double ns = amount * scale(unit);
+  if (std::isnan(ns)) return bad(std::string(what) + " is not a number");
+  if (ns < 0)
+    return bad(std::string(what) + " is negative (" + shown(amount, unit) +
+               " before 1970); give a unix time, 0 or more (the past means now)");
+  const double away = ns - static_cast<double>(now.time_since_epoch().count());
+  if (away > static_cast<double>(max_delay.count()))
+    return due_beyond_max_delay(what, shown(away / scale(unit), unit), max_delay);
+  // now + max_delay fits (max_delay is at most 100 years), so ns does too.
+  const TimePoint t{Duration(static_cast<int64_t>(std::llround(ns)))};
+  if (t > plus(now, max_delay)) return due_beyond_max_delay(what, shown(away / scale(unit), unit), max_delay);
+  return t;
+}
+
+std::string topic_text_problem(std::string_view topic) {
+  const size_t at = invalid_utf8_at(topic);
+  if (at == std::string_view::npos) return {};
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(topic[at])));
+  return "topic is not valid UTF-8 (byte " + std::to_string(at) + " is " + hex +
+         "): a topic is a name, shown in stats and metrics; give it as text";
+}
+
 Status check_spec(const JobSpec& s, const Limits& limits, TimePoint now) {
-  auto bad = [](std::string m) { return Status(Errc::invalid_argument, std::move(m)); };
   if (s.topic.empty()) return bad("topic is empty: every job needs a topic to be reserved by");
   if (s.topic.size() > kMaxTopicBytes)
     return bad("topic is " + std::to_string(s.topic.size()) + " bytes long; the limit is " +
                std::to_string(kMaxTopicBytes));
+  if (std::string why = topic_text_problem(s.topic); !why.empty()) return bad(std::move(why));
   if (s.id.empty()) return bad("id is empty");
   if (s.id.size() > kMaxIdBytes)
     return bad("id is " + std::to_string(s.id.size()) + " bytes long; the limit is " +
                std::to_string(kMaxIdBytes));
   if (s.delay && s.due_at) return bad("set either delay or due_at, not both");
   if (s.delay && *s.delay < Duration::zero())
-    return bad("delay is negative (" + format_duration(*s.delay) + "); use 0 for 'now'");
+    return negative_duration("delay", format_duration(*s.delay), "use 0 for 'now'");
   if (s.delay && *s.delay > limits.max_delay)
-    return bad("delay of " + format_duration(*s.delay) + " exceeds max_delay (" +
-               format_duration(limits.max_delay) + ")");
+    return beyond_max_delay("delay", format_duration(*s.delay), limits.max_delay);
   if (s.delay && plus(now, *s.delay) == TimePoint::max())
     return bad("delay of " + format_duration(*s.delay) +
                " runs past the end of representable time (April 2262)");
   // (Compared against now + max_delay, saturated, rather than as due_at - now, which can overflow.)
   if (s.due_at && *s.due_at > plus(now, limits.max_delay))
-    return bad("due_at is " + format_duration(*s.due_at - now) + " away, beyond max_delay (" +
-               format_duration(limits.max_delay) + ")");
-  if (s.ttr < Duration::zero()) return bad("ttr is negative (" + format_duration(s.ttr) + ")");
+    return due_beyond_max_delay("due_at", format_duration(*s.due_at - now), limits.max_delay);
+  if (s.ttr < Duration::zero()) return negative_duration("ttr", format_duration(s.ttr));
   if (s.ttr > limits.max_delay)
-    return bad("ttr of " + format_duration(s.ttr) + " exceeds max_delay (" +
-               format_duration(limits.max_delay) + ")");
+    return beyond_max_delay("ttr", format_duration(s.ttr), limits.max_delay);
   if (s.body.size() > limits.max_body_bytes)
-    return bad("body is " + std::to_string(s.body.size()) + " bytes; the limit is " +
-               std::to_string(limits.max_body_bytes) + " (max_body_bytes)");
+    return body_too_large(s.body.size(), limits.max_body_bytes, "max_body_bytes");
   if (s.retry) {
     std::string why = s.retry->validate();
     if (why.empty()) why = check_waits(*s.retry, limits.max_delay);
@@ -63,19 +142,15 @@ Status check_spec(const JobSpec& s, const Limits& limits, TimePoint now) {
 
 Status check_nack_delay(std::optional<Duration> delay, Duration max_delay) {
   if (delay && *delay < Duration::zero())
-    return Status(Errc::invalid_argument, "nack delay is negative (" + format_duration(*delay) + ")");
+    return negative_duration("nack delay", format_duration(*delay));
   if (delay && *delay > max_delay)
-    return Status(Errc::invalid_argument, "nack delay of " + format_duration(*delay) +
-                                              " exceeds max_delay (" +
-                                              format_duration(max_delay) + ")");
+    return beyond_max_delay("nack delay", format_duration(*delay), max_delay);
   return {};
 }
 
 Status check_new_due(TimePoint when, TimePoint now, Duration max_delay) {
   if (when > plus(now, max_delay))
-    return Status(Errc::invalid_argument, "new due time is " + format_duration(when - now) +
-                                              " away, beyond max_delay (" +
-                                              format_duration(max_delay) + ")");
+    return due_beyond_max_delay("new due time", format_duration(when - now), max_delay);
   return {};
 }
 

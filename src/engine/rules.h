@@ -35,6 +35,31 @@ Status check_nack_delay(std::optional<Duration> delay, Duration max_delay);
 // reschedule()'s new due time. Errors: invalid_argument.
 Status check_new_due(TimePoint when, TimePoint now, Duration max_delay);
 
+// The refusals of durations and due times, worded once for the library, delayqd and the CLI.
+// `what` names the value as its sender wrote it ("delay", "ttr_ms", "retry.delays[2]"); `shown`
+// is the value as a person reads it ("-5s", "8e+09s"); `hint`, if any, follows after "; ".
+Status negative_duration(std::string_view what, std::string_view shown, std::string_view hint = {});
+Status beyond_max_delay(std::string_view what, std::string_view shown, Duration max_delay);
+// A due time `away` (as shown) from now, beyond max_delay.
+Status due_beyond_max_delay(std::string_view what, std::string_view away, Duration max_delay);
+// A body over the size limit; `setting` names what changes the limit ("max_body_bytes").
+Status body_too_large(size_t size, size_t limit, std::string_view setting);
+
+// A number of seconds or milliseconds that a user sent (JSON, a flag), checked against 0 and
+// max_delay BEFORE it becomes a Duration, so that no value can overflow the conversion or a later
+// `now + d`. Errors: invalid_argument, in the words above.
+enum class Unit : uint8_t { seconds, milliseconds };
+Result<Duration> user_duration(std::string_view what, double amount, Unit unit, Duration max_delay,
+                               std::string_view if_negative = {});
+// A point in time a user sent as unix `amount` in `unit`, checked the same way: not negative,
+// and at most max_delay after `now` (a time in the past is fine: it means now).
+Result<TimePoint> user_time(std::string_view what, double amount, Unit unit, TimePoint now,
+                            Duration max_delay);
+
+// Why `topic` cannot be a topic's name beyond what check_spec says about its length: empty when
+// it is valid UTF-8, else which byte is not.
+std::string topic_text_problem(std::string_view topic);
+
 // The refusals, worded once.
 Status no_such_job(std::string_view id);                                  // not_found
 Status duplicate_id(std::string_view id, JobState state);                 // duplicate_id

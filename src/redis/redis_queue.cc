@@ -367,6 +367,19 @@ class RedisQueue final : public Queue {
     return over_dead(kPurgeDead, topic);
   }
 
+  // One PING for a single server; in a cluster one per shard, each to the node that holds it.
+  Status health() override {
+    if (closed_.load()) return closed_error();
+    for (const Shard& sh : shards_) {
+      Result<Reply> r = router_.command(sh.slot, {"PING"});
+      if (!r) return r.status();
+      if (r->type == Reply::Type::error)
+        return Status(Errc::unavailable, "redis answered PING with an error: " + r->str);
+      if (!router_.cluster()) break;
+    }
+    return Status();
+  }
+
   Stats stats() override {
     {
       // After close(), the snapshot taken as it closed: the jobs stay in Redis, but this client

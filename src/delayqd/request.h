@@ -1,0 +1,86 @@
+// Reading the members of a delayqd request object into typed values, with the refusals a client
+// sees (docs/http-api.md): a member a route does not know is refused, naming the closest known
+// one; every duration and time is range-checked against the queue's max_delay before it becomes
+// a Duration or a TimePoint (engine/rules words the refusals, as the library does), so that no
+// value, however large, can wrap into a job due now.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "delayq/job.h"
+#include "delayqd/json.h"
+
+namespace delayq::http {
+
+// What the readers check values against: the queue's own limits.
+struct RequestLimits {
+  Duration max_delay = std::chrono::hours(24 * 3650);
+  size_t max_body_bytes = size_t{1} << 20;  // a job's body
+  // Named in the refusal of a job body over max_body_bytes: what the operator changes.
+  std::string_view body_setting = "delayqd --max-job-bytes";
+};
+
+// Reads typed members of one request object. The first problem is kept (error()); later reads
+// then return nothing. Member names in messages carry `prefix` ("retry.").
+class Fields {
+ public:
+  Fields(const json::Value& obj, const RequestLimits& limits, std::string prefix = {});
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  void fail_with(std::string message);
+
+  // Refuses the first member that is not in `known`: `unknown field "dealy" (did you mean
+  // "delay"?)`, or the list of known members when none is close. `where` names the object
+  // ("/push", "retry (kind list)").
+  void only(std::initializer_list<std::string_view> known, std::string_view where);
+
+  bool has(std::string_view key) const { return get(key) != nullptr; }
+  // A null member counts as absent: some clients serialise unset fields as null.
+  const json::Value* get(std::string_view key) const;
+
+  std::optional<std::string> string(std::string_view key, bool required = false);
+  // A topic or id: trimmed of surrounding spaces (as ouqiang/delay-queue does).
+  std::optional<std::string> name(std::string_view key, bool required);
+  std::optional<int64_t> integer(std::string_view key, int64_t min, int64_t max);
+  std::optional<double> number(std::string_view key, double min, double max);
+
+  // A duration in seconds (`s_key`, fractions allowed) or whole milliseconds (`ms_key`); both at
+  // once is refused. Checked against 0 and max_delay before conversion; `if_negative` is the
+  // hint of the negative refusal ("use 0 for 'now'").
+  std::optional<Duration> duration(std::string_view s_key, std::string_view ms_key,
+                                   std::string_view if_negative = {});
+  // A unix time in whole milliseconds, at most max_delay after `now`.
+  std::optional<TimePoint> time_ms(std::string_view key, TimePoint now);
+
+  // The full name of a member in messages: prefix + key.
+  std::string full(std::string_view key) const { return prefix_ + std::string(key); }
+  const RequestLimits& limits() const { return limits_; }
+
+ private:
+  std::string type_error(std::string_view key, std::string_view want, const json::Value& got) const;
+
+  const json::Value& obj_;
+  const RequestLimits& limits_;
+  std::string prefix_;
+  std::string error_;
+};
+
+// The optimal-string-alignment distance (insertions, deletions, substitutions and swaps of two
+// neighbours each count 1): "dealy" is 1 from "delay".
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// One job of /push or /push_batch. Errors: invalid_argument, the message naming the field.
+Status parse_spec(const json::Value& v, JobSpec& spec, const RequestLimits& limits);
+
+// Why `topic` cannot be pushed through delayqd, beyond the queue's own rules: /pop splits its
+// "topic" member on commas (as ouqiang/delay-queue does), so a name with a comma could never be
+// popped by that name. Empty when fine.
+std::string topic_name_problem(std::string_view topic);
+
+std::string_view trim(std::string_view s);
+
+}  // namespace delayq::http

@@ -1,0 +1,122 @@
+// Times and durations a user types into the delayq CLI or delayqd's flags and config file are
+// range-checked before anything is computed from them: a far-future value is refused with what
+// the limit is, never wrapped into a job due now.
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/parse.h"
+#include "cli_harness.h"
+#include "delayq/store.h"
+
+namespace {
+
+using namespace delayq::testing;
+using delayq::Errc;
+using delayq::TimePoint;
+
+TEST(CliTimes, TimesPastTheYear2262AreRefusedNotWrapped) {
+  for (const char* text :
+       {"2300-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "9000000001", "99999999999999999999"}) {
+    auto t = delayq::cli::parse_time(text);
+    EXPECT_TRUE(t.is(Errc::invalid_argument)) << text;
+    EXPECT_TRUE(contains(t.status().message(), "after 2255-03-14T16:00:00Z"))
+        << t.status().message();
+  }
+  EXPECT_EQ(*delayq::cli::parse_time("2255-03-14T16:00:00Z"),
+            TimePoint(std::chrono::seconds(9'000'000'000)));
+  // Before 1970 is the past, which means now: it becomes 1970 instead of wrapping.
+  EXPECT_EQ(*delayq::cli::parse_time("1000-01-01T00:00:00Z"), TimePoint(std::chrono::seconds(0)));
+}
+
+// The reported bug: --due-at 2300-01-01T00:00:00Z wrapped to about 1715 and the job was due at
+// once.
+TEST(CliTimes, AFarDueAtIsRefusedAndNothingIsPushed) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  CliRun far =
+      cli({"--store", store, "push", "t", "--id", "j", "--due-at", "2300-01-01T00:00:00Z"});
+  EXPECT_EQ(far.exit, 2) << describe(far);
+  EXPECT_TRUE(contains(far.err, "--due-at: bad time '2300-01-01T00:00:00Z': after 2255"))
+      << far.err;
+  // Representable but beyond the queue's max_delay: the queue's own refusal.
+  CliRun beyond =
+      cli({"--store", store, "push", "t", "--id", "j", "--due-at", "2200-01-01T00:00:00Z"});
+  EXPECT_EQ(beyond.exit, 1) << describe(beyond);
+  EXPECT_TRUE(contains(beyond.err, "invalid argument: due_at is ")) << beyond.err;
+  EXPECT_TRUE(contains(beyond.err, "beyond max_delay (3650d)")) << beyond.err;
+  CliRun get = cli({"--store", store, "get", "j"});
+  EXPECT_EQ(get.exit, 1) << describe(get);  // never pushed
+  EXPECT_TRUE(contains(get.err, "not found")) << get.err;
+}
+
+// Through delayqd the daemon checks due_at_ms against its queue's max_delay, in the same words.
+TEST(CliTimes, ThroughTheDaemonTheSameRefusal) {
+  TempDir dir;
+  Daemon daemon;
+  const int port = daemon.start(
+      {"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string(), "--sync", "none"},
+      dir.path / "delayqd.log");
+  ASSERT_GT(port, 0) << "delayqd did not start";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  CliRun beyond = cli({"--url", url, "push", "t", "--due-at", "2200-01-01T00:00:00Z"});
+  EXPECT_EQ(beyond.exit, 1) << describe(beyond);
+  EXPECT_TRUE(contains(beyond.err, "due_at_ms is ")) << beyond.err;
+  EXPECT_TRUE(contains(beyond.err, "beyond max_delay (3650d)")) << beyond.err;
+  CliRun far = cli({"--url", url, "push", "t", "--delay", "36000d"});
+  EXPECT_EQ(far.exit, 1) << describe(far);
+  EXPECT_TRUE(contains(far.err, "of 36000d exceeds max_delay (3650d)")) << far.err;
+  CliRun stats = cli({"--url", url, "stats", "--json"});
+  EXPECT_EQ(at(stats.json(), "pushed").as_int(), 0) << stats.out;
+}
+
+// --max-job-bytes reaches the queue and the daemon's checks, and its refusal names the flag.
+TEST(DelayqdSettings, MaxJobBytesIsTheQueuesLimitAndIsNamed) {
+  TempDir dir;
+  Daemon daemon;
+  const int port = daemon.start({"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string(),
+                                 "--sync", "none", "--max-job-bytes", "100"},
+                                dir.path / "delayqd.log");
+  ASSERT_GT(port, 0) << "delayqd did not start";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  CliRun big = cli({"--url", url, "push", "t", "--body", std::string(101, 'x')});
+  EXPECT_EQ(big.exit, 1) << describe(big);
+  EXPECT_TRUE(contains(big.err, "body is 101 bytes; the limit is 100 (delayqd --max-job-bytes)"))
+      << big.err;
+  CliRun fits = cli({"--url", url, "push", "t", "--body", std::string(100, 'x')});
+  EXPECT_EQ(fits.exit, 0) << describe(fits);
+}
+
+CliRun delayqd(const std::vector<std::string>& args) {
+  return run_program(DELAYQD_PATH, args);
+}
+
+// delayqd's duration flags and config values: range-checked, and a config value names file:line.
+TEST(DelayqdSettings, BadValuesNameTheFlagOrTheFileAndLine) {
+  TempDir dir;
+  const std::string conf = (dir.path / "delayqd.conf").string();
+  std::ofstream(conf) << "# settings\nthreads = 2\n\npop-timeout = 99999999999999999999\n";
+  CliRun r = delayqd({"--config", conf});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, conf + ":4: pop-timeout must be a whole number of seconds from 0 to "
+                                     "3600, not '99999999999999999999'"))
+      << r.err;
+  std::ofstream(conf) << "sync = batchh\n";
+  r = delayqd({"--config", conf});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, conf + ":1: sync: ")) << r.err;
+  for (const char* flag : {"--pop-timeout", "--idle-timeout", "--drain-timeout"}) {
+    r = delayqd({flag, "-1"});
+    EXPECT_EQ(r.exit, 2) << describe(r);
+    EXPECT_TRUE(contains(r.err, std::string(flag) + " must be a whole number of seconds")) << r.err;
+  }
+  r = delayqd({"--max-job-bytes", "0"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--max-job-bytes must be a whole number of bytes")) << r.err;
+}
+
+}  // namespace

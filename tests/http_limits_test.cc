@@ -1,0 +1,190 @@
+// delayqd's limits on what a request may ask for: durations and times are range-checked against
+// the queue's max_delay before any arithmetic (a far-future value must never wrap into a job due
+// now), and each refusal names the field and the limit, in the library's words.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "api_harness.h"
+
+namespace delayq::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+class HttpLimitsTest : public ApiTest {};
+
+// The reported bug: 8e9 s (or 8e12 ms) from now wrapped past the year 2262 into the past, and
+// the job was delivered at once.
+TEST_F(HttpLimitsTest, FarReschedulesAreRefusedNotWrapped) {
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"j","delay":60})").code(), 0);
+  const TimePoint due = queue_->get("j")->due;
+  for (const char* body : {R"({"id":"j","delay":8e9})", R"({"id":"j","delay_ms":8000000000000})",
+                           R"({"id":"j","delay":9.5e9})", R"({"id":"j","delay_ms":9300000000000})",
+                           R"({"id":"j","due_at_ms":9000000000000000000})"}) {
+    Answer a = call("/reschedule", body);
+    EXPECT_EQ(a.status, 400) << body << " -> " << a.text;
+    EXPECT_TRUE(has(a.message(), "max_delay (3650d)")) << a.text;
+    EXPECT_EQ(queue_->get("j")->state, JobState::delayed) << body;
+    EXPECT_EQ(queue_->get("j")->due, due) << body;
+  }
+  EXPECT_TRUE(queue_->reserve("t", 0ms).is(Errc::timeout)) << "nothing may be ready";
+}
+
+// Every duration and time a request can carry, far beyond max_delay: refused, naming the field.
+TEST_F(HttpLimitsTest, EveryDurationFieldIsCheckedBeforeItIsConverted) {
+  struct Case {
+    const char* route;
+    const char* body;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"/push", R"({"topic":"t","delay":9.5e9})", "delay"},
+      {"/push", R"({"topic":"t","delay":1e300})", "delay"},
+      {"/push", R"({"topic":"t","delay_ms":9300000000000})", "delay_ms"},
+      {"/push", R"({"topic":"t","ttr":9.5e9})", "ttr"},
+      {"/push", R"({"topic":"t","ttr_ms":9300000000000})", "ttr_ms"},
+      {"/push", R"({"topic":"t","retry":{"kind":"fixed","delay":9.5e9}})", "retry.delay"},
+      {"/push", R"({"topic":"t","retry":{"kind":"fixed","delay_ms":9300000000000}})",
+       "retry.delay_ms"},
+      {"/push", R"({"topic":"t","retry":{"kind":"list","delays":[1,9.5e9]}})", "retry.delays[1]"},
+      {"/push", R"({"topic":"t","retry":{"kind":"list","delays_ms":[9300000000000]}})",
+       "retry.delays_ms[0]"},
+      {"/push", R"({"topic":"t","retry":{"kind":"exponential","base":9.5e9}})", "retry.base"},
+      {"/push", R"({"topic":"t","retry":{"kind":"exponential","cap_ms":9300000000000}})",
+       "retry.cap_ms"},
+      {"/pop", R"({"topic":"t","timeout":9.5e9})", "timeout"},
+      {"/pop", R"({"topic":"t","timeout_ms":9300000000000})", "timeout_ms"},
+      {"/nack", R"({"token":"1:j","delay":9.5e9})", "delay"},
+      {"/nack", R"({"token":"1:j","delay_ms":9300000000000})", "delay_ms"},
+  };
+  for (const Case& c : cases) {
+    Answer a = call(c.route, c.body);
+    EXPECT_EQ(a.status, 400) << c.route << " " << c.body << " -> " << a.text;
+    EXPECT_EQ(a.error(), "bad_request") << a.text;
+    EXPECT_TRUE(has(a.message(), std::string(c.field) + " of ")) << c.field << ": " << a.text;
+    EXPECT_TRUE(has(a.message(), "exceeds max_delay (3650d)")) << a.text;
+  }
+  // Too large for a Duration: shown as the number that was sent.
+  EXPECT_EQ(call("/push", R"({"topic":"t","delay":9.5e9})").message(),
+            "delay of 9.5e+09s exceeds max_delay (3650d)");
+  Answer due = call("/push", R"({"topic":"t","due_at_ms":9000000000000000000})");
+  EXPECT_EQ(due.status, 400) << due.text;
+  EXPECT_TRUE(has(due.message(), "due_at_ms is ")) << due.text;
+  EXPECT_TRUE(has(due.message(), " away, beyond max_delay (3650d)")) << due.text;
+  EXPECT_EQ(queue_->stats().pushed, 0u);
+}
+
+// Negative values get the library's own words (engine/rules), not a generic range.
+TEST_F(HttpLimitsTest, NegativeDurationsReadAsTheLibrarySaysThem) {
+  Answer a = call("/push", R"({"topic":"t","delay":-5})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_EQ(a.message(), "delay is negative (-5s); use 0 for 'now'") << a.text;
+  EXPECT_EQ(queue_->push({.topic = "t", .delay = -5s}).status().message(), a.message());
+  a = call("/push", R"({"topic":"t","ttr_ms":-1500})");
+  EXPECT_TRUE(has(a.message(), "ttr_ms is negative (-1500ms)")) << a.text;
+  a = call("/pop", R"({"topic":"t","timeout":-0.5})");
+  EXPECT_TRUE(has(a.message(), "timeout is negative (-500ms)")) << a.text;
+  a = call("/push", R"({"topic":"t","due_at_ms":-1})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_TRUE(has(a.message(), "due_at_ms")) << a.text;
+}
+
+// The limit is the queue's max_delay, which delayqd hands to the Api.
+TEST_F(HttpLimitsTest, TheLimitIsTheQueuesMaxDelay) {
+  http::ApiOptions opt;
+  opt.max_delay = 1h;
+  EngineOptions engine;
+  engine.max_delay = 1h;
+  open(opt, engine);
+  Answer a = call("/push", R"({"topic":"t","delay":3601})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_EQ(a.message(), "delay of 1h1s exceeds max_delay (1h)") << a.text;
+  EXPECT_EQ(call("/push", R"({"topic":"t","id":"ok","delay":3600})").code(), 0);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  a = call("/reschedule",
+           R"({"id":"ok","due_at_ms":)" + std::to_string(now_ms + 2 * 3'600'000) + "}");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_TRUE(has(a.message(), "beyond max_delay (1h)")) << a.text;
+  a = call("/pop", R"({"topic":"t","timeout":7200})");
+  EXPECT_TRUE(has(a.message(), "timeout of 2h exceeds max_delay (1h)")) << a.text;
+}
+
+// Bodies of 4 MiB (delayqd's default --max-body-bytes) in the shapes that cost a parser most.
+// Each must be answered, with success or a 4xx naming what was wrong. The caps bound the work by
+// construction (at most 256 members per object, 10000 elements per array, 100000 values); the
+// time of each is printed, not asserted (the machine is shared): the old reader, whose duplicate
+// check compared every pair of keys, needed minutes for the first shape, and this test's ctest
+// timeout would catch that.
+std::string repeat(size_t bytes, const std::function<std::string(size_t)>& piece,
+                   const std::string& open, const std::string& sep, const std::string& close) {
+  std::string out = open;
+  for (size_t i = 0; out.size() < bytes; ++i) out += (i ? sep : "") + piece(i);
+  return out + close;
+}
+
+TEST_F(HttpLimitsTest, FourMebibytesOfAnyShapeAreAnsweredWithinTheCaps) {
+  constexpr size_t kBody = size_t{4} << 20;
+  const auto key = [](size_t i) { return "\"k" + std::to_string(i) + "\":0"; };
+  const auto zero = [](size_t) { return std::string("0"); };
+  // 256 keys of 40 bytes sharing a 36-byte prefix: the most key comparing within the caps.
+  const auto wide_job = [](size_t) {
+    std::string o = "{";
+    for (int k = 0; k < 256; ++k)
+      o += (k ? "," : "") + ("\"" + std::string(36, 'p') + std::to_string(1000 + k) + "\":1");
+    return o + "}";
+  };
+  struct Shape {
+    const char* name;
+    const char* route;
+    std::string body;
+    const char* expect;  // in the message
+  };
+  const std::vector<Shape> shapes = {
+      {"many keys", "/push", repeat(kBody, key, "{", ",", "}"),
+       "over the cap of 256 members in one object"},
+      {"many tiny values", "/push", repeat(kBody, zero, "[", ",", "]"),
+       "over the cap of 10000 elements in one array"},
+      {"nested tiny values", "/push",
+       repeat(
+           kBody, [&](size_t) { return repeat(19999, zero, "[", ",", "]"); }, "[", ",", "]"),
+       "over the cap of 100000 values in one document"},
+      {"deep nesting", "/push", std::string(kBody / 2, '[') + std::string(kBody / 2, ']'),
+       "nested deeper than 64"},
+      {"long escaped string", "/push",
+       repeat(
+           kBody, [](size_t) { return std::string("\\u00e9\\n"); }, R"({"topic":"t","body":")", "",
+           "\"}"),
+       "(delayqd --max-job-bytes)"},
+      {"a long number", "/push", R"({"topic":"t","delay":1)" + std::string(kBody, '0') + "}",
+       "over the cap of 64 characters in one number"},
+      {"wide objects", "/push_batch", repeat(kBody, wide_job, R"({"jobs":[)", ",", "]}"),
+       "jobs pushed"},
+  };
+  for (const Shape& s : shapes) {
+    ASSERT_GE(s.body.size(), kBody) << s.name;
+    const auto start = std::chrono::steady_clock::now();
+    Answer a = call(s.route, s.body);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "[ shape    ] " << s.name << ": HTTP " << a.status << " in " << seconds << " s\n";
+    EXPECT_GE(a.status, 200) << s.name;
+    EXPECT_LT(a.status, 500) << s.name << ": " << a.text.substr(0, 300);
+    EXPECT_TRUE(has(a.message(), s.expect)) << s.name << ": " << a.text.substr(0, 300);
+  }
+  EXPECT_EQ(call("/push", R"({"topic":"t"})").code(), 0) << "still serving";
+}
+
+}  // namespace
+}  // namespace delayq::testing
