@@ -134,7 +134,8 @@ struct Engine::Impl {
   Shard& shard_for(std::string_view id) { return *shards[shard_index(id)]; }
 
   // Opening: rebuilds the shards from a store's records (engine.cc).
-  Status restore(const engine::RecordSource& records, TimePoint now);
+  Status restore(const engine::RecordSource& records, TimePoint now,
+                 const engine::SkipReport& skip);
 
   // Runs f(core, now) under the shard's lock, then wakes consumers and re-arms the shard's
   // timer if the call made jobs ready or moved the next deadline earlier.
