@@ -280,7 +280,7 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
   std::unique_lock lock(m.async_mu);
   if (m.closed.load()) {
     lock.unlock();
-    done(closed_error());
+    done(m.closed_status());
     return;
   }
   auto w = std::make_shared<AsyncWaiter>();
@@ -288,7 +288,7 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
   w->done = std::move(done);
   m.async_pending.fetch_add(1);
   asio::post(m.io, [&m, w, timeout] {
-    if (m.closed.load()) return m.finish(w, closed_error());
+    if (m.closed.load()) return m.finish(w, m.closed_status());
     Result<Delivery> r = m.try_reserve(w->topics);
     if (!r.is(Errc::timeout)) return m.finish(w, std::move(r));
     w->pos = m.async_waiters.insert(m.async_waiters.end(), w);

@@ -111,6 +111,9 @@ struct Engine::Impl {
     closed.store(true);
     { std::lock_guard lock(wait_mu); }
     cv.notify_all();
+    // reserve_async() waiters learn it now, not when their wait runs out (serve_async).
+    if (async_pending.load() > 0 && !serve_posted.exchange(true))
+      asio::post(io, [this] { serve_async(); });
     return s;
   }
   uint64_t clock_subscription = 0;
@@ -335,7 +338,7 @@ struct Engine::Impl {
     serve_posted.store(false);
     for (auto it = async_waiters.begin(); it != async_waiters.end();) {
       if (closed.load()) {
-        finish(*it, closed_error());
+        finish(*it, closed_status());  // the store's failure, if that is why
       } else if (!(*it)->finished) {
         Result<Delivery> r = try_reserve((*it)->topics);
         if (r.is(Errc::timeout)) {
