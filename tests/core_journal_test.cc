@@ -235,6 +235,12 @@ TEST(CoreJournal, RecordsNoCallCouldWriteAreRefusedAsCorruptAndChangeNothing) {
          r.attempts = 1;
          r.lease_deadline = kStart + years(101);
        }},
+      {"lease deadline -5 ns",
+       [](JobRecord& r) {
+         r.state = JobState::reserved;
+         r.attempts = 1;
+         r.lease_deadline = TimePoint(Duration(-5));
+       }},
       {"seq 0 is out of range", [](JobRecord& r) { r.seq = 0; }},
       {"seq 9223372036854775808", [](JobRecord& r) { r.seq = uint64_t{1} << 63; }},
       {"fence 9223372036854775808", [](JobRecord& r) { r.fence = uint64_t{1} << 63; }},
@@ -268,6 +274,7 @@ TEST(CoreJournal, RecordsNoCallCouldWriteAreRefusedAsCorruptAndChangeNothing) {
   EXPECT_TRUE(st.is(Errc::corrupt)) << st.to_string();
   EXPECT_NE(st.message().find("restored already"), std::string::npos) << st.message();
   EXPECT_EQ(c.jobs(), 2u);
+  EXPECT_EQ(c.get("g", kStart)->body, "") << "the first record of the id stays";
 }
 
 }  // namespace

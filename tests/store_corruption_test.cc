@@ -169,6 +169,7 @@ TEST_F(StoreDamage, ATableFileWithADamagedDataBlockIsRefusedNamingTheFile) {
     const std::string m = q.status().message();
     EXPECT_TRUE(has(m, std::filesystem::path(sst).filename().string())) << m;
     EXPECT_TRUE(has(m, "checksum mismatch")) << m;
+    EXPECT_TRUE(has(m, "offset")) << m;
     EXPECT_TRUE(has(m, "backup")) << "says what to do: " << m;
   }
 }
@@ -215,6 +216,17 @@ TEST_F(StoreDamage, RecordsNoCallCouldWriteAreCorruptOrSkippedWhenTolerant) {
         << part << " is reported";
   EXPECT_TRUE(has(skipped[1] + skipped[0] + skipped[2], "restored already"));
   EXPECT_TRUE(has(skipped[1] + skipped[0] + skipped[2], "out of range"));
+  q->reset();
+
+  // Without on_skip, each skipped record is reported on stderr.
+  StoreOptions o;
+  o.dir = tmp.path();
+  o.tolerant = true;
+  ::testing::internal::CaptureStderr();
+  auto quiet = open_store(o);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(quiet.ok()) << quiet.status().to_string();
+  EXPECT_TRUE(has(err, "delayq: skipped: store " + tmp.path() + ": record seq 101")) << err;
 }
 
 }  // namespace
