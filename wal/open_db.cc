@@ -14,7 +14,7 @@
 // everything after it, acknowledged calls included, without a word to the caller;
 // kAbsoluteConsistency refuses a torn tail, so a store would not open after an ordinary crash;
 // kSkipAnyCorruptedRecords drops the damaged batch and replays the later ones, which can give a
-// queue no sequence of calls made (an ack kept while the retry it replaced is lost).
+// queue no sequence of calls made (one call's changes lost, the later calls' kept).
 // What strict mode cannot tell apart: a torn tail that holds garbage rather than ending early
 // (a torn sector of a disk that writes 4 KiB pages in parts) is refused as damage. ext4 with
 // data=ordered never shows unwritten blocks, so after a crash or power loss a tail ends early.
@@ -247,7 +247,7 @@ Status open_checked(const OpenDbRequest& r, std::vector<rocksdb::ColumnFamilyHan
   const std::string what = r.read_only ? "opening read-only" : "opening";
   if (!s.IsCorruption() || damage.empty()) return from_rocksdb(s, r.dir, what);
   const std::string found =
-      "store " + r.dir + ": the write-ahead log is damaged before its end (" + damage + ")";
+      "store " + r.dir + ": the write-ahead log holds a damaged record (" + damage + ")";
   if (!r.tolerant)
     return Status(Errc::corrupt,
                   found +
