@@ -79,19 +79,31 @@ TEST_P(StoreFault, EveryCallWaitingOnTheFailedWriteAnswersIoError) {
   // Jobs due later: no call makes a job ready, so nothing but the failure wakes the waiters.
   auto job = [](std::string id) { return JobSpec{.topic = "t", .id = std::move(id), .delay = 1h}; };
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(q->push(job("before" + std::to_string(i))).ok());
+  constexpr int kWaiting = 6;
   std::optional<Result<Delivery>> blocked;
-  std::thread consumer([&] { blocked = q->reserve("empty", 60s); });
+  std::optional<Result<std::string>> lead;
+  std::vector<std::optional<Result<std::string>>> waiting(kWaiting);
+  std::jthread consumer, leader;
+  std::vector<std::jthread> waiters;
+  // Should a check fail half-way: nothing stays held and nobody waits, so that the threads join
+  // (this runs first).
+  struct Cleanup {
+    faults::FaultControl& control;
+    std::unique_ptr<Engine>& q;
+    ~Cleanup() {
+      control.clear();
+      if (q) q->close();
+    }
+  } cleanup{*control, q};
+
+  consumer = std::jthread([&] { blocked = q->reserve("empty", 60s); });
   auto async = std::make_shared<std::promise<Status>>();
   std::future<Status> async_result = async->get_future();
   q->reserve_async({"empty"}, 60s, [async](Result<Delivery> r) { async->set_value(r.status()); });
 
   control->hold_then_fail(GetParam().op, GetParam().fault);
-  std::optional<Result<std::string>> lead;
-  std::thread leader([&] { lead = q->push(job("lead")); });
+  leader = std::jthread([&] { lead = q->push(job("lead")); });
   ASSERT_TRUE(control->held()) << "the write of 'lead' reached the log";
-  constexpr int kWaiting = 6;
-  std::vector<std::optional<Result<std::string>>> waiting(kWaiting);
-  std::vector<std::thread> waiters;
   for (int i = 0; i < kWaiting; ++i)
     waiters.emplace_back([&, i] { waiting[i] = q->push(job("w" + std::to_string(i))); });
   // Each waiter's change is applied (visible to get) before it waits for the held write.
@@ -125,7 +137,7 @@ TEST_P(StoreFault, EveryCallWaitingOnTheFailedWriteAnswersIoError) {
     EXPECT_TRUE(q->get("w" + std::to_string(i)).is(Errc::not_found))
         << "w" << i << " was never written";
   // A failed append wrote nothing; a failed sync came after the bytes were written, and they
-  // may be read back (whole: the record is one atomic batch).
+  // may be read back.
   if (GetParam().op == Op::append) {
     EXPECT_TRUE(q->get("lead").is(Errc::not_found));
   }
@@ -144,9 +156,9 @@ INSTANTIATE_TEST_SUITE_P(Always, StoreFault,
 // What the callers were told about one job.
 struct JobLog {
   bool push_ok = false;
-  uint32_t handed = 0;         // the highest attempt a reserve answered with
-  bool held = false;           // handed out, and no ack or nack answered success since
-  bool acked = false;          // an ack answered success
+  uint32_t handed = 0;  // the highest attempt a reserve answered with
+  uint32_t held = 0;    // the attempt handed out whose ack or nack has not answered success (or 0)
+  bool acked = false;   // an ack answered success
   bool settle_failed = false;  // an ack or nack answered io_error
 };
 
@@ -225,12 +237,12 @@ class Load {
       if (after_failure) ++handed_after_failure;
       log(d->id, [&](JobLog& j) {
         j.handed = std::max(j.handed, d->attempt);
-        j.held = true;
+        j.held = std::max(j.held, d->attempt);  // a later delivery replaces an earlier one
       });
       const bool ack = rng() % 3 != 0;
       const Status s = ack ? q_.ack(d->token) : q_.nack(d->token, 0ms);
       log(d->id, [&](JobLog& j) {
-        j.held = !s.ok();
+        if (s.ok() && j.held == d->attempt) j.held = 0;
         j.acked = j.acked || (ack && s.ok());
         j.settle_failed = j.settle_failed || !s.ok();
       });
@@ -267,8 +279,9 @@ void check_reopened(Engine& q, const std::map<std::string, JobLog>& jobs, bool i
     EXPECT_GE(info->attempts, j.handed) << id << ": a delivery handed out was not counted";
     EXPECT_LE(info->attempts, j.handed + (in_doubt ? 1 : 0)) << id << ": attempts from nowhere";
     const bool reserved = info->state == JobState::reserved;
-    EXPECT_FALSE(reserved && !j.held && info->attempts == j.handed) << id << ": reserved by nobody";
-    EXPECT_FALSE(j.held && !unsure && !reserved) << id << ": a held delivery was released";
+    EXPECT_FALSE(reserved && j.held == 0 && info->attempts == j.handed)
+        << id << ": reserved by nobody";
+    EXPECT_FALSE(j.held != 0 && !unsure && !reserved) << id << ": a held delivery was released";
   }
   uint64_t stored = 0;
   for (const auto& [topic, c] : q.stats().topics)
