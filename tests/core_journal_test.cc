@@ -3,6 +3,7 @@
 // original: same jobs, states, attempts, due times, leases, bodies and counts.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <random>
 
@@ -200,7 +201,7 @@ TEST(CoreJournal, OverdueJobsComeBackInDueOrderAndLeasesRunOut) {
                .due = kStart, .lease_deadline = kStart + 20min, .ttr = 5s, .attempts = 1,
                .fence = 41, .retry = RetryPolicy::fixed(0ms, 3)};
   for (const JobRecord& r : {r1, r2, r3}) ASSERT_TRUE(c.restore(JobRecord(r), later).ok());
-  EXPECT_TRUE(c.restore(JobRecord(r1), later).is(Errc::duplicate_id));
+  EXPECT_TRUE(c.restore(JobRecord(r1), later).is(Errc::corrupt));
   const std::vector<std::string> t{"t"};
   Result<Delivery> a = c.reserve(t, later), b = c.reserve(t, later), h = c.reserve(t, later);
   ASSERT_TRUE(a.ok() && b.ok() && h.ok());
@@ -209,6 +210,71 @@ TEST(CoreJournal, OverdueJobsComeBackInDueOrderAndLeasesRunOut) {
   EXPECT_EQ(h->id, "late");
   EXPECT_EQ(b->attempt, 2u);
   EXPECT_GT(b->token.fence, 41u) << "fences continue above the restored ones";
+}
+
+// A record no call could have written is refused as corrupt, naming the record and what is
+// wrong, and changes nothing: the store's tolerant option relies on that to skip it.
+TEST(CoreJournal, RecordsNoCallCouldWriteAreRefusedAsCorruptAndChangeNothing) {
+  const JobRecord good{
+      .seq = 7, .id = "g", .topic = "t", .due = kStart + 1h, .ttr = 5s, .fence = 3};
+  const auto years = [](int n) { return std::chrono::hours(24 * 365 * n); };
+  const std::vector<std::pair<std::string, std::function<void(JobRecord&)>>> cases = {
+      {"unknown state 9", [](JobRecord& r) { r.state = static_cast<JobState>(9); }},
+      {"id of 0 bytes", [](JobRecord& r) { r.id.clear(); }},
+      {"id of 256 bytes", [](JobRecord& r) { r.id.assign(256, 'i'); }},
+      {"topic of 0 bytes", [](JobRecord& r) { r.topic.clear(); }},
+      {"topic of 300 bytes", [](JobRecord& r) { r.topic.assign(300, 't'); }},
+      {"max_attempts must be at least 1", [](JobRecord& r) { r.retry.max_attempts = 0; }},
+      {"ttr of 0", [](JobRecord& r) { r.ttr = 0s; }},
+      {"ttr of", [&](JobRecord& r) { r.ttr = years(101); }},
+      {"due time -1 ns", [](JobRecord& r) { r.due = TimePoint(Duration(-1)); }},
+      {"due time", [&](JobRecord& r) { r.due = kStart + years(101); }},
+      {"lease deadline",
+       [&](JobRecord& r) {
+         r.state = JobState::reserved;
+         r.attempts = 1;
+         r.lease_deadline = kStart + years(101);
+       }},
+      {"lease deadline -5 ns",
+       [](JobRecord& r) {
+         r.state = JobState::reserved;
+         r.attempts = 1;
+         r.lease_deadline = TimePoint(Duration(-5));
+       }},
+      {"seq 0 is out of range", [](JobRecord& r) { r.seq = 0; }},
+      {"seq 9223372036854775808", [](JobRecord& r) { r.seq = uint64_t{1} << 63; }},
+      {"fence 9223372036854775808", [](JobRecord& r) { r.fence = uint64_t{1} << 63; }},
+  };
+  for (const auto& [expected, damage] : cases) {
+    Core c(Recording(), kStart);
+    JobRecord r = good;
+    damage(r);
+    const Status st = c.restore(JobRecord(r), kStart);
+    EXPECT_TRUE(st.is(Errc::corrupt)) << expected << ": " << st.to_string();
+    EXPECT_NE(st.message().find("record seq " + std::to_string(r.seq)), std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find(expected), std::string::npos) << st.message();
+    EXPECT_EQ(c.jobs(), 0u) << expected << ": nothing restored";
+    ASSERT_TRUE(c.restore(JobRecord(good), kStart).ok()) << expected << ": the core still works";
+  }
+  // The limits themselves are restorable: overdue, and due in 99 years.
+  Core c(Recording(), kStart);
+  JobRecord overdue = good, far = good;
+  overdue.due = TimePoint{};
+  far.seq = 8;
+  far.id = "far";
+  far.due = kStart + years(99);
+  EXPECT_TRUE(c.restore(std::move(overdue), kStart).ok());
+  EXPECT_TRUE(c.restore(std::move(far), kStart).ok());
+  // A second record with an id already restored: the first one stays.
+  JobRecord twin = good;
+  twin.seq = 9;
+  twin.body = "twin";
+  const Status st = c.restore(std::move(twin), kStart);
+  EXPECT_TRUE(st.is(Errc::corrupt)) << st.to_string();
+  EXPECT_NE(st.message().find("restored already"), std::string::npos) << st.message();
+  EXPECT_EQ(c.jobs(), 2u);
+  EXPECT_EQ(c.get("g", kStart)->body, "") << "the first record of the id stays";
 }
 
 }  // namespace

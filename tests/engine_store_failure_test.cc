@@ -142,7 +142,7 @@ TEST(EngineRestore, ARefusedRecordFailsTheOpenNamingIt) {
   opt.clock = &clock;
   opt.shards = 2;
   auto q = open_engine(opt, std::make_unique<FlakyStore>(), records, Stats{});
-  ASSERT_TRUE(q.is(Errc::duplicate_id)) << (q.ok() ? "opened" : q.status().to_string());
+  ASSERT_TRUE(q.is(Errc::corrupt)) << (q.ok() ? "opened" : q.status().to_string());
   EXPECT_NE(q.status().message().find("2501"), std::string::npos) << q.status().to_string();
 }
 

@@ -48,6 +48,8 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
+#include "wal/open_db.h"
+
 namespace delayq::wal {
 
 namespace {
@@ -184,29 +186,6 @@ std::string hex(std::string_view bytes) {
     out.push_back(digits[c & 15]);
   }
   return out;
-}
-
-// ---- RocksDB status → Status ----------------------------------------------------------------
-
-bool is_lock_failure(const rocksdb::Status& s) {
-  if (!s.IsIOError()) return false;
-  const std::string text = s.ToString();
-  // PosixEnv::LockFile: fcntl(F_SETLK) refused (another process holds LOCK), or this process
-  // already holds it (another Journal / DB on the same directory).
-  return text.find("While lock file") != std::string::npos ||
-         text.find("lock hold by current process") != std::string::npos;
-}
-
-Status from_rocksdb(const rocksdb::Status& s, const std::string& dir, const std::string& what) {
-  if (is_lock_failure(s))
-    return Status(Errc::unavailable, "store directory " + dir +
-                                         " is in use by another process or another open "
-                                         "journal (RocksDB: " + s.ToString() + ")");
-  if (s.IsCorruption())
-    return Status(Errc::corrupt, "store " + dir + ": " + what + " found corrupt data (RocksDB: " +
-                                     s.ToString() + ")");
-  return Status(Errc::io_error, "store " + dir + ": " + what + " failed (RocksDB: " +
-                                    s.ToString() + ")");
 }
 
 // The "format" value: decimal digits, no sign, no padding beyond what fits in 32 bits.
@@ -429,21 +408,19 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
       if (name != rocksdb::kDefaultColumnFamilyName && name != kJobsFamily && name != kMetaFamily)
         families.push_back({name, rocksdb::ColumnFamilyOptions()});
 
-  rocksdb::Status s =
-      o.read_only
-          ? rocksdb::DB::OpenForReadOnly(db_options, dir, families, &impl->handles, &impl->db)
-          : rocksdb::DB::Open(db_options, dir, families, &impl->handles, &impl->db);
-  if (!s.ok()) {
-    // On failure RocksDB leaves no handles or DB behind; make sure ~Impl has nothing to do.
-    impl->handles.clear();
-    impl->db = nullptr;
-    return from_rocksdb(s, dir, o.read_only ? "opening read-only" : "opening");
-  }
-  if (impl->handles.size() != families.size())
+  // open_db() chooses how damage to RocksDB's write-ahead log is handled (and why).
+  OpenDbRequest request{.dir = dir,
+                        .options = db_options,
+                        .families = std::move(families),
+                        .read_only = o.read_only,
+                        .tolerant = o.tolerant,
+                        .on_skip = o.on_skip};
+  if (Status st = open_db(request, &impl->handles, &impl->db); !st.ok()) return st;
+  if (impl->handles.size() != request.families.size())
     return Status(Errc::io_error, "store " + dir + ": RocksDB opened " +
                                       std::to_string(impl->handles.size()) +
                                       " column families, expected " +
-                                      std::to_string(families.size()));
+                                      std::to_string(request.families.size()));
   impl->jobs = impl->handles[1];
   impl->meta = impl->handles[2];
 
@@ -671,7 +648,16 @@ Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {
     }
     if (Status st = fn(std::move(r).value()); !st.ok()) return st;
   }
-  if (!it->status().ok()) return from_rocksdb(it->status(), m.dir, "scanning family 'jobs'");
+  if (const rocksdb::Status& s = it->status(); !s.ok()) {
+    Status st = from_rocksdb(s, m.dir, "scanning family 'jobs'");
+    // A damaged block of a table file: the records in it cannot be read, nor can it be known
+    // which ones they are, so there is nothing to skip (tolerant or not).
+    if (st.is(Errc::corrupt))
+      return Status(Errc::corrupt, st.message() + "; the store cannot be read past it, even "
+                                                  "with tolerant: restore the directory from a "
+                                                  "backup");
+    return st;
+  }
   return Status();
 }
 

@@ -84,9 +84,11 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   jo.env = env;
   jo.read_only = o.read_only;
   jo.tolerant = o.tolerant;
-  jo.on_skip = [dir = o.dir](const std::string& why) {
-    std::fprintf(stderr, "delayq: store %s: skipped %s\n", dir.c_str(), why.c_str());
-  };
+  jo.on_skip = o.on_skip;
+  if (!jo.on_skip)
+    jo.on_skip = [](const std::string& why) {
+      std::fprintf(stderr, "delayq: skipped: %s\n", why.c_str());
+    };
   Result<std::unique_ptr<wal::Journal>> opened = wal::Journal::open(o.dir, jo);
   if (!opened) return opened.status();
   std::shared_ptr<wal::Journal> journal = std::move(opened).value();
@@ -97,7 +99,13 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   if (!counters) return counters.status();
   std::unique_ptr<engine::Persistence> sink;
   if (!o.read_only) sink = std::make_unique<JournalSink>(journal, *counters);
-  return engine::open_engine(o.engine, std::move(sink), records, *totals);
+  // The engine's refusals of records (Core::restore) do not know the directory: add it.
+  const std::string where = "store " + o.dir + ": ";
+  engine::SkipReport skip;
+  if (o.tolerant) skip = [&](const std::string& why) { jo.on_skip(where + why); };
+  auto q = engine::open_engine(o.engine, std::move(sink), records, *totals, skip);
+  if (q.is(Errc::corrupt)) return Status(Errc::corrupt, where + q.status().message());
+  return q;
 }
 
 }  // namespace delayq

@@ -32,7 +32,8 @@ class Persistence;
 struct JobRecord;
 Result<std::unique_ptr<Engine>> open_engine(
     const EngineOptions&, std::unique_ptr<Persistence>,
-    const std::function<Status(const std::function<Status(JobRecord&&)>&)>&, const Stats&);
+    const std::function<Status(const std::function<Status(JobRecord&&)>&)>&, const Stats&,
+    const std::function<void(const std::string&)>& skip = {});
 }  // namespace engine
 
 struct EngineOptions {
@@ -103,7 +104,7 @@ class Engine : public Queue {
   friend Result<std::unique_ptr<Engine>> engine::open_engine(
       const EngineOptions&, std::unique_ptr<engine::Persistence>,
       const std::function<Status(const std::function<Status(engine::JobRecord&&)>&)>&,
-      const Stats&);
+      const Stats&, const std::function<void(const std::string&)>&);
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   void join_driver();

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,9 +55,14 @@ struct StoreOptions {
   // Inspect a store: nothing is written and no lock is taken; calls that change the queue change
   // only this process's view of it.
   bool read_only = false;
-  // Open even if some records cannot be read: each is skipped and reported on stderr. Without
-  // it, an unreadable record makes open fail with Errc::corrupt, naming it.
+  // Open even if some records cannot be read or restored: each is skipped and reported (to
+  // on_skip). Without it, such a record makes open fail with Errc::corrupt, naming it.
+  // docs/durability.md ("Damage on disk") says what else it recovers from, and what it loses.
   bool tolerant = false;
+  // With tolerant: told what was skipped and why, one message per record (or per damaged log,
+  // or for unreadable totals), one call at a time, during open_store() (possibly on a thread it
+  // started). Empty: printed on stderr.
+  std::function<void(const std::string&)> on_skip;
   EngineOptions engine;
 };
 

@@ -12,7 +12,7 @@ std::string validate(const CoreOptions& o) {
     return "tick must be between 1 ms and 1 s, got " + format_duration(o.tick);
   if (o.max_delay <= Duration::zero()) return "max_delay must be positive";
   // Due times are nanoseconds in an int64 (until year 2262): keep now + max_delay inside it.
-  if (o.max_delay > std::chrono::hours(24 * 365 * 100))
+  if (o.max_delay > kLongestDelay)
     return "max_delay must be at most 100 years, got " + format_duration(o.max_delay);
   if (o.max_body_bytes == 0) return "max_body_bytes must be positive";
   if (o.default_ttr <= Duration::zero()) return "default_ttr must be positive";

@@ -44,6 +44,10 @@ struct CoreOptions {
   bool record_changes = false;
 };
 
+// The largest max_delay an engine accepts: now + max_delay stays inside int64 nanoseconds
+// (year 2262). No call can set a due time, lease or wait further than this from its `now`.
+inline constexpr Duration kLongestDelay = std::chrono::hours(24 * 365 * 100);
+
 // Empty when the options are usable, else what is wrong.
 std::string validate(const CoreOptions& o);
 
@@ -88,8 +92,9 @@ class Core {
   // Puts a job back as its record says (recovery). Nothing fires until the next advance(): then
   // pending jobs whose due time has passed become ready, all in due order, and reserved jobs
   // whose lease has passed run out (a failed attempt, retried per policy from the lease's end).
-  // Records no change.
-  // Errors: duplicate_id, invalid_argument (a record that breaks the limits).
+  // Records no change. A record no call could have written (see check_record in
+  // core_records.cc) is refused and changes nothing.
+  // Errors: corrupt, naming the record (its seq and id) and what is wrong with it.
   Status restore(JobRecord&& r, TimePoint now);
 
   // How much the totals of stats() grew since the last call (journaled with take_changes()).

@@ -2,6 +2,7 @@
 // from records (restore). See record.h for what a record holds and why.
 #include <algorithm>
 
+#include "common/format.h"
 #include "engine/core.h"
 
 namespace delayq::engine {
@@ -40,24 +41,84 @@ void raise_to(std::atomic<uint64_t>& a, uint64_t v) {
   while (cur < v && !a.compare_exchange_weak(cur, v)) {
   }
 }
+
+// restore() raises the queue's seq and fence counters to a record's values. Every value a queue
+// hands out stays far below this (fences start at the time of opening in nanoseconds, about
+// 2^60.6 in 2026, and count up by one), so a record above it is damage, and restoring it would
+// make the counter wrap around and hand out values again.
+constexpr uint64_t kCounterLimit = uint64_t{1} << 63;
+
+std::string bytes(size_t n) {
+  return std::to_string(n) + " bytes";
+}
+
+// A name from a damaged record, fit for a message: at most 64 bytes, other bytes than printable
+// ASCII as \xNN.
+std::string shown(const std::string& s) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < 64; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += "\\x";
+      out.push_back(digits[c >> 4]);
+      out.push_back(digits[c & 15]);
+    }
+  }
+  if (s.size() > 64) out += "...";
+  return out;
+}
+
+// An instant no call could have stored: before 1970 (every call's `now` is later), or further
+// from now than any max_delay allows (kLongestDelay).
+bool out_of_range(TimePoint t, TimePoint now) {
+  return t < TimePoint{} || t > plus(now, kLongestDelay);
+}
+std::string instant(TimePoint t) {
+  return std::to_string(t.time_since_epoch().count()) + " ns since 1970";
+}
+
+// Why no call of this engine could have written `r` (empty if one could). Such a record was
+// damaged on disk or written by something else; restoring it would put a job in a state the
+// core cannot handle (an unknown state), make one unreachable (due centuries away) or make
+// counters repeat.
+std::string check_record(const JobRecord& r, TimePoint now) {
+  const auto state = static_cast<unsigned>(r.state);
+  if (state > static_cast<unsigned>(JobState::dead))
+    return "unknown state " + std::to_string(state);
+  if (r.id.empty() || r.id.size() > kMaxIdBytes)
+    return "id of " + bytes(r.id.size()) + " (1 to " + bytes(kMaxIdBytes) + " allowed)";
+  if (r.topic.empty() || r.topic.size() > kMaxTopicBytes)
+    return "topic of " + bytes(r.topic.size()) + " (1 to " + bytes(kMaxTopicBytes) + " allowed)";
+  if (std::string why = r.retry.validate(); !why.empty()) return why;
+  if (r.ttr <= Duration::zero() || r.ttr > kLongestDelay)
+    return "ttr of " + format_duration(r.ttr) + " is out of range (above 0, at most 100 years)";
+  if (out_of_range(r.due, now))
+    return "due time " + instant(r.due) + " is out of range (before 1970, or more than 100 " +
+           "years from now)";
+  if (r.state == JobState::reserved && out_of_range(r.lease_deadline, now))
+    return "lease deadline " + instant(r.lease_deadline) + " is out of range (before 1970, or " +
+           "more than 100 years from now)";
+  if (r.seq == 0 || r.seq >= kCounterLimit)
+    return "seq " + std::to_string(r.seq) + " is out of range";
+  if (r.fence >= kCounterLimit) return "fence " + std::to_string(r.fence) + " is out of range";
+  return {};
+}
 }  // namespace
 
 Status Core::restore(JobRecord&& r, TimePoint now) {
   // No advance() here: overdue jobs restored one after another must all wait for the next
   // advance(), which releases them together, in due order.
-  (void)now;
-  auto bad = [&](const std::string& why) {
-    return Status(Errc::invalid_argument, "record " + std::to_string(r.seq) + " (job '" + r.id +
-                                              "'): " + why);
+  auto corrupt = [&](const std::string& why) {
+    return Status(Errc::corrupt, "record seq " + std::to_string(r.seq) + " (job '" + shown(r.id) +
+                                     "', topic '" + shown(r.topic) +
+                                     "') cannot be restored: " + why);
   };
-  if (r.id.empty() || r.id.size() > kMaxIdBytes) return bad("bad id length");
-  if (r.topic.empty() || r.topic.size() > kMaxTopicBytes) return bad("bad topic length");
-  if (std::string why = r.retry.validate(); !why.empty()) return bad(why);
-  if (r.ttr <= Duration::zero()) return bad("ttr is not positive");
+  if (std::string why = check_record(r, now); !why.empty()) return corrupt(why);
   const uint64_t h = IdIndex::hash(r.id);
-  if (lookup(r.id, h) >= 0)
-    return Status(Errc::duplicate_id, "record " + std::to_string(r.seq) + ": a job with id '" +
-                                          r.id + "' was restored already");
+  if (lookup(r.id, h) >= 0) return corrupt("a job with this id was restored already");
   const uint32_t j = alloc_job();
   ids_.insert(h, j);
   const uint32_t topic = topic_index(r.topic);  // before r.id and r.body are moved from

@@ -15,7 +15,10 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
 // RecordSource) while restorer threads put them into their shards, so that reading and
 // rebuilding overlap. Records travel in batches; every restorer sees every batch and takes the
 // records of its own shards, so each shard still receives its records in seq order.
-Status Engine::Impl::restore(const engine::RecordSource& records, TimePoint now) {
+// A record a core refuses is skipped and reported when `skip` is set (tolerant), and otherwise
+// ends the open with the core's error.
+Status Engine::Impl::restore(const engine::RecordSource& records, TimePoint now,
+                             const engine::SkipReport& skip) {
   Impl& m = *this;
   using Batch = std::vector<std::pair<uint32_t, engine::JobRecord>>;  // (shard, record)
   constexpr size_t kBatch = 1024, kMaxQueued = 16;
@@ -45,6 +48,10 @@ Status Engine::Impl::restore(const engine::RecordSource& records, TimePoint now)
         if (shard % workers != w) continue;
         if (Status st = m.shards[shard]->core.restore(std::move(r), now); !st.ok()) {
           std::lock_guard l(mu);
+          if (skip && st.is(Errc::corrupt)) {
+            skip(st.message());
+            continue;
+          }
           if (!failed.exchange(true)) failure = st;
           break;
         }
@@ -86,7 +93,8 @@ Status Engine::Impl::restore(const engine::RecordSource& records, TimePoint now)
 Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options,
                                                     std::unique_ptr<engine::Persistence> store,
                                                     const engine::RecordSource& records,
-                                                    const Stats& totals) {
+                                                    const Stats& totals,
+                                                    const engine::SkipReport& skip) {
   engine::CoreOptions co;
   co.tick = options.tick;
   co.max_delay = options.max_delay;
@@ -119,7 +127,7 @@ Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options
     impl->shards.push_back(std::make_unique<Shard>(co, now, impl->io));
   }
   if (records)
-    if (Status st = impl->restore(records, now); !st.ok()) return st;
+    if (Status st = impl->restore(records, now, skip); !st.ok()) return st;
   impl->shards[0]->core.restore_totals(totals);
   impl->store = std::move(store);
   impl->work.emplace(impl->io.get_executor());
@@ -275,7 +283,7 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
   std::unique_lock lock(m.async_mu);
   if (m.closed.load()) {
     lock.unlock();
-    done(closed_error());
+    done(m.closed_status());
     return;
   }
   auto w = std::make_shared<AsyncWaiter>();
@@ -283,7 +291,7 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
   w->done = std::move(done);
   m.async_pending.fetch_add(1);
   asio::post(m.io, [&m, w, timeout] {
-    if (m.closed.load()) return m.finish(w, closed_error());
+    if (m.closed.load()) return m.finish(w, m.closed_status());
     Result<Delivery> r = m.try_reserve(w->topics);
     if (!r.is(Errc::timeout)) return m.finish(w, std::move(r));
     w->pos = m.async_waiters.insert(m.async_waiters.end(), w);

@@ -122,6 +122,9 @@ struct Engine::Impl {
     closed.store(true);
     { std::lock_guard lock(wait_mu); }
     cv.notify_all();
+    // reserve_async() waiters learn it now, not when their wait runs out (serve_async).
+    if (async_pending.load() > 0 && !serve_posted.exchange(true))
+      asio::post(io, [this] { serve_async(); });
     return s;
   }
   uint64_t clock_subscription = 0;
@@ -145,7 +148,8 @@ struct Engine::Impl {
   Shard& shard_for(std::string_view id) { return *shards[shard_index(id)]; }
 
   // Opening: rebuilds the shards from a store's records (engine.cc).
-  Status restore(const engine::RecordSource& records, TimePoint now);
+  Status restore(const engine::RecordSource& records, TimePoint now,
+                 const engine::SkipReport& skip);
 
   // Runs f(core, now) under the shard's lock, then wakes consumers and re-arms the shard's
   // timer if the call made jobs ready or moved the next deadline earlier.
@@ -347,7 +351,7 @@ struct Engine::Impl {
     serve_posted.store(false);
     for (auto it = async_waiters.begin(); it != async_waiters.end();) {
       if (closed.load()) {
-        finish(*it, closed_error());
+        finish(*it, closed_status());  // the store's failure, if that is why
       } else if (!(*it)->finished) {
         Result<Delivery> r = try_reserve((*it)->topics);
         if (r.is(Errc::timeout)) {

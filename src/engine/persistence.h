@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "delayq/engine.h"
@@ -39,10 +40,17 @@ class Persistence {
 // Calls its argument for every stored record, in seq order.
 using RecordSource = std::function<Status(const std::function<Status(JobRecord&&)>&)>;
 
+// Told about each record skipped when opening (what it is and why), on any thread, one call at
+// a time.
+using SkipReport = std::function<void(const std::string&)>;
+
 // Opens an Engine that writes its changes to `store` and first rebuilds itself from `records`
 // and the stored `totals` of stats(). With a null store it is the in-memory Engine::open().
+// A record that Core::restore() refuses (Errc::corrupt) fails the open with that error, unless
+// `skip` is set (StoreOptions::tolerant): then the record is left out and reported to `skip`.
 Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
                                             std::unique_ptr<Persistence> store,
-                                            const RecordSource& records, const Stats& totals);
+                                            const RecordSource& records, const Stats& totals,
+                                            const SkipReport& skip);  // default: {} (engine.h)
 
 }  // namespace delayq::engine
