@@ -49,6 +49,27 @@ class Store : public ::testing::Test {
   ManualClock clock;
 };
 
+TEST_F(Store, TheDirectoryIsCreatedWithItsParentsOrTheErrorNamesIt) {
+  StoreOptions o;
+  o.dir = dir.path() + "/a/b/c";
+  o.engine.clock = &clock;
+  {
+    Result<std::unique_ptr<Engine>> q = open_store(o);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    ASSERT_TRUE((*q)->push({.topic = "t", .id = "x"}).ok());
+  }
+  Result<std::unique_ptr<Engine>> again = open_store(o);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_TRUE((*again)->get("x").ok());
+  again->reset();
+  // A path through a plain file cannot be created: io_error, naming the directory.
+  std::fclose(std::fopen((dir.path() + "/file").c_str(), "w"));
+  o.dir = dir.path() + "/file/store";
+  Result<std::unique_ptr<Engine>> bad = open_store(o);
+  EXPECT_TRUE(bad.is(Errc::io_error)) << bad.status().to_string();
+  EXPECT_NE(bad.status().message().find(o.dir), std::string::npos) << bad.status().to_string();
+}
+
 TEST_F(Store, PushedJobsComeBackAfterAReopen) {
   const TimePoint t0 = clock.now();
   {

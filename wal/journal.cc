@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -376,6 +377,15 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
   impl->dir = dir;
   impl->options = o;
 
+  // "Created if missing" (StoreOptions::dir) means the whole path, as `mkdir -p` would:
+  // RocksDB creates only the last component.
+  if (!o.read_only) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      return Status(Errc::io_error,
+                    "cannot create the store directory " + dir + ": " + ec.message());
+  }
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = !o.read_only;
   db_options.create_missing_column_families = !o.read_only;

@@ -45,7 +45,7 @@ const char* to_string(Sync s) noexcept;
 Result<Sync> parse_sync(std::string_view text);
 
 struct StoreOptions {
-  // The store's directory, created if missing. One process at a time.
+  // The store's directory, created if missing (with its parents). One process at a time.
   std::string dir;
   Sync sync = Sync::always;
   // Sync::batch: at most this many answered calls between synced writes (>= 1).
