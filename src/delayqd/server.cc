@@ -25,6 +25,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
+#include <charconv>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -169,8 +170,11 @@ class Session : public std::enable_shared_from_this<Session> {
       return write(std::move(*refused));
     }
     const size_t max = shared_.options.max_body_bytes;
-    if (const auto length = parser_->content_length(); length && *length > max)
-      return write(too_large());
+    // The parser has checked the field's syntax; a chunked body has none.
+    const beast::string_view announced = req[bhttp::field::content_length];
+    uint64_t length = 0;
+    std::from_chars(announced.data(), announced.data() + announced.size(), length);
+    if (length > max) return write(too_large());
     parser_->body_limit(max);  // a chunked body is counted as it comes
     stream_.expires_after(shared_.options.body_timeout);
     // curl and others wait for "100 Continue" before sending a body announced this way.
@@ -281,8 +285,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void write(Response r) {
     // The client left before the answer: nothing to write to. What the answer handed out goes
-    // back (the last look is here, just before the write, to close the window).
-    if (gone_ || look(stream_.socket()) == Peer::gone) {
+    // back (for such an answer, a last look just before the write narrows the window).
+    if (gone_ || (r.undelivered && look(stream_.socket()) == Peer::gone)) {
       if (r.undelivered) r.undelivered();
       gone_ = true;
       return close();
