@@ -1622,5 +1622,129 @@ TYPED_TEST(Conformance, AReopenedQueueHasItsJobsTokensAndTotals) {
   }
 }
 
+// ---- giving a delivery back: release() and withdrawn waits ----
+
+TYPED_TEST(Conformance, ReleaseUndoesADeliveryAsIfItHadNeverBeenMade) {
+  Queue& q = *this->q_;
+  // One attempt only: a delivery that counted would leave it dead.
+  this->push("rel", "a", 0ms, RetryPolicy::fixed(0ms, 1));
+  this->push("rel", "b");
+  this->push("rel", "c");
+  const Stats before = q.stats();
+  Delivery a = this->take("rel");
+  ASSERT_EQ(a.id, "a");
+  EXPECT_EQ(a.attempt, 1u);
+  ASSERT_TRUE(q.release(a.token).ok());
+  JobInfo j = this->get("a");
+  EXPECT_EQ(j.state, JobState::ready);
+  EXPECT_EQ(j.attempts, 0u);
+  // The token is stale, whatever it is used for; an unknown job is not found.
+  EXPECT_TRUE(q.ack(a.token).is(Errc::stale_token));
+  EXPECT_TRUE(q.release(a.token).is(Errc::stale_token));
+  EXPECT_TRUE(q.release(Token{"no-such-job", a.token.fence}).is(Errc::not_found));
+  // Back at the front of its line, where it was; delivered as a first attempt again.
+  Delivery again = this->take("rel");
+  EXPECT_EQ(again.id, "a");
+  EXPECT_EQ(again.attempt, 1u);
+  EXPECT_GT(again.token.fence, a.token.fence);
+  ASSERT_TRUE(q.ack(again.token).ok());
+  // Released one after the other, b and c come out in due order again: c goes behind b.
+  Delivery b = this->take("rel");
+  Delivery c = this->take("rel");
+  ASSERT_EQ(b.id, "b");
+  ASSERT_EQ(c.id, "c");
+  ASSERT_TRUE(q.release(b.token).ok());
+  ASSERT_TRUE(q.release(c.token).ok());
+  EXPECT_EQ(this->take("rel").id, "b");
+  EXPECT_EQ(this->take("rel").id, "c");
+  const Stats after = q.stats();
+  EXPECT_EQ(after.released, before.released + 3);
+  EXPECT_EQ(after.retried, before.retried);
+  EXPECT_EQ(after.dead_lettered, before.dead_lettered);
+  EXPECT_EQ(after.leases_expired, before.leases_expired);
+  EXPECT_EQ(after.topics.at("rel"), (TopicStats{.reserved = 2}));
+}
+
+TYPED_TEST(Conformance, AReleasedJobKeepsItsDueTimeAndItsPlaceAmongEqualDueTimes) {
+  Queue& q = *this->q_;
+  const TimePoint due = whole_us(now() + 100ms);
+  for (const char* id : {"t1", "t2", "t3"})
+    ASSERT_TRUE(q.push({.topic = "tie", .id = id, .due_at = due}).ok());
+  std::map<std::string, Delivery> taken;
+  for (int i = 0; i < 3; ++i) {
+    Delivery d = this->take("tie");
+    taken[d.id] = d;
+  }
+  ASSERT_EQ(taken.size(), 3u);
+  // In an order that only push order among equal due times sorts out: neither always in
+  // front of the equals nor always behind them.
+  for (const char* id : {"t2", "t3", "t1"}) ASSERT_TRUE(q.release(taken[id].token).ok()) << id;
+  for (const char* id : {"t1", "t2", "t3"}) {
+    Delivery d = this->take("tie");
+    EXPECT_EQ(d.id, id);
+    EXPECT_EQ(d.due, due) << id;
+    EXPECT_EQ(d.attempt, 1u) << id;
+  }
+}
+
+TYPED_TEST(Conformance, AReleaseSurvivesAReopen) {
+  if constexpr (!TypeParam::kKeepsJobs) {
+    GTEST_SKIP() << "the memory engine's jobs end with the queue";
+  } else {
+    Queue* q = this->q_.get();
+    this->push("rr", "kept", 0ms, RetryPolicy::fixed(0ms, 1), 1h);
+    Delivery d = this->take("rr");
+    ASSERT_TRUE(q->release(d.token).ok());
+    const Stats before = q->stats();
+    ASSERT_NO_FATAL_FAILURE(this->open());
+    q = this->q_.get();
+    JobInfo j = this->get("kept");
+    EXPECT_EQ(j.state, JobState::ready);
+    EXPECT_EQ(j.attempts, 0u);
+    EXPECT_EQ(q->stats().released, before.released);
+    EXPECT_TRUE(q->ack(d.token).is(Errc::stale_token));
+    Delivery again = this->take("rr");
+    EXPECT_EQ(again.attempt, 1u);
+    ASSERT_TRUE(q->ack(again.token).ok());
+  }
+}
+
+TYPED_TEST(Conformance, AWithdrawnReserveAsyncIsCancelledAndReservesNothing) {
+  Queue& q = *this->q_;
+  std::atomic<int> calls{0};
+  std::promise<Status> ended;
+  std::stop_source withdraw;
+  q.reserve_async(
+      {"wd"}, kLong,
+      [&](Result<Delivery> r) {
+        if (calls.fetch_add(1) == 0) ended.set_value(r.status());
+      },
+      withdraw.get_token());
+  std::this_thread::sleep_for(50ms);  // usually waiting by now; either way it must end
+  withdraw.request_stop();
+  auto f = ended.get_future();
+  ASSERT_EQ(f.wait_for(kLong), std::future_status::ready);
+  Status s = f.get();
+  EXPECT_TRUE(s.is(Errc::cancelled)) << s.to_string();
+  // A job that comes afterwards is not taken by the withdrawn wait.
+  this->push("wd", "after");
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(this->state("after"), "ready");
+  EXPECT_EQ(this->get("after").attempts, 0u);
+  EXPECT_EQ(calls.load(), 1);
+
+  // Withdrawn before it was made: cancelled, and the ready job stays.
+  std::promise<Status> at_once;
+  std::stop_source early;
+  early.request_stop();
+  q.reserve_async(
+      {"wd"}, kLong, [&](Result<Delivery> r) { at_once.set_value(r.status()); }, early.get_token());
+  auto g = at_once.get_future();
+  ASSERT_EQ(g.wait_for(kLong), std::future_status::ready);
+  EXPECT_TRUE(g.get().is(Errc::cancelled));
+  EXPECT_EQ(this->state("after"), "ready");
+  EXPECT_EQ(this->take("wd").attempt, 1u);
+}
+
 }  // namespace conformance
 }  // namespace delayq

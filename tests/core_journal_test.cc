@@ -108,11 +108,12 @@ class Mirror {
     if (held_.empty()) return;
     const size_t k = rng_() % held_.size();
     const Token t = held_[k];
-    switch (rng_() % 5) {
+    switch (rng_() % 6) {
       case 0: (void)a_.ack(t, now_); break;
       case 1: (void)a_.nack(t, std::nullopt, now_); break;
       case 2: (void)a_.nack(t, std::chrono::milliseconds(rng_() % 3000), now_); break;
       case 3: (void)a_.touch(t, now_); break;
+      case 4: (void)a_.release(t, now_); break;
       default: (void)a_.dead_letter(t, now_); break;
     }
     if (rng_() % 2) {

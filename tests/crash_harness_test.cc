@@ -325,6 +325,8 @@ const char* errc_text(uint8_t code) {
       return "io_error";
     case Errc::corrupt:
       return "corrupt";
+    case Errc::cancelled:
+      return "cancelled";
   }
   return "?";
 }

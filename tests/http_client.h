@@ -1,6 +1,8 @@
 // Test helpers for driving the real delayqd binary: a temporary directory, the daemon as a child
-// process (the port it picked is read from its stdout), and a small blocking HTTP/1.1 keep-alive
-// client whose answers are parsed with delayqd's own JSON reader. Header-only; POSIX sockets.
+// process (the port it picked is read from its stdout), a small blocking HTTP/1.1 keep-alive
+// client whose answers are parsed with delayqd's own JSON reader, and a raw connection for
+// tests that misbehave on purpose (half a request, a byte at a time, a close mid-wait).
+// Header-only; POSIX sockets.
 #pragma once
 
 #include <arpa/inet.h>
@@ -9,11 +11,13 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -58,6 +62,9 @@ class DaemonProcess {
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
+  // A resource limit (setrlimit) for the daemon, set in the child before it runs delayqd.
+  void limit(int resource, uint64_t value) { limits_.emplace_back(resource, value); }
+
   // Returns the port, or 0 if the daemon exited (or said nothing for two minutes) first.
   int start(const std::vector<std::string>& args) {
     int pipe_fds[2];
@@ -76,6 +83,10 @@ class DaemonProcess {
       const int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (err >= 0) ::dup2(err, STDERR_FILENO);
       ::close(pipe_fds[0]);
+      for (const auto& [resource, value] : limits_) {
+        const rlimit lim{static_cast<rlim_t>(value), static_cast<rlim_t>(value)};
+        ::setrlimit(resource, &lim);
+      }
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
@@ -100,6 +111,29 @@ class DaemonProcess {
   }
 
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  // Whether the process has exited (it is reaped then); a crash included.
+  bool exited() {
+    int status = 0;
+    if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+    return pid_ <= 0;
+  }
+  // A line of /proc/<pid>/status as a number ("VmRSS" gives kB), -1 if absent.
+  long status_value(const std::string& name) const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(name + ":", 0) == 0) return std::atol(line.c_str() + name.size() + 1);
+    return -1;
+  }
+  // Open file descriptors.
+  size_t open_files() const {
+    std::error_code ec;
+    size_t n = 0;
+    for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+      ++n;
+    return n;
+  }
   void signal(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
   }
@@ -132,6 +166,7 @@ class DaemonProcess {
  private:
   std::string binary_;
   std::filesystem::path log_;
+  std::vector<std::pair<int, uint64_t>> limits_;
   pid_t pid_ = -1;
 };
 
@@ -161,6 +196,32 @@ struct HttpAnswer {
     return v && v->is_string() ? v->as_string() : std::string();
   }
 };
+
+// Takes one answer off the front of `pending`, calling read_more() (which appends bytes and
+// returns false when no more come) until the answer is complete. status 0 if the bytes end
+// first. `closed` is set when the answer says "Connection: close".
+template <class ReadMore>
+HttpAnswer take_answer(std::string& pending, ReadMore read_more, bool& closed) {
+  HttpAnswer a;
+  size_t head_end;
+  while ((head_end = pending.find("\r\n\r\n")) == std::string::npos)
+    if (!read_more()) return a;
+  a.headers = pending.substr(0, head_end);
+  pending.erase(0, head_end + 4);
+  std::string lower = a.headers;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  size_t length = 0;
+  if (const size_t at = lower.find("\r\ncontent-length:"); at != std::string::npos)
+    length = std::strtoul(lower.c_str() + at + 17, nullptr, 10);
+  while (pending.size() < length)
+    if (!read_more()) return a;
+  a.body = pending.substr(0, length);
+  pending.erase(0, length);
+  if (lower.rfind("http/1.", 0) == 0 && lower.size() > 12) a.status = std::atoi(lower.c_str() + 9);
+  if (auto parsed = http::json::parse(a.body)) a.json = std::move(*parsed);
+  closed = lower.find("\r\nconnection: close") != std::string::npos;
+  return a;
+}
 
 // A blocking HTTP/1.1 client on one keep-alive connection to 127.0.0.1:port. When a request
 // cannot be sent (the server closed an idle connection), it reconnects once.
@@ -223,37 +284,110 @@ class HttpClient {
   }
 
   HttpAnswer send(const std::string& request) {
-    HttpAnswer a;
-    if (fd_ < 0 && !connect()) return a;
-    if (!write_all(request) && (!connect() || !write_all(request))) return a;
-    size_t head_end;
-    while ((head_end = pending_.find("\r\n\r\n")) == std::string::npos)
-      if (!read_more()) return drop(a);
-    a.headers = pending_.substr(0, head_end);
-    pending_.erase(0, head_end + 4);
-    std::string lower = a.headers;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    size_t length = 0;
-    if (const size_t at = lower.find("\r\ncontent-length:"); at != std::string::npos)
-      length = std::strtoul(lower.c_str() + at + 17, nullptr, 10);
-    while (pending_.size() < length)
-      if (!read_more()) return drop(a);
-    a.body = pending_.substr(0, length);
-    pending_.erase(0, length);
-    if (lower.rfind("http/1.", 0) == 0 && lower.size() > 12)
-      a.status = std::atoi(lower.c_str() + 9);
-    if (auto parsed = http::json::parse(a.body)) a.json = std::move(*parsed);
-    if (lower.find("\r\nconnection: close") != std::string::npos) disconnect();
-    return a;
-  }
-
-  HttpAnswer drop(HttpAnswer& a) {
-    disconnect();
-    a.status = 0;
+    if (fd_ < 0 && !connect()) return {};
+    if (!write_all(request) && (!connect() || !write_all(request))) return {};
+    bool closed = false;
+    HttpAnswer a = take_answer(
+        pending_, [this] { return read_more(); }, closed);
+    if (a.status == 0 || closed) disconnect();
     return a;
   }
 
   int port_;
+  int fd_ = -1;
+  std::string pending_;
+};
+
+// One connection driven byte by byte, for requests a well-behaved client would not send: half
+// a request, a trickle, a close while the answer is awaited. Every wait is bounded.
+class RawConnection {
+ public:
+  // Connects to 127.0.0.1:port; from `source` (another loopback address, e.g. "127.0.0.2": another
+  // client as the server sees it) when given.
+  explicit RawConnection(int port, const char* source = nullptr) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ < 0) return;
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    timeval tv{30, 0};  // a send the server never drains fails instead of hanging the test
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      if (::bind(fd_, reinterpret_cast<const sockaddr*>(&from), sizeof from) != 0) {
+        close();
+        return;
+      }
+    }
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(port));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) close();
+  }
+  ~RawConnection() { close(); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+
+  // Sends all of `bytes`; false when the connection is closed (or a send stalls for 30 s).
+  bool send(const std::string& bytes) {
+    for (size_t done = 0; fd_ >= 0 && done < bytes.size();) {
+      const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return fd_ >= 0;
+  }
+
+  // The next answer, waiting up to `wait` for it; status 0 if none came.
+  HttpAnswer answer(std::chrono::milliseconds wait = std::chrono::seconds(30)) {
+    const auto until = std::chrono::steady_clock::now() + wait;
+    bool closed = false;
+    return take_answer(
+        pending_, [&] { return read_some(until) > 0; }, closed);
+  }
+
+  // Whether the server ends the connection (EOF or reset) within `wait`; what it sends before
+  // is kept for answer().
+  bool closed_within(std::chrono::milliseconds wait) {
+    const auto until = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+      const ssize_t n = read_some(until);
+      if (n == 0 || (n < 0 && errno != EAGAIN)) return true;
+      if (n < 0) return false;  // the wait ran out
+    }
+  }
+
+  void shutdown_write() {
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  // Reads what comes before `until`: > 0 bytes read, 0 at EOF, -1 with errno (EAGAIN: the
+  // wait ran out).
+  ssize_t read_some(std::chrono::steady_clock::time_point until) {
+    if (fd_ < 0) return 0;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    pollfd p{fd_, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    char chunk[16384];
+    const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    if (n > 0) pending_.append(chunk, static_cast<size_t>(n));
+    if (n < 0 && errno == EAGAIN) errno = ECONNRESET;  // readable yet nothing: not a wait
+    return n;
+  }
+
   int fd_ = -1;
   std::string pending_;
 };

@@ -131,13 +131,14 @@ class ThrowingQueue final : public Queue {
     return inner_->reserve(topics, timeout);
   }
   void reserve_async(std::vector<std::string> topics, Duration timeout,
-                     std::function<void(Result<Delivery>)> done) override {
+                     std::function<void(Result<Delivery>)> done, std::stop_token stop) override {
     maybe_throw();
-    inner_->reserve_async(std::move(topics), timeout, std::move(done));
+    inner_->reserve_async(std::move(topics), timeout, std::move(done), std::move(stop));
   }
   Status ack(const Token& t) override { return inner_->ack(t); }
   Status nack(const Token& t, std::optional<Duration> d) override { return inner_->nack(t, d); }
   Status dead_letter(const Token& t) override { return inner_->dead_letter(t); }
+  Status release(const Token& t) override { return inner_->release(t); }
   Result<TimePoint> touch(const Token& t) override { return inner_->touch(t); }
   Status cancel(std::string_view id) override { return inner_->cancel(id); }
   Result<JobInfo> get(std::string_view id) override {

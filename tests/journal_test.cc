@@ -517,8 +517,18 @@ TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
   EXPECT_TRUE(Journal::decode_totals("").is(Errc::corrupt));
   EXPECT_TRUE(Journal::decode_totals(Journal::encode_totals(Stats{}) + "x").is(Errc::corrupt));
   std::string newer = Journal::encode_totals(Stats{});
-  newer[0] = 2;
-  EXPECT_NE(Journal::decode_totals(newer).status().message().find("version 2"), std::string::npos);
+  newer[0] = 3;
+  EXPECT_NE(Journal::decode_totals(newer).status().message().find("version 3"), std::string::npos);
+  // Version 1 (nine counters, before `released`) is still read.
+  std::string v1 = Journal::encode_totals(Stats{.acked = 7, .purged = 5});
+  v1[0] = 1;
+  v1.resize(v1.size() - 8);
+  Result<Stats> old = Journal::decode_totals(v1);
+  ASSERT_TRUE(old.ok()) << old.status().to_string();
+  EXPECT_EQ(old->acked, 7u);
+  EXPECT_EQ(old->purged, 5u);
+  EXPECT_EQ(old->released, 0u);
+  EXPECT_TRUE(Journal::decode_totals(v1 + std::string(8, '\0')).is(Errc::corrupt));
 
   { ASSERT_TRUE(open()); }
   raw_put("meta", "totals", "garbage");

@@ -60,7 +60,9 @@ constexpr const char* kJobsFamily = "jobs";
 constexpr const char* kMetaFamily = "meta";
 constexpr const char* kFormatKey = "format";
 constexpr const char* kTotalsKey = "totals";
-constexpr uint8_t kTotalsVersion = 1;
+// Version 2 added `released` after the nine counters of version 1; version 1 is still read
+// (released = 0), so a store written before keeps its totals.
+constexpr uint8_t kTotalsVersion = 2;
 constexpr const char* kCountersKey = "counters";
 constexpr uint8_t kCountersVersion = 1;
 // Deleted with sync=true by sync_to(): a write that exists only to make the log durable.
@@ -603,12 +605,16 @@ std::string Journal::encode_totals(const Stats& t) {
 Result<Stats> Journal::decode_totals(std::string_view bytes) {
   Reader in(bytes);
   const uint8_t version = in.u8("version");
-  if (!in.failed() && version != kTotalsVersion)
+  if (!in.failed() && version != kTotalsVersion && version != 1)
     return Status(Errc::corrupt, "the totals in family 'meta' have version " +
-                                     std::to_string(version) + ", expected " +
+                                     std::to_string(version) + ", expected 1 or " +
                                      std::to_string(kTotalsVersion));
   Stats t;
-  engine::for_each_total(t, t, [&](uint64_t& v, uint64_t) { v = in.u64("a total"); });
+  const size_t stored = version == 1 ? 9 : SIZE_MAX;  // version 1 ends before `released`
+  size_t read = 0;
+  engine::for_each_total(t, t, [&](uint64_t& v, uint64_t) {
+    if (read++ < stored) v = in.u64("a total");
+  });
   if (!in.failed() && in.left() != 0)
     in.fail(std::to_string(in.left()) + " bytes after the last total");
   if (in.failed())

@@ -76,10 +76,12 @@ class Engine : public Queue {
   Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) override;
   using Queue::reserve;
   void reserve_async(std::vector<std::string> topics, Duration timeout,
-                     std::function<void(Result<Delivery>)> done) override;
+                     std::function<void(Result<Delivery>)> done, std::stop_token stop) override;
+  using Queue::reserve_async;
   Status ack(const Token& token) override;
   Status nack(const Token& token, std::optional<Duration> delay = std::nullopt) override;
   Status dead_letter(const Token& token) override;
+  Status release(const Token& token) override;
   Result<TimePoint> touch(const Token& token) override;
   Status cancel(std::string_view id) override;
   Result<JobInfo> get(std::string_view id) override;

@@ -26,6 +26,7 @@ enum class Errc {
   unavailable = 8,       // a backend could not be reached (Redis, disk); retry later
   io_error = 9,          // a write or read failed; the call changed nothing
   corrupt = 10,          // stored data could not be read
+  cancelled = 11,        // a wait was withdrawn by its caller (reserve_async with a stop_token)
 };
 
 const std::error_category& error_category() noexcept;

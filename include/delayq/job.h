@@ -133,6 +133,7 @@ struct Stats {
   uint64_t cancelled = 0;
   uint64_t requeued = 0;        // dead letters put back
   uint64_t purged = 0;          // dead letters deleted
+  uint64_t released = 0;        // deliveries given back by release(), their attempt not counted
 };
 
 }  // namespace delayq

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -87,12 +88,22 @@ class Queue {
   }
 
   // The callback form of reserve(): `done` runs exactly once with a Delivery, or with timeout /
-  // closed. It runs on a thread owned by the queue, except when the call is refused at once (no
-  // topics, or the queue is already closed) or the queue closes meanwhile: then it runs on the
-  // calling thread, or on the thread that calls close(). Prefer delayq/asio.h's async_reserve,
-  // which takes any Boost.Asio completion token and runs the handler on its executor.
+  // closed / cancelled. It runs on a thread owned by the queue, except when the call is refused
+  // at once (no topics, or the queue is already closed) or the queue closes meanwhile: then it
+  // runs on the calling thread, or on the thread that calls close(). Prefer delayq/asio.h's
+  // async_reserve, which takes any Boost.Asio completion token and runs the handler on its
+  // executor.
+  //
+  // Withdrawing: once `stop` is requested (a waiter whose client went away), the wait reserves
+  // nothing more and `done` runs soon after with Errc::cancelled, on the queue's thread. A job
+  // reserved before the request (a race the caller cannot close) still reaches `done`: give it
+  // back with release() if it cannot be used.
   virtual void reserve_async(std::vector<std::string> topics, Duration timeout,
-                             std::function<void(Result<Delivery>)> done) = 0;
+                             std::function<void(Result<Delivery>)> done, std::stop_token stop) = 0;
+  void reserve_async(std::vector<std::string> topics, Duration timeout,
+                     std::function<void(Result<Delivery>)> done) {
+    reserve_async(std::move(topics), timeout, std::move(done), std::stop_token());
+  }
 
   // Acknowledges a delivery: the job is done and gone.
   // Errors: stale_token (the token is not the job's current delivery), not_found.
@@ -106,6 +117,13 @@ class Queue {
 
   // Moves a delivery to the dead letters at once, whatever attempts it has left.
   virtual Status dead_letter(const Token& token) = 0;
+
+  // Gives a delivery back undone, as if it had never been made: for a delivery that never
+  // reached a consumer (its connection closed as it was being sent). The job is ready again in
+  // its place in its topic's line (by due time, ties in push order), its attempts are what they
+  // were before this delivery, and the token is stale. Counted in Stats::released, not as a
+  // failed attempt. Durable like every change. Errors: stale_token, not_found.
+  virtual Status release(const Token& token) = 0;
 
   // Extends a lease: it now runs out ttr from now. Returns the new lease deadline.
   // Errors: stale_token, not_found.

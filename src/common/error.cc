@@ -19,6 +19,7 @@ class Category final : public std::error_category {
       case Errc::unavailable: return "unavailable";
       case Errc::io_error: return "I/O error";
       case Errc::corrupt: return "corrupt data";
+      case Errc::cancelled: return "cancelled";
     }
     return "unknown delayq error";
   }

@@ -19,6 +19,10 @@ namespace delayq::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The status counted for a pop whose client left before its answer (nginx's "client closed
+// request"); never sent, since there is no one to send it to.
+constexpr int kClientGone = 499;
 using json::Value;
 using json::Writer;
 
@@ -42,6 +46,32 @@ Route find_route(std::string_view path) {
   for (const auto& e : kRoutes)
     if (e.path == path) return e.route;
   return Route::unknown;
+}
+
+// The target without its "?query".
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+
+// Why an Authorization header does not carry `token` as "Bearer <token>", or nullopt if it does.
+// The token is compared in constant time over its expected length, so the answer time says
+// nothing about how much of a guessed token was right. The scheme's name is case-insensitive
+// (RFC 7235).
+std::optional<std::string> check_bearer(std::string_view got, const std::string& token) {
+  constexpr std::string_view kScheme = "Bearer ";
+  if (got.empty()) return "this server needs \"Authorization: Bearer <token>\"";
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  bool scheme = got.size() >= kScheme.size();
+  for (size_t i = 0; scheme && i < kScheme.size(); ++i) scheme = lower(got[i]) == lower(kScheme[i]);
+  if (!scheme)
+    return "the Authorization header lacks the \"Bearer \" prefix: send \"Authorization: Bearer "
+           "<token>\", the token as it is in the --token-file";
+  got.remove_prefix(kScheme.size());
+  unsigned char diff = got.size() != token.size();
+  for (size_t i = 0; i < token.size(); ++i)
+    diff |= static_cast<unsigned char>(token[i] ^ (i < got.size() ? got[i] : 0));
+  if (diff != 0) return "the bearer token is wrong";
+  return std::nullopt;
 }
 
 int64_t unix_ms(TimePoint t) {
@@ -83,6 +113,7 @@ const char* errc_name(const Status& s) {
     case Errc::unavailable: return "unavailable";
     case Errc::io_error: return "io_error";
     case Errc::corrupt: return "corrupt";
+    case Errc::cancelled: return "cancelled";
   }
   return "error";
 }
@@ -317,11 +348,45 @@ void Api::forget(const std::string& id) {
   tokens_.erase(id);
 }
 
+std::optional<Response> Api::screen(std::string_view method, std::string_view target,
+                                    std::string_view authorization) const {
+  const std::string_view path = path_of(target);
+  const Route route = find_route(path);
+  if (route == Route::unknown)
+    return fail(404, "no_route",
+                "no route " + std::string(path) + "; see docs/http-api.md for the routes");
+  if (!options_.bearer_token.empty() && route != Route::health)
+    if (std::optional<std::string> why = check_bearer(authorization, options_.bearer_token))
+      return fail(401, "unauthorized", *why);
+  const bool get_route = route == Route::metrics || route == Route::health;
+  const bool either = route == Route::stats;
+  if ((get_route && method != "GET") || (!get_route && !either && method != "POST") ||
+      (either && method != "GET" && method != "POST")) {
+    Response r = fail(405, "method_not_allowed",
+                      std::string(path) + " takes " +
+                          (get_route ? "GET"
+                           : either  ? "GET or POST"
+                                     : "POST") +
+                          ", not " + std::string(method));
+    r.allow = get_route ? "GET" : either ? "GET, POST" : "POST";
+    return r;
+  }
+  if (draining_.load()) {
+    if (route == Route::health) return fail(503, "shutting_down", "delayqd is shutting down");
+    return fail(503, "shutting_down",
+                "delayqd is shutting down; retry on another "
+                "instance or after the restart");
+  }
+  return std::nullopt;
+}
+
+void Api::count_refusal(std::string_view target, int status) {
+  observe(find_route(path_of(target)), status, Clock::now());
+}
+
 void Api::handle(Request request, Done done) {
   const auto start = Clock::now();
-  std::string_view path = request.target;
-  if (const size_t q = path.find('?'); q != std::string_view::npos) path = path.substr(0, q);
-  const Route route = find_route(path);
+  const Route route = find_route(path_of(request.target));
 
   // Counted before draining_ is read, so that a drain that sees in_flight() == 0 knows no
   // request can still reach the queue.
@@ -336,43 +401,9 @@ void Api::handle(Request request, Done done) {
     ~Leave() { --n; }
   } leave{in_flight_};
 
-  if (route == Route::unknown)
-    return finish(fail(404, "no_route", "no route " + std::string(path) +
-                                            "; see docs/http-api.md for the routes"));
-  if (!options_.bearer_token.empty() && route != Route::health) {
-    const std::string want = "Bearer " + options_.bearer_token;
-    const std::string& got = request.authorization;
-    // Compared in constant time over the expected length, so the answer time says nothing
-    // about how much of a guessed token was right.
-    unsigned char diff = got.size() != want.size();
-    for (size_t i = 0; i < want.size(); ++i)
-      diff |= static_cast<unsigned char>(want[i] ^ (i < got.size() ? got[i] : 0));
-    if (diff != 0)
-      return finish(fail(401, "unauthorized",
-                         request.authorization.empty()
-                             ? "this server needs \"Authorization: Bearer <token>\""
-                             : "the bearer token is wrong"));
-  }
-  const bool get_route = route == Route::metrics || route == Route::health;
-  const bool either = route == Route::stats;
-  if ((get_route && request.method != "GET") ||
-      (!get_route && !either && request.method != "POST") ||
-      (either && request.method != "GET" && request.method != "POST")) {
-    Response r = fail(405, "method_not_allowed",
-                      std::string(path) + " takes " +
-                          (get_route ? "GET" : either ? "GET or POST" : "POST") + ", not " +
-                          request.method);
-    r.allow = get_route ? "GET" : either ? "GET, POST" : "POST";
-    return finish(std::move(r));
-  }
-  if (draining_.load()) {
-    if (route == Route::health) {
-      Response r = fail(503, "shutting_down", "delayqd is shutting down");
-      return finish(std::move(r));
-    }
-    return finish(fail(503, "shutting_down", "delayqd is shutting down; retry on another "
-                                             "instance or after the restart"));
-  }
+  if (std::optional<Response> refused =
+          screen(request.method, request.target, request.authorization))
+    return finish(std::move(*refused));
   // An exception from a route (bad_alloc, a Queue that throws) is answered, and the server
   // keeps serving; the first answer wins, so a route that answered before it threw is not
   // answered twice.
@@ -427,27 +458,44 @@ void Api::pop(const Request& request, Done done, Clock::time_point start) {
   // Counted once: by the answer, or by a reserve_async that throws instead of answering.
   auto waiting = std::make_shared<std::atomic<bool>>(true);
   try {
-    queue_.reserve_async(std::move(topics), wait,
-                         [this, waiting, done = std::move(done)](Result<Delivery> r) {
-                           if (waiting->exchange(false)) --waiting_pops_;
-                           guarded(done, [&] {
-                             if (r.ok()) {
-                               remember(r->token);
-                               return done(ok("ok", delivery_json(*r)));
-                             }
-                             // Nothing came in time: ouqiang/delay-queue answers success with
-                             // null data, and so do we when the daemon shuts down (the client
-                             // polls again, and finds the next instance).
-                             if (r.is(Errc::timeout)) return done(ok("no job ready"));
-                             if (r.is(Errc::closed) && draining_.load())
-                               return done(ok("no job ready: delayqd is shutting down"));
-                             done(fail(r.status()));
-                           });
-                         });
+    queue_.reserve_async(
+        std::move(topics), wait,
+        [this, waiting, done = std::move(done)](Result<Delivery> r) {
+          if (waiting->exchange(false)) --waiting_pops_;
+          guarded(done, [&] {
+            if (r.ok()) return done(deliver(*r));
+            // Withdrawn: the client left while the pop waited (nginx's 499).
+            if (r.is(Errc::cancelled))
+              return done(fail(kClientGone, "client_closed", r.status().message()));
+            // Nothing came in time: ouqiang/delay-queue answers success with null data, and so
+            // do we when the daemon shuts down (the client polls again, and finds the next
+            // instance).
+            if (r.is(Errc::timeout)) return done(ok("no job ready"));
+            if (r.is(Errc::closed) && draining_.load())
+              return done(ok("no job ready: delayqd is shutting down"));
+            done(fail(r.status()));
+          });
+        },
+        request.gone);
   } catch (...) {
     if (waiting->exchange(false)) --waiting_pops_;
     throw;
   }
+}
+
+Response Api::deliver(const Delivery& d) {
+  remember(d.token);
+  Response r = ok("ok", delivery_json(d));
+  // The client left as the job came, so the answer was never written: the delivery goes back,
+  // its attempt uncounted. (Run by the server on its own thread: the queue's thread, which
+  // completed the pop, must not wait for the journal.)
+  r.undelivered = [this, token = d.token] {
+    forget(token.id);
+    if (Status s = queue_.release(token); !s.ok() && !s.is(Errc::stale_token))
+      std::fprintf(stderr, "delayqd: could not give back job '%s': %s\n", token.id.c_str(),
+                   s.to_string().c_str());
+  };
+  return r;
 }
 
 void Api::health(Done& done) {
@@ -709,7 +757,7 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
       w.key("acked").value(st.acked).key("retried").value(st.retried);
       w.key("dead_lettered").value(st.dead_lettered).key("leases_expired").value(st.leases_expired);
       w.key("cancelled").value(st.cancelled).key("requeued").value(st.requeued);
-      w.key("purged").value(st.purged);
+      w.key("purged").value(st.purged).key("released").value(st.released);
       w.key("waiting_pops").value(static_cast<uint64_t>(waiting_pops_.load()));
       w.key("topics").begin_object();
       for (const auto& [name, t] : st.topics) {
@@ -777,6 +825,8 @@ std::string Api::metrics_text() {
   counter("delayq_cancelled_total", "Jobs deleted.", st.cancelled);
   counter("delayq_requeued_total", "Dead letters put back.", st.requeued);
   counter("delayq_purged_total", "Dead letters purged.", st.purged);
+  counter("delayq_released_total",
+          "Deliveries given back uncounted (their client left before the answer).", st.released);
 
   line("# HELP delayq_jobs Jobs per topic and state.");
   line("# TYPE delayq_jobs gauge");

@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,6 +30,9 @@ struct Request {
   std::string target;         // "/push", possibly with a "?query" (ignored)
   std::string authorization;  // the Authorization header, empty if none
   std::string body;
+  // Requested by the server when the client has gone (its connection closed while the request
+  // was being handled): a waiting /pop is withdrawn.
+  std::stop_token gone;
 };
 
 struct Response {
@@ -38,6 +43,9 @@ struct Response {
   bool close = false;
   // For "405 Method Not Allowed": the Allow header.
   std::string allow;
+  // Run by the server when this answer could not be written (the client went away first): gives
+  // back what the answer handed out (a /pop's delivery), so that nothing is lost with it.
+  std::function<void()> undelivered;
 };
 
 struct ApiOptions {
@@ -87,6 +95,15 @@ class Api {
   // thread, when the pop is answered at once). Never throws for bad input.
   void handle(Request request, Done done);
 
+  // What the headers alone decide, checked before anything else (handle() starts with it, and
+  // the server calls it as soon as the headers arrive, before it reads a body or sends "100
+  // Continue"): the route exists (404), the bearer token is right (401), the method fits the
+  // route (405), the daemon is not draining (503). The refusal, or nullopt. Counts nothing:
+  // the server reports a refusal it sends with count_refusal().
+  std::optional<Response> screen(std::string_view method, std::string_view target,
+                                 std::string_view authorization) const;
+  void count_refusal(std::string_view target, int status);
+
   // A JSON error answer in the common shape, for errors the server finds before a request
   // reaches handle() (oversized body, bad HTTP, too many connections). Counted in the metrics.
   Response error(int status, std::string_view error, std::string_view message);
@@ -114,6 +131,8 @@ class Api {
   std::optional<Token> implicit_token(Route route, const std::string& id, Done& done);
   void dead_list(Fields& f, Done& done);
   void pop(const Request& request, Done done, std::chrono::steady_clock::time_point start);
+  // The answer to a pop that got `d`, which gives it back if it cannot be written.
+  Response deliver(const Delivery& d);
   void observe(Route route, int status, std::chrono::steady_clock::time_point start);
   std::string metrics_text();
 

@@ -35,11 +35,16 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
   --token-file FILE         require "Authorization: Bearer <token>", the token read from FILE
   --threads N               server threads (default 4)
   --max-connections N       open connections (default 1024)
+  --max-connections-per-client N
+                            open connections from one remote address (default 0: no cap
+                            but --max-connections; behind a proxy all share its address)
   --max-body-bytes N        largest request body (default 4194304)
   --max-job-bytes N         largest job body the queue takes (default 1048576)
   --max-waiting-pops N      pops waiting at once (default 1024)
   --pop-timeout SECONDS     how long /pop waits by default, and at most (default 180)
   --idle-timeout SECONDS    close keep-alive connections idle this long (default 60)
+  --header-timeout SECONDS  a request's headers must arrive within this (default 10)
+  --body-timeout SECONDS    a request's body must arrive within this (default 60)
   --drain-timeout SECONDS   on SIGTERM, wait this long for requests in flight (default 30)
   --config FILE             read "name = value" lines (the flag names without "--");
                             flags given on the command line win
@@ -53,7 +58,8 @@ const std::vector<std::string> kKeys = {
     "listen",        "store",           "sync",         "redis",
     "queue",         "shards",          "token-file",   "threads",
     "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops", "pop-timeout",
-    "idle-timeout",  "drain-timeout",   "config"};
+    "idle-timeout",  "drain-timeout",   "config",       "max-connections-per-client",
+    "header-timeout", "body-timeout"};
 
 // A setting's value and where it came from, for messages: "--threads" for a flag,
 // "delayqd.conf:3: threads" for a config line.
@@ -191,7 +197,10 @@ int main(int argc, char** argv) {
   server.threads = number(s, "threads", 4, 1, 256);
   server.max_connections = number(s, "max-connections", 1024, 1, 1'000'000);
   server.max_body_bytes = number(s, "max-body-bytes", size_t{4} << 20, 1024, size_t{1} << 30);
+  server.max_connections_per_client = number(s, "max-connections-per-client", 0, 0, 1'000'000);
   server.idle_timeout = seconds(s, "idle-timeout", 60, 1, 86400);
+  server.header_timeout = seconds(s, "header-timeout", 10, 1, 3600);
+  server.body_timeout = seconds(s, "body-timeout", 60, 1, 86400);
   server.drain_timeout = seconds(s, "drain-timeout", 30, 0, 86400);
 
   delayq::http::ApiOptions api_options;

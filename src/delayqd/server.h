@@ -20,11 +20,18 @@ struct ServerOptions {
   size_t threads = 4;
   // Open connections; one more is answered 503 and closed.
   size_t max_connections = 1024;
+  // Open connections from one remote address; one more is answered 503 and closed. 0: only
+  // max_connections (behind a proxy every connection comes from the proxy's address).
+  size_t max_connections_per_client = 0;
   // Largest request body; a larger one is answered 413 and the connection closed.
   size_t max_body_bytes = size_t{4} << 20;
-  // A keep-alive connection idle this long (or a request that takes this long to arrive) is
-  // closed.
+  // A connection that sends nothing for this long after connecting or after an answer (an idle
+  // keep-alive connection) is closed; also the bound on writing an answer.
   std::chrono::seconds idle_timeout{60};
+  // From the first byte of a request to the end of its headers, and from there to the end of
+  // its body: total deadlines, so a client that trickles a byte at a time cannot stretch them.
+  std::chrono::seconds header_timeout{10};
+  std::chrono::seconds body_timeout{60};
   // On SIGTERM, how long to wait for requests in flight before closing the queue anyway.
   std::chrono::seconds drain_timeout{30};
 };

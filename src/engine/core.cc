@@ -105,6 +105,26 @@ void Core::link(List& l, uint32_t j) {
   l.tail = j;
 }
 
+void Core::link_in_due_order(uint32_t j) {
+  Job& job = jobs_[j];
+  List& line = topics_[job.topic].ready;
+  // The line is in due order already (jobs join it as they fall due), and a released job was
+  // at its front when reserved: the walk ends at once unless the clock stepped back.
+  uint32_t at = line.head;
+  while (at != kNil &&
+         (jobs_[at].due < job.due || (jobs_[at].due == job.due && jobs_[at].seq < job.seq)))
+    at = jobs_[at].next;
+  if (at == kNil) return link(line, j);
+  Job& next = jobs_[at];
+  job.next = at;
+  job.prev = next.prev;
+  if (next.prev != kNil)
+    jobs_[next.prev].next = j;
+  else
+    line.head = j;
+  next.prev = j;
+}
+
 void Core::unlink(List& l, uint32_t j) {
   Job& job = jobs_[j];
   if (job.prev != kNil) jobs_[job.prev].next = job.next; else l.head = job.next;
@@ -276,8 +296,9 @@ Status Core::push(JobSpec&& spec, TimePoint now) {
   job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr;
   job.topic = topic;
   job.policy = policy;
-  // Only the journal needs sequence numbers: the in-memory engine skips the atomic increment.
-  if (opt_.record_changes) job.seq = seqs_->fetch_add(1, std::memory_order_relaxed) + 1;
+  // Only the journal needs queue-wide sequence numbers: the in-memory engine skips the atomic
+  // increment and counts push order in this core (all that release() needs).
+  job.seq = opt_.record_changes ? seqs_->fetch_add(1, std::memory_order_relaxed) + 1 : ++local_seq_;
   job.state = JobState::delayed;
   ++topics_[topic].counts.delayed;
   schedule(j, due, now);
@@ -348,6 +369,21 @@ Status Core::dead_letter(const Token& t, TimePoint now) {
   if (!j) return j.status();
   detach(*j);
   to_dead(*j);
+  return {};
+}
+
+Status Core::release(const Token& t, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = holder(t);
+  if (!j) return j.status();
+  detach(*j);  // the lease timer
+  Job& job = jobs_[*j];
+  --job.attempts;  // a reserved job has had at least this delivery
+  set_state(job, JobState::ready);
+  link_in_due_order(*j);
+  ++ready_added_;
+  mark(*j);
+  ++totals_.released;
   return {};
 }
 

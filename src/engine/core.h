@@ -67,6 +67,9 @@ class Core {
   Status ack(const Token& t, TimePoint now);
   Status nack(const Token& t, std::optional<Duration> delay, TimePoint now);
   Status dead_letter(const Token& t, TimePoint now);
+  // Undoes a delivery: ready again in its due-order place, the attempt uncounted (see
+  // Queue::release).
+  Status release(const Token& t, TimePoint now);
   Result<TimePoint> touch(const Token& t, TimePoint now);
   Status cancel(std::string_view id, TimePoint now);
   Result<JobInfo> get(std::string_view id, TimePoint now);
@@ -126,7 +129,7 @@ class Core {
     uint32_t policy = 0;
     uint32_t attempts = 0;
     uint32_t prev = kNil, next = kNil;  // ready or dead list links
-    uint64_t seq = 0;                   // push order (the journal's key)
+    uint64_t seq = 0;                   // push order (the journal's key; ties in release())
     JobState state = JobState::delayed;
     bool dirty = false;  // listed in dirty_ (its record changed since take_changes())
   };
@@ -171,6 +174,9 @@ class Core {
   uint64_t& state_count(TopicStats& c, JobState s);
   void set_state(Job& j, JobState s);
   void link(List& l, uint32_t j);
+  // Links `j` into its topic's ready line before the first job due after it (ties: pushed after
+  // it), where the engine would have put it had it never left.
+  void link_in_due_order(uint32_t j);
   void unlink(List& l, uint32_t j);
   // Moves a job to delayed at `due`, or ready if due <= now.
   void schedule(uint32_t j, TimePoint due, TimePoint now);
@@ -214,6 +220,7 @@ class Core {
   std::atomic<uint64_t>* fences_;
   std::atomic<uint64_t> own_seqs_{0};
   std::atomic<uint64_t>* seqs_;
+  uint64_t local_seq_ = 0;  // push order when the journal's sequence numbers are not needed
   std::vector<uint32_t> dirty_;
   std::vector<uint64_t> erased_;
   uint64_t ready_added_ = 0;

@@ -274,7 +274,7 @@ void Engine::wake_waiters() {
 }
 
 void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
-                           std::function<void(Result<Delivery>)> done) {
+                           std::function<void(Result<Delivery>)> done, std::stop_token stop) {
   Impl& m = *impl_;
   if (topics.empty()) {
     done(Status(Errc::invalid_argument, "reserve needs at least one topic"));
@@ -289,21 +289,14 @@ void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
   auto w = std::make_shared<AsyncWaiter>();
   w->topics = std::move(topics);
   w->done = std::move(done);
+  w->stop = std::move(stop);
   m.async_pending.fetch_add(1);
   asio::post(m.io, [&m, w, timeout] {
     if (m.closed.load()) return m.finish(w, m.closed_status());
+    if (w->stop.stop_requested()) return m.finish(w, withdrawn_error());
     Result<Delivery> r = m.try_reserve(w->topics);
     if (!r.is(Errc::timeout)) return m.finish(w, std::move(r));
-    w->pos = m.async_waiters.insert(m.async_waiters.end(), w);
-    w->listed = true;
-    for (auto& s : m.shards) m.arm_timer(*s);  // the driver's timer now has someone to serve
-    if (timeout < kForever) {
-      w->timer = std::make_unique<asio::steady_timer>(m.io);
-      w->timer->expires_after(std::max(timeout, Duration::zero()));
-      w->timer->async_wait([&m, w, r](const boost::system::error_code& ec) {
-        if (!ec) m.expire(w, r.status());
-      });
-    }
+    m.listen_for(w, timeout, r.status());
   });
 }
 
@@ -323,6 +316,12 @@ Status Engine::dead_letter(const Token& t) {
   if (impl_->closed.load()) return impl_->closed_status();
   return impl_->with_shard(impl_->shard_for(t.id),
                            [&](Core& c, TimePoint now) { return c.dead_letter(t, now); });
+}
+
+Status Engine::release(const Token& t) {
+  if (impl_->closed.load()) return impl_->closed_status();
+  return impl_->with_shard(impl_->shard_for(t.id),
+                           [&](Core& c, TimePoint now) { return c.release(t, now); });
 }
 
 Result<TimePoint> Engine::touch(const Token& t) {

@@ -17,6 +17,7 @@
 #include <list>
 #include <mutex>
 #include <random>
+#include <stop_token>
 #include <thread>
 
 #include "common/format.h"
@@ -51,6 +52,10 @@ struct Shard {
 struct AsyncWaiter {
   std::vector<std::string> topics;
   std::function<void(Result<Delivery>)> done;
+  std::stop_token stop;  // requested: withdrawn, reserve nothing more
+  // Posts the withdrawal to the driver; registered once the waiter is listed, dropped when it
+  // finishes (so it never outlives the engine).
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
   std::unique_ptr<asio::steady_timer> timer;
   std::list<std::shared_ptr<AsyncWaiter>>::iterator pos;  // in async_waiters, once listed
   bool listed = false;
@@ -70,6 +75,9 @@ constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 constexpr Duration kClockRecheck = std::chrono::seconds(1);
 
 Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
+Status withdrawn_error() {
+  return Status(Errc::cancelled, "the reserve was withdrawn (stop requested) before a job came");
+}
 
 // Counters that must not repeat across restarts (fences, generated ids) start at least at the
 // real time in nanoseconds, and a durable store's above what it recorded (engine::Counters). The
@@ -335,7 +343,30 @@ struct Engine::Impl {
     w->finished = true;
     async_pending.fetch_sub(1);
     if (w->timer) w->timer->cancel();
+    w->on_stop.reset();  // waits for a withdrawal running on another thread: it only posts
     w->done(std::move(r));
+  }
+
+  // Driver thread: lists a waiter that found nothing at once, and arms what ends its wait.
+  void listen_for(const std::shared_ptr<AsyncWaiter>& w, Duration timeout, const Status& why) {
+    w->pos = async_waiters.insert(async_waiters.end(), w);
+    w->listed = true;
+    for (auto& s : shards) arm_timer(*s);  // the driver's timer now has someone to serve
+    if (timeout < kForever) {
+      w->timer = std::make_unique<asio::steady_timer>(io);
+      w->timer->expires_after(std::max(timeout, Duration::zero()));
+      w->timer->async_wait([this, w, why](const boost::system::error_code& ec) {
+        if (!ec) expire(w, why);
+      });
+    }
+    if (w->stop.stop_possible()) {
+      // Runs at once if the stop came already; else on the thread that requests it.
+      w->on_stop.emplace(w->stop, [this, weak = std::weak_ptr<AsyncWaiter>(w)] {
+        asio::post(io, [this, weak] {
+          if (auto waiter = weak.lock()) expire(waiter, withdrawn_error());
+        });
+      });
+    }
   }
 
   // Driver thread: a waiter's time ran out.
@@ -352,6 +383,8 @@ struct Engine::Impl {
     for (auto it = async_waiters.begin(); it != async_waiters.end();) {
       if (closed.load()) {
         finish(*it, closed_status());  // the store's failure, if that is why
+      } else if ((*it)->stop.stop_requested()) {
+        finish(*it, withdrawn_error());  // checked before each try: nothing is reserved after
       } else if (!(*it)->finished) {
         Result<Delivery> r = try_reserve((*it)->topics);
         if (r.is(Errc::timeout)) {

@@ -31,7 +31,8 @@ struct JobRecord {
 };
 
 // The running totals of stats() (every counter, not the per-topic counts) are kept by the
-// journal too, so that they survive a restart. Applies `f(a.field, b.field)` to each counter.
+// journal too, so that they survive a restart. Applies `f(a.field, b.field)` to each counter, in
+// the order the journal stores them (a counter added later goes last: older stores lack it).
 template <class F>
 void for_each_total(Stats& a, const Stats& b, F f) {
   f(a.pushed, b.pushed);
@@ -43,6 +44,7 @@ void for_each_total(Stats& a, const Stats& b, F f) {
   f(a.cancelled, b.cancelled);
   f(a.requeued, b.requeued);
   f(a.purged, b.purged);
+  f(a.released, b.released);
 }
 inline void add_totals(Stats& into, const Stats& more) {
   for_each_total(into, more, [](uint64_t& x, uint64_t y) { x += y; });

@@ -22,6 +22,7 @@
 #include <iterator>
 #include <list>
 #include <random>
+#include <stop_token>
 #include <thread>
 #include <unordered_map>
 
@@ -246,19 +247,26 @@ class RedisQueue final : public Queue {
   }
 
   void reserve_async(std::vector<std::string> topics, Duration timeout,
-                     std::function<void(Result<Delivery>)> done) override {
+                     std::function<void(Result<Delivery>)> done, std::stop_token stop) override {
     if (topics.empty()) {
       done(Status(Errc::invalid_argument, "reserve needs at least one topic"));
       return;
     }
+    AsyncWaiter w{std::move(topics), Steady::now() + clamp_wait(timeout), std::move(done), stop,
+                  nullptr};
+    // A withdrawal wakes the async thread, which checks `stop` before every claim. Registered
+    // before wait_mu_ is taken: it runs at once if the stop came already, and takes wait_mu_.
+    if (stop.stop_possible())
+      w.on_stop = std::make_unique<std::stop_callback<std::function<void()>>>(
+          stop, std::function<void()>([this] { bump(); }));
     std::unique_lock lock(wait_mu_);
     if (closed_.load()) {
       lock.unlock();
-      done(closed_error());
+      w.on_stop.reset();
+      w.done(closed_error());
       return;
     }
-    async_.push_back(AsyncWaiter{std::move(topics), Steady::now() + clamp_wait(timeout),
-                                 std::move(done)});
+    async_.push_back(std::move(w));
     epoch_.fetch_add(1);
     cv_.notify_all();
   }
@@ -294,6 +302,11 @@ class RedisQueue final : public Queue {
 
   Status dead_letter(const Token& t) override {
     Result<Reply> r = by_id(kDeadLetter, t.id, {std::to_string(t.fence)});
+    return r ? Status() : settle_error(r.status(), t);
+  }
+
+  Status release(const Token& t) override {
+    Result<Reply> r = by_id(kRelease, t.id, {std::to_string(t.fence)});
     return r ? Status() : settle_error(r.status(), t);
   }
 
@@ -467,6 +480,10 @@ class RedisQueue final : public Queue {
     std::vector<std::string> topics;
     Steady::time_point deadline;
     std::function<void(Result<Delivery>)> done;
+    std::stop_token stop;  // requested: withdrawn, claim nothing more
+    // Wakes the async thread. Destroyed without wait_mu_ held: it waits for a running callback,
+    // which takes wait_mu_.
+    std::unique_ptr<std::stop_callback<std::function<void()>>> on_stop;
   };
 
   // What one pass of the claim script over the shards found.
@@ -809,6 +826,12 @@ class RedisQueue final : public Queue {
       lock.unlock();
       Steady::time_point wake = Steady::time_point::max();
       for (auto it = batch.begin(); it != batch.end();) {
+        if (it->stop.stop_requested()) {
+          it->done(Status(Errc::cancelled,
+                          "the reserve was withdrawn (stop requested) before a job came"));
+          it = batch.erase(it);
+          continue;
+        }
         Claim c = try_claim(it->topics);
         const Steady::time_point now = Steady::now();
         const bool waiting = c.result.is(Errc::timeout) || c.result.is(Errc::unavailable);

@@ -104,6 +104,8 @@ void read_totals(const Reply& kv, Stats& st) {
       st.requeued += v;
     else if (k == "purged")
       st.purged += v;
+    else if (k == "released")
+      st.released += v;
   }
 }
 

@@ -27,6 +27,7 @@ enum ScriptId : size_t {
   kStats,
   kPushMany,
   kAckClaim,
+  kRelease,
   kScriptCount
 };
 
