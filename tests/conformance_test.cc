@@ -1668,8 +1668,10 @@ TYPED_TEST(Conformance, ReleaseUndoesADeliveryAsIfItHadNeverBeenMade) {
 TYPED_TEST(Conformance, AReleasedJobKeepsItsDueTimeAndItsPlaceAmongEqualDueTimes) {
   Queue& q = *this->q_;
   const TimePoint due = whole_us(now() + 100ms);
-  for (const char* id : {"t1", "t2", "t3"})
+  for (const char* id : {"t1", "t2", "t3"}) {
     ASSERT_TRUE(q.push({.topic = "tie", .id = id, .due_at = due}).ok());
+    this->expect_due(id, due);
+  }
   std::map<std::string, Delivery> taken;
   for (int i = 0; i < 3; ++i) {
     Delivery d = this->take("tie");
