@@ -418,6 +418,7 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
       if (name != rocksdb::kDefaultColumnFamilyName && name != kJobsFamily && name != kMetaFamily)
         families.push_back({name, rocksdb::ColumnFamilyOptions()});
 
+  if (o.tune) o.tune(db_options, families);
   rocksdb::Status s =
       o.read_only
           ? rocksdb::DB::OpenForReadOnly(db_options, dir, families, &impl->handles, &impl->db)
