@@ -48,6 +48,8 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
+#include "wal/log_files.h"
+
 namespace delayq::wal {
 
 namespace {
@@ -262,6 +264,8 @@ struct Journal::Impl {
   std::atomic<uint64_t> synced{0};   // tickets up to this one are on disk
   std::thread syncer;
   bool stopping = false;  // guarded by mu
+  // Syncs the log before RocksDB writes to a new log file (log_files.h); not with always.
+  std::shared_ptr<LogSyncOnSwitch> switch_sync;
 
   ~Impl() {
     if (db == nullptr) return;
@@ -273,6 +277,7 @@ struct Journal::Impl {
       rocksdb::FlushOptions fo;
       (void)db->Flush(fo, {jobs, meta});
     }
+    if (switch_sync) switch_sync->attach(nullptr);
     for (rocksdb::ColumnFamilyHandle* h : handles)
       if (h != nullptr) (void)db->DestroyColumnFamilyHandle(h);
     handles.clear();
@@ -418,6 +423,10 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
       if (name != rocksdb::kDefaultColumnFamilyName && name != kJobsFamily && name != kMetaFamily)
         families.push_back({name, rocksdb::ColumnFamilyOptions()});
 
+  if (!o.read_only && o.sync != SyncMode::always) {
+    impl->switch_sync = std::make_shared<LogSyncOnSwitch>();
+    db_options.listeners.push_back(impl->switch_sync);
+  }
   if (o.tune) o.tune(db_options, families);
   rocksdb::Status s =
       o.read_only
@@ -436,6 +445,12 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
                                       std::to_string(families.size()));
   impl->jobs = impl->handles[1];
   impl->meta = impl->handles[2];
+  if (!o.read_only) {
+    // What a crashed process left in its log files was just replayed; later calls build on it.
+    s = sync_replayed_logs(impl->db, db_options.env, dir);
+    if (!s.ok()) return from_rocksdb(s, dir, "syncing the log files it replayed");
+    if (impl->switch_sync) impl->switch_sync->attach(impl->db);
+  }
 
   if (Status f = impl->check_format(); !f.ok()) return f;
   impl->start_syncer();
@@ -474,7 +489,9 @@ Status Journal::sync_to(uint64_t ticket) {
     wo.sync = wait_for_disk ||
               (m.options.sync == SyncMode::batch && upto - m.synced.load() >= m.options.batch_ops);
     l.unlock();
-    const rocksdb::Status s = m.db->Write(wo, batch.get());
+    rocksdb::Status s = m.db->Write(wo, batch.get());
+    if (s.ok() && m.switch_sync && m.switch_sync->take_failure())
+      s = rocksdb::Status::IOError("syncing the log before RocksDB switched log files failed");
     const uint32_t count = batch->Count();
     batch->Clear();
     l.lock();

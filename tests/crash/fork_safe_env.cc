@@ -97,22 +97,22 @@ class Pool {
 
 class ForkSafeEnv final : public rocksdb::EnvWrapper {
  public:
-  explicit ForkSafeEnv(rocksdb::Env* base) : EnvWrapper(base) {}
+  ForkSafeEnv(rocksdb::Env* base, bool run_jobs) : EnvWrapper(base), run_jobs_(run_jobs) {}
   const char* Name() const override { return "DelayqForkSafeEnv"; }
 
   void Schedule(void (*fn)(void*), void* arg, Priority pri, void* tag,
                 void (*unschedule)(void*)) override {
     Pool& p = pool(pri);
-    if (p.threads() == 0) p.grow_to(1);
+    if (run_jobs_ && p.threads() == 0) p.grow_to(1);
     p.schedule(fn, arg, tag, unschedule);
   }
   int UnSchedule(void* tag, Priority pri) override { return pool(pri).unschedule(tag); }
   unsigned int GetThreadPoolQueueLen(Priority pri) const override {
     return pools_[index(pri)].queued();
   }
-  void SetBackgroundThreads(int n, Priority pri) override { pool(pri).grow_to(n); }
+  void SetBackgroundThreads(int n, Priority pri) override { grow(pri, n); }
   int GetBackgroundThreads(Priority pri) override { return pool(pri).threads(); }
-  void IncBackgroundThreadsIfNeeded(int n, Priority pri) override { pool(pri).grow_to(n); }
+  void IncBackgroundThreadsIfNeeded(int n, Priority pri) override { grow(pri, n); }
   // Reserving threads for sub-compactions would ask the default environment's pools.
   int ReserveThreads(int, Priority) override { return 0; }
   int ReleaseThreads(int, Priority) override { return 0; }
@@ -124,15 +124,19 @@ class ForkSafeEnv final : public rocksdb::EnvWrapper {
     return i < kPools ? i : static_cast<size_t>(Priority::LOW);
   }
   Pool& pool(Priority pri) { return pools_[index(pri)]; }
+  void grow(Priority pri, int n) {
+    if (run_jobs_) pool(pri).grow_to(n);
+  }
 
   static constexpr size_t kPools = static_cast<size_t>(Priority::TOTAL);
+  const bool run_jobs_;
   std::array<Pool, kPools> pools_;
 };
 
 }  // namespace
 
-std::unique_ptr<rocksdb::Env> fork_safe_env(rocksdb::Env* base) {
-  return std::make_unique<ForkSafeEnv>(base);
+std::unique_ptr<rocksdb::Env> fork_safe_env(rocksdb::Env* base, bool run_jobs) {
+  return std::make_unique<ForkSafeEnv>(base, run_jobs);
 }
 
 }  // namespace delayq::crash

@@ -16,7 +16,9 @@ class Env;
 
 namespace delayq::crash {
 
-// `base` (not owned; must outlive the result) for everything but background jobs.
-std::unique_ptr<rocksdb::Env> fork_safe_env(rocksdb::Env* base);
+// `base` (not owned; must outlive the result) for everything but background jobs. With
+// `run_jobs` false, background jobs are queued and never run: no flush or compaction happens
+// (for tests that need a store whose memtables are never written to table files).
+std::unique_ptr<rocksdb::Env> fork_safe_env(rocksdb::Env* base, bool run_jobs = true);
 
 }  // namespace delayq::crash
