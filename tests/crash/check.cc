@@ -207,11 +207,12 @@ Record delivery_record(const Delivery& d, uint64_t job, uint8_t thread, int64_t 
   return r;
 }
 
-void drain(Model& m, Queue& q, uint64_t* delivered_count) {
+void drain(Model& m, Queue& q, size_t* owed_count, uint64_t* delivered_count) {
   m.begin_run();
   std::vector<uint64_t> owed;
   for (uint64_t job : m.live_jobs())
     if (m.jobs[job].cands[0].st != St::dead) owed.push_back(job);
+  *owed_count = owed.size();
   std::set<uint64_t> delivered;
   auto settled = [&](uint64_t job) {  // acked, or dead after its last attempt
     Result<JobInfo> g = q.get(job_id(job));

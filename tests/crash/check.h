@@ -30,8 +30,8 @@ std::vector<std::string> delivery_static_problems(const Delivery& d, uint64_t sa
 // A delivery as a `reserved` record of `thread` (t0, t1: the clock around the call).
 Record delivery_record(const Delivery& d, uint64_t job, uint8_t thread, int64_t t0, int64_t t1);
 
-// The last step: reserve and ack until every job still owed has been delivered (or is dead
-// after its last attempt). `delivered`: how many were.
-void drain(Model& m, Queue& q, uint64_t* delivered);
+// The last step: reserve and ack until every job still owed (live and not dead) has been
+// delivered (or is dead after its last attempt). `owed`, `delivered`: how many.
+void drain(Model& m, Queue& q, size_t* owed, uint64_t* delivered);
 
 }  // namespace delayq::crash

@@ -84,6 +84,7 @@ RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
   std::fflush(stdout);
   std::fflush(stderr);
   m.background = 0;
+  m.pending = Observation{};  // what a worker killed while it looked had reported
   const uint64_t opened_before = m.counts.opened;
   const pid_t pid = fork();
   if (pid < 0) {
