@@ -105,11 +105,19 @@ std::vector<uint64_t> jobs_of(const Call& c) {
   }
 }
 
+// Where a thread's calls are cut: its first `kept` calls kept, and if `partial`, part of the
+// next one (a purge_dead on several shards writes each shard's part on its own).
+struct Cut {
+  size_t kept = 0;
+  bool partial = false;
+};
+
 // One thread's search: the cuts that explain its jobs.
 class ThreadSearch {
  public:
-  ThreadSearch(const std::vector<Call>& calls, const std::map<uint64_t, Obs>& seen, int64_t origin)
-      : cs_(calls), seen_(seen), origin_(origin) {}
+  ThreadSearch(const std::vector<Call>& calls, const std::map<uint64_t, Obs>& seen, size_t shards,
+               int64_t origin)
+      : cs_(calls), seen_(seen), shards_(shards), origin_(origin) {}
 
   void start(const std::map<uint64_t, Rec>& initial) {
     initial_ = initial;
@@ -117,14 +125,15 @@ class ThreadSearch {
     for (const auto& entry : e_) recheck(entry.first);
   }
 
-  // The cuts c (its first c calls kept, the rest lost) that explain its jobs.
-  std::vector<size_t> run(std::string* why, std::vector<uint64_t>* suspects, size_t t) {
-    std::vector<size_t> fits;
+  // The cuts that explain its jobs, in order.
+  std::vector<Cut> run(std::string* why, std::vector<uint64_t>* suspects, size_t t) {
+    std::vector<Cut> fits;
     size_t closest = 0;
     std::set<uint64_t> closest_bad = bad_;
     const size_t n = cs_.size();
     for (size_t c = 0; c <= n; ++c) {
-      if (bad_.empty()) fits.push_back(c);
+      if (bad_.empty()) fits.push_back(Cut{c, false});
+      if (c < n && partly_purged(cs_[c])) fits.push_back(Cut{c, true});
       if (bad_.size() <= closest_bad.size()) {
         closest = c;
         closest_bad = bad_;
@@ -133,7 +142,7 @@ class ThreadSearch {
       const Call& call = cs_[c];
       if (!call.answered &&
           (call.intent.kind == Kind::reserve_intent || call.intent.kind == Kind::purge_intent)) {
-        if (in_flight_fits(call)) fits.push_back(n);
+        if (in_flight_fits(call)) fits.push_back(Cut{n, false});
         break;
       }
       apply(call);
@@ -179,6 +188,19 @@ class ThreadSearch {
     return true;
   }
 
+  // An answered purge_dead on several shards, its writes cut between shards: the jobs that
+  // differ are some of those it deleted, gone.
+  bool partly_purged(const Call& call) const {
+    if (shards_ == 1 || !call.answered || call.intent.kind != Kind::purge_intent ||
+        call.done->code != 0 || bad_.empty())
+      return false;
+    for (uint64_t job : bad_)
+      if (std::find(call.purged.begin(), call.purged.end(), job) == call.purged.end() ||
+          seen_of(job).exists)
+        return false;
+    return true;
+  }
+
   // A reserve in flight may have delivered one job of this thread's; a purge in flight may
   // have deleted any of its topic's jobs that may have been dead.
   bool in_flight_fits(const Call& call) const {
@@ -219,6 +241,7 @@ class ThreadSearch {
 
   const std::vector<Call>& cs_;
   const std::map<uint64_t, Obs>& seen_;
+  const size_t shards_;
   const int64_t origin_;
   std::map<uint64_t, Rec> initial_, e_;
   std::set<uint64_t> bad_;  // jobs that differ from what the store shows
@@ -233,7 +256,7 @@ PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& be
   static_assert(kThreads == 2, "the search below pairs the prefixes of two threads");
   PrefixVerdict v;
   const std::array<std::vector<Call>, kThreads> calls = calls_of(records, kill_hi, shards);
-  std::array<std::vector<size_t>, kThreads> fits;
+  std::array<std::vector<Cut>, kThreads> fits;
   // lost_from[t][c]: the answered writes among thread t's calls from c on.
   std::array<std::vector<uint64_t>, kThreads> lost_from;
   for (size_t t = 0; t < kThreads; ++t) {
@@ -249,7 +272,7 @@ PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& be
     for (const Call& c : cs)
       if (c.intent.kind == Kind::push_intent || c.intent.kind == Kind::batch_intent)
         for (uint64_t job : jobs_of(c)) initial.try_emplace(job);  // absent yet
-    ThreadSearch search(cs, seen, origin);
+    ThreadSearch search(cs, seen, shards, origin);
     search.start(initial);
     std::string why;
     fits[t] = search.run(&why, &v.suspects, t);
@@ -270,43 +293,40 @@ PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& be
       need[t][c] = k;
     }
   }
-  // Keeping c0 calls of thread 0 and c1 of thread 1 fits their order iff c1 >= need[0][c0] and
-  // c0 >= need[1][c1]. need[1] grows with c1, so for each c0 the c1 that fit form a range; the
-  // largest one in fits[1] loses the least.
-  std::optional<std::pair<size_t, size_t>> best;
+  // Two cuts fit the order of the calls iff each thread keeps whole every call of the other's
+  // that had returned before its own last call (kept whole or in part) began. Of those that
+  // fit, the one that loses the fewest answered calls (a call kept in part counts as lost).
+  auto fit = [&](const Cut& a, const Cut& b) {
+    return b.kept >= need[0][a.kept + a.partial] && a.kept >= need[1][b.kept + b.partial];
+  };
+  std::optional<std::pair<Cut, Cut>> best;
   uint64_t best_lost = 0;
-  for (size_t c0 : fits[0]) {
-    const size_t lo = need[0][c0];
-    const auto past = std::upper_bound(need[1].begin(), need[1].end(), c0);
-    const size_t hi = static_cast<size_t>(past - need[1].begin()) - 1;
-    auto it = std::upper_bound(fits[1].begin(), fits[1].end(), hi);
-    if (it == fits[1].begin()) continue;
-    const size_t c1 = *--it;
-    if (c1 < lo) continue;
-    const uint64_t lost = lost_from[0][c0] + lost_from[1][c1];
-    if (!best || lost <= best_lost) {
-      best = {c0, c1};
-      best_lost = lost;
+  for (const Cut& a : fits[0])
+    for (const Cut& b : fits[1]) {
+      const uint64_t lost = lost_from[0][a.kept] + lost_from[1][b.kept];
+      if (fit(a, b) && (!best || lost <= best_lost)) {
+        best = {a, b};
+        best_lost = lost;
+      }
     }
-  }
   if (!best) {
-    const size_t c0 = fits[0].back(), c1 = fits[1].back();
+    const size_t c0 = fits[0].back().kept, c1 = fits[1].back().kept;
     v.why = "each worker thread's calls are explained by a prefix of its own (at most " +
             std::to_string(c0) + " of thread 0's " + std::to_string(calls[0].size()) + " calls, " +
             std::to_string(c1) + " of thread 1's " + std::to_string(calls[1].size()) +
             "), but no two of them fit the order in which the calls were made: a call kept that "
             "began after a lost call of the other thread had returned";
-    if (c1 < need[0][c0])
+    if (c0 > 0 && c1 < need[0][c0])
       v.why += " (thread 0's " + call_text(calls[0][c0 - 1]) + " began after thread 1's " +
                call_text(calls[1][need[0][c0] - 1]) + " had returned)";
-    else if (c0 < need[1][c1])
+    else if (c1 > 0 && c0 < need[1][c1])
       v.why += " (thread 1's " + call_text(calls[1][c1 - 1]) + " began after thread 0's " +
                call_text(calls[0][need[1][c1] - 1]) + " had returned)";
     return v;
   }
   v.explained = true;
   v.lost = best_lost;
-  v.kept = {best->first, best->second};
+  v.kept = {best->first.kept, best->second.kept};
   for (size_t t = 0; t < kThreads; ++t)
     for (size_t c = v.kept[t]; c < calls[t].size(); ++c)
       if (answered_write(calls[t][c]) && v.lost_calls.size() < 8)

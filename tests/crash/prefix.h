@@ -5,8 +5,8 @@
 // lost call is always among the latest ones. explain_by_prefix() searches for such a prefix of
 // each worker thread's calls (the threads own disjoint jobs), the two fitting the order in which
 // calls were made: a call that began after another thread's call had returned was written after
-// it, so it cannot be kept while that one is lost. A push_batch on a store of several shards is
-// one push per job (one write each), so it may be cut between its jobs.
+// it, so it cannot be kept while that one is lost. On a store of several shards a push_batch is
+// one push per job and a purge_dead one write per shard, so either may be kept in part.
 #pragma once
 
 #include <array>

@@ -131,8 +131,8 @@ class PrefixCheck : public ::testing::Test {
       if (r.kind == Kind::reserved && r.job == job) d = &r;
     return seen_at(clock_, JobState::reserved, attempts, due_.at(job), d->lease);
   }
-  PrefixVerdict verdict() const {
-    return explain_by_prefix(before_, records_, seen_, clock_, 1, 0);
+  PrefixVerdict verdict(size_t shards = 1) const {
+    return explain_by_prefix(before_, records_, seen_, clock_, shards, 0);
   }
 
   int64_t clock_ = kT;
@@ -224,6 +224,30 @@ TEST_F(PrefixCheck, PrefixesOfTwoThreadsMustFitTheOrderOfTheCalls) {
   v = verdict();
   ASSERT_TRUE(v.explained) << v.why;
   EXPECT_EQ(v.lost, 1u);
+}
+
+TEST_F(PrefixCheck, APurgeOnSeveralShardsMayBeKeptInPart) {
+  const Rec dead{St::dead, 1, Span::at(kT - kMs), {}, 0};
+  before_[2].cands = before_[6].cands = {dead};  // jobs 2 and 6 share a topic (index 1)
+  Record purge = make_record(Kind::purge_intent);
+  purge.t0 = purge.t1 = clock_;
+  purge.arg = 1;
+  records_.push_back(purge);
+  records_.push_back(make_record(Kind::purged, 2));
+  records_.push_back(make_record(Kind::purged, 6));
+  purge.kind = Kind::purge_done;
+  purge.n = 2;
+  records_.push_back(purge);
+  clock_ += kMs;
+  push(0, 4);
+  // One shard's part of the purge kept, the other's and the push after it lost.
+  seen_ = {{2, Obs{}}, {4, Obs{}}, {6, seen_at(clock_, JobState::dead, 1, kT - kMs)}};
+  const PrefixVerdict v = verdict(2);
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 2u);
+  EXPECT_FALSE(verdict(1).explained);  // one shard: one write
+  seen_[4] = waiting(4);               // nor with a later call kept
+  EXPECT_FALSE(verdict(2).explained);
 }
 
 TEST_F(PrefixCheck, CallsInFlightMayOrMayNotBeKept) {
