@@ -36,9 +36,9 @@ namespace {
 
 using Steady = std::chrono::steady_clock;
 
-// Cycles by default: the whole binary takes about 70 s in the RelWithDebInfo build and about
-// 65 s under AddressSanitizer on this 2-core machine while other builds run beside it (the
-// budget is 3 and 4 minutes).
+// Cycles by default: the whole binary takes about a minute on this shared 2-core machine, in
+// the RelWithDebInfo build (52 to 62 s) and under AddressSanitizer (54 to 57 s), most of it
+// the workers' run times (the budget is 3 and 4 minutes).
 constexpr int kKillCyclesPerMode = kUnderAsan ? 25 : 50;
 constexpr int kDefaultPowerCycles = kUnderAsan ? 80 : 120;
 
