@@ -337,7 +337,7 @@ std::optional<uint64_t> Ledger::durable(uint64_t inode) const {
 //    would need directory syncs recorded too. Neither are torn sectors, holes left by pages
 //    written back out of order, or disks that acknowledge a flush they did not do.
 Status simulate_power_loss(const std::string& dir, const Ledger& ledger, std::mt19937_64& rng,
-                           PowerLossStats& stats) {
+                           PowerLossStats& stats, std::string* report) {
   constexpr uint64_t kPage = 4096;
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) return Status();
@@ -357,6 +357,13 @@ Status simulate_power_loss(const std::string& dir, const Ledger& ledger, std::mt
     ++stats.files;
     const auto size = static_cast<uint64_t>(st->st_size);
     const std::optional<uint64_t> durable = ledger.durable(static_cast<uint64_t>(st->st_ino));
+    auto note = [&](const char* what, uint64_t kept) {
+      if (report == nullptr) return;
+      *report += "\n    " + std::filesystem::path(path).filename().string() + ": " +
+                 std::to_string(size) + " bytes, durable " +
+                 (durable ? std::to_string(*durable) : std::string("never synced")) + ", " + what +
+                 " " + std::to_string(kept);
+    };
     uint64_t keep;
     if (durable) {
       keep = std::min(size, *durable);
@@ -372,6 +379,7 @@ Status simulate_power_loss(const std::string& dir, const Ledger& ledger, std::mt
         ++stats.never_synced_deleted;
         stats.bytes_dropped += size;
         ++stats.cut;
+        note("deleted, kept", 0);
         continue;
       }
       keep = 0;
@@ -382,6 +390,7 @@ Status simulate_power_loss(const std::string& dir, const Ledger& ledger, std::mt
         ++stats.unsynced_tails_kept;
       }
     }
+    note("kept", keep);
     if (keep < size) {
       if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0)
         return Status(Errc::io_error, "truncate " + path + ": " + std::strerror(errno));

@@ -70,8 +70,9 @@ struct PowerLossStats {
 };
 
 // Cuts `dir` (the store of a worker killed a moment ago) back to what a power loss could leave
-// of it, choosing among the possible outcomes with `rng`. Adds what it did to `stats`.
+// of it, choosing among the possible outcomes with `rng`. Adds what it did to `stats`, and if
+// `report` is not null, a line per file (its size, what was durable, what was kept).
 Status simulate_power_loss(const std::string& dir, const Ledger& ledger, std::mt19937_64& rng,
-                           PowerLossStats& stats);
+                           PowerLossStats& stats, std::string* report = nullptr);
 
 }  // namespace delayq::power_loss

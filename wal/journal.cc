@@ -49,6 +49,7 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
+#include "wal/log_files.h"
 #include "wal/open_db.h"
 
 namespace delayq::wal {
@@ -248,6 +249,8 @@ struct Journal::Impl {
   std::atomic<uint64_t> synced{0};   // tickets up to this one are on disk
   std::thread syncer;
   bool stopping = false;  // guarded by mu
+  // Syncs the log before RocksDB writes to a new log file (log_files.h); not with always.
+  std::shared_ptr<LogSyncOnSwitch> switch_sync;
 
   ~Impl() {
     if (db == nullptr) return;
@@ -259,6 +262,7 @@ struct Journal::Impl {
       rocksdb::FlushOptions fo;
       (void)db->Flush(fo, {jobs, meta});
     }
+    if (switch_sync) switch_sync->attach(nullptr);
     for (rocksdb::ColumnFamilyHandle* h : handles)
       if (h != nullptr) (void)db->DestroyColumnFamilyHandle(h);
     handles.clear();
@@ -420,7 +424,13 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
       if (name != rocksdb::kDefaultColumnFamilyName && name != kJobsFamily && name != kMetaFamily)
         families.push_back({name, rocksdb::ColumnFamilyOptions()});
 
-  // open_db() chooses how damage to RocksDB's write-ahead log is handled (and why).
+  if (!o.read_only && o.sync != SyncMode::always) {
+    impl->switch_sync = std::make_shared<LogSyncOnSwitch>();
+    db_options.listeners.push_back(impl->switch_sync);
+  }
+  if (o.tune) o.tune(db_options, families);
+  // open_db() chooses how damage to RocksDB's write-ahead log is handled (and why), and puts the
+  // log files it replayed on disk before anything builds on them (see log_files.h).
   OpenDbRequest request{.dir = dir,
                         .options = db_options,
                         .families = std::move(families),
@@ -435,6 +445,7 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
                                       std::to_string(request.families.size()));
   impl->jobs = impl->handles[1];
   impl->meta = impl->handles[2];
+  if (impl->switch_sync) impl->switch_sync->attach(impl->db);
 
   if (Status f = impl->check_format(); !f.ok()) return f;
   impl->start_syncer();
@@ -469,7 +480,9 @@ Status Journal::sync_to(uint64_t ticket) {
     wo.sync = wait_for_disk ||
               (m.options.sync == SyncMode::batch && upto - m.synced.load() >= m.options.batch_ops);
     l.unlock();
-    const rocksdb::Status s = m.db->Write(wo, batch.get());
+    rocksdb::Status s = m.db->Write(wo, batch.get());
+    if (s.ok() && m.switch_sync && m.switch_sync->take_failure())
+      s = rocksdb::Status::IOError("syncing the log before RocksDB switched log files failed");
     const uint32_t count = batch->Count();
     batch->Clear();
     l.lock();

@@ -32,6 +32,8 @@
 
 namespace rocksdb {
 class Env;
+struct DBOptions;
+struct ColumnFamilyDescriptor;
 }
 
 namespace delayq::wal {
@@ -57,6 +59,10 @@ struct JournalOptions {
   std::function<void(const std::string&)> on_skip;
   // Cap on RocksDB's write-ahead log, which is what a reopen after a crash replays.
   uint64_t max_total_wal_bytes = uint64_t{64} << 20;
+  // Tests only: changes RocksDB's options just before the open (the crash harness shrinks the
+  // write buffers so that flushes and compactions run while its worker is killed, and listens
+  // to them). Null: delayq's options as they are.
+  std::function<void(rocksdb::DBOptions&, std::vector<rocksdb::ColumnFamilyDescriptor>&)> tune;
 };
 
 class Journal {

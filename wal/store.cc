@@ -57,7 +57,8 @@ Result<std::unique_ptr<Engine>> open_store(const StoreOptions& o) {
   return wal::open_store_on(o, nullptr);
 }
 
-Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksdb::Env* env) {
+Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksdb::Env* env,
+                                                  const RocksDbTuning& tune) {
   if (o.dir.empty())
     return Status(Errc::invalid_argument, "store options: dir is empty; name the directory to keep "
                                           "the queue in");
@@ -82,6 +83,7 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   jo.batch_ops = o.sync_batch_ops;
   jo.sync_interval = o.sync_interval;
   jo.env = env;
+  jo.tune = tune;
   jo.read_only = o.read_only;
   jo.tolerant = o.tolerant;
   jo.on_skip = o.on_skip;

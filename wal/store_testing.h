@@ -2,16 +2,26 @@
 // simulate a power loss with a file system that records what was synced.
 #pragma once
 
+#include <functional>
+#include <vector>
+
 #include "delayq/store.h"
 
 namespace rocksdb {
 class Env;
+struct DBOptions;
+struct ColumnFamilyDescriptor;
 }
 
 namespace delayq::wal {
 
-// open_store(options), with RocksDB running on `env` (null: the default environment). The env
-// must outlive the returned queue.
-Result<std::unique_ptr<Engine>> open_store_on(const StoreOptions& options, rocksdb::Env* env);
+// RocksDB's options as the store would open with them, to change before the open.
+using RocksDbTuning =
+    std::function<void(rocksdb::DBOptions&, std::vector<rocksdb::ColumnFamilyDescriptor>&)>;
+
+// open_store(options), with RocksDB running on `env` (null: the default environment) and its
+// options changed by `tune` (null: unchanged). The env must outlive the returned queue.
+Result<std::unique_ptr<Engine>> open_store_on(const StoreOptions& options, rocksdb::Env* env,
+                                              const RocksDbTuning& tune = {});
 
 }  // namespace delayq::wal

@@ -36,8 +36,8 @@ enum class Sync : uint8_t {
   // A power loss loses the calls of about the last interval (more if the machine was too busy
   // to run the sync on time), again only the latest ones.
   periodic,
-  // Never synced by delayq (RocksDB syncs when it flushes or switches log files): a power loss
-  // can lose any number of the latest calls.
+  // Synced only when RocksDB flushes or starts a new log file: a power loss can lose any number
+  // of the latest calls.
   none,
 };
 const char* to_string(Sync s) noexcept;

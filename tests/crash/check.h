@@ -1,0 +1,37 @@
+// Looking at a reopened store: every job of the model (get()) and the store's counts, checked
+// against the model; and the last step of a run, the drain.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "delayq/engine.h"
+#include "model.h"
+
+namespace delayq::crash {
+
+// What `q` shows of every job of the model, and its counts. Also checks what never changes: a
+// present job's body (byte for byte), topic, ttr and max_attempts.
+Observation observe(Queue& q, const Model& m);
+// The same, as records for a worker to send (`seen` for each job, then `observed`).
+std::vector<Record> observation_records(const Observation& o);
+
+// Checks after a kill, and in every mode after a power loss that lost nothing allowed to be
+// kept (check_observation(), model.h): each job as the reports allow it to be (state, due time,
+// attempts, lease deadline; a call in flight at the kill done or not; one more attempt for at
+// most one job per reserve() in flight), the store holding no other job, and the totals of
+// stats() matching the jobs (pushed - acked - cancelled - purged == jobs held). Then the model
+// takes what the store shows as its picture.
+// Also: no id the model forgot (gone for good) is back. Driver only (it gets every id).
+void sweep_forgotten(Queue& q, Model& m);
+
+// Static promises about a delivery (body, topic, max_attempts); empty when kept.
+std::vector<std::string> delivery_static_problems(const Delivery& d, uint64_t salt);
+// A delivery as a `reserved` record of `thread` (t0, t1: the clock around the call).
+Record delivery_record(const Delivery& d, uint64_t job, uint8_t thread, int64_t t0, int64_t t1);
+
+// The last step: reserve and ack until every job still owed (live and not dead) has been
+// delivered (or is dead after its last attempt). `owed`, `delivered`: how many.
+void drain(Model& m, Queue& q, size_t* owed, uint64_t* delivered);
+
+}  // namespace delayq::crash

@@ -1,0 +1,125 @@
+// The driver's side of the crash harness: forking workers, killing them, looking at what they
+// left (a SIGKILL, or a power loss after it), and the cycles of both harnesses.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "../power_loss_fs.h"
+#include "delayq/store.h"
+#include "model.h"
+#include "worker.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DELAYQ_CRASH_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DELAYQ_CRASH_UNDER_ASAN 1
+#endif
+#endif
+#ifndef DELAYQ_CRASH_UNDER_ASAN
+#define DELAYQ_CRASH_UNDER_ASAN 0
+#endif
+
+namespace delayq::crash {
+
+constexpr bool kUnderAsan = DELAYQ_CRASH_UNDER_ASAN != 0;
+constexpr std::array<Sync, 4> kModes = {Sync::always, Sync::batch, Sync::periodic, Sync::none};
+inline size_t mode_index(Sync s) {
+  return static_cast<size_t>(s) % 4;
+}
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+uint64_t env_u64(const char* name, uint64_t fallback);
+uint64_t random_seed();  // DELAYQ_CRASH_SEED, or a random one
+
+// A fresh model for a run with `seed`.
+Model new_model(uint64_t seed);
+
+// What one worker's run came to.
+struct RunOutcome {
+  bool opened = false;  // it reported its store open (the load started)
+  int64_t kill_hi = 0;  // the clock once it was dead: it made no call after this
+  int background = 0;   // RocksDB flushes and compactions running when it was killed
+};
+
+// How long a worker runs before the SIGKILL, counted from its report that the store is open (or,
+// one cycle in four, from its fork): 10 to 80 ms.
+std::chrono::milliseconds run_time(std::mt19937_64& rng);
+
+// Forks a worker, lets it run for `run` (counted from the fork, or from its report that the
+// store is open), kills it with SIGKILL and applies everything it reported.
+RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
+                      const WorkerSetup& setup, std::chrono::milliseconds run, bool from_open);
+
+// Opens the store in the driver, as a check does.
+std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir);
+
+// ---- kill cycles -------------------------------------------------------------------------------
+
+struct KillTally {
+  int done_cycles = 0;
+  int killed_before_open = 0;
+  int mid_write = 0;        // kills with a call that writes in flight
+  int mid_background = 0;   // kills while RocksDB flushed or compacted
+  int worker_reopened = 0;  // cycles whose worker opened the store the last one left
+  std::array<int, 4> per_mode{};
+};
+
+// `cycles` kill cycles, in turn in every sync mode, on 1 and 2 shards; after about half of them
+// the driver reopens the store and checks it, after the others the next worker does (and
+// reports what it sees before its load starts). `plant`: called after each kill, before the
+// check (the self-test edits the store there).
+void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir, KillTally& t,
+                     const std::function<void(Model&, const std::string&)>& plant = {});
+
+// ---- power-loss cycles -------------------------------------------------------------------------
+
+struct PowerPlan {
+  int cycles = 0;
+  uint64_t seed = 0;
+  // The mode a cycle's worker runs in, and the mode whose promise the driver checks: the same,
+  // but for the tests of the checks themselves.
+  std::function<Sync(int)> run_mode;
+  std::function<Sync(int)> checked_mode;
+  bool from_open_only = false;  // count every run from the worker's report that it opened
+};
+
+struct PowerTally {
+  int done_cycles = 0;
+  int killed_before_open = 0;
+  std::array<int, 4> cycles{};         // per mode (checked)
+  std::array<uint64_t, 4> max_lost{};  // the most answered calls one power loss took, per mode
+  std::array<uint64_t, 4> lost{};      // all of them, per mode
+  std::array<int, 4> kept_some{};      // cycles in which calls answered in the cycle survived
+  int batch_cycles_to_tell = 0;        // batch cycles with 2 * kPowerBatchOps answered calls
+  uint64_t syncs_recorded = 0;
+  int mid_background = 0;
+  power_loss::PowerLossStats fs;
+};
+
+constexpr uint32_t kPowerBatchOps = 8;  // small, so that Sync::batch's bound bites
+// How many answered calls a power loss may take in a mode; nullopt: any number (the latest).
+std::optional<uint64_t> allowed_loss(Sync s);
+Sync power_mode(int cycle);
+
+void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, PowerTally& t);
+
+// The promise that Sync::batch is not Sync::always: across a run with enough batch cycles, some
+// power loss took answered calls. Empty when kept (or too few cycles to tell), else why not.
+std::string batch_that_never_lost(const PowerTally& t);
+
+}  // namespace delayq::crash

@@ -1,0 +1,76 @@
+// The crash harness's load: the jobs a worker pushes, and what both processes know of them.
+//
+// Each of the worker's kThreads threads owns two topics and the jobs on them (ids with
+// job % kThreads == its index), so that its calls never race another thread's on one job while
+// their writes to the store overlap (and share fsyncs). Everything about a job that the driver
+// checks (topic, body, ttr, retry policy) is a function of its number and the run's salt, so
+// both processes know it without sending it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "delayq/job.h"
+
+namespace delayq::crash {
+
+using namespace std::chrono_literals;
+
+constexpr size_t kThreads = 2;
+inline const std::array<std::string, 2 * kThreads> kTopics = {"crash-a", "crash-b", "crash-c",
+                                                              "crash-d"};
+constexpr Duration kMaxPushDelay = 300ms;
+// Most jobs hold a lease longer than a worker lives; one in four has a short one, so that leases
+// run out while the worker runs (and, with kMaxAttempts, send jobs to the dead letters).
+constexpr Duration kLongTtr = 200ms;
+constexpr Duration kShortTtr = 15ms;
+constexpr Duration kRetryDelay = 20ms;
+// Small, so that dead letters happen: by nacks, by leases that run out, and by dead_letter().
+constexpr uint32_t kMaxAttempts = 3;
+constexpr size_t kLiveCap = 96;  // the worker stops pushing above this many jobs
+
+uint64_t mix(uint64_t x);  // splitmix64's finaliser
+
+TimePoint wall_now();
+inline int64_t ns_of(TimePoint t) {
+  return t.time_since_epoch().count();
+}
+inline TimePoint at_ns(int64_t ns) {
+  return TimePoint(Duration(ns));
+}
+std::string ms_text(Duration d);
+
+std::string job_id(uint64_t job);
+std::optional<uint64_t> parse_job_id(std::string_view id);
+
+inline size_t owner_of(uint64_t job) {
+  return job % kThreads;
+}
+inline size_t topic_index_of(uint64_t job) {
+  return 2 * owner_of(job) + (job / kThreads) % 2;
+}
+inline const std::string& topic_of(uint64_t job) {
+  return kTopics[topic_index_of(job)];
+}
+inline std::span<const std::string> topics_of_thread(size_t t) {
+  return std::span<const std::string>(kTopics).subspan(2 * t, 2);
+}
+inline Duration ttr_of(uint64_t job) {
+  return mix(job ^ 0x77) % 4 == 0 ? kShortTtr : kLongTtr;
+}
+inline RetryPolicy harness_policy() {
+  return RetryPolicy::fixed(kRetryDelay, kMaxAttempts);
+}
+
+// The body pushed for a job: empty, short, or up to 16 KiB of arbitrary bytes, with a NUL and a
+// 0xff in every body of two bytes or more.
+std::string body_of(uint64_t salt, uint64_t job);
+
+// The spec of a job as the worker pushes it.
+JobSpec spec_of(uint64_t salt, uint64_t job, Duration delay);
+
+}  // namespace delayq::crash

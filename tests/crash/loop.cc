@@ -1,0 +1,237 @@
+// The load of one worker thread (worker_process.h): a random mix of every call of the Queue
+// that changes a job, on its own topics and jobs, each reported as an intent before the call
+// and an outcome after it.
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "check.h"
+#include "worker_process.h"
+
+namespace delayq::crash {
+
+namespace {
+
+class Loop {
+ public:
+  Loop(WorkerProcess& w, size_t thread, uint64_t seed)
+      : w_(w), m_(w.m_), q_(*w.q_), t_(thread), rng_(mix(seed + thread)) {}
+
+  [[noreturn]] void run() {
+    for (;;) step();
+  }
+
+ private:
+  Record intent(Kind kind, uint64_t job = 0) const {
+    Record r = make_record(kind, job);
+    r.thread = static_cast<uint8_t>(t_);
+    r.t0 = now();
+    return r;
+  }
+  static int64_t now() { return ns_of(wall_now()); }
+  uint64_t below(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+
+  // This thread's live jobs (those `keep` accepts), from the model.
+  template <class F>
+  std::vector<uint64_t> mine(F keep) {
+    std::lock_guard lock(w_.mu_);
+    std::vector<uint64_t> out;
+    for (const auto& [job, j] : m_.jobs)
+      if (owner_of(job) == t_ && j.live() && keep(job, j.cands[0])) out.push_back(job);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::vector<uint64_t> live() {
+    return mine([](uint64_t, const Rec&) { return true; });
+  }
+  std::vector<uint64_t> maybe_dead() {
+    const Span w = Span::at(now());
+    return mine([w](uint64_t job, const Rec& r) { return may_be(r, job, w, St::dead); });
+  }
+
+  void step() {
+    // A call that has nothing to act on reserves instead.
+    const uint64_t roll = below(100);
+    const bool room = live().size() < kLiveCap / kThreads;
+    if (roll < 16) return room ? push() : reserve();
+    if (roll < 21) return room ? push_batch() : reserve();
+    if (roll < 48) return reserve();
+    if (roll < 61) return held_.empty() ? reserve() : token_call(Kind::ack_intent);
+    if (roll < 67) return held_.empty() ? reserve() : token_call(Kind::nack_intent);
+    if (roll < 70) return held_.empty() ? reserve() : token_call(Kind::dead_intent);
+    if (roll < 74) return held_.empty() ? reserve() : token_call(Kind::touch_intent);
+    if (roll < 80) return job_call(Kind::cancel_intent, live());
+    if (roll < 86) return job_call(Kind::resched_intent, live());
+    if (roll < 93) return job_call(Kind::requeue_intent, maybe_dead());
+    return purge();
+  }
+
+  Duration push_delay() {
+    return below(3) == 0 ? Duration::zero() : Duration(below(kMaxPushDelay.count() + 1));
+  }
+
+  // Reports the intent of a push of `n` jobs (this thread's next unused ids) and returns it.
+  Record push_intent(Kind kind, uint64_t n, Duration delay) {
+    std::lock_guard lock(w_.mu_);
+    uint64_t job = m_.next_job;
+    while (owner_of(job) != t_) ++job;
+    Record r = intent(kind, job);
+    r.arg = delay.count();
+    r.n = n;
+    w_.emit_locked(r);
+    return r;
+  }
+
+  void push() {
+    const Record in = push_intent(Kind::push_intent, 1, push_delay());
+    const Status s = q_.push(spec_of(m_.salt, in.job, Duration(in.arg))).status();
+    w_.emit(done_record(Kind::push_done, in, s, now()));
+  }
+
+  void push_batch() {
+    const Record in = push_intent(Kind::batch_intent, 2 + below(3), push_delay());
+    std::vector<JobSpec> specs;
+    for (uint64_t k = 0; k < in.n; ++k)
+      specs.push_back(spec_of(m_.salt, in.job + k * kThreads, Duration(in.arg)));
+    Status first;
+    for (const Result<std::string>& r : q_.push_batch(std::move(specs)))
+      if (!r.ok() && first.ok()) first = r.status();
+    w_.emit(done_record(Kind::batch_done, in, first, now()));
+  }
+
+  void reserve() {
+    // Most calls do not wait (a worker that waits is mostly killed while waiting); one in five
+    // waits up to 3 ms for a job to fall due.
+    const Duration timeout = below(5) != 0 ? Duration::zero() : Duration(below(3'000'001));
+    const Record in = intent(Kind::reserve_intent);
+    w_.emit(in);
+    Result<Delivery> r = q_.reserve(topics_of_thread(t_), timeout);
+    const int64_t t1 = now();
+    if (!r.ok()) return w_.emit(done_record(Kind::reserve_done, in, r.status(), t1));
+    const std::vector<std::string> wrong = delivery_static_problems(*r, m_.salt);
+    const uint64_t job = parse_job_id(r->id).value_or(0);
+    bool kept;
+    {
+      std::lock_guard lock(w_.mu_);
+      const Record rec = delivery_record(*r, job, static_cast<uint8_t>(t_), in.t0, t1);
+      w_.send(rec);
+      kept = m_.apply(rec);
+      for (const std::string& v : wrong) {
+        Record e = make_record(Kind::violation, job);
+        e.thread = static_cast<uint8_t>(t_);
+        set_text(e, v);
+        w_.send(e);
+      }
+    }
+    if (!kept || !wrong.empty()) _exit(4);
+    held_.push_back(r->token);
+  }
+
+  // ack, nack, dead_letter or touch on a delivery this thread holds.
+  void token_call(Kind kind) {
+    const size_t i = below(held_.size());
+    const Token t = held_[i];
+    const uint64_t job = *parse_job_id(t.id);
+    Record in = intent(kind, job);
+    in.n = t.fence;
+    std::optional<Duration> delay;
+    if (kind == Kind::nack_intent && below(3) != 0) delay = Duration(below(100'000'001));
+    in.arg = delay ? delay->count() : -1;
+    w_.emit(in);
+    Status s;
+    int64_t lease = 0;
+    switch (kind) {
+      case Kind::ack_intent:
+        s = q_.ack(t);
+        break;
+      case Kind::nack_intent:
+        s = q_.nack(t, delay);
+        break;
+      case Kind::dead_intent:
+        s = q_.dead_letter(t);
+        break;
+      default: {
+        Result<TimePoint> r = q_.touch(t);
+        s = r.status();
+        if (r.ok()) lease = ns_of(*r);
+        break;
+      }
+    }
+    Record done = done_record(done_of(kind), in, s, now());
+    done.lease = lease;
+    w_.emit(done);
+    if (kind != Kind::touch_intent || !s.ok()) held_.erase(held_.begin() + static_cast<long>(i));
+    forget_gone();  // an older delivery of an acked job
+  }
+
+  // cancel, reschedule or requeue_dead of one of `jobs`.
+  void job_call(Kind kind, const std::vector<uint64_t>& jobs) {
+    if (jobs.empty()) return reserve();
+    const uint64_t job = jobs[below(jobs.size())];
+    Record in = intent(kind, job);
+    // Reschedule: from 50 ms in the past (meaning now) to 300 ms ahead.
+    if (kind == Kind::resched_intent)
+      in.arg = in.t0 - 50'000'000 + static_cast<int64_t>(below(350'000'001));
+    w_.emit(in);
+    Status s;
+    switch (kind) {
+      case Kind::cancel_intent:
+        s = q_.cancel(job_id(job));
+        break;
+      case Kind::resched_intent:
+        s = q_.reschedule(job_id(job), at_ns(in.arg));
+        break;
+      default:
+        s = q_.requeue_dead(job_id(job));
+        break;
+    }
+    w_.emit(done_record(done_of(kind), in, s, now()));
+    forget_gone();
+  }
+
+  // purge_dead of a topic of this thread's that may hold dead jobs; then every job of the topic
+  // that is gone is reported (nothing but this thread's calls removes its jobs).
+  void purge() {
+    const std::vector<uint64_t> dead = maybe_dead();
+    if (dead.empty()) return reserve();
+    const size_t topic = topic_index_of(dead[below(dead.size())]);
+    Record in = intent(Kind::purge_intent);
+    in.arg = static_cast<int64_t>(topic);
+    w_.emit(in);
+    const Result<uint64_t> n = q_.purge_dead(kTopics[topic]);
+    const int64_t t1 = now();
+    for (uint64_t job :
+         mine([topic](uint64_t j, const Rec&) { return topic_index_of(j) == topic; }))
+      if (q_.get(job_id(job)).is(Errc::not_found)) {
+        Record gone = make_record(Kind::purged, job);
+        gone.thread = static_cast<uint8_t>(t_);
+        w_.emit(gone);
+      }
+    Record done = done_record(Kind::purge_done, in, n.status(), t1);
+    done.n = n.ok() ? *n : 0;
+    w_.emit(done);
+    forget_gone();
+  }
+
+  // Deliveries of jobs that are gone (cancelled, purged) can only be refused: dropped.
+  void forget_gone() {
+    std::lock_guard lock(w_.mu_);
+    std::erase_if(held_,
+                  [&](const Token& t) { return m_.live_rec(*parse_job_id(t.id)) == nullptr; });
+  }
+
+  WorkerProcess& w_;
+  Model& m_;
+  Engine& q_;
+  const size_t t_;
+  std::mt19937_64 rng_;
+  std::vector<Token> held_;  // deliveries to this thread not yet acked, nacked or dead-lettered
+};
+
+}  // namespace
+
+void run_loop(WorkerProcess& w, size_t thread, uint64_t seed) {
+  Loop(w, thread, seed).run();
+}
+
+}  // namespace delayq::crash

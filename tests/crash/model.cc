@@ -1,0 +1,391 @@
+// The rule book: applying a worker's records to the model (model.h).
+#include "model.h"
+
+#include <algorithm>
+
+namespace delayq::crash {
+
+bool JobModel::gone() const {
+  return std::all_of(cands.begin(), cands.end(), [](const Rec& r) { return r.st == St::absent; });
+}
+
+JobModel* Model::find(uint64_t job) {
+  auto it = jobs.find(job);
+  return it == jobs.end() ? nullptr : &it->second;
+}
+
+const Rec* Model::live_rec(uint64_t job) const {
+  auto it = jobs.find(job);
+  return it != jobs.end() && it->second.live() ? &it->second.cands[0] : nullptr;
+}
+
+std::vector<uint64_t> Model::live_jobs() const {
+  std::vector<uint64_t> out;
+  for (const auto& [job, j] : jobs)
+    if (j.live()) out.push_back(job);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Model::begin_run() {
+  fence_floor = max_fence;
+  last_fence = {};
+}
+
+void Model::problem(const std::string& s) {
+  problems.push_back("cycle " + std::to_string(cycle) +
+                     (cycle_label.empty() ? "" : " (" + cycle_label + ")") + ": " + s);
+}
+
+void Model::report_violations() {
+  for (const auto& [job, texts] : violations) {
+    std::string s = "the worker saw a broken promise: ";
+    for (size_t i = 0; i < texts.size(); ++i) s += (i ? "; " : "") + texts[i];
+    problem_about(job, s);
+  }
+  violations.clear();
+}
+
+void Model::note(uint64_t job, const Record& r) {
+  std::vector<Event>& h = history[job];
+  if (h.size() == kHistoryCap) h.erase(h.begin());
+  h.push_back(Event{cycle, r});
+}
+
+bool Model::apply(const Record& r) {
+  if (keep_cycle_records) cycle_records.push_back(r);
+  if (r.thread >= kThreads) {
+    problem("a record from thread " + std::to_string(r.thread));
+    return false;
+  }
+  switch (r.kind) {
+    case Kind::opened:
+      ++counts.opened;
+      begin_run();
+      return true;
+    case Kind::bg_begin:
+      ++background;
+      return true;
+    case Kind::bg_end:
+      --background;
+      return true;
+    case Kind::violation:
+      violations[r.job].push_back(text_of(r));  // reported together, see report_violations()
+      return false;
+    case Kind::error:
+      problem("the worker failed: " + text_of(r));
+      return false;
+    case Kind::seen:
+      pending.jobs[r.job] = obs_of_seen(r);
+      if (r.text[0] != '\0') pending.wrong[r.job] = text_of(r);
+      return true;
+    case Kind::observed: {
+      Observation o = std::move(pending);
+      pending = Observation{};
+      o.stored = r.n;
+      o.pushed = r.totals[0];
+      o.acked = r.totals[1];
+      o.cancelled = r.totals[2];
+      o.purged = r.totals[3];
+      o.complete = true;
+      return check_observation(*this, o);
+    }
+    case Kind::purged: {
+      std::optional<Record>& slot = in_flight[r.thread];
+      const Rec* rec = live_rec(r.job);
+      if (!slot || slot->kind != Kind::purge_intent || rec == nullptr ||
+          topic_index_of(r.job) != static_cast<size_t>(slot->arg)) {
+        problem_about(r.job, "a purged record for " + job_id(r.job) + " out of place");
+        return false;
+      }
+      note(r.job, r);
+      purged[r.thread].push_back(r.job);
+      return true;
+    }
+    default:
+      break;
+  }
+  if (is_intent(r.kind)) return apply_intent(r);
+  std::optional<Record>& slot = in_flight[r.thread];
+  if (!slot || (done_of(slot->kind) != r.kind &&
+                !(slot->kind == Kind::reserve_intent && r.kind == Kind::reserved))) {
+    problem("an outcome (record kind " + std::to_string(static_cast<int>(r.kind)) +
+            ") without its call");
+    return false;
+  }
+  const Record intent = *std::exchange(slot, std::nullopt);
+  return apply_outcome(r, intent);
+}
+
+bool Model::apply_intent(const Record& r) {
+  std::optional<Record>& slot = in_flight[r.thread];
+  if (slot) {
+    problem(std::string("a ") + call_name(r.kind) + " began while another call of its thread " +
+            "was in flight");
+    return false;
+  }
+  slot = r;
+  auto fail = [&](const std::string& why) {
+    problem_about(r.job, why);
+    return false;
+  };
+  switch (r.kind) {
+    case Kind::reserve_intent:
+      return true;
+    case Kind::purge_intent:
+      purged[r.thread].clear();
+      return true;
+    case Kind::push_intent:
+    case Kind::batch_intent: {
+      const uint64_t n = r.kind == Kind::push_intent ? 1 : r.n;
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t job = r.job + i * kThreads;
+        if (job < next_job) return fail("the worker pushed " + job_id(job) + " twice");
+        if (owner_of(job) != r.thread) return fail(job_id(job) + " pushed by the wrong thread");
+        jobs[job].cands = {Rec{}};  // until the push returns
+        note(job, r);
+      }
+      next_job = r.job + (n - 1) * kThreads + 1;
+      return true;
+    }
+    default:
+      if (live_rec(r.job) == nullptr || owner_of(r.job) != r.thread)
+        return fail(std::string("the worker called ") + call_name(r.kind) + " on " + job_id(r.job) +
+                    ", not a live job of its thread");
+      note(r.job, r);
+      return true;
+  }
+}
+
+bool Model::apply_outcome(const Record& r, const Record& intent) {
+  const Span w{intent.t0, r.t1};
+  auto fail = [&](const std::string& why) {
+    problem_about(r.job, why);
+    return false;
+  };
+  const std::string what = std::string(call_name(intent.kind)) + " of " + job_id(r.job);
+  const std::string outcome = r.code == 0 ? std::string("ok") : text_of(r);
+  switch (r.kind) {
+    case Kind::reserved:
+      return apply_delivery(r);
+    case Kind::reserve_done:
+      if (has_code(r, Errc::timeout)) return true;
+      problem("reserve failed: " + text_of(r));
+      return false;
+    case Kind::push_done:
+    case Kind::batch_done: {
+      const uint64_t n = intent.kind == Kind::push_intent ? 1 : intent.n;
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t job = intent.job + i * kThreads;
+        note(job, r);
+        jobs[job].cands = {r.code == 0 ? after_call(Rec{}, job, intent, &r, w) : Rec{}};
+      }
+      if (r.code != 0) return fail(what + " failed: " + outcome);
+      ++(n == 1 ? counts.pushes : counts.batches);
+      return true;
+    }
+    case Kind::purge_done:
+      return apply_purge(r, intent);
+    default:
+      break;
+  }
+  note(r.job, r);
+  JobModel* j = find(r.job);
+  if (j == nullptr || !j->live()) return fail(what + ": an outcome for a job not live");
+  Rec& rec = j->cands[0];
+  if (is_token_call(intent.kind)) return apply_token_outcome(r, intent, rec);
+  const bool refused = has_code(r, Errc::invalid_state);
+  switch (intent.kind) {
+    case Kind::cancel_intent:
+      if (r.code != 0) return fail(what + ", a live job, failed (a lost job?): " + outcome);
+      ++counts.cancels;
+      break;
+    case Kind::resched_intent:
+      if (r.code == 0 && !may_be(rec, r.job, w, St::waiting))
+        return fail(what + " succeeded, but the job was reserved or dead all along");
+      if (refused && !may_be(rec, r.job, w, St::reserved) && !may_be(rec, r.job, w, St::dead))
+        return fail(what + " was refused (" + outcome + "), but the job was waiting");
+      if (r.code != 0 && !refused) return fail(what + ", a live job, failed: " + outcome);
+      ++(r.code == 0 ? counts.reschedules : counts.refused);
+      break;
+    case Kind::requeue_intent:
+      if (r.code == 0 && !may_be(rec, r.job, w, St::dead))
+        return fail(what + " succeeded, but the job was not dead");
+      if (refused && !may_be(rec, r.job, w, St::waiting) && !may_be(rec, r.job, w, St::reserved))
+        return fail(what + " was refused (" + outcome + "), but the job was dead");
+      if (r.code != 0 && !refused) return fail(what + ", a live job, failed: " + outcome);
+      ++(r.code == 0 ? counts.requeues : counts.refused);
+      break;
+    default:
+      return fail("unknown outcome kind " + std::to_string(static_cast<int>(r.kind)));
+  }
+  if (r.code == 0) rec = after_call(rec, r.job, intent, &r, w);
+  if (rec.st == St::absent) j->cands = {Rec{}};
+  return true;
+}
+
+bool Model::apply_token_outcome(const Record& r, const Record& intent, Rec& rec) {
+  const Span w{intent.t0, r.t1};
+  const std::string what = std::string(call_name(intent.kind)) + " of " + job_id(r.job) +
+                           " (fence " + std::to_string(intent.n) + ")";
+  if (r.code == 0) {
+    if (!may_hold(rec, intent.n, w)) {
+      problem_about(r.job, what +
+                               " was accepted, but its token was stale (the lease had run "
+                               "out, or a later delivery held the job)");
+      return false;
+    }
+    if (intent.kind == Kind::touch_intent && !w.plus(ttr_of(r.job)).has(r.lease)) {
+      problem_about(r.job, what + " returned a lease deadline that is not the ttr after the call");
+      return false;
+    }
+    rec = after_call(rec, r.job, intent, &r, w);
+    switch (intent.kind) {
+      case Kind::ack_intent:
+        ++counts.acks;
+        break;
+      case Kind::nack_intent:
+        ++counts.nacks;
+        break;
+      case Kind::dead_intent:
+        ++counts.dead_letters;
+        break;
+      default:
+        ++counts.touches;
+        break;
+    }
+    if (rec.st == St::absent) jobs[r.job].cands = {Rec{}};
+    return true;
+  }
+  if (has_code(r, Errc::stale_token)) {
+    if (!may_be_stale(rec, r.job, intent.n, w)) {
+      problem_about(r.job, what + " was refused as stale while its delivery held the job");
+      return false;
+    }
+    ++counts.refused;
+    return true;
+  }
+  problem_about(r.job, what + " failed: " + text_of(r));
+  return false;
+}
+
+bool Model::apply_purge(const Record& r, const Record& intent) {
+  const Span w{intent.t0, r.t1};
+  std::vector<uint64_t> gone = std::move(purged[r.thread]);
+  purged[r.thread].clear();
+  if (r.code != 0) {
+    problem("purge_dead of " + kTopics[intent.arg] + " failed: " + text_of(r));
+    return false;
+  }
+  bool ok = true;
+  if (r.n != gone.size()) {
+    problem("purge_dead of " + kTopics[intent.arg] + " returned " + std::to_string(r.n) + ", but " +
+            std::to_string(gone.size()) + " of its jobs were gone after it");
+    ok = false;
+  }
+  for (uint64_t job : gone) {
+    if (!may_be(jobs[job].cands[0], job, w, St::dead)) {
+      problem_about(job, "purge_dead deleted " + job_id(job) + ", which was not dead");
+      ok = false;
+    }
+    jobs[job].cands = {Rec{}};
+  }
+  for (const auto& [job, j] : jobs) {
+    if (!j.live() || topic_index_of(job) != static_cast<size_t>(intent.arg)) continue;
+    const bool may_live =
+        may_be(j.cands[0], job, w, St::waiting) || may_be(j.cands[0], job, w, St::reserved);
+    if (!may_live) {
+      problem_about(job, "purge_dead left " + job_id(job) + ", which was dead");
+      ok = false;
+    }
+  }
+  counts.purges += !gone.empty();
+  counts.purged += gone.size();
+  return ok;
+}
+
+bool Model::apply_delivery(const Record& r) {
+  const std::string id = job_id(r.job);
+  const std::string att = " (attempt " + std::to_string(r.attempt) + ")";
+  JobModel* j = find(r.job);
+  auto fail = [&](const std::string& why) {
+    problem_about(r.job, why);
+    return false;
+  };
+  if (j == nullptr && r.job > 0 && r.job < next_job)
+    return fail("delivered " + id + att +
+                " although it was gone (acked, cancelled, purged, "
+                "or a push found undone after a kill)");
+  if (j == nullptr) return fail("delivered " + id + ", which was never pushed");
+  note(r.job, r);
+  if (j->gone()) return fail("delivered " + id + att + " although it was gone");
+  if (!j->live()) return fail("delivered " + id + " while its state was uncertain");
+  if (const std::string why = delivery_problem(j->cands[0], r.job, r); !why.empty())
+    return fail("delivered " + id + att + ", due " + rel(r.due) + ", but " + why +
+                "; the harness had it " + rec_text(j->cands[0], origin));
+  if (r.n <= fence_floor || r.n <= last_fence[r.thread])
+    return fail("delivered " + id + " with fence " + std::to_string(r.n) +
+                ", not above the fences handed out before");
+  last_fence[r.thread] = r.n;
+  max_fence = std::max(max_fence, r.n);
+  j->cands = {delivered(r, r.job)};
+  ++counts.deliveries;
+  return true;
+}
+
+bool Model::settle_in_flight(int64_t kill_hi) {
+  bool writing = false;
+  for (size_t t = 0; t < kThreads; ++t) {
+    if (!in_flight[t]) continue;
+    const Record intent = *std::exchange(in_flight[t], std::nullopt);
+    ++counts.killed_in[static_cast<size_t>(intent.kind) % counts.killed_in.size()];
+    writing |= intent.kind != Kind::reserve_intent;
+    settle(intent, kill_hi);
+    purged[t].clear();
+  }
+  unchecked = true;
+  return writing;
+}
+
+// One call in flight at the kill: its job may have its record from before or from after it.
+void Model::settle(const Record& intent, int64_t kill_hi) {
+  const Span w{intent.t0, kill_hi};
+  const Record mark = make_record(Kind::settled, intent.job);
+  auto add = [&](uint64_t job, const Rec& r) {
+    note(job, mark);
+    jobs[job].cands.push_back(r);
+  };
+  switch (intent.kind) {
+    case Kind::reserve_intent:
+      unreported[intent.thread] = w;
+      return;
+    case Kind::push_intent:
+    case Kind::batch_intent: {
+      const uint64_t n = intent.kind == Kind::push_intent ? 1 : intent.n;
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t job = intent.job + i * kThreads;
+        add(job, after_call(Rec{}, job, intent, nullptr, w));
+      }
+      return;
+    }
+    case Kind::purge_intent:
+      for (auto& [job, j] : jobs)
+        if (j.live() && topic_index_of(job) == static_cast<size_t>(intent.arg) &&
+            may_be(j.cands[0], job, w, St::dead))
+          add(job, Rec{});
+      return;
+    default:
+      break;
+  }
+  const Rec* rec = live_rec(intent.job);
+  if (rec == nullptr) return;
+  const Rec before = *rec;
+  const bool may_happen =
+      is_token_call(intent.kind)            ? may_hold(before, intent.n, w)
+      : intent.kind == Kind::resched_intent ? may_be(before, intent.job, w, St::waiting)
+      : intent.kind == Kind::requeue_intent ? may_be(before, intent.job, w, St::dead)
+                                            : true;
+  if (may_happen) add(intent.job, after_call(before, intent.job, intent, nullptr, w));
+}
+
+}  // namespace delayq::crash

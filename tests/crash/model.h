@@ -1,0 +1,126 @@
+// The harness's picture of the store: what each job's record may be, by the worker's reports.
+//
+// The driver applies every record a worker sends, in order, as it arrives; the worker, a fork of
+// the driver, inherits the picture and applies its own records the same way before sending
+// them: one rule book, so the two cannot disagree. apply() also checks each outcome against the
+// picture (a token accepted after its lease ran out, a delivery before its due time, a purge
+// that missed a dead job, ...) and records a problem when one breaks a promise.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "job_state.h"
+#include "load.h"
+#include "record.h"
+
+namespace delayq::crash {
+
+struct JobModel {
+  // What the store may hold: one record, or several after a kill during a call on the job (the
+  // call may or may not have happened) until a reopened store shows which.
+  std::vector<Rec> cands;
+  bool live() const { return cands.size() == 1 && cands[0].st != St::absent; }
+  bool gone() const;
+};
+
+// What a reopened store showed: every job of the model, and the store's counts.
+struct Observation {
+  std::map<uint64_t, Obs> jobs;
+  std::map<uint64_t, std::string> wrong;  // jobs whose body, topic, ttr or policy differ
+  uint64_t stored = 0;                    // jobs counted by stats()
+  uint64_t pushed = 0, acked = 0, cancelled = 0, purged = 0;  // stats() totals
+  bool complete = false;
+};
+
+struct Model {
+  uint64_t salt = 0;
+  int cycle = 0;
+  int64_t origin = 0;  // times in failure messages count from here
+  std::string cycle_label;
+
+  // Every job that may exist. Jobs a reopened store showed gone are dropped (a soak must not
+  // grow without bound): an id below next_job that is not listed here is gone for good.
+  std::unordered_map<uint64_t, JobModel> jobs;
+  uint64_t next_job = 1;  // ids are never reused
+
+  // Per worker thread: its call in flight (the intent), and the jobs a purge in flight found
+  // gone so far.
+  std::array<std::optional<Record>, kThreads> in_flight;
+  std::array<std::vector<uint64_t>, kThreads> purged;
+  // Per worker thread: the span of a reserve() in flight at the last kill. It may have
+  // delivered one job, unreported: that job may show one attempt more.
+  std::array<std::optional<Span>, kThreads> unreported;
+  // Kills since the last look at a reopened store.
+  bool unchecked = false;
+
+  // Fences: each delivery's is above every fence of an earlier worker (fence_floor) and above
+  // the last one its thread saw.
+  uint64_t max_fence = 0, fence_floor = 0;
+  std::array<uint64_t, kThreads> last_fence{};
+  // RocksDB flushes and compactions running in the worker (bg_begin, bg_end).
+  int background = 0;
+  // The totals a reopened store showed last (a crash never takes one back).
+  Observation last_totals;
+  bool totals_may_drop = false;  // power losses: a lost call is lost with its totals
+
+  Observation pending;  // an observation arriving as `seen` records
+  std::vector<std::string> problems;
+  std::map<uint64_t, std::vector<std::string>> violations;  // by job, until report_violations()
+
+  struct Event {
+    int cycle;
+    Record r;
+  };
+  std::unordered_map<uint64_t, std::vector<Event>> history;  // the last events of each job
+  static constexpr size_t kHistoryCap = 24;
+
+  struct Counts {
+    uint64_t opened = 0, pushes = 0, batches = 0, deliveries = 0, acks = 0, nacks = 0,
+             dead_letters = 0, touches = 0, cancels = 0, reschedules = 0, requeues = 0, purges = 0,
+             purged = 0, refused = 0, resolved_present = 0, resolved_missing = 0, seen_dead = 0,
+             seen_expired = 0, observations = 0, unreported_deliveries = 0;
+    std::array<uint64_t, 64> killed_in{};  // kills during a call, by its intent kind
+  } counts;
+
+  // Power-loss cycles: the records of the current cycle, in the order they arrived.
+  bool keep_cycle_records = false;
+  std::vector<Record> cycle_records;
+
+  // Applies one record. False when it breaks a promise (the reason is in `problems`).
+  bool apply(const Record& r);
+  // The worker was killed at or before `kill_hi`: each call in flight may or may not have
+  // happened. Returns whether one of them was a call that writes (not a reserve()).
+  bool settle_in_flight(int64_t kill_hi);
+  // A new worker (or the driver) starts calling: fences from here on are above all before.
+  void begin_run();
+
+  void problem(const std::string& s);
+  void problem_about(uint64_t job, const std::string& s) { problem(s + explain(job)); }
+  void report_violations();
+  void note(uint64_t job, const Record& r);
+  std::string explain(uint64_t job) const;
+  std::string rel(int64_t t) const { return rel_text(t, origin); }
+
+  JobModel* find(uint64_t job);
+  const Rec* live_rec(uint64_t job) const;  // the record of a live job, else null
+  std::vector<uint64_t> live_jobs() const;  // sorted
+
+ private:
+  bool apply_intent(const Record& r);
+  bool apply_outcome(const Record& r, const Record& intent);
+  bool apply_token_outcome(const Record& r, const Record& intent, Rec& rec);
+  bool apply_purge(const Record& r, const Record& intent);
+  bool apply_delivery(const Record& r);
+  void settle(const Record& intent, int64_t kill_hi);
+};
+
+// Checks an observation against the model (check.cc) and makes it the model's picture.
+bool check_observation(Model& m, const Observation& o);
+
+}  // namespace delayq::crash

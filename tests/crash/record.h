@@ -1,0 +1,91 @@
+// What a worker reports to the driver over its pipe: one fixed-size Record per event.
+//
+// Before each call the worker sends an intent, after it the outcome (a *_done, or `reserved`),
+// so that the driver knows which calls were in flight when the worker died. Times are the wall
+// clock (the store's clock) read just before the call (t0) and just after it returned (t1): the
+// store's own `now` for the call lies between them.
+#pragma once
+
+#include <limits.h>
+
+#include <cstdint>
+#include <string>
+
+#include "delayq/error.h"
+
+namespace delayq::crash {
+
+enum class Kind : uint8_t {
+  opened,          // the store is open (and, if asked, observed): the load starts
+  push_intent,     // job; arg = delay (ns)
+  push_done,       // code
+  batch_intent,    // push_batch of n jobs: job, job + kThreads, ...; arg = delay of each
+  batch_done,      // code: the first failure among the jobs, or ok
+  reserve_intent,  // a reserve() starts; `reserved` or `reserve_done` is its outcome
+  reserved,        // job, attempt, due, lease, n = fence: a delivery
+  reserve_done,    // code: nothing was delivered (timeout)
+  ack_intent,      // job, n = the token's fence (for every call on a token)
+  ack_done,
+  nack_intent,  // arg = delay (ns), or -1: the policy's
+  nack_done,
+  dead_intent,  // dead_letter()
+  dead_done,
+  touch_intent,
+  touch_done,  // lease = the new lease deadline
+  cancel_intent,
+  cancel_done,
+  resched_intent,  // arg = the new due time
+  resched_done,
+  requeue_intent,  // requeue_dead()
+  requeue_done,
+  purge_intent,  // purge_dead(); arg = the topic's index
+  purged,        // job: gone after the purge (the worker looked); sent before purge_done
+  purge_done,    // n = the count purge_dead() returned
+  violation,     // job, text: a broken promise the worker saw
+  error,         // text: the worker failed in a way the load does not allow
+  seen,          // job: what the worker's reopened store shows (see Obs); t0, t1 around get()
+  observed,      // n = jobs stored (stats()), totals = pushed, acked, cancelled, purged
+  bg_begin,      // a RocksDB flush (n = 0) or compaction (n = 1) began
+  bg_end,        // ... ended
+  // Never sent: entries of a job's history in the driver.
+  settled,  // the worker was killed during the call above
+};
+
+constexpr uint8_t kAbsent = 255;  // `seen`: the job does not exist
+
+// One record, one write(): at most PIPE_BUF bytes, so a record is never split or interleaved,
+// and a worker killed mid-write leaves a whole record or none.
+struct Record {
+  Kind kind;
+  uint8_t code;    // the Errc of an outcome (0: ok); `seen`: the JobState, or kAbsent
+  uint8_t thread;  // the worker thread that made the call
+  uint8_t pad;
+  uint32_t attempt;
+  uint64_t job;
+  int64_t t0, t1;
+  int64_t arg;
+  int64_t due, lease;
+  uint64_t n;
+  uint64_t totals[4];
+  char text[112];  // NUL-terminated
+};
+static_assert(sizeof(Record) <= PIPE_BUF);
+
+Record make_record(Kind kind, uint64_t job = 0);
+// The outcome of `intent`: its fields, the status and the clock after the call.
+Record done_record(Kind kind, const Record& intent, const Status& s, int64_t t1);
+void set_text(Record& r, const std::string& s);
+std::string text_of(const Record& r);
+inline bool has_code(const Record& r, Errc e) {
+  return r.code == static_cast<uint8_t>(e);
+}
+const char* errc_text(uint8_t code);
+
+// The outcome kind of an intent kind (reserve: reserve_done), or the kind itself.
+Kind done_of(Kind intent);
+bool is_intent(Kind k);
+// Calls on a delivery's token: ack, nack, dead_letter, touch.
+bool is_token_call(Kind intent);
+const char* call_name(Kind intent);
+
+}  // namespace delayq::crash

@@ -1,0 +1,279 @@
+// The harness's comparisons on their own: what a store may show of a predicted record
+// (job_state.h), and the prefix search after a power loss (prefix.h), on hand-made reports.
+#include <gtest/gtest.h>
+
+#include "job_state.h"
+#include "prefix.h"
+
+namespace delayq::crash {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kT = 1'000'000'000'000'000'000;  // some instant, in ns
+
+Obs seen_at(int64_t when, JobState s, uint32_t attempts, int64_t due, int64_t lease = 0) {
+  return Obs{true, s, attempts, due, lease, Span::at(when)};
+}
+
+// Jobs 2 and 4 have the long ttr (200 ms); see ttr_of().
+TEST(JobStateCheck, AWaitingJobIsDelayedUntilItsDueTimeThenReady) {
+  const Rec r{St::waiting, 0, Span{kT, kT + kMs}, {}, 0};
+  EXPECT_TRUE(shows(r, 2, seen_at(kT - kMs, JobState::delayed, 0, kT)));
+  EXPECT_FALSE(shows(r, 2, seen_at(kT + 2 * kMs, JobState::delayed, 0, kT)));  // late
+  EXPECT_FALSE(shows(r, 2, seen_at(kT - kMs, JobState::ready, 0, kT)));        // early
+  EXPECT_TRUE(shows(r, 2, seen_at(kT + 2 * kMs, JobState::ready, 0, kT + kMs)));
+  EXPECT_FALSE(shows(r, 2, seen_at(kT + 2 * kMs, JobState::ready, 0, kT + 2 * kMs)));  // due
+  EXPECT_FALSE(shows(r, 2, seen_at(kT + 2 * kMs, JobState::ready, 1, kT)));            // attempts
+}
+
+TEST(JobStateCheck, ALeaseThatRanOutIsRetriedOrDeadLettered) {
+  const int64_t lease = kT + 200 * kMs;
+  Rec r{St::reserved, 1, Span::at(kT), Span::at(lease), 7};
+  EXPECT_TRUE(shows(r, 2, seen_at(lease - kMs, JobState::reserved, 1, kT, lease)));
+  EXPECT_FALSE(shows(r, 2, seen_at(lease - kMs, JobState::reserved, 1, kT, lease + kMs)));
+  EXPECT_FALSE(shows(r, 2, seen_at(lease + kMs, JobState::reserved, 1, kT, lease)));
+  // Retried kRetryDelay after the lease ran out, or when a reopened store handled it.
+  const int64_t retry = lease + kRetryDelay.count();
+  EXPECT_TRUE(shows(r, 2, seen_at(lease + kMs, JobState::delayed, 1, retry)));
+  EXPECT_TRUE(shows(r, 2, seen_at(retry + 50 * kMs, JobState::ready, 1, retry + 40 * kMs)));
+  EXPECT_FALSE(shows(r, 2, seen_at(lease + kMs, JobState::delayed, 1, retry - kMs)));
+  EXPECT_FALSE(shows(r, 2, seen_at(lease + kMs, JobState::dead, 1, kT)));
+  r.attempts = kMaxAttempts;  // the last attempt: dead
+  EXPECT_TRUE(shows(r, 2, seen_at(lease + kMs, JobState::dead, kMaxAttempts, kT)));
+  EXPECT_FALSE(shows(r, 2, seen_at(lease + kMs, JobState::delayed, kMaxAttempts, retry)));
+}
+
+TEST(JobStateCheck, ALostNackOrRescheduleDoesNotMatch) {
+  const int64_t lease = kT + 200 * kMs;
+  const Rec held{St::reserved, 1, Span::at(kT), Span::at(lease), 7};
+  Record nack = make_record(Kind::nack_intent, 2);
+  nack.arg = 50 * kMs;
+  const Rec nacked = after_call(held, 2, nack, nullptr, Span{kT + kMs, kT + 2 * kMs});
+  EXPECT_EQ(nacked.st, St::waiting);
+  EXPECT_FALSE(shows(nacked, 2, seen_at(kT + 3 * kMs, JobState::reserved, 1, kT, lease)));
+  EXPECT_TRUE(shows(nacked, 2, seen_at(kT + 3 * kMs, JobState::delayed, 1, kT + 52 * kMs)));
+  Record resched = make_record(Kind::resched_intent, 4);
+  resched.arg = kT + 100 * kMs;
+  const Rec waiting{St::waiting, 0, Span::at(kT + 10 * kMs), {}, 0};
+  const Rec moved = after_call(waiting, 4, resched, nullptr, Span{kT, kT + kMs});
+  EXPECT_FALSE(shows(moved, 4, seen_at(kT + 2 * kMs, JobState::delayed, 0, kT + 10 * kMs)));
+  EXPECT_TRUE(shows(moved, 4, seen_at(kT + 2 * kMs, JobState::delayed, 0, kT + 100 * kMs)));
+}
+
+TEST(JobStateCheck, AnUnreportedDeliveryAddsOneAttemptAndALeaseFromTheCall) {
+  const Rec r{St::waiting, 0, Span::at(kT), {}, 0};
+  const Span call{kT + kMs, kT + 3 * kMs};
+  const int64_t ttr = ttr_of(2).count();
+  const Obs held = seen_at(kT + 4 * kMs, JobState::reserved, 1, kT, kT + 2 * kMs + ttr);
+  EXPECT_FALSE(shows(r, 2, held));
+  EXPECT_TRUE(shows_after_unreported_delivery(r, 2, held, call));
+  const Obs late = seen_at(kT + 4 * kMs, JobState::reserved, 1, kT, kT + 5 * kMs + ttr);
+  EXPECT_FALSE(shows_after_unreported_delivery(r, 2, late, call));
+  const Obs twice = seen_at(kT + 4 * kMs, JobState::reserved, 2, kT, kT + 2 * kMs + ttr);
+  EXPECT_FALSE(shows_after_unreported_delivery(r, 2, twice, call));
+}
+
+// explain_by_prefix() on hand-made reports: it accepts the latest calls lost and nothing else.
+// Every call takes no time and the next starts 1 ms later; jobs are pushed with no delay.
+class PrefixCheck : public ::testing::Test {
+ protected:
+  void start(uint8_t t, Kind intent, uint64_t job, int64_t arg = 0) {
+    Record r = make_record(intent, job);
+    r.thread = t;
+    r.t0 = r.t1 = clock_;
+    r.arg = arg;
+    r.n = fence_[job];
+    records_.push_back(r);
+  }
+  void finish(uint8_t t, Kind done) {
+    Record r = records_.back();
+    for (auto it = records_.rbegin(); it != records_.rend(); ++it)
+      if (it->thread == t && is_intent(it->kind)) {
+        r = *it;
+        break;
+      }
+    r.kind = done;
+    records_.push_back(r);
+    clock_ += kMs;
+  }
+  void push(uint8_t t, uint64_t job) {
+    due_[job] = clock_;
+    start(t, Kind::push_intent, job);
+    finish(t, Kind::push_done);
+  }
+  void deliver(uint8_t t, uint64_t job, uint32_t attempt) {
+    start(t, Kind::reserve_intent, 0);
+    Record r = records_.back();
+    r.kind = Kind::reserved;
+    r.job = job;
+    r.attempt = attempt;
+    r.due = due_[job];
+    r.lease = clock_ + ttr_of(job).count();
+    r.n = fence_[job] = ++fences_;
+    records_.push_back(r);
+    clock_ += kMs;
+  }
+  void ack(uint8_t t, uint64_t job) {
+    start(t, Kind::ack_intent, job);
+    finish(t, Kind::ack_done);
+  }
+  void reschedule(uint8_t t, uint64_t job, int64_t to) {
+    start(t, Kind::resched_intent, job, to);
+    finish(t, Kind::resched_done);
+  }
+  // As seen by a store reopened a moment after the calls.
+  Obs waiting(uint64_t job, uint32_t attempts = 0, std::optional<int64_t> due = {}) const {
+    return seen_at(clock_, JobState::ready, attempts, due.value_or(due_.at(job)));
+  }
+  Obs held(uint64_t job, uint32_t attempts) const {
+    const Record* d = nullptr;
+    for (const Record& r : records_)
+      if (r.kind == Kind::reserved && r.job == job) d = &r;
+    return seen_at(clock_, JobState::reserved, attempts, due_.at(job), d->lease);
+  }
+  PrefixVerdict verdict(size_t shards = 1) const {
+    return explain_by_prefix(before_, records_, seen_, clock_, shards, 0);
+  }
+
+  int64_t clock_ = kT;
+  uint64_t fences_ = 0;
+  std::map<uint64_t, int64_t> due_;
+  std::map<uint64_t, uint64_t> fence_;
+  std::unordered_map<uint64_t, JobModel> before_;
+  std::vector<Record> records_;
+  std::map<uint64_t, Obs> seen_;
+};
+
+// Jobs 2, 4, 6 are thread 0's; 1, 3, 5 thread 1's (owner_of).
+TEST_F(PrefixCheck, EverythingKeptLosesNothing) {
+  push(0, 2);
+  push(0, 4);
+  deliver(0, 2, 1);
+  seen_ = {{2, held(2, 1)}, {4, waiting(4)}};
+  const PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 0u);
+}
+
+TEST_F(PrefixCheck, TheLatestCallsLostAreAPrefix) {
+  push(0, 2);
+  push(0, 4);
+  deliver(0, 2, 1);
+  ack(0, 2);
+  seen_ = {{2, held(2, 1)}, {4, waiting(4)}};  // the ack is lost
+  PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 1u);
+  seen_ = {{2, waiting(2)}, {4, waiting(4)}};  // and the delivery
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 2u);
+  seen_ = {{2, Obs{}}, {4, Obs{}}};  // everything
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 4u);
+}
+
+TEST_F(PrefixCheck, ALostCallBeforeAKeptOneIsNoPrefix) {
+  push(0, 2);
+  push(0, 4);
+  push(0, 6);
+  seen_ = {{2, waiting(2)}, {4, Obs{}}, {6, waiting(6)}};
+  PrefixVerdict v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("job-4 should be waiting"), std::string::npos) << v.why;
+  // An ack lost while a later push was kept: the acked job came back.
+  records_.clear();
+  push(0, 2);
+  deliver(0, 2, 1);
+  ack(0, 2);
+  push(0, 4);
+  seen_ = {{2, held(2, 1)}, {4, waiting(4)}};
+  EXPECT_FALSE(verdict().explained);
+  seen_ = {{2, Obs{}}, {4, waiting(4)}};
+  EXPECT_TRUE(verdict().explained);
+  // A reschedule lost while a later push was kept: the due time tells.
+  records_.clear();
+  push(0, 2);
+  const int64_t to = clock_ + 100 * kMs;
+  reschedule(0, 2, to);
+  push(0, 4);
+  seen_ = {{2, waiting(2)}, {4, waiting(4)}};
+  EXPECT_FALSE(verdict().explained);
+  seen_ = {{2, seen_at(clock_, JobState::delayed, 0, to)}, {4, waiting(4)}};
+  EXPECT_TRUE(verdict().explained) << verdict().why;
+}
+
+TEST_F(PrefixCheck, PrefixesOfTwoThreadsMustFitTheOrderOfTheCalls) {
+  push(1, 1);  // returned before thread 0's push began: written first
+  push(0, 2);
+  seen_ = {{1, Obs{}}, {2, waiting(2)}};
+  PrefixVerdict v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("push of job-2 (returned ok) began after thread 1's push of job-1"),
+            std::string::npos)
+      << v.why;
+  // Overlapping calls may be written in either order.
+  records_.clear();
+  due_[1] = due_[2] = clock_;
+  start(1, Kind::push_intent, 1);
+  start(0, Kind::push_intent, 2);
+  finish(1, Kind::push_done);
+  finish(0, Kind::push_done);
+  seen_ = {{1, Obs{}}, {2, waiting(2)}};
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 1u);
+}
+
+TEST_F(PrefixCheck, APurgeOnSeveralShardsMayBeKeptInPart) {
+  const Rec dead{St::dead, 1, Span::at(kT - kMs), {}, 0};
+  before_[2].cands = before_[6].cands = {dead};  // jobs 2 and 6 share a topic (index 1)
+  Record purge = make_record(Kind::purge_intent);
+  purge.t0 = purge.t1 = clock_;
+  purge.arg = 1;
+  records_.push_back(purge);
+  records_.push_back(make_record(Kind::purged, 2));
+  records_.push_back(make_record(Kind::purged, 6));
+  purge.kind = Kind::purge_done;
+  purge.n = 2;
+  records_.push_back(purge);
+  clock_ += kMs;
+  push(0, 4);
+  // One shard's part of the purge kept, the other's and the push after it lost.
+  seen_ = {{2, Obs{}}, {4, Obs{}}, {6, seen_at(clock_, JobState::dead, 1, kT - kMs)}};
+  const PrefixVerdict v = verdict(2);
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 2u);
+  EXPECT_FALSE(verdict(1).explained);  // one shard: one write
+  seen_[4] = waiting(4);               // nor with a later call kept
+  EXPECT_FALSE(verdict(2).explained);
+}
+
+TEST_F(PrefixCheck, CallsInFlightMayOrMayNotBeKept) {
+  before_[2].cands = {Rec{St::waiting, 0, Span::at(kT - kMs), {}, 0}};
+  before_[4].cands = {Rec{St::waiting, 0, Span::at(kT - kMs), {}, 0}};
+  due_[2] = due_[4] = kT - kMs;
+  start(0, Kind::reserve_intent, 0);  // in flight: any one job of thread 0's, one attempt more
+  const Obs taken = seen_at(clock_, JobState::reserved, 1, kT - kMs, kT + ttr_of(4).count());
+  seen_ = {{2, waiting(2)}, {4, taken}};
+  PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 0u);
+  seen_ = {{2, seen_at(clock_, JobState::reserved, 1, kT - kMs, kT + ttr_of(2).count())},
+           {4, taken}};  // but not two
+  EXPECT_FALSE(verdict().explained);
+  before_[2].cands = {Rec{St::reserved, 1, Span::at(kT - kMs), Span::at(kT + 200 * kMs), 9}};
+  fence_[2] = 9;
+  records_.clear();
+  start(0, Kind::ack_intent, 2);  // in flight: done or not
+  seen_ = {{2, Obs{}}, {4, waiting(4)}};
+  EXPECT_TRUE(verdict().explained);
+  seen_ = {{2, seen_at(clock_, JobState::reserved, 1, kT - kMs, kT + 200 * kMs)}, {4, waiting(4)}};
+  EXPECT_TRUE(verdict().explained);
+  seen_[4] = Obs{};  // but it touched job 2 only
+  EXPECT_FALSE(verdict().explained);
+}
+
+}  // namespace
+}  // namespace delayq::crash

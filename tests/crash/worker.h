@@ -1,0 +1,35 @@
+// The worker: a forked process that opens the store and runs the load on it from kThreads
+// threads, reporting every call over a pipe, until the driver kills it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "delayq/store.h"
+#include "model.h"
+
+namespace delayq::crash {
+
+// How a worker runs its store.
+struct WorkerSetup {
+  Sync sync = Sync::always;
+  size_t shards = 1;
+  uint32_t sync_batch_ops = 1000;
+  Duration sync_interval = 10ms;
+  // Power-loss cycles: the store runs on a file system that records its syncs in this side log
+  // (power_loss_fs.h). Empty: the real file system, as is.
+  std::string sync_log;
+  // Look at every job of the model right after the open (WAL replay, when the last worker was
+  // killed) and report it before the load starts (Kind::seen, Kind::observed).
+  bool observe = false;
+  // RocksDB with small write buffers, so that flushes and compactions run (and are killed)
+  // while the load runs; each reported as bg_begin / bg_end.
+  bool small_buffers = true;
+};
+
+// The worker's body, in the child of fork(): never returns (the driver's SIGKILL ends it; any
+// other end is an _exit() with a record saying why).
+[[noreturn]] void worker_main(int fd, Model& model, uint64_t seed, const std::string& dir,
+                              const WorkerSetup& setup);
+
+}  // namespace delayq::crash
