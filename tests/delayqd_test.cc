@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -276,6 +278,44 @@ class DelayqdTest : public ::testing::Test {
   TempDir dir_;
   Daemon daemon_;
 };
+
+// A disk that fills up (a 16 MiB tmpfs mounted for the test): the push that cannot be written
+// gets a 500 io_error, the store stops, and /health answers 503 with the reason, so that a load
+// balancer and systemd's Restart=on-failure act on it. Mounting needs root (CAP_SYS_ADMIN), which
+// ./scripts/test.sh has here; where it is refused the test is skipped, saying why.
+TEST_F(DelayqdTest, AFullDiskMakesHealthAnswer503WithTheReason) {
+  const fs::path disk = dir_.path / "disk";
+  fs::create_directories(disk);
+  if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=16m") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs at " << disk << " (" << std::strerror(errno)
+                 << "): the full-disk test needs root with CAP_SYS_ADMIN";
+  struct Unmount {
+    fs::path path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{disk};
+  const int port = daemon_.start({"--listen", "127.0.0.1:0", "--store", (disk / "store").string()},
+                                 dir_.path / "delayqd.log");
+  ASSERT_GT(port, 0) << log();
+  Client c(port);
+  ASSERT_EQ(c.get("/health").status, 200);
+  const std::string body(60 << 10, 'b');
+  Reply refused;
+  for (int i = 0; i < 1000; ++i) {
+    refused = c.post("/push", R"({"topic":"t","body":")" + body + R"("})");
+    if (refused.code() != 0) break;
+  }
+  ASSERT_NE(refused.code(), 0) << "16 MiB never filled up";
+  EXPECT_EQ(refused.status, 500) << refused.body;
+  EXPECT_EQ(refused.error(), "io_error") << refused.body;
+  Reply health = c.get("/health");
+  EXPECT_EQ(health.status, 503) << health.body;
+  EXPECT_EQ(health.error(), "io_error") << health.body;
+  EXPECT_NE(health.body.find("No space left"), std::string::npos)
+      << "the reason is named: " << health.body;
+  // Every other call says the same, and the daemon keeps answering.
+  EXPECT_EQ(c.post("/pop", R"({"topic":"t","timeout":0})").error(), "io_error");
+  EXPECT_EQ(c.get("/health").status, 503);
+}
 
 TEST_F(DelayqdTest, OuqiangClientFlow) {
   const int port = start();
