@@ -194,21 +194,24 @@ TEST_P(ClockStep, ProducersAndConsumersAcrossStepsBothWays) {
     consumers.emplace_back([&] {
       // Long waits, so that a consumer that sleeps through a step shows (close() ends them).
       while (!stop.load()) {
+        // The steps made before the call: the lease is set somewhere inside it, so only these
+        // are surely behind it.
+        size_t steps_before_reserve;
+        {
+          std::lock_guard l(mu);
+          steps_before_reserve = offsets.size();
+        }
         Result<Delivery> d = q->reserve("t", kBound);
         const TimePoint real = SystemClock::instance().now();
         if (d.is(Errc::closed)) break;
         if (!d.ok()) continue;
-        size_t steps_before_ack;
-        {
-          std::lock_guard l(mu);
-          steps_before_ack = offsets.size();
-        }
         const Status acked = q->ack(d->token);
         std::lock_guard l(mu);
         if (!acked.ok()) {
-          // A step forward between the delivery and the ack can run the lease out (it ends at
-          // an instant of the wall clock): the job comes again. Anything else is a failure.
-          EXPECT_TRUE(acked.is(Errc::stale_token) && offsets.size() > steps_before_ack)
+          // A step forward after the lease was set (inside reserve, or between the delivery
+          // and the ack) can run it out, for it ends at an instant of the wall clock: the job
+          // comes again. Without a step since the call began, it is a failure.
+          EXPECT_TRUE(acked.is(Errc::stale_token) && offsets.size() > steps_before_reserve)
               << d->id << ": " << acked.to_string();
           continue;
         }
