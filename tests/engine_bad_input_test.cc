@@ -770,6 +770,29 @@ TEST(TokenParseTest, WellFormedTextRoundTrips) {
   EXPECT_EQ(*back, big);
 }
 
+// ---- error codes as text ----
+
+TEST(ErrcNameTest, EveryCodeRoundTripsThroughItsName) {
+  for (int v = 0; v <= static_cast<int>(Errc::cancelled); ++v) {
+    const auto e = static_cast<Errc>(v);
+    SCOPED_TRACE(to_string(e));
+    auto back = parse_errc(to_string(e));
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(*back, e);
+  }
+  EXPECT_STREQ(to_string(Errc::io_error), "io_error");
+  EXPECT_STREQ(to_string(static_cast<Errc>(99)), "error");
+  // The name is the word the daemon and the CLI carry; a Status still shows the phrase.
+  EXPECT_EQ(Status(Errc::io_error, "disk").to_string(), "I/O error: disk");
+}
+
+TEST(ErrcNameTest, UnknownNamesAreRefusedNamingTheAcceptedOnes) {
+  for (const std::string text : {"", "IO_ERROR", "io error", "error", "timeout "}) {
+    SCOPED_TRACE("'" + text + "'");
+    EXPECT_TRUE(Fails(parse_errc(text), Errc::invalid_argument, {"stale_token", "cancelled"}));
+  }
+}
+
 // A parsed token that names nothing is refused by the queue like any other.
 TEST_F(EngineBadInput, ParsedTokensAreCheckedLikeAnyOther) {
   auto good = Token::parse(reserved_.to_string());
