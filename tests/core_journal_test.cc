@@ -19,7 +19,7 @@ const TimePoint kStart = TimePoint(std::chrono::sys_days(std::chrono::year{2026}
 CoreOptions Recording() {
   CoreOptions o;
   o.record_changes = true;
-  o.default_ttr = 3s;
+  o.limits.default_ttr = 3s;
   return o;
 }
 

@@ -753,7 +753,7 @@ TEST(EngineConcurrency, CloseWakesBlockedConsumersPromptly) {
 // lease, earlier than the 1 h lease already armed) before it processes the close.
 TEST(EngineConcurrency, CloseDoesNotWaitForALeaseArmedDuringClose) {
   EngineOptions opt;
-  opt.default_ttr = 10s;
+  opt.limits.default_ttr = 10s;
   auto q = OpenEngine(opt);
   ASSERT_TRUE(q);
   // On the heap: if close() hangs, the closing thread is left behind and outlives this test.
@@ -809,7 +809,7 @@ TEST(EngineConcurrency, CloseRacingWithTrafficLosesNoCallback) {
     EngineOptions opt;
     opt.shards = 1 + round % 3;
     // Short leases: a close() that waits for the next lease (see the test above) costs little.
-    opt.default_ttr = 200ms;
+    opt.limits.default_ttr = 200ms;
     auto q = OpenEngine(opt);
     ASSERT_TRUE(q);
     std::atomic<bool> stop{false};

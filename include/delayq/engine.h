@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "delayq/clock.h"
+#include "delayq/limits.h"
 #include "delayq/queue.h"
 
 namespace delayq {
@@ -41,15 +42,9 @@ struct EngineOptions {
   // fire on their exact instant (never early; late only by wake-up latency): a coarser tick
   // means fewer wheel steps for far-off jobs, not later jobs.
   Duration tick = std::chrono::milliseconds(1);
-  // Pushes (and reschedules, nack delays, ttrs) further out than this are refused.
-  Duration max_delay = std::chrono::hours(24 * 3650);
-  // Larger bodies are refused.
-  size_t max_body_bytes = size_t{1} << 20;
-  // The lease of a job pushed with ttr = 0.
-  Duration default_ttr = std::chrono::seconds(30);
-  // The policy of a job pushed without one: exponential from 1 s, doubling, capped at 1 h,
-  // 10 attempts.
-  RetryPolicy default_retry;
+  // What the queue accepts (max_delay, max_body_bytes) and the defaults of a job pushed without
+  // a ttr or a retry policy: delayq/limits.h.
+  Limits limits;
   // How long after a due instant the engine may wake to deliver it, so that jobs due close
   // together are delivered by one wake-up rather than one each. Never early; adds at most this
   // much lateness. 0 wakes exactly on each instant (more CPU at high rates).

@@ -3,31 +3,20 @@
 #include <algorithm>
 
 #include "common/format.h"
-#include "engine/rules.h"
 
 namespace delayq::engine {
 
-std::string validate(const CoreOptions& o) {
+std::string check_options(const CoreOptions& o) {
   if (o.tick < std::chrono::milliseconds(1) || o.tick > std::chrono::seconds(1))
     return "tick must be between 1 ms and 1 s, got " + format_duration(o.tick);
-  if (o.max_delay <= Duration::zero()) return "max_delay must be positive";
-  // Due times are nanoseconds in an int64 (until year 2262): keep now + max_delay inside it.
-  if (o.max_delay > kLongestDelay)
-    return "max_delay must be at most 100 years, got " + format_duration(o.max_delay);
-  if (o.max_body_bytes == 0) return "max_body_bytes must be positive";
-  if (o.default_ttr <= Duration::zero()) return "default_ttr must be positive";
-  if (o.default_ttr > o.max_delay) return "default_ttr must not exceed max_delay";
-  std::string p = o.default_retry.validate();
-  if (p.empty()) p = check_waits(o.default_retry, o.max_delay);
-  if (!p.empty()) return "default_retry: " + p;
-  return {};
+  return rules::check_limits(o.limits);
 }
 
 Core::Core(const CoreOptions& options, TimePoint now)
     : opt_(options),
       tick_ns_(options.tick.count()),
       wheel_(0),
-      policies_{options.default_retry},
+      policies_{options.limits.default_retry},
       rng_(options.seed),
       fences_(options.fences ? options.fences : &own_fences_),
       seqs_(options.seqs ? options.seqs : &own_seqs_) {
@@ -46,10 +35,9 @@ TimePoint Core::from_tick(uint64_t tick) const {
 
 // ---- validation ----
 
-Status Core::validate(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
-  if (Status st = check_spec(s, Limits{opt_.max_delay, opt_.max_body_bytes}, now); !st.ok())
-    return st;
-  if (int64_t j = lookup(s.id, id_hash); j >= 0) return duplicate_id(s.id, jobs_[j].state);
+Status Core::check_push(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
+  if (Status st = rules::check_spec(s, opt_.limits, now); !st.ok()) return st;
+  if (int64_t j = lookup(s.id, id_hash); j >= 0) return rules::duplicate_id(s.id, jobs_[j].state);
   return {};
 }
 
@@ -191,10 +179,10 @@ void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoi
     to_dead(j);
     return;
   }
-  // validate() keeps listed and capped waits within max_delay; the clamp covers the rest.
-  const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.max_delay);
+  // check_waits() keeps listed and capped waits within max_delay; the clamp covers the rest.
+  const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.limits.max_delay);
   ++totals_.retried;
-  schedule(j, plus(at, d), now);
+  schedule(j, rules::plus(at, d), now);
 }
 
 void Core::erase(uint32_t j) {
@@ -259,7 +247,7 @@ uint64_t Core::take_ready_added() { return std::exchange(ready_added_, 0); }
 
 Result<uint32_t> Core::find(std::string_view id) const {
   const int64_t j = lookup(id, IdIndex::hash(id));
-  if (j < 0) return no_such_job(id);
+  if (j < 0) return rules::no_such_job(id);
   return static_cast<uint32_t>(j);
 }
 
@@ -268,7 +256,7 @@ Result<uint32_t> Core::holder(const Token& t) {
   if (!j) return j;
   const Job& job = jobs_[*j];
   if (job.state == JobState::reserved && job.fence == t.fence) return j;
-  return stale_token(t, job.state, job.attempts);
+  return rules::stale_token(t, job.state, job.attempts);
 }
 
 JobInfo Core::info(uint32_t j) const {
@@ -283,17 +271,17 @@ JobInfo Core::info(uint32_t j) const {
 Status Core::push(JobSpec&& spec, TimePoint now) {
   advance(now);
   const uint64_t h = IdIndex::hash(spec.id);
-  if (Status s = validate(spec, h, now); !s.ok()) return s;
-  const TimePoint due = spec.delay ? plus(now, *spec.delay) : spec.due_at ? *spec.due_at : now;
+  if (Status s = check_push(spec, h, now); !s.ok()) return s;
+  const TimePoint due = spec.delay ? rules::plus(now, *spec.delay) : spec.due_at ? *spec.due_at : now;
   const uint32_t j = alloc_job();
-  ids_.insert(h, j);  // validate() checked uniqueness
+  ids_.insert(h, j);  // check_push() checked uniqueness
   const uint32_t topic = topic_index(spec.topic);
   const uint32_t policy = spec.retry ? policy_index(*spec.retry) : 0;
   Job& job = jobs_[j];
   job = Job{.timer_gen = job.timer_gen};  // see Job::timer_gen: a reused slot keeps counting
   job.id = std::move(spec.id);
   job.body = std::move(spec.body);
-  job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr;
+  job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.limits.default_ttr;
   job.topic = topic;
   job.policy = policy;
   // Only the journal needs queue-wide sequence numbers: the in-memory engine skips the atomic
@@ -315,7 +303,7 @@ uint32_t Core::alloc_job() {
 
 Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint now) {
   advance(now);
-  if (topics.empty()) return Status(Errc::invalid_argument, "reserve needs at least one topic");
+  if (Status s = rules::check_topics(topics); !s.ok()) return s;
   uint32_t best = kNil;
   for (const std::string& name : topics) {
     auto it = topic_ids_.find(name);
@@ -329,7 +317,7 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   set_state(job, JobState::reserved);
   ++job.attempts;
   job.fence = fences_->fetch_add(1, std::memory_order_relaxed) + 1;
-  job.lease_deadline = plus(now, job.ttr);
+  job.lease_deadline = rules::plus(now, job.ttr);
   arm(best, job.lease_deadline);
   mark(best);
   ++totals_.delivered;
@@ -355,7 +343,7 @@ Status Core::ack(const Token& t, TimePoint now) {
 
 Status Core::nack(const Token& t, std::optional<Duration> delay, TimePoint now) {
   advance(now);
-  if (Status s = check_nack_delay(delay, opt_.max_delay); !s.ok()) return s;
+  if (Status s = rules::check_nack_delay(delay, opt_.limits.max_delay); !s.ok()) return s;
   Result<uint32_t> j = holder(t);
   if (!j) return j.status();
   detach(*j);
@@ -393,7 +381,7 @@ Result<TimePoint> Core::touch(const Token& t, TimePoint now) {
   if (!j) return j.status();
   detach(*j);
   Job& job = jobs_[*j];
-  job.lease_deadline = plus(now, job.ttr);
+  job.lease_deadline = rules::plus(now, job.ttr);
   arm(*j, job.lease_deadline);
   mark(*j);
   return job.lease_deadline;
@@ -419,8 +407,8 @@ Status Core::reschedule(std::string_view id, TimePoint when, TimePoint now) {
   advance(now);
   Result<uint32_t> j = find(id);
   if (!j) return j.status();
-  if (Status s = check_reschedulable(id, jobs_[*j].state); !s.ok()) return s;
-  if (Status s = check_new_due(when, now, opt_.max_delay); !s.ok()) return s;
+  if (Status s = rules::check_reschedulable(id, jobs_[*j].state); !s.ok()) return s;
+  if (Status s = rules::check_new_due(when, now, opt_.limits.max_delay); !s.ok()) return s;
   detach(*j);
   schedule(*j, when, now);
   return {};
@@ -442,7 +430,7 @@ Status Core::requeue_dead(std::string_view id, TimePoint now) {
   Result<uint32_t> j = find(id);
   if (!j) return j.status();
   Job& job = jobs_[*j];
-  if (Status s = check_requeueable(id, job.state); !s.ok()) return s;
+  if (Status s = rules::check_requeueable(id, job.state); !s.ok()) return s;
   unlink(topics_[job.topic].dead, *j);
   job.attempts = 0;
   job.due = now;

@@ -17,22 +17,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/rules.h"
+#include "delayq/detail/slab.h"
 #include "delayq/error.h"
 #include "delayq/job.h"
+#include "delayq/limits.h"
 #include "delayq/timing_wheel.h"
 #include "engine/id_index.h"
 #include "engine/record.h"
-#include "engine/rules.h"
-#include "delayq/detail/slab.h"
 
 namespace delayq::engine {
 
 struct CoreOptions {
-  Duration tick = std::chrono::milliseconds(1);
-  Duration max_delay = std::chrono::hours(24 * 3650);
-  size_t max_body_bytes = size_t{1} << 20;
-  Duration default_ttr = std::chrono::seconds(30);
-  RetryPolicy default_retry;
+  Duration tick = std::chrono::milliseconds(1);  // 1 ms to 1 s
+  Limits limits;
   uint64_t seed = 1;  // for retry jitter
   // Where delivery fences come from. Shards of one queue share one counter so that fences grow
   // across the whole queue; nullptr: the core's own.
@@ -44,12 +42,8 @@ struct CoreOptions {
   bool record_changes = false;
 };
 
-// The largest max_delay an engine accepts: now + max_delay stays inside int64 nanoseconds
-// (year 2262). No call can set a due time, lease or wait further than this from its `now`.
-inline constexpr Duration kLongestDelay = std::chrono::hours(24 * 365 * 100);
-
-// Empty when the options are usable, else what is wrong.
-std::string validate(const CoreOptions& o);
+// Empty when the options are usable, else what is wrong (the tick, or rules::check_limits).
+std::string check_options(const CoreOptions& o);
 
 // The wait before retry number `failed` (1 after the first failed delivery).
 Duration backoff(const RetryPolicy& p, uint32_t failed, std::mt19937_64& rng);
@@ -157,7 +151,8 @@ class Core {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
-  Status validate(const JobSpec& spec, uint64_t id_hash, TimePoint now) const;
+  // What push() refuses `spec` for (rules::check_spec, or a duplicate id), or ok.
+  Status check_push(const JobSpec& spec, uint64_t id_hash, TimePoint now) const;
   int64_t lookup(std::string_view id, uint64_t h) const {
     return ids_.find(id, h, [this](uint32_t j) -> std::string_view { return jobs_[j].id; });
   }

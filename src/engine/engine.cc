@@ -97,11 +97,8 @@ Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options
                                                     const engine::SkipReport& skip) {
   engine::CoreOptions co;
   co.tick = options.tick;
-  co.max_delay = options.max_delay;
-  co.max_body_bytes = options.max_body_bytes;
-  co.default_ttr = options.default_ttr;
-  co.default_retry = options.default_retry;
-  if (std::string why = engine::validate(co); !why.empty())
+  co.limits = options.limits;
+  if (std::string why = engine::check_options(co); !why.empty())
     return Status(Errc::invalid_argument, "engine options: " + why);
   if (options.timer_slack < Duration::zero() || options.timer_slack > std::chrono::seconds(1))
     return Status(Errc::invalid_argument, "engine options: timer_slack must be between 0 and 1 s, got " +
@@ -276,8 +273,8 @@ void Engine::wake_waiters() {
 void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
                            std::function<void(Result<Delivery>)> done, std::stop_token stop) {
   Impl& m = *impl_;
-  if (topics.empty()) {
-    done(Status(Errc::invalid_argument, "reserve needs at least one topic"));
+  if (Status s = rules::check_topics(topics); !s.ok()) {
+    done(std::move(s));
     return;
   }
   std::unique_lock lock(m.async_mu);

@@ -303,12 +303,12 @@ struct Engine::Impl {
       });
       if (!r.is(Errc::timeout)) return r;
     }
-    return engine::reserve_timeout(topics);
+    return rules::reserve_timeout(topics);
   }
 
   Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout,
                            const std::atomic<bool>* stop) {
-    if (topics.empty()) return Status(Errc::invalid_argument, "reserve needs at least one topic");
+    if (Status s = rules::check_topics(topics); !s.ok()) return s;
     const Steady::time_point deadline = Steady::now() + std::clamp(timeout, Duration::zero(), kForever);
     for (;;) {
       if (closed.load()) return closed_status();
