@@ -1,5 +1,5 @@
-// The core's journal side: the records of changed jobs (take_changes) and putting jobs back
-// from records (restore). See record.h for what a record holds and why.
+// The core's journal side: the records of changed jobs (take_changes, for take_effects) and
+// putting jobs back from records (restore). See record.h for what a record holds and why.
 #include <algorithm>
 
 #include "common/format.h"
@@ -22,6 +22,7 @@ Stats Core::take_totals_delta() {
 
 std::vector<Change> Core::take_changes() {
   std::vector<Change> out;
+  if (erased_.empty() && dirty_.empty()) return out;
   out.reserve(erased_.size() + dirty_.size());
   for (uint64_t seq : erased_) out.push_back(Change{seq, std::nullopt});
   for (uint32_t j : dirty_) {

@@ -172,20 +172,19 @@ struct Engine::Impl {
     // learns of the call's effect only once it is durable. (Other callers may act on it a
     // little earlier: a consumer can reserve a job whose push is still being written. Its own
     // reservation is written after the push, so a crash loses both or neither.)
+    engine::Effects fx = s.core.take_effects();
     std::optional<uint64_t> ticket;
-    if (store) {
-      if (std::vector<engine::Change> changes = s.core.take_changes(); !changes.empty()) {
-        Result<uint64_t> w = store->write(changes, s.core.take_totals_delta());
-        if (w) {
-          ticket = *w;
-        } else {
-          Status stopped = fail(w.status());
-          if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
-        }
+    if (store && !fx.changes.empty()) {
+      Result<uint64_t> w = store->write(fx.changes, fx.totals);
+      if (w) {
+        ticket = *w;
+      } else {
+        Status stopped = fail(w.status());
+        if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
       }
     }
-    ready = s.core.take_ready_added() > 0;
-    const std::optional<TimePoint> e = s.core.take_earliest_scheduled();
+    ready = fx.made_ready;
+    const std::optional<TimePoint>& e = fx.earliest_scheduled;
     if (s.armed && *s.armed <= now) {
       // Every call catches the core up to `now`, so that deadline is behind us now.
       s.set_armed(s.core.next_deadline());
