@@ -9,7 +9,7 @@
 #include "api_harness.h"
 #include "common/format.h"
 #include "delayq/redis.h"
-#include "engine/persistence.h"
+#include "engine/open.h"
 #include "common/rules.h"
 #include "redis_server.h"
 
