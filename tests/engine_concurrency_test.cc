@@ -95,6 +95,48 @@ void ExpectEmpty(const Stats& s) {
   EXPECT_TRUE(s.topics.empty()) << "stats lists topics with no live jobs";
 }
 
+// Starts `producers` threads that push jobs idx = p * per_producer + i (p = 0, 1, ...), each
+// with a delay drawn from [0, max_delay_us] µs (seed `seed` + p): `note(idx, delay)` runs before
+// the push (to record when the job may come at the earliest), `spec(idx, delay)` builds it.
+template <class Note, class Spec>
+void StartProducers(std::vector<std::thread>& threads, Engine& q, int producers, int per_producer,
+                    unsigned seed, int max_delay_us, Violations& v, Note note, Spec spec) {
+  for (int p = 0; p < producers; ++p)
+    threads.emplace_back([&q, &v, p, per_producer, seed, max_delay_us, note, spec] {
+      std::mt19937 rng(seed + p);
+      std::uniform_int_distribution<int> delay_us(0, max_delay_us);
+      for (int i = 0; i < per_producer; ++i) {
+        const int idx = p * per_producer + i;
+        const Duration delay = std::chrono::microseconds(delay_us(rng));
+        note(idx, delay);
+        JobSpec job = spec(idx, delay);
+        const std::string id = job.id;
+        auto r = q.push(std::move(job));
+        if (!r.ok()) v.add("push " + id + ": " + r.status().to_string());
+        else if (*r != id) v.add("push returned id " + *r + " for " + id);
+      }
+    });
+}
+
+// One turn of a consumer loop: a delivery, or nullopt to turn again (nothing came in 20 ms).
+// Sets `stop` when the loop must end: the guard passed, or reserve failed (both recorded).
+std::optional<Delivery> NextDelivery(Engine& q, const std::vector<std::string>& topics,
+                                     Steady::time_point guard, Violations& v, bool& stop) {
+  if (Steady::now() > guard) {
+    v.add("a consumer gave up: time is up");
+    stop = true;
+    return std::nullopt;
+  }
+  auto r = q.reserve(topics, 20ms);
+  if (r.is(Errc::timeout)) return std::nullopt;
+  if (!r.ok()) {
+    v.add("reserve: " + r.status().to_string());
+    stop = true;
+    return std::nullopt;
+  }
+  return std::move(*r);
+}
+
 // ---- producers and consumers, ack only ----
 
 // 4 producers x 2000 jobs with delays of 0-20 ms over 3 topics; 4 consumers reserve from all of
@@ -119,35 +161,20 @@ void ProduceAndConsume(size_t shards, Duration tick = 1ms) {
   const auto guard = Steady::now() + kGuard;
 
   std::vector<std::thread> threads;
-  for (int p = 0; p < kProducers; ++p)
-    threads.emplace_back([&, p] {
-      std::mt19937 rng(1000 + p);
-      std::uniform_int_distribution<int> delay_us(0, 20000);
-      for (int i = 0; i < kPerProducer; ++i) {
-        const int idx = p * kPerProducer + i;
-        const Duration delay = std::chrono::microseconds(delay_us(rng));
-        earliest[idx] = system_now() + delay;
-        auto r = q->push({.topic = topics[idx % 3],
-                          .id = std::to_string(idx),
-                          .delay = delay,
-                          .body = "body-" + std::to_string(idx)});
-        if (!r.ok()) v.add("push " + std::to_string(idx) + ": " + r.status().to_string());
-        else if (*r != std::to_string(idx)) v.add("push returned id " + *r);
-      }
-    });
+  StartProducers(
+      threads, *q, kProducers, kPerProducer, 1000, 20000, v,
+      [&](int idx, Duration delay) { earliest[idx] = system_now() + delay; },
+      [&](int idx, Duration delay) {
+        return JobSpec{.topic = topics[idx % 3],
+                       .id = std::to_string(idx),
+                       .delay = delay,
+                       .body = "body-" + std::to_string(idx)};
+      });
   for (int c = 0; c < kConsumers; ++c)
     threads.emplace_back([&, c] {
-      while (acked_total.load() < kTotal) {
-        if (Steady::now() > guard) {
-          v.add("consumer gave up with " + std::to_string(acked_total.load()) + " acked");
-          return;
-        }
-        auto r = q->reserve(topics, 20ms);
-        if (r.is(Errc::timeout)) continue;
-        if (!r.ok()) {
-          v.add("reserve: " + r.status().to_string());
-          return;
-        }
+      for (bool stop = false; !stop && acked_total.load() < kTotal;) {
+        std::optional<Delivery> r = NextDelivery(*q, topics, guard, v, stop);
+        if (!r) continue;
         const TimePoint seen = system_now();
         const int idx = std::stoi(r->id);
         if (idx < 0 || idx >= kTotal) {
@@ -249,40 +276,26 @@ TEST(EngineConcurrency, RandomNacksRetryUntilAcked) {
   const auto guard = Steady::now() + kGuard;
 
   std::vector<std::thread> threads;
-  for (int p = 0; p < kProducers; ++p)
-    threads.emplace_back([&, p] {
-      std::mt19937 rng(2000 + p);
-      std::uniform_int_distribution<int> delay_us(0, 5000);
-      for (int i = 0; i < kPerProducer; ++i) {
-        const int idx = p * kPerProducer + i;
-        const Duration delay = std::chrono::microseconds(delay_us(rng));
-        {
-          std::lock_guard lock(mu);
-          track[idx].earliest = system_now() + delay;
-        }
-        auto r = q->push({.topic = topics[idx % 3],
-                          .id = "n" + std::to_string(idx),
-                          .delay = delay,
-                          .retry = RetryPolicy::fixed(2ms, kMaxAttempts)});
-        if (!r.ok()) v.add("push: " + r.status().to_string());
-      }
-    });
+  StartProducers(
+      threads, *q, kProducers, kPerProducer, 2000, 5000, v,
+      [&](int idx, Duration delay) {
+        std::lock_guard lock(mu);
+        track[idx].earliest = system_now() + delay;
+      },
+      [&](int idx, Duration delay) {
+        return JobSpec{.topic = topics[idx % 3],
+                       .id = "n" + std::to_string(idx),
+                       .delay = delay,
+                       .retry = RetryPolicy::fixed(2ms, kMaxAttempts)};
+      });
   for (int c = 0; c < kConsumers; ++c)
     threads.emplace_back([&, c] {
       std::mt19937 rng(3000 + c);
       std::bernoulli_distribution coin(0.4);
       std::uniform_int_distribution<int> nack_delay_us(0, 3000);
-      while (acked_total.load() < kTotal) {
-        if (Steady::now() > guard) {
-          v.add("consumer gave up");
-          return;
-        }
-        auto r = q->reserve(topics, 20ms);
-        if (r.is(Errc::timeout)) continue;
-        if (!r.ok()) {
-          v.add("reserve: " + r.status().to_string());
-          return;
-        }
+      for (bool stop = false; !stop && acked_total.load() < kTotal;) {
+        std::optional<Delivery> r = NextDelivery(*q, topics, guard, v, stop);
+        if (!r) continue;
         const TimePoint seen = system_now();
         deliveries.fetch_add(1);
         const int idx = std::stoi(r->id.substr(1));
