@@ -137,6 +137,26 @@ std::optional<Delivery> NextDelivery(Engine& q, const std::vector<std::string>& 
   return std::move(*r);
 }
 
+// Starts `callers` threads that call reserve_async `per_caller` times each: call number
+// c * per_caller + i waits timeout(i), and its callback runs on_done(result) once (a second run is
+// a violation; `callbacks` counts the runs of each call).
+template <class Timeout, class OnDone>
+void StartAsyncCallers(std::vector<std::thread>& threads, Engine& q, int callers, int per_caller,
+                       const std::vector<std::string>& topics,
+                       std::vector<std::atomic<int>>& callbacks, Violations& v, Timeout timeout,
+                       OnDone on_done) {
+  for (int c = 0; c < callers; ++c)
+    threads.emplace_back([&q, &topics, &callbacks, &v, c, per_caller, timeout, on_done] {
+      for (int i = 0; i < per_caller; ++i) {
+        const int call = c * per_caller + i;
+        q.reserve_async(topics, timeout(i), [&callbacks, &v, call, on_done](Result<Delivery> r) {
+          if (callbacks[call].fetch_add(1) != 0) v.add("callback ran twice");
+          on_done(std::move(r));
+        });
+      }
+    });
+}
+
 // ---- producers and consumers, ack only ----
 
 // 4 producers x 2000 jobs with delays of 0-20 ms over 3 topics; 4 consumers reserve from all of
@@ -624,39 +644,29 @@ TEST(EngineConcurrency, ReserveAsyncFromManyThreadsDeliversEachJobOnce) {
   Violations v;
 
   std::vector<std::thread> threads;
-  for (int c = 0; c < kCallers; ++c)
-    threads.emplace_back([&, c] {
-      for (int i = 0; i < kPerCaller; ++i) {
-        const int call = c * kPerCaller + i;
-        q->reserve_async(topics, 30s, [&, call](Result<Delivery> r) {
-          if (callbacks[call].fetch_add(1) != 0) v.add("callback ran twice");
-          if (!r.ok()) {
-            v.add("reserve_async: " + r.status().to_string());
-          } else {
-            const int idx = std::stoi(r->id);
-            if (system_now() < earliest[idx])
-              v.add("job " + r->id + " delivered before the due time the test computed");
-            if (r->due < earliest[idx])
-              v.add("job " + r->id + " reports a due time before push time + delay");
-            if (delivered[idx].fetch_add(1) != 0) v.add("job " + r->id + " delivered twice");
-            const Status s = q->ack(r->token);
-            if (!s.ok()) v.add("ack " + r->id + ": " + s.to_string());
-          }
-          callbacks_total.fetch_add(1);
-        });
-      }
-    });
-  for (int p = 0; p < 2; ++p)
-    threads.emplace_back([&, p] {
-      std::mt19937 rng(5000 + p);
-      std::uniform_int_distribution<int> delay_us(0, 10000);
-      for (int idx = p; idx < kTotal; idx += 2) {
-        const Duration delay = std::chrono::microseconds(delay_us(rng));
-        earliest[idx] = system_now() + delay;
-        auto r = q->push({.topic = topics[idx % 2], .id = std::to_string(idx), .delay = delay});
-        if (!r.ok()) v.add("push: " + r.status().to_string());
-      }
-    });
+  StartAsyncCallers(
+      threads, *q, kCallers, kPerCaller, topics, callbacks, v, [](int) { return 30s; },
+      [&](Result<Delivery> r) {
+        if (!r.ok()) {
+          v.add("reserve_async: " + r.status().to_string());
+        } else {
+          const int idx = std::stoi(r->id);
+          if (system_now() < earliest[idx])
+            v.add("job " + r->id + " delivered before the due time the test computed");
+          if (r->due < earliest[idx])
+            v.add("job " + r->id + " reports a due time before push time + delay");
+          if (delivered[idx].fetch_add(1) != 0) v.add("job " + r->id + " delivered twice");
+          const Status s = q->ack(r->token);
+          if (!s.ok()) v.add("ack " + r->id + ": " + s.to_string());
+        }
+        callbacks_total.fetch_add(1);
+      });
+  StartProducers(
+      threads, *q, 2, kTotal / 2, 5000, 10000, v,
+      [&](int idx, Duration delay) { earliest[idx] = system_now() + delay; },
+      [&](int idx, Duration delay) {
+        return JobSpec{.topic = topics[idx % 2], .id = std::to_string(idx), .delay = delay};
+      });
   for (auto& t : threads) t.join();
   ASSERT_TRUE(WaitFor([&] { return callbacks_total.load() >= kCalls; }))
       << callbacks_total.load() << " of " << kCalls << " callbacks ran";
@@ -681,18 +691,14 @@ TEST(EngineConcurrency, ReserveAsyncTimeoutsRunEachCallbackOnce) {
   std::atomic<int> total{0};
   Violations v;
   std::vector<std::thread> threads;
-  for (int c = 0; c < kCallers; ++c)
-    threads.emplace_back([&, c] {
-      for (int i = 0; i < kPerCaller; ++i) {
-        const int call = c * kPerCaller + i;
-        const Duration timeout = std::chrono::milliseconds(i % 3);  // 0, 1 or 2 ms
-        q->reserve_async({"empty"}, timeout, [&, call](Result<Delivery> r) {
-          if (callbacks[call].fetch_add(1) != 0) v.add("callback ran twice");
-          if (!r.is(Errc::timeout)) v.add("expected a timeout, got " + r.status().to_string());
-          total.fetch_add(1);
-        });
-      }
-    });
+  const std::vector<std::string> topics{"empty"};
+  StartAsyncCallers(
+      threads, *q, kCallers, kPerCaller, topics, callbacks, v,
+      [](int i) { return std::chrono::milliseconds(i % 3); },  // 0, 1 or 2 ms
+      [&](Result<Delivery> r) {
+        if (!r.is(Errc::timeout)) v.add("expected a timeout, got " + r.status().to_string());
+        total.fetch_add(1);
+      });
   for (auto& t : threads) t.join();
   ASSERT_TRUE(WaitFor([&] { return total.load() >= kCalls; }))
       << total.load() << " of " << kCalls << " callbacks ran";
