@@ -3,8 +3,9 @@
 # scripts/test.sh): ./scripts/tsan.sh [build dir, default build-tsan]
 #
 # The tests, and why these:
-#   engine_concurrency_test, engine_semantics_test  the engine's shards, driver thread, timers,
-#       waiting consumers, consume() workers, reserve_async
+#   engine_concurrency_test, engine_semantics_test  the engine's shards, waiting consumers (the
+#       waiting component's thread), consume() workers, reserve_async
+#   waiting_test  the waiting component alone: blocking and async waits, withdrawal, close
 #   journal_test, store_test, engine_store_failure_test  the journal's commit pipeline (group
 #       commit, sync thread) and the store's restorer threads, on real RocksDB
 #   redis_test, conformance_test  the Redis backend's listener and async threads and its
@@ -27,7 +28,7 @@ source scripts/deps.sh
 build=${1:-build-tsan}
 tests=(engine_concurrency_test engine_semantics_test journal_test store_test
        engine_store_failure_test redis_test conformance_test redis_cluster_test http_api_test
-       delayqd_test delayqd_redis_test timing_wheel_test)
+       delayqd_test delayqd_redis_test timing_wheel_test waiting_test)
 delayq_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_TSAN=ON \
   -DDELAYQ_BUILD_BENCH=OFF -DDELAYQ_BUILD_EXAMPLES=OFF
 cmake --build "$build" --target "${tests[@]}"

@@ -78,21 +78,14 @@ int64_t ns(TimePoint t) { return t.time_since_epoch().count(); }
          << ")";
 }
 
-// Queue limits, mapped onto each backend's own options. Smaller than the library's defaults so
-// that the limits can be tested without megabyte bodies.
-struct Limits {
-  Duration max_delay = 1h;
-  size_t max_body_bytes = 4096;
-  Duration default_ttr = 30s;
-  RetryPolicy default_retry;  // the library's default: exponential from 1 s, 10 attempts
-};
+// Queue limits, the same struct in every backend's options. Smaller than the library's
+// defaults so that the limits can be tested without megabyte bodies; default_retry is the
+// library's (exponential from 1 s, 10 attempts).
+Limits test_limits() { return Limits{.max_delay = 1h, .max_body_bytes = 4096, .default_ttr = 30s}; }
 
 EngineOptions engine_options(const Limits& l) {
   EngineOptions o;
-  o.max_delay = l.max_delay;
-  o.max_body_bytes = l.max_body_bytes;
-  o.default_ttr = l.default_ttr;
-  o.default_retry = l.default_retry;
+  o.limits = l;
   o.seed = 7;
   return o;
 }
@@ -183,10 +176,7 @@ class Redis {
     RedisOptions o;
     o.url = server.url();
     o.queue = queue_;
-    o.max_delay = l.max_delay;
-    o.max_body_bytes = l.max_body_bytes;
-    o.default_ttr = l.default_ttr;
-    o.default_retry = l.default_retry;
+    o.limits = l;
     o.seed = 7;
     return open_redis(o);
   }
@@ -208,7 +198,7 @@ class Conformance : public ::testing::Test {
   }
 
   // (Re)opens the queue. The old one is closed first: a store's directory admits one owner.
-  void open(const Limits& limits = {}) {
+  void open(const Limits& limits = test_limits()) {
     q_.reset();
     Result<std::unique_ptr<Queue>> r = backend_.open(limits);
     ASSERT_TRUE(r.ok()) << Backend::kName << ": " << r.status().to_string();
@@ -447,7 +437,7 @@ TYPED_TEST(Conformance, AnIdIsFreeAgainOnceItsJobIsAckedCancelledOrPurged) {
 
 // "topic: 1 to 255 bytes of UTF-8" (NUL included); ids up to 255 bytes, any bytes. The Redis
 // backend builds keys, records and wake-up messages from them. A topic that is not UTF-8 is
-// refused, in the same words by every backend (engine/rules).
+// refused, in the same words by every backend (common/rules).
 TYPED_TEST(Conformance, TopicsAndIdsMayHoldAnyBytes) {
   Queue& q = *this->q_;
   const Result<std::string> binary = q.push({.topic = "\xff\xfe\x80", .id = "b"});
@@ -558,7 +548,7 @@ TYPED_TEST(Conformance, RescheduleToTheEndOfTimeIsRefused) {
 TYPED_TEST(Conformance, BadPushesAreRefusedAndChangeNothing) {
   Queue& q = *this->q_;
   // The reference for the wording: the messages are part of what the backends share.
-  auto reference = Engine::open(engine_options(Limits{})).value();
+  auto reference = Engine::open(engine_options(test_limits())).value();
   const TimePoint t = now();
   struct Bad {
     const char* what;
@@ -622,7 +612,7 @@ TYPED_TEST(Conformance, BadPushesAreRefusedAndChangeNothing) {
 
 TYPED_TEST(Conformance, BadCallsOtherThanPushAreRefusedAndChangeNothing) {
   Queue& q = *this->q_;
-  auto reference = Engine::open(engine_options(Limits{})).value();
+  auto reference = Engine::open(engine_options(test_limits())).value();
   auto same_message = [&](const Status& got, const Status& want) {
     EXPECT_EQ(got.code(), want.code());
     EXPECT_EQ(got.message(), want.message());

@@ -19,7 +19,7 @@ const TimePoint kStart = TimePoint(std::chrono::sys_days(std::chrono::year{2026}
 CoreOptions Recording() {
   CoreOptions o;
   o.record_changes = true;
-  o.default_ttr = 3s;
+  o.limits.default_ttr = 3s;
   return o;
 }
 
@@ -28,7 +28,7 @@ class Mirror {
   explicit Mirror(uint64_t seed) : rng_(seed), a_(Recording(), kStart), now_(kStart) {}
 
   void apply() {
-    for (Change& c : a_.take_changes()) {
+    for (Change& c : a_.take_effects().changes) {
       if (c.record) journal_[c.seq] = std::move(*c.record);
       else journal_.erase(c.seq);
     }
@@ -41,7 +41,7 @@ class Mirror {
     Core b(Recording(), now_);
     for (const auto& [seq, rec] : journal_) ASSERT_TRUE(b.restore(JobRecord(rec), now_).ok()) << seq;
     b.advance(now_);
-    EXPECT_TRUE(b.take_changes().empty()) << "restoring must not record changes";
+    EXPECT_TRUE(b.take_effects().changes.empty()) << "restoring must not record changes";
     ASSERT_EQ(a_.jobs(), journal_.size());
     ASSERT_EQ(b.jobs(), journal_.size());
     for (const auto& [seq, rec] : journal_) {
@@ -160,7 +160,7 @@ TEST(CoreJournal, ReplayingTheReportedChangesRebuildsTheSameQueue) {
 TEST(CoreJournal, EveryKindOfTransitionIsReported) {
   Core c(Recording(), kStart);
   ASSERT_TRUE(c.push({.topic = "t", .id = "a", .body = "x"}, kStart).ok());
-  auto ch = c.take_changes();
+  auto ch = c.take_effects().changes;
   ASSERT_EQ(ch.size(), 1u);
   ASSERT_TRUE(ch[0].record);
   EXPECT_EQ(ch[0].record->id, "a");
@@ -169,7 +169,7 @@ TEST(CoreJournal, EveryKindOfTransitionIsReported) {
 
   Result<Delivery> d = c.reserve(std::vector<std::string>{"t"}, kStart);
   ASSERT_TRUE(d.ok());
-  ch = c.take_changes();
+  ch = c.take_effects().changes;
   ASSERT_EQ(ch.size(), 1u) << "the attempt must be journaled before the job is handed out";
   EXPECT_EQ(ch[0].record->state, JobState::reserved);
   EXPECT_EQ(ch[0].record->attempts, 1u);
@@ -177,20 +177,54 @@ TEST(CoreJournal, EveryKindOfTransitionIsReported) {
 
   // The lease runs out: a failed attempt, retried later.
   c.advance(kStart + 1h);
-  ch = c.take_changes();
+  ch = c.take_effects().changes;
   ASSERT_EQ(ch.size(), 1u);
   EXPECT_NE(ch[0].record->state, JobState::reserved);
   EXPECT_EQ(ch[0].record->attempts, 1u);
 
   ASSERT_TRUE(c.cancel("a", kStart + 1h).ok());
-  ch = c.take_changes();
+  ch = c.take_effects().changes;
   ASSERT_EQ(ch.size(), 1u);
   EXPECT_EQ(ch[0].seq, seq);
   EXPECT_FALSE(ch[0].record) << "a cancel erases the record";
 
   // A refused call changes nothing.
   EXPECT_FALSE(c.push({.topic = "", .id = "b"}, kStart + 1h).ok());
-  EXPECT_TRUE(c.take_changes().empty());
+  EXPECT_TRUE(c.take_effects().changes.empty());
+}
+
+// One effects value after each call: what the driver journals, whom it wakes, when it re-arms.
+TEST(CoreJournal, EffectsSayWhatToJournalWakeAndArm) {
+  Core c(Recording(), kStart);
+  ASSERT_TRUE(c.push({.topic = "t", .id = "later", .delay = 10s}, kStart).ok());
+  Effects e = c.take_effects();
+  EXPECT_EQ(e.changes.size(), 1u);
+  EXPECT_EQ(e.totals.pushed, 1u) << "the totals travel with the changes that made them";
+  EXPECT_FALSE(e.made_ready);
+  ASSERT_TRUE(e.earliest_scheduled);
+  EXPECT_EQ(*e.earliest_scheduled, kStart + 10s);
+
+  ASSERT_TRUE(c.push({.topic = "t", .id = "now"}, kStart).ok());
+  e = c.take_effects();
+  EXPECT_TRUE(e.made_ready);
+  EXPECT_FALSE(e.earliest_scheduled) << "a job due at once needs no timer";
+
+  // A job falling due is no change to journal (it follows from its due time), but it wakes.
+  c.advance(kStart + 10s);
+  e = c.take_effects();
+  EXPECT_TRUE(e.changes.empty());
+  EXPECT_EQ(e.totals.pushed, 0u);
+  EXPECT_TRUE(e.made_ready);
+  e = c.take_effects();
+  EXPECT_FALSE(e.made_ready) << "taken once";
+
+  // Without record_changes there is nothing to journal, and no totals to carry.
+  Core memory(CoreOptions{}, kStart);
+  ASSERT_TRUE(memory.push({.topic = "t", .id = "a"}, kStart).ok());
+  e = memory.take_effects();
+  EXPECT_TRUE(e.changes.empty());
+  EXPECT_EQ(e.totals.pushed, 0u);
+  EXPECT_TRUE(e.made_ready);
 }
 
 TEST(CoreJournal, OverdueJobsComeBackInDueOrderAndLeasesRunOut) {

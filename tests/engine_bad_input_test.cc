@@ -97,9 +97,9 @@ class EngineBadInput : public ::testing::Test {
   void SetUp() override {
     EngineOptions o;
     o.clock = &clock_;
-    o.max_delay = 1h;
-    o.max_body_bytes = kMaxBody;
-    o.default_ttr = 30s;
+    o.limits.max_delay = 1h;
+    o.limits.max_body_bytes = kMaxBody;
+    o.limits.default_ttr = 30s;
     o.seed = 7;
     auto opened = Engine::open(o);
     ASSERT_TRUE(opened.ok()) << opened.status().to_string();
@@ -295,7 +295,7 @@ std::string NearEndOfTimeScenario() {
   ManualClock clock(TimePoint(std::chrono::sys_days(std::chrono::year{2200} / 1 / 1)));
   EngineOptions o;
   o.clock = &clock;
-  o.max_delay = 24h * 365 * 100;  // accepted by open(): "at most 100 years"
+  o.limits.max_delay = 24h * 365 * 100;  // accepted by open(): "at most 100 years"
   auto opened = Engine::open(o);
   if (!opened.ok()) return "";  // refusing these options is a fine answer
   auto q = std::move(opened).value();
@@ -720,14 +720,14 @@ TEST(EngineOptionsTest, BadOptionsAreRefusedNamingTheOption) {
       {"tick 1s+1ns", with([](EngineOptions& o) { o.tick = 1s + 1ns; }), {"tick"}},
       {"shards 0", with([](EngineOptions& o) { o.shards = 0; }), {"shards"}},
       {"shards huge", with([](EngineOptions& o) { o.shards = size_t{1} << 40; }), {"shards"}},
-      {"max_body_bytes 0", with([](EngineOptions& o) { o.max_body_bytes = 0; }),
+      {"max_body_bytes 0", with([](EngineOptions& o) { o.limits.max_body_bytes = 0; }),
        {"max_body_bytes"}},
-      {"max_delay 0", with([](EngineOptions& o) { o.max_delay = 0s; }), {"max_delay"}},
-      {"max_delay negative", with([](EngineOptions& o) { o.max_delay = -1h; }), {"max_delay"}},
-      {"default_ttr 0", with([](EngineOptions& o) { o.default_ttr = 0s; }), {"default_ttr"}},
-      {"default_ttr negative", with([](EngineOptions& o) { o.default_ttr = -1s; }),
+      {"max_delay 0", with([](EngineOptions& o) { o.limits.max_delay = 0s; }), {"max_delay"}},
+      {"max_delay negative", with([](EngineOptions& o) { o.limits.max_delay = -1h; }), {"max_delay"}},
+      {"default_ttr 0", with([](EngineOptions& o) { o.limits.default_ttr = 0s; }), {"default_ttr"}},
+      {"default_ttr negative", with([](EngineOptions& o) { o.limits.default_ttr = -1s; }),
        {"default_ttr"}},
-      {"default_retry", with([](EngineOptions& o) { o.default_retry = RetryPolicy::fixed(1s, 0); }),
+      {"default_retry", with([](EngineOptions& o) { o.limits.default_retry = RetryPolicy::fixed(1s, 0); }),
        {"default_retry", "max_attempts"}},
   };
   for (const Case& c : cases) {
@@ -742,7 +742,7 @@ TEST(EngineOptionsTest, BadOptionsAreRefusedNamingTheOption) {
   }
   auto one = Engine::open(with([](EngineOptions& o) {
     o.shards = 1;
-    o.max_body_bytes = 1;
+    o.limits.max_body_bytes = 1;
   }));
   EXPECT_TRUE(one.ok()) << one.status().to_string();
 }
@@ -768,6 +768,29 @@ TEST(TokenParseTest, WellFormedTextRoundTrips) {
   auto back = Token::parse(big.to_string());
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(*back, big);
+}
+
+// ---- error codes as text ----
+
+TEST(ErrcNameTest, EveryCodeRoundTripsThroughItsName) {
+  for (int v = 0; v <= static_cast<int>(Errc::cancelled); ++v) {
+    const auto e = static_cast<Errc>(v);
+    SCOPED_TRACE(to_string(e));
+    auto back = parse_errc(to_string(e));
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(*back, e);
+  }
+  EXPECT_STREQ(to_string(Errc::io_error), "io_error");
+  EXPECT_STREQ(to_string(static_cast<Errc>(99)), "error");
+  // The name is the word the daemon and the CLI carry; a Status still shows the phrase.
+  EXPECT_EQ(Status(Errc::io_error, "disk").to_string(), "I/O error: disk");
+}
+
+TEST(ErrcNameTest, UnknownNamesAreRefusedNamingTheAcceptedOnes) {
+  for (const std::string text : {"", "IO_ERROR", "io error", "error", "timeout "}) {
+    SCOPED_TRACE("'" + text + "'");
+    EXPECT_TRUE(Fails(parse_errc(text), Errc::invalid_argument, {"stale_token", "cancelled"}));
+  }
 }
 
 // A parsed token that names nothing is refused by the queue like any other.

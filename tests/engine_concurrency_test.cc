@@ -95,6 +95,68 @@ void ExpectEmpty(const Stats& s) {
   EXPECT_TRUE(s.topics.empty()) << "stats lists topics with no live jobs";
 }
 
+// Starts `producers` threads that push jobs idx = p * per_producer + i (p = 0, 1, ...), each
+// with a delay drawn from [0, max_delay_us] µs (seed `seed` + p): `note(idx, delay)` runs before
+// the push (to record when the job may come at the earliest), `spec(idx, delay)` builds it.
+template <class Note, class Spec>
+void StartProducers(std::vector<std::thread>& threads, Engine& q, int producers, int per_producer,
+                    unsigned seed, int max_delay_us, Violations& v, Note note, Spec spec) {
+  for (int p = 0; p < producers; ++p)
+    threads.emplace_back([&q, &v, p, per_producer, seed, max_delay_us, note, spec] {
+      std::mt19937 rng(seed + p);
+      std::uniform_int_distribution<int> delay_us(0, max_delay_us);
+      for (int i = 0; i < per_producer; ++i) {
+        const int idx = p * per_producer + i;
+        const Duration delay = std::chrono::microseconds(delay_us(rng));
+        note(idx, delay);
+        JobSpec job = spec(idx, delay);
+        const std::string id = job.id;
+        auto r = q.push(std::move(job));
+        if (!r.ok()) v.add("push " + id + ": " + r.status().to_string());
+        else if (*r != id) v.add("push returned id " + *r + " for " + id);
+      }
+    });
+}
+
+// One turn of a consumer loop: a delivery, or nullopt to turn again (nothing came in 20 ms).
+// Sets `stop` when the loop must end: the guard passed, or reserve failed (both recorded).
+std::optional<Delivery> NextDelivery(Engine& q, const std::vector<std::string>& topics,
+                                     Steady::time_point guard, Violations& v, bool& stop) {
+  if (Steady::now() > guard) {
+    v.add("a consumer gave up: time is up");
+    stop = true;
+    return std::nullopt;
+  }
+  auto r = q.reserve(topics, 20ms);
+  if (r.is(Errc::timeout)) return std::nullopt;
+  if (!r.ok()) {
+    v.add("reserve: " + r.status().to_string());
+    stop = true;
+    return std::nullopt;
+  }
+  return std::move(*r);
+}
+
+// Starts `callers` threads that call reserve_async `per_caller` times each: call number
+// c * per_caller + i waits timeout(i), and its callback runs on_done(result) once (a second run is
+// a violation; `callbacks` counts the runs of each call).
+template <class Timeout, class OnDone>
+void StartAsyncCallers(std::vector<std::thread>& threads, Engine& q, int callers, int per_caller,
+                       const std::vector<std::string>& topics,
+                       std::vector<std::atomic<int>>& callbacks, Violations& v, Timeout timeout,
+                       OnDone on_done) {
+  for (int c = 0; c < callers; ++c)
+    threads.emplace_back([&q, &topics, &callbacks, &v, c, per_caller, timeout, on_done] {
+      for (int i = 0; i < per_caller; ++i) {
+        const int call = c * per_caller + i;
+        q.reserve_async(topics, timeout(i), [&callbacks, &v, call, on_done](Result<Delivery> r) {
+          if (callbacks[call].fetch_add(1) != 0) v.add("callback ran twice");
+          on_done(std::move(r));
+        });
+      }
+    });
+}
+
 // ---- producers and consumers, ack only ----
 
 // 4 producers x 2000 jobs with delays of 0-20 ms over 3 topics; 4 consumers reserve from all of
@@ -119,35 +181,20 @@ void ProduceAndConsume(size_t shards, Duration tick = 1ms) {
   const auto guard = Steady::now() + kGuard;
 
   std::vector<std::thread> threads;
-  for (int p = 0; p < kProducers; ++p)
-    threads.emplace_back([&, p] {
-      std::mt19937 rng(1000 + p);
-      std::uniform_int_distribution<int> delay_us(0, 20000);
-      for (int i = 0; i < kPerProducer; ++i) {
-        const int idx = p * kPerProducer + i;
-        const Duration delay = std::chrono::microseconds(delay_us(rng));
-        earliest[idx] = system_now() + delay;
-        auto r = q->push({.topic = topics[idx % 3],
-                          .id = std::to_string(idx),
-                          .delay = delay,
-                          .body = "body-" + std::to_string(idx)});
-        if (!r.ok()) v.add("push " + std::to_string(idx) + ": " + r.status().to_string());
-        else if (*r != std::to_string(idx)) v.add("push returned id " + *r);
-      }
-    });
+  StartProducers(
+      threads, *q, kProducers, kPerProducer, 1000, 20000, v,
+      [&](int idx, Duration delay) { earliest[idx] = system_now() + delay; },
+      [&](int idx, Duration delay) {
+        return JobSpec{.topic = topics[idx % 3],
+                       .id = std::to_string(idx),
+                       .delay = delay,
+                       .body = "body-" + std::to_string(idx)};
+      });
   for (int c = 0; c < kConsumers; ++c)
     threads.emplace_back([&, c] {
-      while (acked_total.load() < kTotal) {
-        if (Steady::now() > guard) {
-          v.add("consumer gave up with " + std::to_string(acked_total.load()) + " acked");
-          return;
-        }
-        auto r = q->reserve(topics, 20ms);
-        if (r.is(Errc::timeout)) continue;
-        if (!r.ok()) {
-          v.add("reserve: " + r.status().to_string());
-          return;
-        }
+      for (bool stop = false; !stop && acked_total.load() < kTotal;) {
+        std::optional<Delivery> r = NextDelivery(*q, topics, guard, v, stop);
+        if (!r) continue;
         const TimePoint seen = system_now();
         const int idx = std::stoi(r->id);
         if (idx < 0 || idx >= kTotal) {
@@ -249,40 +296,26 @@ TEST(EngineConcurrency, RandomNacksRetryUntilAcked) {
   const auto guard = Steady::now() + kGuard;
 
   std::vector<std::thread> threads;
-  for (int p = 0; p < kProducers; ++p)
-    threads.emplace_back([&, p] {
-      std::mt19937 rng(2000 + p);
-      std::uniform_int_distribution<int> delay_us(0, 5000);
-      for (int i = 0; i < kPerProducer; ++i) {
-        const int idx = p * kPerProducer + i;
-        const Duration delay = std::chrono::microseconds(delay_us(rng));
-        {
-          std::lock_guard lock(mu);
-          track[idx].earliest = system_now() + delay;
-        }
-        auto r = q->push({.topic = topics[idx % 3],
-                          .id = "n" + std::to_string(idx),
-                          .delay = delay,
-                          .retry = RetryPolicy::fixed(2ms, kMaxAttempts)});
-        if (!r.ok()) v.add("push: " + r.status().to_string());
-      }
-    });
+  StartProducers(
+      threads, *q, kProducers, kPerProducer, 2000, 5000, v,
+      [&](int idx, Duration delay) {
+        std::lock_guard lock(mu);
+        track[idx].earliest = system_now() + delay;
+      },
+      [&](int idx, Duration delay) {
+        return JobSpec{.topic = topics[idx % 3],
+                       .id = "n" + std::to_string(idx),
+                       .delay = delay,
+                       .retry = RetryPolicy::fixed(2ms, kMaxAttempts)};
+      });
   for (int c = 0; c < kConsumers; ++c)
     threads.emplace_back([&, c] {
       std::mt19937 rng(3000 + c);
       std::bernoulli_distribution coin(0.4);
       std::uniform_int_distribution<int> nack_delay_us(0, 3000);
-      while (acked_total.load() < kTotal) {
-        if (Steady::now() > guard) {
-          v.add("consumer gave up");
-          return;
-        }
-        auto r = q->reserve(topics, 20ms);
-        if (r.is(Errc::timeout)) continue;
-        if (!r.ok()) {
-          v.add("reserve: " + r.status().to_string());
-          return;
-        }
+      for (bool stop = false; !stop && acked_total.load() < kTotal;) {
+        std::optional<Delivery> r = NextDelivery(*q, topics, guard, v, stop);
+        if (!r) continue;
         const TimePoint seen = system_now();
         deliveries.fetch_add(1);
         const int idx = std::stoi(r->id.substr(1));
@@ -611,39 +644,29 @@ TEST(EngineConcurrency, ReserveAsyncFromManyThreadsDeliversEachJobOnce) {
   Violations v;
 
   std::vector<std::thread> threads;
-  for (int c = 0; c < kCallers; ++c)
-    threads.emplace_back([&, c] {
-      for (int i = 0; i < kPerCaller; ++i) {
-        const int call = c * kPerCaller + i;
-        q->reserve_async(topics, 30s, [&, call](Result<Delivery> r) {
-          if (callbacks[call].fetch_add(1) != 0) v.add("callback ran twice");
-          if (!r.ok()) {
-            v.add("reserve_async: " + r.status().to_string());
-          } else {
-            const int idx = std::stoi(r->id);
-            if (system_now() < earliest[idx])
-              v.add("job " + r->id + " delivered before the due time the test computed");
-            if (r->due < earliest[idx])
-              v.add("job " + r->id + " reports a due time before push time + delay");
-            if (delivered[idx].fetch_add(1) != 0) v.add("job " + r->id + " delivered twice");
-            const Status s = q->ack(r->token);
-            if (!s.ok()) v.add("ack " + r->id + ": " + s.to_string());
-          }
-          callbacks_total.fetch_add(1);
-        });
-      }
-    });
-  for (int p = 0; p < 2; ++p)
-    threads.emplace_back([&, p] {
-      std::mt19937 rng(5000 + p);
-      std::uniform_int_distribution<int> delay_us(0, 10000);
-      for (int idx = p; idx < kTotal; idx += 2) {
-        const Duration delay = std::chrono::microseconds(delay_us(rng));
-        earliest[idx] = system_now() + delay;
-        auto r = q->push({.topic = topics[idx % 2], .id = std::to_string(idx), .delay = delay});
-        if (!r.ok()) v.add("push: " + r.status().to_string());
-      }
-    });
+  StartAsyncCallers(
+      threads, *q, kCallers, kPerCaller, topics, callbacks, v, [](int) { return 30s; },
+      [&](Result<Delivery> r) {
+        if (!r.ok()) {
+          v.add("reserve_async: " + r.status().to_string());
+        } else {
+          const int idx = std::stoi(r->id);
+          if (system_now() < earliest[idx])
+            v.add("job " + r->id + " delivered before the due time the test computed");
+          if (r->due < earliest[idx])
+            v.add("job " + r->id + " reports a due time before push time + delay");
+          if (delivered[idx].fetch_add(1) != 0) v.add("job " + r->id + " delivered twice");
+          const Status s = q->ack(r->token);
+          if (!s.ok()) v.add("ack " + r->id + ": " + s.to_string());
+        }
+        callbacks_total.fetch_add(1);
+      });
+  StartProducers(
+      threads, *q, 2, kTotal / 2, 5000, 10000, v,
+      [&](int idx, Duration delay) { earliest[idx] = system_now() + delay; },
+      [&](int idx, Duration delay) {
+        return JobSpec{.topic = topics[idx % 2], .id = std::to_string(idx), .delay = delay};
+      });
   for (auto& t : threads) t.join();
   ASSERT_TRUE(WaitFor([&] { return callbacks_total.load() >= kCalls; }))
       << callbacks_total.load() << " of " << kCalls << " callbacks ran";
@@ -668,18 +691,14 @@ TEST(EngineConcurrency, ReserveAsyncTimeoutsRunEachCallbackOnce) {
   std::atomic<int> total{0};
   Violations v;
   std::vector<std::thread> threads;
-  for (int c = 0; c < kCallers; ++c)
-    threads.emplace_back([&, c] {
-      for (int i = 0; i < kPerCaller; ++i) {
-        const int call = c * kPerCaller + i;
-        const Duration timeout = std::chrono::milliseconds(i % 3);  // 0, 1 or 2 ms
-        q->reserve_async({"empty"}, timeout, [&, call](Result<Delivery> r) {
-          if (callbacks[call].fetch_add(1) != 0) v.add("callback ran twice");
-          if (!r.is(Errc::timeout)) v.add("expected a timeout, got " + r.status().to_string());
-          total.fetch_add(1);
-        });
-      }
-    });
+  const std::vector<std::string> topics{"empty"};
+  StartAsyncCallers(
+      threads, *q, kCallers, kPerCaller, topics, callbacks, v,
+      [](int i) { return std::chrono::milliseconds(i % 3); },  // 0, 1 or 2 ms
+      [&](Result<Delivery> r) {
+        if (!r.is(Errc::timeout)) v.add("expected a timeout, got " + r.status().to_string());
+        total.fetch_add(1);
+      });
   for (auto& t : threads) t.join();
   ASSERT_TRUE(WaitFor([&] { return total.load() >= kCalls; }))
       << total.load() << " of " << kCalls << " callbacks ran";
@@ -753,7 +772,7 @@ TEST(EngineConcurrency, CloseWakesBlockedConsumersPromptly) {
 // lease, earlier than the 1 h lease already armed) before it processes the close.
 TEST(EngineConcurrency, CloseDoesNotWaitForALeaseArmedDuringClose) {
   EngineOptions opt;
-  opt.default_ttr = 10s;
+  opt.limits.default_ttr = 10s;
   auto q = OpenEngine(opt);
   ASSERT_TRUE(q);
   // On the heap: if close() hangs, the closing thread is left behind and outlives this test.
@@ -809,7 +828,7 @@ TEST(EngineConcurrency, CloseRacingWithTrafficLosesNoCallback) {
     EngineOptions opt;
     opt.shards = 1 + round % 3;
     // Short leases: a close() that waits for the next lease (see the test above) costs little.
-    opt.default_ttr = 200ms;
+    opt.limits.default_ttr = 200ms;
     auto q = OpenEngine(opt);
     ASSERT_TRUE(q);
     std::atomic<bool> stop{false};

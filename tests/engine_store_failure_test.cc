@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "engine/persistence.h"
+#include "engine/open.h"
 
 namespace delayq::engine {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "api_harness.h"
 #include "delayq/redis.h"
-#include "engine/persistence.h"
+#include "engine/open.h"
 #include "redis_server.h"
 
 namespace delayq::testing {

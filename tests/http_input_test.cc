@@ -9,8 +9,8 @@
 #include "api_harness.h"
 #include "common/format.h"
 #include "delayq/redis.h"
-#include "engine/persistence.h"
-#include "engine/rules.h"
+#include "engine/open.h"
+#include "common/rules.h"
 #include "redis_server.h"
 
 namespace delayq::testing {
@@ -111,7 +111,7 @@ TEST_F(HttpInputTest, TopicsThatAreNotUtf8AreRefusedByEveryBackend) {
       "give it as text";
   EXPECT_EQ(queue_->push({.topic = topic}).status().message(), want);
   EXPECT_TRUE(queue_->push({.topic = topic}).is(Errc::invalid_argument));
-  EXPECT_EQ(engine::topic_text_problem("ok ✓"), "");
+  EXPECT_EQ(rules::topic_text_problem("ok ✓"), "");
   RedisServer server;
   ASSERT_TRUE(server.started()) << server.log();
   auto redis = open_redis({.url = server.url()}).value();

@@ -84,7 +84,7 @@ TEST_F(HttpLimitsTest, EveryDurationFieldIsCheckedBeforeItIsConverted) {
   EXPECT_EQ(queue_->stats().pushed, 0u);
 }
 
-// Negative values get the library's own words (engine/rules), not a generic range.
+// Negative values get the library's own words (common/rules), not a generic range.
 TEST_F(HttpLimitsTest, NegativeDurationsReadAsTheLibrarySaysThem) {
   Answer a = call("/push", R"({"topic":"t","delay":-5})");
   EXPECT_EQ(a.status, 400);
@@ -104,7 +104,7 @@ TEST_F(HttpLimitsTest, TheLimitIsTheQueuesMaxDelay) {
   http::ApiOptions opt;
   opt.max_delay = 1h;
   EngineOptions engine;
-  engine.max_delay = 1h;
+  engine.limits.max_delay = 1h;
   open(opt, engine);
   Answer a = call("/push", R"({"topic":"t","delay":3601})");
   EXPECT_EQ(a.status, 400);

@@ -27,7 +27,7 @@ g++ -O0 "$src/tests/package/main.cc" -o "$tmp/consumer-pc" \
 deb=$(ls "$tmp"/deb/*.deb)
 contents=$(dpkg-deb -c "$deb")
 for f in include/delayq/queue.h lib/cmake/delayq/delayqTargets.cmake lib/pkgconfig/delayq.pc \
-         libdelayq_core.a; do
+         libdelayq_core.a libdelayq_wheel.a; do
   grep -q "$f" <<<"$contents" || { echo "$(basename "$deb") is missing $f"; exit 1; }
 done
 echo "package ok: $(basename "$deb")"

@@ -693,7 +693,7 @@ TEST_F(RedisQueueTest, BadOptionsAreRefusedNamingTheOption) {
   o.queue = "a:b";
   EXPECT_TRUE(open(o).is(Errc::invalid_argument));
   o = {};
-  o.default_ttr = 0s;
+  o.limits.default_ttr = 0s;
   Result<std::unique_ptr<Queue>> r = open(o);
   EXPECT_TRUE(r.is(Errc::invalid_argument));
   EXPECT_NE(r.status().message().find("default_ttr"), std::string::npos);
@@ -769,12 +769,12 @@ class RedisBadInput : public RedisQueueTest {
   void SetUp() override {
     RedisQueueTest::SetUp();
     RedisOptions o;
-    o.max_delay = 1h;
-    o.max_body_bytes = 64;
+    o.limits.max_delay = 1h;
+    o.limits.max_body_bytes = 64;
     q_ = open(o).value();
     EngineOptions e;
-    e.max_delay = 1h;
-    e.max_body_bytes = 64;
+    e.limits.max_delay = 1h;
+    e.limits.max_body_bytes = 64;
     e.seed = 7;
     engine_ = Engine::open(e).value();
   }
@@ -902,8 +902,8 @@ TEST(RedisOutage, NothingAcknowledgedIsLostOrDeliveredAgainAcrossAServerCrash) {
   o.queue = "crash";
   o.reconnect_min = 20ms;
   o.reconnect_max = 200ms;
-  o.default_ttr = 1s;  // an ack lost in the crash comes back soon
-  o.default_retry = RetryPolicy::fixed(0ms, 1000);
+  o.limits.default_ttr = 1s;  // an ack lost in the crash comes back soon
+  o.limits.default_retry = RetryPolicy::fixed(0ms, 1000);
   auto producer = open_redis(o).value();
   auto consumer_q = open_redis(o).value();
 

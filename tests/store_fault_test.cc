@@ -58,8 +58,8 @@ class StoreFault : public ::testing::TestWithParam<Case> {
     o.sync = faulty ? GetParam().sync : Sync::always;
     o.sync_batch_ops = 8;
     o.sync_interval = GetParam().sync == Sync::batch ? Duration(1h) : Duration(5ms);
-    o.engine.default_ttr = 1min;  // no lease runs out during a test
-    o.engine.default_retry = RetryPolicy::fixed(0ms, 1000);
+    o.engine.limits.default_ttr = 1min;  // no lease runs out during a test
+    o.engine.limits.default_retry = RetryPolicy::fixed(0ms, 1000);
     auto q = wal::open_store_on(o, faulty ? env.get() : nullptr);
     EXPECT_TRUE(q.ok()) << q.status().to_string();
     return q.ok() ? std::move(q).value() : nullptr;

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "engine/persistence.h"
+#include "engine/open.h"
 #include "wal/journal.h"
 #include "wal/store_testing.h"
 

@@ -35,7 +35,7 @@ void say(const char* who, const std::string& what) {
 std::unique_ptr<delayq::Engine> open(const std::string& dir, const char* who) {
   delayq::StoreOptions o;
   o.dir = dir;
-  o.engine.default_ttr = 1s;  // a worker that dies holding a job gives it back after 1 s
+  o.engine.limits.default_ttr = 1s;  // a worker that dies holding a job gives it back after 1 s
   auto q = delayq::open_store(o);
   if (!q) {
     std::fprintf(stderr, "%s: cannot open the store: %s\n", who, q.status().to_string().c_str());

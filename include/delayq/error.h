@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <variant>
@@ -89,6 +90,13 @@ class [[nodiscard]] Result {
   }
   std::variant<T, Status> v_;
 };
+
+// The code's name as the enumerator spells it ("invalid_argument", "io_error"): the word that
+// delayqd's answers and the command line carry. "error" for a value that is no Errc.
+const char* to_string(Errc e) noexcept;
+// The Errc named by `name` (one of to_string's words, "ok" included).
+// Errors: invalid_argument, naming the accepted words.
+Result<Errc> parse_errc(std::string_view name);
 
 }  // namespace delayq
 

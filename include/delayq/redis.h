@@ -25,6 +25,7 @@
 
 #include "delayq/error.h"
 #include "delayq/job.h"
+#include "delayq/limits.h"
 #include "delayq/queue.h"
 
 namespace delayq {
@@ -44,12 +45,9 @@ struct RedisOptions {
   // created with: opening it with another count is refused. 1 to 1024.
   uint32_t shards = 1;
 
-  // The same limits as the in-memory engine (EngineOptions). They are checked by each client;
-  // processes sharing a queue should use the same values.
-  Duration max_delay = std::chrono::hours(24 * 3650);
-  size_t max_body_bytes = size_t{1} << 20;
-  Duration default_ttr = std::chrono::seconds(30);
-  RetryPolicy default_retry;
+  // The same limits as the in-memory engine (EngineOptions::limits, delayq/limits.h). They are
+  // checked by each client; processes sharing a queue should use the same values.
+  Limits limits;
 
   // Connections this client keeps to the server for calls (a blocked reserve() holds none while
   // it waits). 1 to 64.

@@ -103,27 +103,18 @@ Result<std::unique_ptr<Backend>> open_redis_backend(const Target& t) {
 
 // ---- delayqd over HTTP -----------------------------------------------------------------------
 
+// The Errc of an error word in delayqd's answer: an Errc's own name, or one of the words only the
+// daemon uses (HTTP-level refusals); unavailable for any other.
 Errc errc_from_name(std::string_view name) {
-  static constexpr std::pair<std::string_view, Errc> kNames[] = {
-      {"invalid_argument", Errc::invalid_argument},
-      {"bad_request", Errc::invalid_argument},
-      {"bad_json", Errc::invalid_argument},
-      {"too_large", Errc::invalid_argument},
-      {"duplicate_id", Errc::duplicate_id},
-      {"not_found", Errc::not_found},
-      {"stale_token", Errc::stale_token},
-      {"invalid_state", Errc::invalid_state},
-      {"timeout", Errc::timeout},
-      {"closed", Errc::closed},
-      {"unavailable", Errc::unavailable},
-      {"overloaded", Errc::unavailable},
+  static constexpr std::pair<std::string_view, Errc> kDaemonWords[] = {
+      {"bad_request", Errc::invalid_argument}, {"bad_json", Errc::invalid_argument},
+      {"too_large", Errc::invalid_argument},   {"overloaded", Errc::unavailable},
       {"shutting_down", Errc::unavailable},
-      {"io_error", Errc::io_error},
-      {"corrupt", Errc::corrupt},
   };
-  for (const auto& [n, e] : kNames)
+  for (const auto& [n, e] : kDaemonWords)
     if (n == name) return e;
-  return Errc::unavailable;
+  const Result<Errc> e = parse_errc(name);
+  return e.ok() && *e != Errc::ok ? *e : Errc::unavailable;
 }
 
 TimePoint from_ms(int64_t ms) {

@@ -1,6 +1,7 @@
 // Queue::consume(): worker threads over any backend's reserve / ack / nack.
 #include <exception>
 
+#include "common/waiting.h"
 #include "delayq/queue.h"
 
 namespace delayq {
@@ -82,13 +83,17 @@ Consumer Queue::consume(std::string topic, Handler handler, size_t concurrency) 
 
 Result<Delivery> Queue::reserve_interruptible(std::span<const std::string> topics, Duration timeout,
                                               const std::atomic<bool>& stop) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (stop.load()) return Status(Errc::closed, "the consumer was stopped");
-    const auto left = deadline - std::chrono::steady_clock::now();
-    Result<Delivery> d = reserve(topics, std::min<Duration>(left, std::chrono::milliseconds(100)));
-    if (!d.is(Errc::timeout) || left <= Duration::zero()) return d;
-  }
+  // A backend that does not wait through Waiting itself: each try is a reserve() of at most
+  // 100 ms, so that `stop` is seen within that, and the next try follows at once.
+  Waiting waiting;
+  auto attempt = [&](Waiting::Steady::time_point deadline) {
+    const Waiting::Steady::time_point now = Waiting::Steady::now();
+    const Duration slice = std::min<Duration>(deadline - now, std::chrono::milliseconds(100));
+    Result<Delivery> d = reserve(topics, slice);
+    const bool wait = d.is(Errc::timeout);
+    return Waiting::Attempt{std::move(d), wait, now};
+  };
+  return waiting.wait(attempt, timeout, &stop);
 }
 
 }  // namespace delayq

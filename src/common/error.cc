@@ -1,27 +1,43 @@
+// Errc's two spellings, in one table: the name (to_string, parse_errc: the word delayqd and the
+// CLI carry) and the phrase a Status shows a person (the error category's message).
 #include "delayq/error.h"
 
 namespace delayq {
 namespace {
 
+struct Spelling {
+  Errc code;
+  const char* name;
+  const char* phrase;
+};
+
+constexpr Spelling kSpellings[] = {
+    {Errc::ok, "ok", "ok"},
+    {Errc::invalid_argument, "invalid_argument", "invalid argument"},
+    {Errc::duplicate_id, "duplicate_id", "duplicate id"},
+    {Errc::not_found, "not_found", "not found"},
+    {Errc::stale_token, "stale_token", "stale token"},
+    {Errc::invalid_state, "invalid_state", "invalid state"},
+    {Errc::timeout, "timeout", "timeout"},
+    {Errc::closed, "closed", "closed"},
+    {Errc::unavailable, "unavailable", "unavailable"},
+    {Errc::io_error, "io_error", "I/O error"},
+    {Errc::corrupt, "corrupt", "corrupt data"},
+    {Errc::cancelled, "cancelled", "cancelled"},
+};
+
+const Spelling* spelling(Errc e) {
+  for (const Spelling& s : kSpellings)
+    if (s.code == e) return &s;
+  return nullptr;
+}
+
 class Category final : public std::error_category {
  public:
   const char* name() const noexcept override { return "delayq"; }
   std::string message(int v) const override {
-    switch (static_cast<Errc>(v)) {
-      case Errc::ok: return "ok";
-      case Errc::invalid_argument: return "invalid argument";
-      case Errc::duplicate_id: return "duplicate id";
-      case Errc::not_found: return "not found";
-      case Errc::stale_token: return "stale token";
-      case Errc::invalid_state: return "invalid state";
-      case Errc::timeout: return "timeout";
-      case Errc::closed: return "closed";
-      case Errc::unavailable: return "unavailable";
-      case Errc::io_error: return "I/O error";
-      case Errc::corrupt: return "corrupt data";
-      case Errc::cancelled: return "cancelled";
-    }
-    return "unknown delayq error";
+    const Spelling* s = spelling(static_cast<Errc>(v));
+    return s ? s->phrase : "unknown delayq error";
   }
 };
 
@@ -34,6 +50,22 @@ const std::error_category& error_category() noexcept {
 
 std::error_code make_error_code(Errc e) noexcept {
   return {static_cast<int>(e), error_category()};
+}
+
+const char* to_string(Errc e) noexcept {
+  const Spelling* s = spelling(e);
+  return s ? s->name : "error";
+}
+
+Result<Errc> parse_errc(std::string_view name) {
+  std::string words;
+  for (const Spelling& s : kSpellings) {
+    if (name == s.name) return s.code;
+    words += words.empty() ? "" : ", ";
+    words += s.name;
+  }
+  return Status(Errc::invalid_argument,
+                "unknown error code '" + std::string(name) + "': use one of " + words);
 }
 
 std::string Status::to_string() const {

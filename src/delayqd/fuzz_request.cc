@@ -27,7 +27,7 @@ struct World {
   std::unique_ptr<delayq::http::Api> api;
   World() {
     delayq::EngineOptions opt;
-    opt.max_body_bytes = 4096;
+    opt.limits.max_body_bytes = 4096;
     queue = delayq::Engine::open(opt).value();
     delayq::http::ApiOptions a;
     // Pops must answer at once: a fuzz input must never wait.

@@ -222,8 +222,8 @@ int main(int argc, char** argv) {
     delayq::RedisOptions opt;
     opt.url = value(s, "redis");
     if (s.contains("queue")) opt.queue = value(s, "queue");
-    opt.max_body_bytes = api_options.max_job_bytes;
-    api_options.max_delay = opt.max_delay;
+    opt.limits.max_body_bytes = api_options.max_job_bytes;
+    api_options.max_delay = opt.limits.max_delay;
     opt.shards = static_cast<uint32_t>(number(s, "shards", 1, 1, 1024));
     api_options.backend = "redis";
     auto q = delayq::open_redis(opt);
@@ -240,8 +240,8 @@ int main(int argc, char** argv) {
       if (!mode) usage_error(s["sync"].where + ": " + mode.status().message());
       opt.sync = *mode;
     }
-    opt.engine.max_body_bytes = api_options.max_job_bytes;
-    api_options.max_delay = opt.engine.max_delay;
+    opt.engine.limits.max_body_bytes = api_options.max_job_bytes;
+    api_options.max_delay = opt.engine.limits.max_delay;
     auto q = delayq::open_store(opt);
     if (!q) {
       std::cerr << "delayqd: cannot open the store " << opt.dir << ": "

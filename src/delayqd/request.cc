@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "delayq/clock.h"
-#include "engine/rules.h"
+#include "common/rules.h"
 
 namespace delayq::http {
 
 namespace {
 
-using engine::Unit;
+using rules::Unit;
 using json::Value;
 
 Status bad(std::string m) {
@@ -173,7 +173,7 @@ std::optional<Duration> Fields::duration(std::string_view s_key, std::string_vie
     return std::nullopt;
   }
   auto d =
-      engine::user_duration(full(key), v->as_double(), seconds ? Unit::seconds : Unit::milliseconds,
+      rules::user_duration(full(key), v->as_double(), seconds ? Unit::seconds : Unit::milliseconds,
                             limits_.max_delay, if_negative);
   if (!d) {
     fail_with(d.status().message());
@@ -189,7 +189,7 @@ std::optional<TimePoint> Fields::time_ms(std::string_view key, TimePoint now) {
     fail_with(type_error(key, "an integer", *v));
     return std::nullopt;
   }
-  auto t = engine::user_time(full(key), v->as_double(), Unit::milliseconds, now, limits_.max_delay);
+  auto t = rules::user_time(full(key), v->as_double(), Unit::milliseconds, now, limits_.max_delay);
   if (!t) {
     fail_with(t.status().message());
     return std::nullopt;
@@ -216,7 +216,7 @@ void read_delays(Fields& f, RetryPolicy& p) {
     if (!e.is_number() || (ms != nullptr && !e.is_int()))
       return f.fail_with("field \"" + what + "\" must be " +
                          (ms != nullptr ? "an integer of milliseconds" : "a number of seconds"));
-    auto d = engine::user_duration(what, e.as_double(),
+    auto d = rules::user_duration(what, e.as_double(),
                                    s != nullptr ? Unit::seconds : Unit::milliseconds,
                                    f.limits().max_delay, "use 0 to retry at once");
     if (!d) return f.fail_with(d.status().message());
@@ -287,7 +287,7 @@ Status parse_spec(const Value& v, JobSpec& spec, const RequestLimits& limits) {
   auto text = f.string("body");
   if (text && text->size() > limits.max_body_bytes)
     f.fail_with(
-        engine::body_too_large(text->size(), limits.max_body_bytes, limits.body_setting).message());
+        rules::body_too_large(text->size(), limits.max_body_bytes, limits.body_setting).message());
   const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms");
   if (times > 1) f.fail_with("give at most one of \"delay\", \"delay_ms\" and \"due_at_ms\"");
   auto delay = f.duration("delay", "delay_ms", "use 0 for 'now'");

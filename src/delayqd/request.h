@@ -1,7 +1,7 @@
 // Reading the members of a delayqd request object into typed values, with the refusals a client
 // sees (docs/http-api.md): a member a route does not know is refused, naming the closest known
 // one; every duration and time is range-checked against the queue's max_delay before it becomes
-// a Duration or a TimePoint (engine/rules words the refusals, as the library does), so that no
+// a Duration or a TimePoint (common/rules words the refusals, as the library does), so that no
 // value, however large, can wrap into a job due now.
 #pragma once
 

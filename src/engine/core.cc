@@ -3,31 +3,20 @@
 #include <algorithm>
 
 #include "common/format.h"
-#include "engine/rules.h"
 
 namespace delayq::engine {
 
-std::string validate(const CoreOptions& o) {
+std::string check_options(const CoreOptions& o) {
   if (o.tick < std::chrono::milliseconds(1) || o.tick > std::chrono::seconds(1))
     return "tick must be between 1 ms and 1 s, got " + format_duration(o.tick);
-  if (o.max_delay <= Duration::zero()) return "max_delay must be positive";
-  // Due times are nanoseconds in an int64 (until year 2262): keep now + max_delay inside it.
-  if (o.max_delay > kLongestDelay)
-    return "max_delay must be at most 100 years, got " + format_duration(o.max_delay);
-  if (o.max_body_bytes == 0) return "max_body_bytes must be positive";
-  if (o.default_ttr <= Duration::zero()) return "default_ttr must be positive";
-  if (o.default_ttr > o.max_delay) return "default_ttr must not exceed max_delay";
-  std::string p = o.default_retry.validate();
-  if (p.empty()) p = check_waits(o.default_retry, o.max_delay);
-  if (!p.empty()) return "default_retry: " + p;
-  return {};
+  return rules::check_limits(o.limits);
 }
 
 Core::Core(const CoreOptions& options, TimePoint now)
     : opt_(options),
       tick_ns_(options.tick.count()),
       wheel_(0),
-      policies_{options.default_retry},
+      policies_{options.limits.default_retry},
       rng_(options.seed),
       fences_(options.fences ? options.fences : &own_fences_),
       seqs_(options.seqs ? options.seqs : &own_seqs_) {
@@ -46,90 +35,10 @@ TimePoint Core::from_tick(uint64_t tick) const {
 
 // ---- validation ----
 
-Status Core::validate(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
-  if (Status st = check_spec(s, Limits{opt_.max_delay, opt_.max_body_bytes}, now); !st.ok())
-    return st;
-  if (int64_t j = lookup(s.id, id_hash); j >= 0) return duplicate_id(s.id, jobs_[j].state);
+Status Core::check_push(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
+  if (Status st = rules::check_spec(s, opt_.limits, now); !st.ok()) return st;
+  if (int64_t j = lookup(s.id, id_hash); j >= 0) return rules::duplicate_id(s.id, jobs_[j].state);
   return {};
-}
-
-// ---- interning ----
-
-uint32_t Core::topic_index(std::string_view name) {
-  if (last_topic_ != kNil && topics_[last_topic_].name == name) return last_topic_;
-  if (auto it = topic_ids_.find(name); it != topic_ids_.end()) return last_topic_ = it->second;
-  const uint32_t i = static_cast<uint32_t>(topics_.size());
-  topics_.push_back(Topic{std::string(name), {}, {}, {}});
-  topic_ids_.emplace(std::string(name), i);
-  return last_topic_ = i;
-}
-
-uint32_t Core::policy_index(const RetryPolicy& p) {
-  if (p == policies_[0]) return 0;
-  size_t h = std::hash<int>()(static_cast<int>(p.kind)) ^ (p.max_attempts * 0x9e3779b97f4a7c15ull);
-  h ^= std::hash<int64_t>()(p.base.count()) + (h << 6);
-  for (Duration d : p.delays) h ^= std::hash<int64_t>()(d.count()) + (h << 6) + (h >> 2);
-  auto [lo, hi] = policy_ids_.equal_range(h);
-  for (auto it = lo; it != hi; ++it)
-    if (policies_[it->second] == p) return it->second;
-  policies_.push_back(p);
-  const uint32_t i = static_cast<uint32_t>(policies_.size() - 1);
-  policy_ids_.emplace(h, i);
-  return i;
-}
-
-// ---- state bookkeeping ----
-
-uint64_t& Core::state_count(TopicStats& c, JobState s) {
-  switch (s) {
-    case JobState::delayed: return c.delayed;
-    case JobState::ready: return c.ready;
-    case JobState::reserved: return c.reserved;
-    case JobState::dead: break;
-  }
-  return c.dead;
-}
-
-void Core::set_state(Job& j, JobState s) {
-  TopicStats& c = counts(j);
-  --state_count(c, j.state);
-  ++state_count(c, s);
-  j.state = s;
-}
-
-void Core::link(List& l, uint32_t j) {
-  Job& job = jobs_[j];
-  job.prev = l.tail;
-  job.next = kNil;
-  if (l.tail != kNil) jobs_[l.tail].next = j; else l.head = j;
-  l.tail = j;
-}
-
-void Core::link_in_due_order(uint32_t j) {
-  Job& job = jobs_[j];
-  List& line = topics_[job.topic].ready;
-  // The line is in due order already (jobs join it as they fall due), and a released job was
-  // at its front when reserved: the walk ends at once unless the clock stepped back.
-  uint32_t at = line.head;
-  while (at != kNil &&
-         (jobs_[at].due < job.due || (jobs_[at].due == job.due && jobs_[at].seq < job.seq)))
-    at = jobs_[at].next;
-  if (at == kNil) return link(line, j);
-  Job& next = jobs_[at];
-  job.next = at;
-  job.prev = next.prev;
-  if (next.prev != kNil)
-    jobs_[next.prev].next = j;
-  else
-    line.head = j;
-  next.prev = j;
-}
-
-void Core::unlink(List& l, uint32_t j) {
-  Job& job = jobs_[j];
-  if (job.prev != kNil) jobs_[job.prev].next = job.next; else l.head = job.next;
-  if (job.next != kNil) jobs_[job.next].prev = job.prev; else l.tail = job.prev;
-  job.prev = job.next = kNil;
 }
 
 // Timers are exact. The wheel files a job under the tick in which its instant falls (rounding
@@ -191,10 +100,10 @@ void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoi
     to_dead(j);
     return;
   }
-  // validate() keeps listed and capped waits within max_delay; the clamp covers the rest.
-  const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.max_delay);
+  // check_waits() keeps listed and capped waits within max_delay; the clamp covers the rest.
+  const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.limits.max_delay);
   ++totals_.retried;
-  schedule(j, plus(at, d), now);
+  schedule(j, rules::plus(at, d), now);
 }
 
 void Core::erase(uint32_t j) {
@@ -249,33 +158,13 @@ std::optional<TimePoint> Core::next_deadline() const {
   return next;
 }
 
-std::optional<TimePoint> Core::take_earliest_scheduled() {
-  return std::exchange(earliest_scheduled_, std::nullopt);
-}
-
-uint64_t Core::take_ready_added() { return std::exchange(ready_added_, 0); }
-
-// ---- lookups ----
-
-Result<uint32_t> Core::find(std::string_view id) const {
-  const int64_t j = lookup(id, IdIndex::hash(id));
-  if (j < 0) return no_such_job(id);
-  return static_cast<uint32_t>(j);
-}
-
-Result<uint32_t> Core::holder(const Token& t) {
-  Result<uint32_t> j = find(t.id);
-  if (!j) return j;
-  const Job& job = jobs_[*j];
-  if (job.state == JobState::reserved && job.fence == t.fence) return j;
-  return stale_token(t, job.state, job.attempts);
-}
-
-JobInfo Core::info(uint32_t j) const {
-  const Job& job = jobs_[j];
-  return JobInfo{job.id,       topics_[job.topic].name, job.state, job.attempts,
-                 policies_[job.policy].max_attempts, job.due, job.lease_deadline, job.ttr,
-                 job.body};
+Effects Core::take_effects() {
+  Effects e;
+  e.changes = take_changes();
+  if (!e.changes.empty()) e.totals = take_totals_delta();
+  e.made_ready = std::exchange(ready_added_, 0) > 0;
+  e.earliest_scheduled = std::exchange(earliest_scheduled_, std::nullopt);
+  return e;
 }
 
 // ---- the calls ----
@@ -283,17 +172,17 @@ JobInfo Core::info(uint32_t j) const {
 Status Core::push(JobSpec&& spec, TimePoint now) {
   advance(now);
   const uint64_t h = IdIndex::hash(spec.id);
-  if (Status s = validate(spec, h, now); !s.ok()) return s;
-  const TimePoint due = spec.delay ? plus(now, *spec.delay) : spec.due_at ? *spec.due_at : now;
+  if (Status s = check_push(spec, h, now); !s.ok()) return s;
+  const TimePoint due = spec.delay ? rules::plus(now, *spec.delay) : spec.due_at ? *spec.due_at : now;
   const uint32_t j = alloc_job();
-  ids_.insert(h, j);  // validate() checked uniqueness
+  ids_.insert(h, j);  // check_push() checked uniqueness
   const uint32_t topic = topic_index(spec.topic);
   const uint32_t policy = spec.retry ? policy_index(*spec.retry) : 0;
   Job& job = jobs_[j];
   job = Job{.timer_gen = job.timer_gen};  // see Job::timer_gen: a reused slot keeps counting
   job.id = std::move(spec.id);
   job.body = std::move(spec.body);
-  job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr;
+  job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.limits.default_ttr;
   job.topic = topic;
   job.policy = policy;
   // Only the journal needs queue-wide sequence numbers: the in-memory engine skips the atomic
@@ -306,16 +195,9 @@ Status Core::push(JobSpec&& spec, TimePoint now) {
   return {};
 }
 
-uint32_t Core::alloc_job() {
-  if (free_ == kNil) return jobs_.emplace_back();
-  const uint32_t j = free_;
-  free_ = jobs_[j].next;
-  return j;
-}
-
 Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint now) {
   advance(now);
-  if (topics.empty()) return Status(Errc::invalid_argument, "reserve needs at least one topic");
+  if (Status s = rules::check_topics(topics); !s.ok()) return s;
   uint32_t best = kNil;
   for (const std::string& name : topics) {
     auto it = topic_ids_.find(name);
@@ -329,7 +211,7 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   set_state(job, JobState::reserved);
   ++job.attempts;
   job.fence = fences_->fetch_add(1, std::memory_order_relaxed) + 1;
-  job.lease_deadline = plus(now, job.ttr);
+  job.lease_deadline = rules::plus(now, job.ttr);
   arm(best, job.lease_deadline);
   mark(best);
   ++totals_.delivered;
@@ -355,7 +237,7 @@ Status Core::ack(const Token& t, TimePoint now) {
 
 Status Core::nack(const Token& t, std::optional<Duration> delay, TimePoint now) {
   advance(now);
-  if (Status s = check_nack_delay(delay, opt_.max_delay); !s.ok()) return s;
+  if (Status s = rules::check_nack_delay(delay, opt_.limits.max_delay); !s.ok()) return s;
   Result<uint32_t> j = holder(t);
   if (!j) return j.status();
   detach(*j);
@@ -393,7 +275,7 @@ Result<TimePoint> Core::touch(const Token& t, TimePoint now) {
   if (!j) return j.status();
   detach(*j);
   Job& job = jobs_[*j];
-  job.lease_deadline = plus(now, job.ttr);
+  job.lease_deadline = rules::plus(now, job.ttr);
   arm(*j, job.lease_deadline);
   mark(*j);
   return job.lease_deadline;
@@ -419,8 +301,8 @@ Status Core::reschedule(std::string_view id, TimePoint when, TimePoint now) {
   advance(now);
   Result<uint32_t> j = find(id);
   if (!j) return j.status();
-  if (Status s = check_reschedulable(id, jobs_[*j].state); !s.ok()) return s;
-  if (Status s = check_new_due(when, now, opt_.max_delay); !s.ok()) return s;
+  if (Status s = rules::check_reschedulable(id, jobs_[*j].state); !s.ok()) return s;
+  if (Status s = rules::check_new_due(when, now, opt_.limits.max_delay); !s.ok()) return s;
   detach(*j);
   schedule(*j, when, now);
   return {};
@@ -442,7 +324,7 @@ Status Core::requeue_dead(std::string_view id, TimePoint now) {
   Result<uint32_t> j = find(id);
   if (!j) return j.status();
   Job& job = jobs_[*j];
-  if (Status s = check_requeueable(id, job.state); !s.ok()) return s;
+  if (Status s = rules::check_requeueable(id, job.state); !s.ok()) return s;
   unlink(topics_[job.topic].dead, *j);
   job.attempts = 0;
   job.due = now;
@@ -476,19 +358,6 @@ uint64_t Core::purge_dead(std::string_view topic, TimePoint now) {
   }
   totals_.purged += n;
   return n;
-}
-
-void Core::add_stats(Stats& s) const {
-  for (const Topic& t : topics_) {
-    const TopicStats& c = t.counts;
-    if (c.delayed + c.ready + c.reserved + c.dead == 0) continue;
-    TopicStats& o = s.topics[t.name];
-    o.delayed += c.delayed;
-    o.ready += c.ready;
-    o.reserved += c.reserved;
-    o.dead += c.dead;
-  }
-  add_totals(s, totals_);
 }
 
 }  // namespace delayq::engine

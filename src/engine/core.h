@@ -17,39 +17,48 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/rules.h"
+#include "delayq/detail/slab.h"
 #include "delayq/error.h"
 #include "delayq/job.h"
+#include "delayq/limits.h"
 #include "delayq/timing_wheel.h"
 #include "engine/id_index.h"
 #include "engine/record.h"
-#include "engine/rules.h"
-#include "delayq/detail/slab.h"
 
 namespace delayq::engine {
 
 struct CoreOptions {
-  Duration tick = std::chrono::milliseconds(1);
-  Duration max_delay = std::chrono::hours(24 * 3650);
-  size_t max_body_bytes = size_t{1} << 20;
-  Duration default_ttr = std::chrono::seconds(30);
-  RetryPolicy default_retry;
+  Duration tick = std::chrono::milliseconds(1);  // 1 ms to 1 s
+  Limits limits;
   uint64_t seed = 1;  // for retry jitter
   // Where delivery fences come from. Shards of one queue share one counter so that fences grow
   // across the whole queue; nullptr: the core's own.
   std::atomic<uint64_t>* fences = nullptr;
   // Where job sequence numbers come from (shared by shards, like fences); nullptr: the core's own.
   std::atomic<uint64_t>* seqs = nullptr;
-  // Keep a list of changed records for take_changes() (the durable store needs it; the
+  // Keep a list of changed records for take_effects() (the durable store needs it; the
   // in-memory engine does not pay for it).
   bool record_changes = false;
 };
 
-// The largest max_delay an engine accepts: now + max_delay stays inside int64 nanoseconds
-// (year 2262). No call can set a due time, lease or wait further than this from its `now`.
-inline constexpr Duration kLongestDelay = std::chrono::hours(24 * 365 * 100);
+// What calls did beyond their results (Core::take_effects()).
+struct Effects {
+  // The records that changed, one per job (its latest state), erases included. Empty unless
+  // CoreOptions::record_changes.
+  std::vector<Change> changes;
+  // How much the totals of stats() grew with `changes`, to be journaled with them. Left zero
+  // while `changes` is empty: growth then carries over to the next effects that have changes.
+  Stats totals;
+  // Jobs were made ready: consumers waiting for them should look again.
+  bool made_ready = false;
+  // The earliest wheel deadline scheduled (nullopt if none): a driver re-arms its timer only
+  // when this moves its next deadline earlier.
+  std::optional<TimePoint> earliest_scheduled;
+};
 
-// Empty when the options are usable, else what is wrong.
-std::string validate(const CoreOptions& o);
+// Empty when the options are usable, else what is wrong (the tick, or rules::check_limits).
+std::string check_options(const CoreOptions& o);
 
 // The wait before retry number `failed` (1 after the first failed delivery).
 Duration backoff(const RetryPolicy& p, uint32_t failed, std::mt19937_64& rng);
@@ -83,15 +92,10 @@ class Core {
   void advance(TimePoint now);
   // When advance() next has work: a lower bound, see TimingWheel::next_deadline().
   std::optional<TimePoint> next_deadline() const;
-  // The earliest wheel deadline scheduled since the last call (nullopt if none): lets a driver
-  // re-arm its timer only when a call moved the next deadline earlier.
-  std::optional<TimePoint> take_earliest_scheduled();
-  // Jobs made ready since the last call: lets a driver wake consumers only when needed.
-  uint64_t take_ready_added();
+  // What the calls since the last take_effects() did beyond their results: the driver takes it
+  // after each call, under the same lock, to journal, wake consumers and re-arm its timer.
+  Effects take_effects();
 
-  // The records changed since the last call, one per job (the latest state), erases included.
-  // Empty unless CoreOptions::record_changes.
-  std::vector<Change> take_changes();
   // Puts a job back as its record says (recovery). Nothing fires until the next advance(): then
   // pending jobs whose due time has passed become ready, all in due order, and reserved jobs
   // whose lease has passed run out (a failed attempt, retried per policy from the lease's end).
@@ -100,8 +104,6 @@ class Core {
   // Errors: corrupt, naming the record (its seq and id) and what is wrong with it.
   Status restore(JobRecord&& r, TimePoint now);
 
-  // How much the totals of stats() grew since the last call (journaled with take_changes()).
-  Stats take_totals_delta();
   // Adds totals kept by the store (recovery).
   void restore_totals(const Stats& t) { add_totals(totals_, t); add_totals(journaled_, t); }
 
@@ -157,7 +159,8 @@ class Core {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
-  Status validate(const JobSpec& spec, uint64_t id_hash, TimePoint now) const;
+  // What push() refuses `spec` for (rules::check_spec, or a duplicate id), or ok.
+  Status check_push(const JobSpec& spec, uint64_t id_hash, TimePoint now) const;
   int64_t lookup(std::string_view id, uint64_t h) const {
     return ids_.find(id, h, [this](uint32_t j) -> std::string_view { return jobs_[j].id; });
   }
@@ -197,6 +200,9 @@ class Core {
     dirty_.push_back(j);
   }
   JobRecord record_of(const Job& j) const;
+  // take_effects()'s parts (core_records.cc): the changed records, and the totals' growth.
+  std::vector<Change> take_changes();
+  Stats take_totals_delta();
   uint32_t alloc_job();
   void on_timer(uint32_t j, TimePoint at, TimePoint now);
   // The instant a job's timer stands for: its due time, or its lease deadline.

@@ -1,5 +1,5 @@
-// The core's journal side: the records of changed jobs (take_changes) and putting jobs back
-// from records (restore). See record.h for what a record holds and why.
+// The core's journal side: the records of changed jobs (take_changes, for take_effects) and
+// putting jobs back from records (restore). See record.h for what a record holds and why.
 #include <algorithm>
 
 #include "common/format.h"
@@ -22,6 +22,7 @@ Stats Core::take_totals_delta() {
 
 std::vector<Change> Core::take_changes() {
   std::vector<Change> out;
+  if (erased_.empty() && dirty_.empty()) return out;
   out.reserve(erased_.size() + dirty_.size());
   for (uint64_t seq : erased_) out.push_back(Change{seq, std::nullopt});
   for (uint32_t j : dirty_) {
@@ -72,9 +73,9 @@ std::string shown(const std::string& s) {
 }
 
 // An instant no call could have stored: before 1970 (every call's `now` is later), or further
-// from now than any max_delay allows (kLongestDelay).
+// from now than any max_delay allows (rules::kLongestDelay).
 bool out_of_range(TimePoint t, TimePoint now) {
-  return t < TimePoint{} || t > plus(now, kLongestDelay);
+  return t < TimePoint{} || t > rules::plus(now, rules::kLongestDelay);
 }
 std::string instant(TimePoint t) {
   return std::to_string(t.time_since_epoch().count()) + " ns since 1970";
@@ -93,7 +94,7 @@ std::string check_record(const JobRecord& r, TimePoint now) {
   if (r.topic.empty() || r.topic.size() > kMaxTopicBytes)
     return "topic of " + bytes(r.topic.size()) + " (1 to " + bytes(kMaxTopicBytes) + " allowed)";
   if (std::string why = r.retry.validate(); !why.empty()) return why;
-  if (r.ttr <= Duration::zero() || r.ttr > kLongestDelay)
+  if (r.ttr <= Duration::zero() || r.ttr > rules::kLongestDelay)
     return "ttr of " + format_duration(r.ttr) + " is out of range (above 0, at most 100 years)";
   if (out_of_range(r.due, now))
     return "due time " + instant(r.due) + " is out of range (before 1970, or more than 100 " +

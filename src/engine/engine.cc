@@ -1,9 +1,15 @@
-// The Engine's public calls: each checks that the queue is open and runs on the shard that owns
-// its job (engine_impl.h holds the shards, the driver and the waiting).
-#include "engine/engine_impl.h"
-
+// The Engine's public calls (ShardedEngine, sharded_engine.h) and how an engine is opened.
 #include <algorithm>
-#include <deque>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "common/format.h"
+#include "common/rules.h"
+#include "engine/open.h"
+#include "engine/restore.h"
+#include "engine/sharded_engine.h"
 
 namespace delayq {
 
@@ -11,245 +17,146 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   return engine::open_engine(options, nullptr, {}, Stats{});
 }
 
-// Rebuilds the shards from a store's records. The calling thread reads and decodes records (the
-// RecordSource) while restorer threads put them into their shards, so that reading and
-// rebuilding overlap. Records travel in batches; every restorer sees every batch and takes the
-// records of its own shards, so each shard still receives its records in seq order.
-// A record a core refuses is skipped and reported when `skip` is set (tolerant), and otherwise
-// ends the open with the core's error.
-Status Engine::Impl::restore(const engine::RecordSource& records, TimePoint now,
-                             const engine::SkipReport& skip) {
-  Impl& m = *this;
-  using Batch = std::vector<std::pair<uint32_t, engine::JobRecord>>;  // (shard, record)
-  constexpr size_t kBatch = 1024, kMaxQueued = 16;
-  const size_t hw = std::max(2u, std::thread::hardware_concurrency());
-  const size_t workers = std::min(m.shards.size(), hw - 1);
+namespace engine {
+namespace {
 
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::deque<std::shared_ptr<Batch>>> queues(workers);
-  bool finished = false;
-  Status failure;  // the first restore() error; guarded by mu
-  std::atomic<bool> failed{false};
-
-  auto restorer = [&](size_t w) {
-    for (;;) {
-      std::shared_ptr<Batch> batch;
-      {
-        std::unique_lock l(mu);
-        cv.wait(l, [&] { return !queues[w].empty() || finished; });
-        if (queues[w].empty()) return;
-        batch = std::move(queues[w].front());
-        queues[w].pop_front();
-      }
-      cv.notify_all();  // the reader may be waiting for room
-      if (failed.load()) continue;
-      for (auto& [shard, r] : *batch) {
-        if (shard % workers != w) continue;
-        if (Status st = m.shards[shard]->core.restore(std::move(r), now); !st.ok()) {
-          std::lock_guard l(mu);
-          if (skip && st.is(Errc::corrupt)) {
-            skip(st.message());
-            continue;
-          }
-          if (!failed.exchange(true)) failure = st;
-          break;
-        }
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t w = 0; w < workers; ++w) threads.emplace_back(restorer, w);
-
-  auto batch = std::make_shared<Batch>();
-  batch->reserve(kBatch);
-  auto hand_over = [&] {
-    std::unique_lock l(mu);
-    cv.wait(l, [&] { return queues[0].size() < kMaxQueued || failed.load(); });
-    for (auto& q : queues) q.push_back(batch);
-    l.unlock();
-    cv.notify_all();
-    batch = std::make_shared<Batch>();
-    batch->reserve(kBatch);
-  };
-  Status read = records([&](engine::JobRecord&& r) {
-    if (failed.load()) return Status(Errc::invalid_argument, "stopped");  // replaced below
-    const auto shard = static_cast<uint32_t>(m.shard_index(r.id));
-    batch->emplace_back(shard, std::move(r));
-    if (batch->size() == kBatch) hand_over();
-    return Status();
-  });
-  if (!batch->empty()) hand_over();
-  {
-    std::lock_guard l(mu);
-    finished = true;
-  }
-  cv.notify_all();
-  for (auto& t : threads) t.join();
-  if (failed.load()) return failure;
-  return read;
+// Counters that must not repeat across restarts (fences, generated ids) start at least at the
+// real time in nanoseconds, and a durable store's above what it recorded (engine::Counters). The
+// record is what holds when the wall clock stepped back across the restart; the time is all the
+// in-memory engine has, and covers a store that lost its last writes with the power (a mode
+// other than Sync::always) while the clock did not step back.
+uint64_t restart_safe_base() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
 }
 
-Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options,
-                                                    std::unique_ptr<engine::Persistence> store,
-                                                    const engine::RecordSource& records,
-                                                    const Stats& totals,
-                                                    const engine::SkipReport& skip) {
-  engine::CoreOptions co;
-  co.tick = options.tick;
-  co.max_delay = options.max_delay;
-  co.max_body_bytes = options.max_body_bytes;
-  co.default_ttr = options.default_ttr;
-  co.default_retry = options.default_retry;
-  if (std::string why = engine::validate(co); !why.empty())
+Status check_engine_options(const EngineOptions& o) {
+  auto bad = [](const std::string& why) {
     return Status(Errc::invalid_argument, "engine options: " + why);
-  if (options.timer_slack < Duration::zero() || options.timer_slack > std::chrono::seconds(1))
-    return Status(Errc::invalid_argument, "engine options: timer_slack must be between 0 and 1 s, got " +
-                                              format_duration(options.timer_slack));
-  if (options.shards < 1 || options.shards > 1024)
-    return Status(Errc::invalid_argument, "engine options: shards must be between 1 and 1024, got " +
-                                              std::to_string(options.shards));
-  auto impl = std::make_unique<Engine::Impl>();
-  impl->opt = options;
-  impl->clock = options.clock ? options.clock : &SystemClock::instance();
-  const uint64_t seed = options.seed ? options.seed : std::random_device()();
-  const TimePoint now = impl->clock->now();
-  const engine::Counters recorded = store ? store->recorded_counters() : engine::Counters{};
+  };
+  CoreOptions co;
+  co.tick = o.tick;
+  co.limits = o.limits;
+  if (std::string why = check_options(co); !why.empty()) return bad(why);
+  if (o.timer_slack < Duration::zero() || o.timer_slack > std::chrono::seconds(1))
+    return bad("timer_slack must be between 0 and 1 s, got " + format_duration(o.timer_slack));
+  if (o.shards < 1 || o.shards > 1024)
+    return bad("shards must be between 1 and 1024, got " + std::to_string(o.shards));
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
+                                            std::unique_ptr<Persistence> store,
+                                            const RecordSource& records, const Stats& totals,
+                                            const SkipReport& skip) {
+  if (Status s = check_engine_options(options); !s.ok()) return s;
+  Clock& clock = options.clock ? *options.clock : SystemClock::instance();
+  const Counters recorded = store ? store->recorded_counters() : Counters{};
+  auto e = std::make_unique<ShardedEngine>(options, clock, std::move(store));
   // restore() raises fences further if a record holds a higher one.
-  impl->fences.store(std::max(restart_safe_base(), recorded.fences));
-  impl->next_id.store(std::max(restart_safe_base(), recorded.next_id));
-  if (store) store->track(&impl->fences, &impl->next_id);
-  co.fences = &impl->fences;
-  co.seqs = &impl->seqs;
-  co.record_changes = store != nullptr;
+  e->fences().store(std::max(restart_safe_base(), recorded.fences));
+  e->next_id().store(std::max(restart_safe_base(), recorded.next_id));
+  Shards& shards = e->shards();
+  if (shards.store()) shards.store()->track(&e->fences(), &e->next_id());
+  CoreOptions co;
+  co.tick = options.tick;
+  co.limits = options.limits;
+  co.fences = &e->fences();
+  co.seqs = &e->seqs();
+  co.record_changes = shards.store() != nullptr;
+  const uint64_t seed = options.seed ? options.seed : std::random_device()();
+  const TimePoint now = clock.now();
   for (size_t i = 0; i < options.shards; ++i) {
     co.seed = seed + i;
-    impl->shards.push_back(std::make_unique<Shard>(co, now, impl->io));
+    shards.add(co, now);
   }
   if (records)
-    if (Status st = impl->restore(records, now, skip); !st.ok()) return st;
-  impl->shards[0]->core.restore_totals(totals);
-  impl->store = std::move(store);
-  impl->work.emplace(impl->io.get_executor());
-  Engine::Impl* raw = impl.get();
-  impl->driver = std::thread([raw] { raw->io.run(); });
-  if (impl->clock->manual())
-    impl->clock_subscription = impl->clock->subscribe([raw] { raw->on_manual_clock(); });
-  std::unique_ptr<Engine> e(new Engine(std::move(impl)));
-  // Catch up with the time that passed while the queue was down: overdue jobs become ready in
-  // due order, leases that ran out are retried (and journaled).
-  for (auto& s : raw->shards) {
-    const Status caught_up = raw->with_shard(*s, [](engine::Core& c, TimePoint t) {
-      c.advance(t);
-      return Status();
-    });
-    if (!caught_up.ok()) return caught_up;  // the store could not record the catch-up
-  }
-  return e;
+    if (Status st = restore(shards, records, now, skip); !st.ok()) return st;
+  shards[0].core.restore_totals(totals);
+  if (Status st = e->start(); !st.ok()) return st;
+  return std::unique_ptr<Engine>(std::move(e));
 }
 
-Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ShardedEngine::ShardedEngine(const EngineOptions& options, Clock& clock,
+                             std::unique_ptr<Persistence> store)
+    : opt_(options),
+      clock_(clock),
+      shards_(clock, waiting_, std::move(store)),
+      driver_(shards_, clock, options.timer_slack),
+      waiting_([this] { return driver_.next_look(); }) {}
 
-Engine::~Engine() {
+Status ShardedEngine::start() {
+  // Before the driver follows a manual clock: no move runs on a half-caught-up shard.
+  if (Status s = shards_.advance_all(); !s.ok()) return s;
+  driver_.start();
+  return {};
+}
+
+ShardedEngine::~ShardedEngine() {
   close();
-  // Destroying the engine from one of its own reserve_async callbacks would free the driver
+  // Destroying the engine from one of its own reserve_async callbacks would free the waiting
   // thread's state under its feet: a programming error, reported rather than left undefined.
-  if (std::this_thread::get_id() == impl_->driver.get_id()) {
+  if (waiting_.on_own_thread()) {
     std::fprintf(stderr, "delayq: an Engine was destroyed from its own reserve_async callback\n");
     std::abort();
   }
-  join_driver();
+  waiting_.join();
 }
 
-void Engine::close() {
-  Impl& m = *impl_;
-  {
-    std::lock_guard lock(m.async_mu);
-    // `shut`, not `closed`: a failed store write sets `closed` to stop serving, and the
-    // driver must still be shut down here afterwards.
-    if (m.shut.exchange(true)) return;
-    m.closed.store(true);
-  }
-  if (m.clock_subscription) m.clock->unsubscribe(m.clock_subscription);
-  {
-    std::lock_guard lock(m.wait_mu);
-  }
-  m.cv.notify_all();
-  auto stop_driver = [&m] {
-    for (auto& w : m.async_waiters) m.finish(w, closed_error());
-    m.async_waiters.clear();
-    for (auto& s : m.shards) s->timer.cancel();
-    m.io.stop();
-  };
-  m.work.reset();
-  if (std::this_thread::get_id() == m.driver.get_id()) {
-    // Called from a reserve_async callback, on the driver thread itself: it cannot wait for
-    // itself. Stop it here; it ends when the callback returns, and the destructor joins it.
-    stop_driver();
-    return;
-  }
-  asio::post(m.io, stop_driver);
-  join_driver();
+void ShardedEngine::close() {
+  if (shut_.exchange(true)) return;
+  // Blocked reserves return `closed` (or the store's failure, if that came first), pending
+  // reserve_async callbacks run with it on the waiting thread, later calls fail with it.
+  waiting_.close(Waiting::closed_error());
+  driver_.stop();
+  // From a reserve_async callback, on the waiting thread itself: it cannot wait for itself. It
+  // ends when the callback returns, and the destructor joins it.
+  if (!waiting_.on_own_thread()) waiting_.join();
 }
 
-void Engine::join_driver() {
-  Impl& m = *impl_;
-  if (!m.driver.joinable()) return;
-  m.driver.join();
-  // Handlers queued behind the stop (async waits registered before `closed` was set, timer
-  // re-arms from racing calls) run here: each sees `closed` and finishes at once.
-  m.io.restart();
-  m.io.poll();
-}
+// ---- pushing ----
 
-Clock& Engine::clock() { return *impl_->clock; }
-
-Result<std::string> Engine::push(JobSpec spec) {
-  Impl& m = *impl_;
-  if (m.closed.load()) return m.closed_status();
+template <class PushAs>
+Result<std::string> ShardedEngine::push_with_id(JobSpec&& spec, PushAs&& push_as) {
   const bool generated = spec.id.empty();
   for (;;) {
-    if (generated) spec.id = to_base36(m.next_id.fetch_add(1));
+    if (generated) spec.id = to_base36(next_id_.fetch_add(1));
     std::string id = spec.id;
-    Status s = m.with_shard(m.shard_for(id), [&](Core& c, TimePoint now) {
-      return c.push(std::move(spec), now);
-    });
+    // Core::push moves from `spec` only when it succeeds.
+    Status s = push_as(std::move(spec));
     if (s.ok()) return id;
     // A generated id that a user happened to take already: draw the next one.
     if (!(generated && s.is(Errc::duplicate_id))) return s;
   }
 }
 
-std::vector<Result<std::string>> Engine::push_batch(std::vector<JobSpec> specs) {
-  Impl& m = *impl_;
+Result<std::string> ShardedEngine::push(JobSpec spec) {
+  if (closed()) return closed_status();
+  return push_with_id(std::move(spec), [this](JobSpec&& s) {
+    return shards_.apply(shards_.of(s.id),
+                         [&s](Core& c, TimePoint now) { return c.push(std::move(s), now); });
+  });
+}
+
+std::vector<Result<std::string>> ShardedEngine::push_batch(std::vector<JobSpec> specs) {
   std::vector<Result<std::string>> out;
   out.reserve(specs.size());
-  if (m.shards.size() > 1) {
+  if (shards_.size() > 1) {
     for (JobSpec& s : specs) out.push_back(push(std::move(s)));
     return out;
   }
-  if (m.closed.load()) {
-    for (size_t i = 0; i < specs.size(); ++i) out.push_back(m.closed_status());
+  if (closed()) {
+    out.assign(specs.size(), closed_status());
     return out;
   }
   // One shard: one lock (and one journal write) for the whole batch.
-  const Status written = m.with_shard(*m.shards[0], [&](Core& c, TimePoint now) {
-    for (JobSpec& spec : specs) {
-      const bool generated = spec.id.empty();
-      for (;;) {
-        if (generated) spec.id = to_base36(m.next_id.fetch_add(1));
-        std::string id = spec.id;
-        Status s = c.push(std::move(spec), now);
-        if (s.ok()) {
-          out.emplace_back(std::move(id));
-          break;
-        }
-        if (!(generated && s.is(Errc::duplicate_id))) {
-          out.emplace_back(std::move(s));
-          break;
-        }
-      }
-    }
+  const Status written = shards_.apply(shards_[0], [&](Core& c, TimePoint now) {
+    for (JobSpec& spec : specs)
+      out.push_back(
+          push_with_id(std::move(spec), [&](JobSpec&& s) { return c.push(std::move(s), now); }));
     return Status();
   });
   // The batch's journal write failed: none of its pushes may be reported as done.
@@ -259,133 +166,138 @@ std::vector<Result<std::string>> Engine::push_batch(std::vector<JobSpec> specs) 
   return out;
 }
 
-Result<Delivery> Engine::reserve(std::span<const std::string> topics, Duration timeout) {
-  return impl_->reserve(topics, timeout, nullptr);
-}
+// ---- reserving ----
 
-Result<Delivery> Engine::reserve_interruptible(std::span<const std::string> topics,
-                                               Duration timeout, const std::atomic<bool>& stop) {
-  return impl_->reserve(topics, timeout, &stop);
-}
-
-void Engine::wake_waiters() {
-  { std::lock_guard lock(impl_->wait_mu); }
-  impl_->cv.notify_all();
-}
-
-void Engine::reserve_async(std::vector<std::string> topics, Duration timeout,
-                           std::function<void(Result<Delivery>)> done, std::stop_token stop) {
-  Impl& m = *impl_;
-  if (topics.empty()) {
-    done(Status(Errc::invalid_argument, "reserve needs at least one topic"));
-    return;
+Waiting::Attempt ShardedEngine::try_reserve(std::span<const std::string> topics) {
+  const size_t n = shards_.size();
+  const size_t start = n == 1 ? 0 : next_shard_.fetch_add(1) % n;
+  for (size_t i = 0; i < n; ++i) {
+    Result<Delivery> r = shards_.apply(
+        shards_[(start + i) % n], [&](Core& c, TimePoint now) { return c.reserve(topics, now); });
+    if (!r.is(Errc::timeout)) return {std::move(r)};
   }
-  std::unique_lock lock(m.async_mu);
-  if (m.closed.load()) {
-    lock.unlock();
-    done(m.closed_status());
-    return;
+  // Nothing ready: the waiting component sleeps until a job is made ready or the driver's
+  // next_look() (the earliest deadline) comes, then tries again.
+  return {rules::reserve_timeout(topics), true};
+}
+
+Result<Delivery> ShardedEngine::wait_reserve(std::span<const std::string> topics, Duration timeout,
+                                             const std::atomic<bool>* stop) {
+  if (Status s = rules::check_topics(topics); !s.ok()) return s;
+  return waiting_.wait([&](auto) { return try_reserve(topics); }, timeout, stop);
+}
+
+Result<Delivery> ShardedEngine::reserve(std::span<const std::string> topics, Duration timeout) {
+  return wait_reserve(topics, timeout, nullptr);
+}
+
+Result<Delivery> ShardedEngine::reserve_interruptible(std::span<const std::string> topics,
+                                                      Duration timeout,
+                                                      const std::atomic<bool>& stop) {
+  return wait_reserve(topics, timeout, &stop);
+}
+
+void ShardedEngine::reserve_async(std::vector<std::string> topics, Duration timeout,
+                                  std::function<void(Result<Delivery>)> done,
+                                  std::stop_token stop) {
+  if (Status s = rules::check_topics(topics); !s.ok()) return done(std::move(s));
+  waiting_.wait_async([this, topics = std::move(topics)](auto) { return try_reserve(topics); },
+                      timeout, std::move(done), std::move(stop));
+}
+
+// ---- calls on one job ----
+
+template <class F>
+auto ShardedEngine::on_job(std::string_view id, F&& f) {
+  using R = std::invoke_result_t<F&, Core&, TimePoint>;
+  if (closed()) return R(closed_status());
+  return shards_.apply(shards_.of(id), f);
+}
+
+Status ShardedEngine::ack(const Token& t) {
+  return on_job(t.id, [&](Core& c, TimePoint now) { return c.ack(t, now); });
+}
+
+Status ShardedEngine::nack(const Token& t, std::optional<Duration> delay) {
+  return on_job(t.id, [&](Core& c, TimePoint now) { return c.nack(t, delay, now); });
+}
+
+Status ShardedEngine::dead_letter(const Token& t) {
+  return on_job(t.id, [&](Core& c, TimePoint now) { return c.dead_letter(t, now); });
+}
+
+Status ShardedEngine::release(const Token& t) {
+  return on_job(t.id, [&](Core& c, TimePoint now) { return c.release(t, now); });
+}
+
+Result<TimePoint> ShardedEngine::touch(const Token& t) {
+  return on_job(t.id, [&](Core& c, TimePoint now) { return c.touch(t, now); });
+}
+
+Status ShardedEngine::cancel(std::string_view id) {
+  return on_job(id, [&](Core& c, TimePoint now) { return c.cancel(id, now); });
+}
+
+Result<JobInfo> ShardedEngine::get(std::string_view id) {
+  return on_job(id, [&](Core& c, TimePoint now) { return c.get(id, now); });
+}
+
+Status ShardedEngine::reschedule(std::string_view id, TimePoint when) {
+  return on_job(id, [&](Core& c, TimePoint now) { return c.reschedule(id, when, now); });
+}
+
+Status ShardedEngine::requeue_dead(std::string_view id) {
+  return on_job(id, [&](Core& c, TimePoint now) { return c.requeue_dead(id, now); });
+}
+
+// ---- calls over topics: every shard in turn ----
+
+template <class F>
+Result<uint64_t> ShardedEngine::sum_over_shards(F&& call) {
+  if (closed()) return closed_status();
+  uint64_t n = 0;
+  for (const auto& s : shards_.all()) {
+    Result<uint64_t> part =
+        shards_.apply(*s, [&](Core& c, TimePoint now) -> Result<uint64_t> { return call(c, now); });
+    if (!part) return part;
+    n += *part;
   }
-  auto w = std::make_shared<AsyncWaiter>();
-  w->topics = std::move(topics);
-  w->done = std::move(done);
-  w->stop = std::move(stop);
-  m.async_pending.fetch_add(1);
-  asio::post(m.io, [&m, w, timeout] {
-    if (m.closed.load()) return m.finish(w, m.closed_status());
-    if (w->stop.stop_requested()) return m.finish(w, withdrawn_error());
-    Result<Delivery> r = m.try_reserve(w->topics);
-    if (!r.is(Errc::timeout)) return m.finish(w, std::move(r));
-    m.listen_for(w, timeout, r.status());
-  });
+  return n;
 }
 
-Status Engine::ack(const Token& t) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(t.id),
-                           [&](Core& c, TimePoint now) { return c.ack(t, now); });
-}
-
-Status Engine::nack(const Token& t, std::optional<Duration> delay) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(t.id),
-                           [&](Core& c, TimePoint now) { return c.nack(t, delay, now); });
-}
-
-Status Engine::dead_letter(const Token& t) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(t.id),
-                           [&](Core& c, TimePoint now) { return c.dead_letter(t, now); });
-}
-
-Status Engine::release(const Token& t) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(t.id),
-                           [&](Core& c, TimePoint now) { return c.release(t, now); });
-}
-
-Result<TimePoint> Engine::touch(const Token& t) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(t.id),
-                           [&](Core& c, TimePoint now) { return c.touch(t, now); });
-}
-
-Status Engine::cancel(std::string_view id) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(id),
-                           [&](Core& c, TimePoint now) { return c.cancel(id, now); });
-}
-
-Result<JobInfo> Engine::get(std::string_view id) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(id),
-                           [&](Core& c, TimePoint now) { return c.get(id, now); });
-}
-
-Status Engine::reschedule(std::string_view id, TimePoint when) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(id),
-                           [&](Core& c, TimePoint now) { return c.reschedule(id, when, now); });
-}
-
-Result<std::vector<JobInfo>> Engine::list_dead(std::string_view topic, size_t limit) {
-  if (impl_->closed.load()) return impl_->closed_status();
+Result<std::vector<JobInfo>> ShardedEngine::list_dead(std::string_view topic, size_t limit) {
+  if (closed()) return closed_status();
   std::vector<JobInfo> all;
-  for (auto& s : impl_->shards) {
-    std::vector<JobInfo> part = impl_->with_shard(
-        *s, [&](Core& c, TimePoint now) { return c.list_dead(topic, limit, now); });
-    all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  for (const auto& s : shards_.all()) {
+    std::vector<JobInfo> part =
+        shards_.apply(*s, [&](Core& c, TimePoint now) { return c.list_dead(topic, limit, now); });
+    all.insert(all.end(), std::make_move_iterator(part.begin()),
+               std::make_move_iterator(part.end()));
   }
-  if (impl_->shards.size() > 1)
+  if (shards_.size() > 1)
     std::stable_sort(all.begin(), all.end(),
                      [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
   if (all.size() > limit) all.resize(limit);
   return all;
 }
 
-Status Engine::requeue_dead(std::string_view id) {
-  if (impl_->closed.load()) return impl_->closed_status();
-  return impl_->with_shard(impl_->shard_for(id),
-                           [&](Core& c, TimePoint now) { return c.requeue_dead(id, now); });
+Result<uint64_t> ShardedEngine::requeue_dead_topic(std::string_view topic) {
+  return sum_over_shards([&](Core& c, TimePoint now) { return c.requeue_dead_topic(topic, now); });
 }
 
-Result<uint64_t> Engine::requeue_dead_topic(std::string_view topic) {
-  return impl_->sum_over_shards([&](Core& c, TimePoint now) { return c.requeue_dead_topic(topic, now); });
+Result<uint64_t> ShardedEngine::purge_dead(std::string_view topic) {
+  return sum_over_shards([&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });
 }
 
-Result<uint64_t> Engine::purge_dead(std::string_view topic) {
-  return impl_->sum_over_shards([&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });
+Status ShardedEngine::health() {
+  // The failure the engine stopped on, if any, else "closed".
+  return closed() ? closed_status() : Status();
 }
 
-Status Engine::health() {
-  // closed_status() is the failure the engine stopped on, if any, else "closed".
-  return impl_->closed.load() ? impl_->closed_status() : Status();
-}
-
-Stats Engine::stats() {
+Stats ShardedEngine::stats() {
   Stats st;
-  for (auto& s : impl_->shards)
-    impl_->with_shard(*s, [&](Core& c, TimePoint now) {
+  for (const auto& s : shards_.all())
+    shards_.apply(*s, [&](Core& c, TimePoint now) {
       c.advance(now);  // counts as of now, not as of the last call
       c.add_stats(st);
       return 0;
@@ -393,4 +305,5 @@ Stats Engine::stats() {
   return st;
 }
 
+}  // namespace engine
 }  // namespace delayq

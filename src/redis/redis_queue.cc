@@ -27,7 +27,7 @@
 #include <unordered_map>
 
 #include "common/format.h"
-#include "engine/rules.h"
+#include "common/rules.h"
 #include "delayq/redis.h"
 #include "redis/connection.h"
 #include "redis/replies.h"
@@ -76,7 +76,7 @@ class RedisQueue final : public Queue {
  public:
   RedisQueue(const RedisOptions& opt, Endpoint ep)
       : opt_(opt),
-        rules_(Limits{opt.max_delay, opt.max_body_bytes, opt.default_ttr, opt.default_retry}),
+        rules_(opt.limits),
         router_(std::move(ep),
               NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout,
                           opt.reconnect_min, opt.reconnect_max},
@@ -88,7 +88,7 @@ class RedisQueue final : public Queue {
     // '-' and this opening's number (start()), so that two openings never draw the same id,
     // whatever their wall clocks say.
     next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
-    max_delay_us_ = std::to_string(ceil_us(opt.max_delay));
+    max_delay_us_ = std::to_string(ceil_us(opt.limits.max_delay));
     for (uint32_t s = 0; s < opt.shards; ++s) {
       Shard sh;
       sh.tag = "{dq:" + opt.queue + ":" + std::to_string(s) + "}";
@@ -515,13 +515,13 @@ class RedisQueue final : public Queue {
   // delays before them) take them: id, [topic], body (moved out of the spec), delay, due_at, ttr,
   // the retry policy.
   void add_job_args(JobSpec& spec, bool with_topic, std::vector<std::string>& args) const {
-    const RetryPolicy& p = spec.retry ? *spec.retry : opt_.default_retry;
+    const RetryPolicy& p = spec.retry ? *spec.retry : opt_.limits.default_retry;
     args.push_back(spec.id);
     if (with_topic) args.push_back(spec.topic);
     args.push_back(std::move(spec.body));
     args.push_back(spec.delay ? std::to_string(ceil_us(*spec.delay)) : "");
     args.push_back(spec.due_at ? std::to_string(ceil_us(*spec.due_at)) : "");
-    args.push_back(std::to_string(ceil_us(spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr)));
+    args.push_back(std::to_string(ceil_us(spec.ttr > Duration::zero() ? spec.ttr : opt_.limits.default_ttr)));
     args.push_back(std::to_string(static_cast<int>(p.kind)));
     args.push_back(std::to_string(p.max_attempts));
     args.push_back(std::to_string(ceil_us(p.base)));
@@ -677,7 +677,7 @@ class RedisQueue final : public Queue {
       if (more) std::move(got.begin() + 1, got.end(), std::back_inserter(*more));
       return c;
     }
-    c.result = engine::reserve_timeout(topics);
+    c.result = rules::reserve_timeout(topics);
     return c;
   }
 
@@ -965,9 +965,7 @@ Result<std::unique_ptr<Queue>> open_redis(const RedisOptions& options) {
     return bad("claim_batch must be between 1 and 1000, got " + std::to_string(options.claim_batch));
   if (options.connections < 1 || options.connections > 64)
     return bad("connections must be between 1 and 64, got " + std::to_string(options.connections));
-  if (std::string why = Rules::check(Limits{options.max_delay, options.max_body_bytes,
-                                            options.default_ttr, options.default_retry});
-      !why.empty())
+  if (std::string why = rules::check_limits(options.limits); !why.empty())
     return bad(why);
   for (auto [name, d] : {std::pair{"connect_timeout", options.connect_timeout},
                          {"call_timeout", options.call_timeout},

@@ -69,7 +69,7 @@ void replay(JobRecord&& rec) {
     (void)core.requeue_dead(id, t);
   }
   (void)core.purge_dead(topic, kNow + std::chrono::hours(24 * 365 * 60));
-  (void)core.take_changes();
+  (void)core.take_effects().changes;
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 // x86-64), whose false dependency on its output register chains each lookup to the previous
 // one's cache miss; measured, it made the wheel's cancel three times slower at 1M entries.
 // An element is constructed by emplace_back() and lives until the slab does.
+//
+// Not part of the API: installed only because TimingWheel (delayq/timing_wheel.h) holds its nodes
+// in one, by value.
 #pragma once
 
 #include <cstdint>

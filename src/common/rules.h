@@ -1,7 +1,7 @@
 // The queue's input rules and refusals, as free functions: what every backend checks before it
-// changes anything, and the exact words it answers with. The engine core calls them, and so does
-// the Redis backend (whose state lives in a server), so that a bad input gets the same Errc and
-// message from every backend (the contract in delayq/queue.h).
+// changes anything, and the exact words it answers with. The engine core calls them, and so do
+// the Redis backend (whose state lives in a server), delayqd and the CLI, so that a bad input
+// gets the same Errc and message from every backend (the contract in delayq/queue.h).
 #pragma once
 
 #include <optional>
@@ -11,21 +11,24 @@
 
 #include "delayq/error.h"
 #include "delayq/job.h"
+#include "delayq/limits.h"
 
-namespace delayq::engine {
+namespace delayq::rules {
 
 // t + d for d >= 0, saturating at the end of representable time (April 2262): sums near that end
 // must not wrap around into the past, where a job would fire at once.
 TimePoint plus(TimePoint t, Duration d);
 
+// The largest max_delay a queue accepts: now + max_delay stays inside int64 nanoseconds
+// (year 2262). No call can set a due time, lease or wait further than this from its `now`.
+inline constexpr Duration kLongestDelay = std::chrono::hours(24 * 365 * 100);
+
 // Empty when no wait of the policy exceeds max_delay, else what is wrong.
 std::string check_waits(const RetryPolicy& p, Duration max_delay);
 
-// The limits a queue puts on what it accepts.
-struct Limits {
-  Duration max_delay;
-  size_t max_body_bytes;
-};
+// Empty when the limits are usable (delayq/limits.h says what is), else what is wrong, naming
+// the field.
+std::string check_limits(const Limits& limits);
 
 // Everything push() checks that needs no queue state (that is, all but duplicate ids):
 // topic, id, delay or due_at, ttr, body and retry policy. Errors: invalid_argument.
@@ -69,7 +72,9 @@ Status stale_token(const Token& token, JobState state, uint32_t attempts);  // s
 Status check_reschedulable(std::string_view id, JobState state);
 // requeue_dead() of a job that is not dead (invalid_state); ok for a dead one.
 Status check_requeueable(std::string_view id, JobState state);
+// reserve() of no topic at all (invalid_argument); ok when there is one.
+Status check_topics(std::span<const std::string> topics);
 // reserve() that found nothing ready in time (timeout).
 Status reserve_timeout(std::span<const std::string> topics);
 
-}  // namespace delayq::engine
+}  // namespace delayq::rules

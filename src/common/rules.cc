@@ -1,5 +1,5 @@
 // The queue's input rules and refusals (see rules.h).
-#include "engine/rules.h"
+#include "common/rules.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 
 #include "common/format.h"
 
-namespace delayq::engine {
+namespace delayq::rules {
 
 TimePoint plus(TimePoint t, Duration d) {
   if (t > TimePoint::max() - d) return TimePoint::max();
@@ -23,6 +23,20 @@ std::string check_waits(const RetryPolicy& p, Duration max_delay) {
   if (longest > max_delay)
     return "retry policy: a wait of " + format_duration(longest) + " exceeds max_delay (" +
            format_duration(max_delay) + ")";
+  return {};
+}
+
+std::string check_limits(const Limits& l) {
+  if (l.max_delay <= Duration::zero()) return "max_delay must be positive";
+  // Due times are nanoseconds in an int64 (until year 2262): keep now + max_delay inside it.
+  if (l.max_delay > kLongestDelay)
+    return "max_delay must be at most 100 years, got " + format_duration(l.max_delay);
+  if (l.max_body_bytes == 0) return "max_body_bytes must be positive";
+  if (l.default_ttr <= Duration::zero()) return "default_ttr must be positive";
+  if (l.default_ttr > l.max_delay) return "default_ttr must not exceed max_delay";
+  std::string p = l.default_retry.validate();
+  if (p.empty()) p = check_waits(l.default_retry, l.max_delay);
+  if (!p.empty()) return "default_retry: " + p;
   return {};
 }
 
@@ -191,10 +205,15 @@ Status check_requeueable(std::string_view id, JobState state) {
   return {};
 }
 
+Status check_topics(std::span<const std::string> topics) {
+  if (topics.empty()) return bad("reserve needs at least one topic");
+  return {};
+}
+
 Status reserve_timeout(std::span<const std::string> topics) {
   std::string list;
   for (const std::string& t : topics) list += (list.empty() ? "'" : ", '") + t + "'";
   return Status(Errc::timeout, "no job of " + list + " became ready in time");
 }
 
-}  // namespace delayq::engine
+}  // namespace delayq::rules

@@ -1,5 +1,7 @@
-// What the Engine needs from a durable store, and the internal way to open an Engine on one.
-// The store itself (RocksDB, wal/) lives in its own library, which depends on this one.
+// The seam between the Engine and a durable store: what the Engine needs from the store
+// (Persistence), and the internal way to open an Engine on one. The store itself (RocksDB, wal/)
+// lives in its own library, which depends on this one and includes this header through its
+// private include path; nothing here is installed.
 #pragma once
 
 #include <atomic>
@@ -51,6 +53,6 @@ using SkipReport = std::function<void(const std::string&)>;
 Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
                                             std::unique_ptr<Persistence> store,
                                             const RecordSource& records, const Stats& totals,
-                                            const SkipReport& skip);  // default: {} (engine.h)
+                                            const SkipReport& skip = {});
 
 }  // namespace delayq::engine

@@ -1,0 +1,144 @@
+// The core's tables: topics and retry policies interned to small numbers, the per-topic
+// counts by state, the ready and dead lists (doubly linked through the jobs), the free list of
+// job slots, and the lookups by id and by token. The calls (core.cc) and the records
+// (core_records.cc) keep them consistent; nothing here touches the wheel.
+#include "engine/core.h"
+
+namespace delayq::engine {
+
+// ---- interning ----
+
+uint32_t Core::topic_index(std::string_view name) {
+  if (last_topic_ != kNil && topics_[last_topic_].name == name) return last_topic_;
+  if (auto it = topic_ids_.find(name); it != topic_ids_.end()) return last_topic_ = it->second;
+  const uint32_t i = static_cast<uint32_t>(topics_.size());
+  topics_.push_back(Topic{std::string(name), {}, {}, {}});
+  topic_ids_.emplace(std::string(name), i);
+  return last_topic_ = i;
+}
+
+uint32_t Core::policy_index(const RetryPolicy& p) {
+  if (p == policies_[0]) return 0;
+  size_t h = std::hash<int>()(static_cast<int>(p.kind)) ^ (p.max_attempts * 0x9e3779b97f4a7c15ull);
+  h ^= std::hash<int64_t>()(p.base.count()) + (h << 6);
+  for (Duration d : p.delays) h ^= std::hash<int64_t>()(d.count()) + (h << 6) + (h >> 2);
+  auto [lo, hi] = policy_ids_.equal_range(h);
+  for (auto it = lo; it != hi; ++it)
+    if (policies_[it->second] == p) return it->second;
+  policies_.push_back(p);
+  const uint32_t i = static_cast<uint32_t>(policies_.size() - 1);
+  policy_ids_.emplace(h, i);
+  return i;
+}
+
+// ---- state bookkeeping ----
+
+uint64_t& Core::state_count(TopicStats& c, JobState s) {
+  switch (s) {
+    case JobState::delayed:
+      return c.delayed;
+    case JobState::ready:
+      return c.ready;
+    case JobState::reserved:
+      return c.reserved;
+    case JobState::dead:
+      break;
+  }
+  return c.dead;
+}
+
+void Core::set_state(Job& j, JobState s) {
+  TopicStats& c = counts(j);
+  --state_count(c, j.state);
+  ++state_count(c, s);
+  j.state = s;
+}
+
+void Core::link(List& l, uint32_t j) {
+  Job& job = jobs_[j];
+  job.prev = l.tail;
+  job.next = kNil;
+  if (l.tail != kNil)
+    jobs_[l.tail].next = j;
+  else
+    l.head = j;
+  l.tail = j;
+}
+
+void Core::link_in_due_order(uint32_t j) {
+  Job& job = jobs_[j];
+  List& line = topics_[job.topic].ready;
+  // The line is in due order already (jobs join it as they fall due), and a released job was
+  // at its front when reserved: the walk ends at once unless the clock stepped back.
+  uint32_t at = line.head;
+  while (at != kNil &&
+         (jobs_[at].due < job.due || (jobs_[at].due == job.due && jobs_[at].seq < job.seq)))
+    at = jobs_[at].next;
+  if (at == kNil) return link(line, j);
+  Job& next = jobs_[at];
+  job.next = at;
+  job.prev = next.prev;
+  if (next.prev != kNil)
+    jobs_[next.prev].next = j;
+  else
+    line.head = j;
+  next.prev = j;
+}
+
+void Core::unlink(List& l, uint32_t j) {
+  Job& job = jobs_[j];
+  if (job.prev != kNil)
+    jobs_[job.prev].next = job.next;
+  else
+    l.head = job.next;
+  if (job.next != kNil)
+    jobs_[job.next].prev = job.prev;
+  else
+    l.tail = job.prev;
+  job.prev = job.next = kNil;
+}
+
+// ---- lookups ----
+
+Result<uint32_t> Core::find(std::string_view id) const {
+  const int64_t j = lookup(id, IdIndex::hash(id));
+  if (j < 0) return rules::no_such_job(id);
+  return static_cast<uint32_t>(j);
+}
+
+Result<uint32_t> Core::holder(const Token& t) {
+  Result<uint32_t> j = find(t.id);
+  if (!j) return j;
+  const Job& job = jobs_[*j];
+  if (job.state == JobState::reserved && job.fence == t.fence) return j;
+  return rules::stale_token(t, job.state, job.attempts);
+}
+
+JobInfo Core::info(uint32_t j) const {
+  const Job& job = jobs_[j];
+  return JobInfo{
+      job.id,  topics_[job.topic].name, job.state, job.attempts, policies_[job.policy].max_attempts,
+      job.due, job.lease_deadline,      job.ttr,   job.body};
+}
+
+uint32_t Core::alloc_job() {
+  if (free_ == kNil) return jobs_.emplace_back();
+  const uint32_t j = free_;
+  free_ = jobs_[j].next;
+  return j;
+}
+
+void Core::add_stats(Stats& s) const {
+  for (const Topic& t : topics_) {
+    const TopicStats& c = t.counts;
+    if (c.delayed + c.ready + c.reserved + c.dead == 0) continue;
+    TopicStats& o = s.topics[t.name];
+    o.delayed += c.delayed;
+    o.ready += c.ready;
+    o.reserved += c.reserved;
+    o.dead += c.dead;
+  }
+  add_totals(s, totals_);
+}
+
+}  // namespace delayq::engine

@@ -1,0 +1,111 @@
+// The engine's shards and the commit protocol of every call.
+//
+// A shard is one Core behind its own mutex. Shards::apply() runs one core call on one shard:
+// under the lock it runs the call, takes the core's effects, queues the changed records for the
+// durable store and publishes the shard's next deadline; after the lock it waits until the store
+// has the changes, and only then tells waiting consumers and answers. A write the store refuses
+// stops the engine (fail-stop): nothing a caller was told failed can be handed out.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "common/waiting.h"
+#include "delayq/clock.h"
+#include "engine/core.h"
+#include "engine/open.h"
+
+namespace delayq::engine {
+
+struct Shard {
+  Shard(const CoreOptions& o, TimePoint now) : core(o, now) {}
+  std::mutex mu;
+  Core core;
+  // Under mu: the shard's next deadline as last looked at (never left in the past by a call),
+  // and a copy (ns since the epoch; INT64_MAX for none) that waiters read without the lock.
+  std::optional<TimePoint> armed;
+  std::atomic<int64_t> armed_ns{INT64_MAX};
+
+  // Under mu, after a call at `now` that scheduled `earliest`: keeps `armed` current. True when
+  // the call moved it earlier (waiters sleeping until the old one must look again).
+  bool publish(const std::optional<TimePoint>& earliest, TimePoint now);
+
+ private:
+  void set_armed(std::optional<TimePoint> t);
+};
+
+class Shards {
+ public:
+  // `store`: where every call's changes go before it answers (null: the in-memory engine).
+  // `waiting` is told of jobs made ready, deadlines moved earlier and a failed store.
+  Shards(Clock& clock, Waiting& waiting, std::unique_ptr<Persistence> store)
+      : clock_(clock), waiting_(waiting), store_(std::move(store)) {}
+
+  void add(const CoreOptions& o, TimePoint now) { all_.push_back(std::make_unique<Shard>(o, now)); }
+  size_t size() const { return all_.size(); }
+  Shard& operator[](size_t i) { return *all_[i]; }
+  const std::vector<std::unique_ptr<Shard>>& all() const { return all_; }
+  // The shard a job lives in: by hash of its id.
+  size_t index_of(std::string_view id) const {
+    return all_.size() == 1 ? 0 : std::hash<std::string_view>()(id) % all_.size();
+  }
+  Shard& of(std::string_view id) { return *all_[index_of(id)]; }
+  Persistence* store() const { return store_.get(); }
+
+  // Runs f(core, now) on the shard under its lock, with the commit protocol above. A call whose
+  // changes the store refused returns the fail-stop error instead (when its result can hold a
+  // Status).
+  template <class F>
+  auto apply(Shard& s, F&& f);
+  // advance(now) on every shard: what fell due happens. The first store failure, if any.
+  Status advance_all();
+  // A write to the store failed after the core had applied the call: the engine stops serving
+  // (waiting is closed with the returned io_error); what is on disk stays consistent.
+  Status fail(const Status& why);
+
+ private:
+  Clock& clock_;
+  Waiting& waiting_;
+  std::unique_ptr<Persistence> store_;
+  std::vector<std::unique_ptr<Shard>> all_;
+};
+
+template <class F>
+auto Shards::apply(Shard& s, F&& f) {
+  std::unique_lock lock(s.mu);
+  const TimePoint now = clock_.now();
+  auto result = f(s.core, now);
+  auto stop_with = [&result](const Status& stopped) {
+    if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
+  };
+  Effects fx = s.core.take_effects();
+  // Journal the call's changes: queued here, in call order, under the lock; written and waited
+  // for below, after the lock, so that calls can share writes and fsyncs. The caller learns of
+  // the call's effect only once it is durable. (Other callers may act on it a little earlier: a
+  // consumer can reserve a job whose push is still being written. Its own reservation is written
+  // after the push, so a crash loses both or neither.)
+  std::optional<uint64_t> ticket;
+  if (store_ && !fx.changes.empty()) {
+    Result<uint64_t> w = store_->write(fx.changes, fx.totals);
+    if (w)
+      ticket = *w;
+    else
+      stop_with(fail(w.status()));
+  }
+  const bool earlier = s.publish(fx.earliest_scheduled, now);
+  lock.unlock();
+  if (ticket)
+    if (Status d = store_->wait_durable(*ticket); !d.ok()) stop_with(fail(d));
+  if (fx.made_ready) waiting_.ready();
+  // Waiters sleep until the old deadline: let them look again (a manual clock wakes them itself).
+  if (earlier && !clock_.manual()) waiting_.sooner();
+  return result;
+}
+
+}  // namespace delayq::engine

@@ -1,0 +1,100 @@
+// ShardedEngine: the Engine behind delayq/engine.h. Each public call checks that the queue is
+// open and runs on the shard that owns its job (shard.h: the commit protocol); consumers wait
+// through the shared waiting component (common/waiting.h), told when to look again by the
+// driver (driver.h). Opened by open_engine() (open.h), on a durable store or none.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/waiting.h"
+#include "delayq/engine.h"
+#include "engine/driver.h"
+#include "engine/shard.h"
+
+namespace delayq::engine {
+
+class ShardedEngine final : public Engine {
+ public:
+  // The engine's parts, not yet serving: open_engine() adds the shards, restores them, then
+  // start()s it.
+  ShardedEngine(const EngineOptions& options, Clock& clock, std::unique_ptr<Persistence> store);
+  ~ShardedEngine() override;
+
+  Result<std::string> push(JobSpec spec) override;
+  std::vector<Result<std::string>> push_batch(std::vector<JobSpec> specs) override;
+  Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) override;
+  using Queue::reserve;
+  void reserve_async(std::vector<std::string> topics, Duration timeout,
+                     std::function<void(Result<Delivery>)> done, std::stop_token stop) override;
+  using Queue::reserve_async;
+  Status ack(const Token& token) override;
+  Status nack(const Token& token, std::optional<Duration> delay = std::nullopt) override;
+  Status dead_letter(const Token& token) override;
+  Status release(const Token& token) override;
+  Result<TimePoint> touch(const Token& token) override;
+  Status cancel(std::string_view id) override;
+  Result<JobInfo> get(std::string_view id) override;
+  Status reschedule(std::string_view id, TimePoint when) override;
+  Result<std::vector<JobInfo>> list_dead(std::string_view topic, size_t limit) override;
+  Status requeue_dead(std::string_view id) override;
+  Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
+  Result<uint64_t> purge_dead(std::string_view topic) override;
+  Stats stats() override;
+  Status health() override;
+  void close() override;
+  Clock& clock() override { return clock_; }
+
+  // Counters that must not repeat across restarts (fences, generated ids) and the shards'
+  // shared job sequence numbers, for the cores' options.
+  std::atomic<uint64_t>& fences() { return fences_; }
+  std::atomic<uint64_t>& seqs() { return seqs_; }
+  std::atomic<uint64_t>& next_id() { return next_id_; }
+  Shards& shards() { return shards_; }
+  // Catches up with the time that passed while the queue was down (overdue jobs become ready in
+  // due order, leases that ran out are retried, and journaled), then follows the clock.
+  // Errors: the store could not record the catch-up.
+  Status start();
+
+ protected:
+  Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
+                                         const std::atomic<bool>& stop) override;
+  void wake_waiters() override { waiting_.interrupt(); }
+
+ private:
+  // One try to take a job of `topics`: one pass over the shards, from a rotating start so that
+  // no shard is favoured.
+  Waiting::Attempt try_reserve(std::span<const std::string> topics);
+  Result<Delivery> wait_reserve(std::span<const std::string> topics, Duration timeout,
+                                const std::atomic<bool>* stop);
+  // Pushes `spec` through push_as(spec); a spec without an id gets generated ones, drawn until
+  // one is free (a user may have taken one already). Both push() and push_batch() use it.
+  template <class PushAs>
+  Result<std::string> push_with_id(JobSpec&& spec, PushAs&& push_as);
+  // f(core, now) on the shard of job `id`, or the closed status.
+  template <class F>
+  auto on_job(std::string_view id, F&& f);
+  // A count-returning core call on every shard, the counts added up. A shard whose journal
+  // write fails ends it with that error.
+  template <class F>
+  Result<uint64_t> sum_over_shards(F&& call);
+  bool closed() const { return waiting_.closed(); }
+  Status closed_status() const { return waiting_.closed_status(); }
+
+  const EngineOptions opt_;
+  Clock& clock_;
+  std::atomic<uint64_t> fences_{0};   // shared by the shards' cores
+  std::atomic<uint64_t> seqs_{0};     // job sequence numbers (the journal's keys), shared too
+  std::atomic<uint64_t> next_id_{1};  // generated ids
+  std::atomic<uint32_t> next_shard_{0};
+  std::atomic<bool> shut_{false};  // close() has run
+  Shards shards_;
+  Driver driver_;
+  Waiting waiting_;  // declared last: its thread, which calls into the shards, goes first
+};
+
+}  // namespace delayq::engine
