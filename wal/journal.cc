@@ -1,32 +1,5 @@
 // Journal over RocksDB. See journal.h for the contract and the layout.
 //
-// Record encoding (record version 1), all integers little-endian, fixed width:
-//
-//   u8  record version (1)
-//   u64 seq               must equal the key's seq
-//   u8  state             JobState, 0..3
-//   i64 due               nanoseconds since the epoch
-//   i64 lease_deadline    nanoseconds since the epoch
-//   i64 ttr               nanoseconds
-//   u32 attempts
-//   u64 fence
-//   str id                str = u32 byte count, then the bytes
-//   str topic
-//   str body
-//   u8  retry.kind        RetryPolicy::Kind, 0..2
-//   u32 retry.max_attempts
-//   i64 retry.base        nanoseconds
-//   u64 retry.factor      IEEE-754 bits of the double
-//   i64 retry.cap         nanoseconds
-//   u64 retry.jitter      IEEE-754 bits of the double
-//   u32 retry.delays count, then that many i64 nanoseconds
-//
-// and nothing after. decode() checks every length against the bytes that are left before it
-// reads or allocates, so any input (truncated, garbage, hostile) gives a value or Errc::corrupt.
-// It checks structure only: whether the record makes sense to the engine (a valid policy, an id
-// within limits) is for Core::restore() to judge.
-//
-// "meta"/"format" holds the store's format version as decimal text ("1").
 #include "wal/journal.h"
 
 #include <algorithm>
@@ -49,6 +22,7 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
+#include "wal/codec.h"
 #include "wal/log_files.h"
 #include "wal/open_db.h"
 
@@ -56,154 +30,12 @@ namespace delayq::wal {
 
 namespace {
 
-constexpr uint8_t kRecordVersion = 1;
-constexpr const char* kJobsFamily = "jobs";
-constexpr const char* kMetaFamily = "meta";
-constexpr const char* kFormatKey = "format";
-constexpr const char* kTotalsKey = "totals";
-// Version 2 added `released` after the nine counters of version 1; version 1 is still read
-// (released = 0), so a store written before keeps its totals.
-constexpr uint8_t kTotalsVersion = 2;
-constexpr const char* kCountersKey = "counters";
-constexpr uint8_t kCountersVersion = 1;
-// Deleted with sync=true by sync_to(): a write that exists only to make the log durable.
-constexpr char kSyncMarkerKey[] = "sync-marker";
-
 // CompactOnDeletionCollector: mark an SST file for compaction when any window of this many
 // entries holds at least kDeletionTrigger tombstones, or when half of the file is tombstones.
 // Acks delete from the old end of the key range in runs, which is what this catches.
 constexpr size_t kDeletionWindow = 1024;
 constexpr size_t kDeletionTrigger = 512;
 constexpr double kDeletionRatio = 0.5;
-
-// ---- encoding -------------------------------------------------------------------------------
-
-void put_u8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
-
-void put_u32(std::string& out, uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out.append(b, 4);
-}
-
-void put_u64(std::string& out, uint64_t v) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out.append(b, 8);
-}
-
-void put_i64(std::string& out, int64_t v) { put_u64(out, static_cast<uint64_t>(v)); }
-void put_f64(std::string& out, double v) { put_u64(out, std::bit_cast<uint64_t>(v)); }
-
-void put_str(std::string& out, const std::string& s) {
-  // Strings past 4 GiB cannot be encoded; the engine's limits (255-byte ids and topics, a
-  // configured body cap) keep records far below that.
-  put_u32(out, static_cast<uint32_t>(s.size()));
-  out.append(s);
-}
-
-// Reads fields off the front of a byte string. Every read checks the bytes that are left; the
-// first failure is remembered (with the field it was reading) and later reads do nothing.
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-
-  bool failed() const { return !error_.empty(); }
-  const std::string& error() const { return error_; }
-  size_t left() const { return in_.size() - pos_; }
-
-  void fail(std::string why) {
-    if (error_.empty()) error_ = std::move(why);
-  }
-
-  uint8_t u8(const char* field) {
-    uint8_t v = 0;
-    if (take(1, field)) v = static_cast<uint8_t>(in_[pos_ - 1]);
-    return v;
-  }
-  uint32_t u32(const char* field) {
-    uint32_t v = 0;
-    if (take(4, field))
-      for (int i = 0; i < 4; ++i) v |= uint32_t{byte(pos_ - 4 + i)} << (8 * i);
-    return v;
-  }
-  uint64_t u64(const char* field) {
-    uint64_t v = 0;
-    if (take(8, field))
-      for (int i = 0; i < 8; ++i) v |= uint64_t{byte(pos_ - 8 + i)} << (8 * i);
-    return v;
-  }
-  int64_t i64(const char* field) { return static_cast<int64_t>(u64(field)); }
-  double f64(const char* field) { return std::bit_cast<double>(u64(field)); }
-  Duration duration(const char* field) { return Duration(i64(field)); }
-  TimePoint time_point(const char* field) { return TimePoint(Duration(i64(field))); }
-
-  std::string str(const char* field) {
-    const uint32_t n = u32(field);
-    if (failed()) return {};
-    if (n > left()) {
-      fail(std::string("field '") + field + "' claims " + std::to_string(n) + " bytes but only " +
-           std::to_string(left()) + " are left");
-      return {};
-    }
-    std::string s(in_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-
- private:
-  uint8_t byte(size_t i) const { return static_cast<uint8_t>(in_[i]); }
-
-  bool take(size_t n, const char* field) {
-    if (failed()) return false;
-    if (left() < n) {
-      fail(std::string("truncated in field '") + field + "' (needs " + std::to_string(n) +
-           " bytes, " + std::to_string(left()) + " left)");
-      return false;
-    }
-    pos_ += n;
-    return true;
-  }
-
-  std::string_view in_;
-  size_t pos_ = 0;
-  std::string error_;
-};
-
-std::string key_of(uint64_t seq) {
-  std::string k(8, '\0');
-  for (int i = 0; i < 8; ++i) k[i] = static_cast<char>((seq >> (8 * (7 - i))) & 0xff);
-  return k;
-}
-
-uint64_t seq_of(const rocksdb::Slice& k) {  // k.size() == 8
-  uint64_t v = 0;
-  for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(k[i]);
-  return v;
-}
-
-std::string hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 15]);
-  }
-  return out;
-}
-
-// The "format" value: decimal digits, no sign, no padding beyond what fits in 32 bits.
-bool parse_format(const std::string& text, uint32_t& out) {
-  if (text.empty() || text.size() > 10) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (v > UINT32_MAX) return false;
-  out = static_cast<uint32_t>(v);
-  return true;
-}
 
 }  // namespace
 
@@ -356,18 +188,18 @@ struct Journal::Impl {
       if (options.read_only) return Status();
       rocksdb::WriteOptions wo;
       wo.sync = true;
-      s = db->Put(wo, meta, kFormatKey, std::to_string(kFormatVersion));
+      s = db->Put(wo, meta, kFormatKey, encode_format(kFormatVersion));
       if (!s.ok()) return from_rocksdb(s, dir, "writing the format version");
       return Status();
     }
     if (!s.ok()) return from_rocksdb(s, dir, "reading the format version");
-    uint32_t version = 0;
-    if (!parse_format(value, version) || version == 0)
+    const std::optional<uint32_t> version = decode_format(value);
+    if (!version)
       return Status(Errc::corrupt, "store " + dir + ": the format version in family 'meta' is "
                                        "unreadable (bytes: " + hex(value.substr(0, 32)) + ")");
-    if (version > kFormatVersion)
+    if (*version > kFormatVersion)
       return Status(Errc::corrupt,
-                    "store " + dir + " has format version " + std::to_string(version) +
+                    "store " + dir + " has format version " + std::to_string(*version) +
                         " (family 'meta', key 'format'), newer than this build reads (format "
                         "version " +
                         std::to_string(kFormatVersion) + "); open it with a newer delayq");
@@ -518,7 +350,7 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
                     "journal write: change for seq " + std::to_string(c.seq) +
                         " carries a record with seq " + std::to_string(c.record->seq) +
                         "; nothing of the batch was written");
-    items.emplace_back(key_of(c.seq), c.record ? std::optional(encode(*c.record)) : std::nullopt);
+    items.emplace_back(job_key(c.seq), c.record ? std::optional(encode_record(*c.record)) : std::nullopt);
   }
   std::lock_guard l(m.mu);
   if (!m.broken.ok()) return m.broken;
@@ -583,59 +415,6 @@ Result<engine::Counters> Journal::counters() {
   return c;
 }
 
-std::string Journal::encode_counters(const engine::Counters& c) {
-  std::string out;
-  put_u8(out, kCountersVersion);
-  put_u64(out, c.fences);
-  put_u64(out, c.next_id);
-  return out;
-}
-
-Result<engine::Counters> Journal::decode_counters(std::string_view bytes) {
-  Reader in(bytes);
-  const uint8_t version = in.u8("version");
-  if (!in.failed() && version != kCountersVersion)
-    in.fail("version " + std::to_string(version) + ", expected " +
-            std::to_string(kCountersVersion));
-  engine::Counters c;
-  c.fences = in.u64("fences");
-  c.next_id = in.u64("next_id");
-  if (!in.failed() && in.left() != 0) in.fail(std::to_string(in.left()) + " bytes after next_id");
-  if (in.failed())
-    return Status(Errc::corrupt, "the counters in family 'meta' are unreadable: " + in.error() +
-                                     " (bytes: " + hex(bytes.substr(0, 32)) + ")");
-  return c;
-}
-
-std::string Journal::encode_totals(const Stats& t) {
-  std::string out;
-  put_u8(out, kTotalsVersion);
-  Stats copy = t;
-  engine::for_each_total(copy, t, [&](uint64_t& v, uint64_t) { put_u64(out, v); });
-  return out;
-}
-
-Result<Stats> Journal::decode_totals(std::string_view bytes) {
-  Reader in(bytes);
-  const uint8_t version = in.u8("version");
-  if (!in.failed() && version != kTotalsVersion && version != 1)
-    return Status(Errc::corrupt, "the totals in family 'meta' have version " +
-                                     std::to_string(version) + ", expected 1 or " +
-                                     std::to_string(kTotalsVersion));
-  Stats t;
-  const size_t stored = version == 1 ? 9 : SIZE_MAX;  // version 1 ends before `released`
-  size_t read = 0;
-  engine::for_each_total(t, t, [&](uint64_t& v, uint64_t) {
-    if (read++ < stored) v = in.u64("a total");
-  });
-  if (!in.failed() && in.left() != 0)
-    in.fail(std::to_string(in.left()) + " bytes after the last total");
-  if (in.failed())
-    return Status(Errc::corrupt, "the totals in family 'meta' are unreadable: " + in.error() +
-                                     " (bytes: " + hex(bytes.substr(0, 32)) + ")");
-  return t;
-}
-
 Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {
   Impl& m = *impl_;
   // Every key is 8 bytes, so [8 x 00, 8 x ff + 00) covers all of them, seq UINT64_MAX included.
@@ -660,7 +439,7 @@ Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {
 
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const rocksdb::Slice k = it->key();
-    if (k.size() != 8) {
+    if (k.size() != kJobKeySize) {
       const std::string_view shown(k.data(), std::min<size_t>(k.size(), 32));
       if (Status st = bad("family 'jobs' holds a key of " + std::to_string(k.size()) +
                           " bytes (expected 8): " + hex(shown));
@@ -668,9 +447,9 @@ Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {
         return st;
       continue;
     }
-    const uint64_t seq = seq_of(k);
+    const uint64_t seq = job_seq(std::string_view(k.data(), k.size()));
     const rocksdb::Slice v = it->value();
-    Result<engine::JobRecord> r = decode(seq, std::string_view(v.data(), v.size()));
+    Result<engine::JobRecord> r = decode_record(seq, std::string_view(v.data(), v.size()));
     if (!r.ok()) {
       if (Status st = bad(r.status().message()); !st.ok()) return st;
       continue;
@@ -688,86 +467,6 @@ Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {
     return st;
   }
   return Status();
-}
-
-std::string Journal::encode(const engine::JobRecord& r) {
-  std::string out;
-  out.reserve(1 + 8 + 1 + 8 * 3 + 4 + 8 + 12 + r.id.size() + r.topic.size() + r.body.size() + 1 +
-              4 + 8 * 4 + 4 + 8 * r.retry.delays.size());
-  put_u8(out, kRecordVersion);
-  put_u64(out, r.seq);
-  put_u8(out, static_cast<uint8_t>(r.state));
-  put_i64(out, r.due.time_since_epoch().count());
-  put_i64(out, r.lease_deadline.time_since_epoch().count());
-  put_i64(out, r.ttr.count());
-  put_u32(out, r.attempts);
-  put_u64(out, r.fence);
-  put_str(out, r.id);
-  put_str(out, r.topic);
-  put_str(out, r.body);
-  put_u8(out, static_cast<uint8_t>(r.retry.kind));
-  put_u32(out, r.retry.max_attempts);
-  put_i64(out, r.retry.base.count());
-  put_f64(out, r.retry.factor);
-  put_i64(out, r.retry.cap.count());
-  put_f64(out, r.retry.jitter);
-  put_u32(out, static_cast<uint32_t>(r.retry.delays.size()));
-  for (Duration d : r.retry.delays) put_i64(out, d.count());
-  return out;
-}
-
-Result<engine::JobRecord> Journal::decode(uint64_t seq, std::string_view bytes) {
-  auto corrupt = [seq](const std::string& why) {
-    return Status(Errc::corrupt, "record seq " + std::to_string(seq) + " in family 'jobs': " + why);
-  };
-  Reader in(bytes);
-  const uint8_t version = in.u8("record version");
-  if (in.failed()) return corrupt("empty value");
-  if (version != kRecordVersion)
-    return corrupt("unknown record version " + std::to_string(version) + " (this build reads " +
-                   std::to_string(kRecordVersion) + ")");
-
-  engine::JobRecord r;
-  r.seq = in.u64("seq");
-  if (!in.failed() && r.seq != seq)
-    in.fail("holds seq " + std::to_string(r.seq) + ", not its key's");
-  const uint8_t state = in.u8("state");
-  if (!in.failed() && state > static_cast<uint8_t>(JobState::dead))
-    in.fail("state " + std::to_string(state) + " is not a JobState");
-  r.state = static_cast<JobState>(state);
-  r.due = in.time_point("due");
-  r.lease_deadline = in.time_point("lease_deadline");
-  r.ttr = in.duration("ttr");
-  r.attempts = in.u32("attempts");
-  r.fence = in.u64("fence");
-  r.id = in.str("id");
-  r.topic = in.str("topic");
-  r.body = in.str("body");
-  const uint8_t kind = in.u8("retry.kind");
-  if (!in.failed() && kind > static_cast<uint8_t>(RetryPolicy::Kind::exponential))
-    in.fail("retry kind " + std::to_string(kind) + " is not a RetryPolicy::Kind");
-  r.retry.kind = static_cast<RetryPolicy::Kind>(kind);
-  r.retry.max_attempts = in.u32("retry.max_attempts");
-  r.retry.base = in.duration("retry.base");
-  r.retry.factor = in.f64("retry.factor");
-  r.retry.cap = in.duration("retry.cap");
-  r.retry.jitter = in.f64("retry.jitter");
-  const uint32_t n = in.u32("retry.delays count");
-  if (!in.failed()) {
-    if (n > in.left() / 8) {
-      in.fail("retry.delays claims " + std::to_string(n) + " entries (" +
-              std::to_string(uint64_t{n} * 8) + " bytes) but only " + std::to_string(in.left()) +
-              " bytes are left");
-    } else {
-      r.retry.delays.reserve(n);
-      for (uint32_t i = 0; i < n && !in.failed(); ++i)
-        r.retry.delays.push_back(in.duration("retry.delays"));
-    }
-  }
-  if (in.failed()) return corrupt(in.error());
-  if (in.left() != 0)
-    return corrupt(std::to_string(in.left()) + " unexpected bytes after the last field");
-  return r;
 }
 
 }  // namespace delayq::wal

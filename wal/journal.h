@@ -6,14 +6,7 @@
 // hands back every live record in push order, and the engine rebuilds itself with
 // Core::restore(). Recovery is a bounded scan of live records, not a replay of history.
 //
-// Layout (format version 1):
-//   family "jobs": key = the record's seq, 8 bytes big-endian (keys arrive in push order, the
-//                  fast way into RocksDB's memtable); value = the encoded JobRecord.
-//   family "meta": "format" = the format version, as decimal text ("1");
-//                  "totals" = the totals of stats() as of the last write (see encode_totals);
-//                  "counters" = the highest engine::Counters written (see encode_counters):
-//                  fences and generated ids continue above them after a restart, wherever
-//                  the wall clock stands.
+// What is stored, byte by byte: codec.h, and docs/journal-format.md.
 // Acked jobs leave tombstones at the old end of "jobs"; a CompactOnDeletionCollector lets
 // compaction clear them, and the WAL is capped so that reopening after a crash stays quick.
 //
@@ -29,6 +22,7 @@
 
 #include "delayq/error.h"
 #include "engine/record.h"
+#include "wal/codec.h"
 
 namespace rocksdb {
 class Env;
@@ -37,8 +31,6 @@ struct ColumnFamilyDescriptor;
 }
 
 namespace delayq::wal {
-
-inline constexpr uint32_t kFormatVersion = 1;
 
 // As delayq::Sync (delayq/store.h), which documents what each mode survives.
 enum class SyncMode : uint8_t { always, batch, periodic, none };
@@ -105,17 +97,6 @@ class Journal {
   // Calls fn for every live record, in seq order. Stops at the first error fn returns.
   // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
   Status scan(const std::function<Status(engine::JobRecord&&)>& fn);
-
-  // Record encoding, exposed for tests and tools.
-  static std::string encode(const engine::JobRecord& r);
-  static Result<engine::JobRecord> decode(uint64_t seq, std::string_view bytes);
-  // Totals encoding: u8 version (1), then the nine counters of Stats as u64, in declaration
-  // order; nothing else.
-  static std::string encode_totals(const Stats& t);
-  static Result<Stats> decode_totals(std::string_view bytes);
-  // Counters encoding: u8 version (1), u64 fences, u64 next_id; nothing else.
-  static std::string encode_counters(const engine::Counters& c);
-  static Result<engine::Counters> decode_counters(std::string_view bytes);
 
  private:
   struct Impl;
