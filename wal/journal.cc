@@ -3,52 +3,33 @@
 #include "wal/journal.h"
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
-#include <utility>
-
 #include <atomic>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
 #include <rocksdb/status.h>
-#include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
 #include "wal/codec.h"
-#include "wal/log_files.h"
+#include "wal/database.h"
 #include "wal/open_db.h"
 
 namespace delayq::wal {
-
-namespace {
-
-// CompactOnDeletionCollector: mark an SST file for compaction when any window of this many
-// entries holds at least kDeletionTrigger tombstones, or when half of the file is tombstones.
-// Acks delete from the old end of the key range in runs, which is what this catches.
-constexpr size_t kDeletionWindow = 1024;
-constexpr size_t kDeletionTrigger = 512;
-constexpr double kDeletionRatio = 0.5;
-
-}  // namespace
 
 // ---- the store -------------------------------------------------------------------------------
 
 struct Journal::Impl {
   std::string dir;
   JournalOptions options;
-  rocksdb::DB* db = nullptr;
-  // As opened: [0] default, [1] jobs, [2] meta, then any families of a newer format. Destroyed
-  // before the DB (Debian's RocksDB is built with assertions, and closing a DB with live
-  // handles trips them).
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  std::unique_ptr<Database> database;
+  rocksdb::DB* db = nullptr;  // database's
   rocksdb::ColumnFamilyHandle* jobs = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
 
@@ -81,25 +62,12 @@ struct Journal::Impl {
   std::atomic<uint64_t> synced{0};   // tickets up to this one are on disk
   std::thread syncer;
   bool stopping = false;  // guarded by mu
-  // Syncs the log before RocksDB writes to a new log file (log_files.h); not with always.
-  std::shared_ptr<LogSyncOnSwitch> switch_sync;
 
   ~Impl() {
     if (db == nullptr) return;
     stop_syncer();
     flush_pending();
-    if (!options.read_only && broken.ok()) {
-      // A clean close moves the memtable into a table file, so that the next open reads tables
-      // instead of replaying the log (RocksDB does not flush on close while a log is kept).
-      rocksdb::FlushOptions fo;
-      (void)db->Flush(fo, {jobs, meta});
-    }
-    if (switch_sync) switch_sync->attach(nullptr);
-    for (rocksdb::ColumnFamilyHandle* h : handles)
-      if (h != nullptr) (void)db->DestroyColumnFamilyHandle(h);
-    handles.clear();
-    (void)db->Close();
-    delete db;
+    if (!options.read_only && broken.ok()) database->flush();  // a clean close
   }
 
   Status failed(const rocksdb::Status& s, const std::string& what) {
@@ -178,33 +146,6 @@ struct Journal::Impl {
     (void)db->Write(wo, pending.get());
     pending->Clear();
   }
-
-  // Reads meta/format; writes it on a new store; refuses a newer one.
-  Status check_format() {
-    std::string value;
-    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kFormatKey, &value);
-    if (s.IsNotFound()) {
-      // A new store (or one whose creation was cut short before this write).
-      if (options.read_only) return Status();
-      rocksdb::WriteOptions wo;
-      wo.sync = true;
-      s = db->Put(wo, meta, kFormatKey, encode_format(kFormatVersion));
-      if (!s.ok()) return from_rocksdb(s, dir, "writing the format version");
-      return Status();
-    }
-    if (!s.ok()) return from_rocksdb(s, dir, "reading the format version");
-    const std::optional<uint32_t> version = decode_format(value);
-    if (!version)
-      return Status(Errc::corrupt, "store " + dir + ": the format version in family 'meta' is "
-                                       "unreadable (bytes: " + hex(value.substr(0, 32)) + ")");
-    if (*version > kFormatVersion)
-      return Status(Errc::corrupt,
-                    "store " + dir + " has format version " + std::to_string(*version) +
-                        " (family 'meta', key 'format'), newer than this build reads (format "
-                        "version " +
-                        std::to_string(kFormatVersion) + "); open it with a newer delayq");
-    return Status();
-  }
 };
 
 Journal::Journal(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -214,72 +155,12 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, const Jou
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   impl->options = o;
-
-  // "Created if missing" (StoreOptions::dir) means the whole path, as `mkdir -p` would:
-  // RocksDB creates only the last component.
-  if (!o.read_only) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      return Status(Errc::io_error,
-                    "cannot create the store directory " + dir + ": " + ec.message());
-  }
-  rocksdb::DBOptions db_options;
-  db_options.create_if_missing = !o.read_only;
-  db_options.create_missing_column_families = !o.read_only;
-  db_options.max_total_wal_size = o.max_total_wal_bytes;
-  // RocksDB's own LOG files: keep a few, not the default thousand.
-  db_options.keep_log_file_num = 4;
-  db_options.max_log_file_size = uint64_t{8} << 20;
-  if (o.env != nullptr) db_options.env = o.env;
-  // After a crash, replay the log into the memtable and leave it there: flushing it to a table
-  // file first (RocksDB's default) would make the reopen wait for a write of everything in it.
-  db_options.avoid_flush_during_recovery = true;
-
-  rocksdb::ColumnFamilyOptions jobs_options;
-  jobs_options.table_properties_collector_factories.push_back(
-      rocksdb::NewCompactOnDeletionCollectorFactory(kDeletionWindow, kDeletionTrigger,
-                                                    kDeletionRatio));
-
-  std::vector<rocksdb::ColumnFamilyDescriptor> families = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {kJobsFamily, jobs_options},
-      {kMetaFamily, rocksdb::ColumnFamilyOptions()},
-  };
-  // RocksDB refuses to open a store without naming every family it holds. A store written by a
-  // newer format may hold families this build does not know: open them too (and leave them
-  // alone), so that the format check below can say what is wrong instead of RocksDB's "column
-  // families not opened". A new store has nothing to list; that failure is not an error.
-  std::vector<std::string> existing;
-  if (rocksdb::DB::ListColumnFamilies(db_options, dir, &existing).ok())
-    for (const std::string& name : existing)
-      if (name != rocksdb::kDefaultColumnFamilyName && name != kJobsFamily && name != kMetaFamily)
-        families.push_back({name, rocksdb::ColumnFamilyOptions()});
-
-  if (!o.read_only && o.sync != SyncMode::always) {
-    impl->switch_sync = std::make_shared<LogSyncOnSwitch>();
-    db_options.listeners.push_back(impl->switch_sync);
-  }
-  if (o.tune) o.tune(db_options, families);
-  // open_db() chooses how damage to RocksDB's write-ahead log is handled (and why), and puts the
-  // log files it replayed on disk before anything builds on them (see log_files.h).
-  OpenDbRequest request{.dir = dir,
-                        .options = db_options,
-                        .families = std::move(families),
-                        .read_only = o.read_only,
-                        .tolerant = o.tolerant,
-                        .on_skip = o.on_skip};
-  if (Status st = open_db(request, &impl->handles, &impl->db); !st.ok()) return st;
-  if (impl->handles.size() != request.families.size())
-    return Status(Errc::io_error, "store " + dir + ": RocksDB opened " +
-                                      std::to_string(impl->handles.size()) +
-                                      " column families, expected " +
-                                      std::to_string(request.families.size()));
-  impl->jobs = impl->handles[1];
-  impl->meta = impl->handles[2];
-  if (impl->switch_sync) impl->switch_sync->attach(impl->db);
-
-  if (Status f = impl->check_format(); !f.ok()) return f;
+  Result<std::unique_ptr<Database>> database = Database::open(dir, o);
+  if (!database) return database.status();
+  impl->database = std::move(database).value();
+  impl->db = &impl->database->db();
+  impl->jobs = impl->database->jobs();
+  impl->meta = impl->database->meta();
   impl->start_syncer();
   return std::unique_ptr<Journal>(new Journal(std::move(impl)));
 }
@@ -313,7 +194,7 @@ Status Journal::sync_to(uint64_t ticket) {
               (m.options.sync == SyncMode::batch && upto - m.synced.load() >= m.options.batch_ops);
     l.unlock();
     rocksdb::Status s = m.db->Write(wo, batch.get());
-    if (s.ok() && m.switch_sync && m.switch_sync->take_failure())
+    if (s.ok() && m.database->take_switch_failure())
       s = rocksdb::Status::IOError("syncing the log before RocksDB switched log files failed");
     const uint32_t count = batch->Count();
     batch->Clear();
