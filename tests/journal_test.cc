@@ -16,6 +16,7 @@
 #include <rocksdb/db.h>
 
 #include "journal_records.h"
+#include "wal/codec.h"
 
 namespace delayq::wal {
 namespace {
@@ -45,7 +46,7 @@ class JournalTest : public ::testing::Test {
 
   static JournalOptions fast() {
     JournalOptions o;
-    o.sync = SyncMode::none;
+    o.sync.mode = Sync::none;
     return o;
   }
 
@@ -108,7 +109,7 @@ Change erase(uint64_t seq) { return {seq, std::nullopt}; }
 // ---- the store --------------------------------------------------------------------------------
 
 TEST_F(JournalTest, WriteThenScanInSeqOrder) {
-  JournalOptions o;  // SyncMode::always
+  JournalOptions o;  // Sync::always
   auto j = open(o);
   ASSERT_TRUE(j);
   // Written out of order, across the byte boundaries of the big-endian key.

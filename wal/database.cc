@@ -80,7 +80,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const J
   d->dir_ = dir;
   rocksdb::DBOptions options = db_options(o);
   std::vector<rocksdb::ColumnFamilyDescriptor> fams = families(dir, options);
-  if (!o.read_only && o.sync != SyncMode::always) {
+  if (!o.read_only && o.sync.mode != Sync::always) {
     d->switch_sync_ = std::make_shared<LogSyncOnSwitch>();
     options.listeners.push_back(d->switch_sync_);
   }

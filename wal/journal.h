@@ -2,7 +2,7 @@
 //
 // The engine core reports, after each call or wake-up, the job records that changed
 // (engine::Change: a JobRecord to put, or an erase). write() turns one such list into one atomic
-// WriteBatch, synced as the SyncMode says, before the engine answers anyone. On open, scan()
+// WriteBatch, synced as the Sync mode says, before the engine answers anyone. On open, scan()
 // hands back every live record in push order, and the engine rebuilds itself with
 // Core::restore(). Recovery is a bounded scan of live records, not a replay of history.
 //
@@ -13,7 +13,6 @@
 // Thread safety: every method may be called from several threads at once.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,7 +21,7 @@
 
 #include "delayq/error.h"
 #include "engine/record.h"
-#include "wal/codec.h"
+#include "wal/commit_pipeline.h"
 
 namespace rocksdb {
 class Env;
@@ -32,15 +31,9 @@ struct ColumnFamilyDescriptor;
 
 namespace delayq::wal {
 
-// As delayq::Sync (delayq/store.h), which documents what each mode survives.
-enum class SyncMode : uint8_t { always, batch, periodic, none };
-
 struct JournalOptions {
-  SyncMode sync = SyncMode::always;
-  // batch: a sync_to() that finds this many appends since the last synced write syncs.
-  uint32_t batch_ops = 1000;
-  // batch and periodic: a background thread syncs the log this long after a change at most.
-  std::chrono::nanoseconds sync_interval = std::chrono::milliseconds(10);
+  // When writes are synced (commit_pipeline.h; delayq::Sync says what each mode survives).
+  SyncPolicy sync;
   // RocksDB's environment; null means the default (the real file system). Tests pass one that
   // records what was synced, to simulate a power loss.
   rocksdb::Env* env = nullptr;
@@ -61,7 +54,7 @@ class Journal {
  public:
   // Opens (creating if missing) the store in `dir`.
   // Errors: unavailable (the directory is held by another process or another Journal; the
-  // message says so), corrupt (unreadable data, or a format version newer than kFormatVersion:
+  // message says so), corrupt (unreadable data, or a format version newer than kFormatVersion (codec.h):
   // the message names the version and the file), io_error (anything else RocksDB reports, with
   // its text).
   static Result<std::unique_ptr<Journal>> open(const std::string& dir, const JournalOptions& o);
@@ -72,13 +65,14 @@ class Journal {
   // (read-only).
   Status write(const std::vector<engine::Change>& changes);
 
-  // Group commit, in two steps. append() queues the batch in memory, in call order, and
-  // returns a ticket; sync_to(ticket) returns once that batch is written to RocksDB (the OS) and,
-  // with SyncMode::always, on disk. Whoever calls sync_to() while no write is in flight writes
-  // every batch queued so far as one RocksDB write (synced with always, and with batch when
-  // batch_ops appends wait for a sync), so concurrent callers share writes and fsyncs. A batch
-  // appended but never waited for is written when the journal closes.
-  // Errors: io_error (the write or sync failed; every later call fails too).
+  // Group commit (commit_pipeline.h), in two steps. append() queues the batch in memory, in call
+  // order, and returns a ticket; sync_to(ticket) returns once that batch is written to RocksDB
+  // (the OS) and, with Sync::always, on disk. Whoever calls sync_to() while no write is in
+  // flight writes every batch queued so far as one RocksDB write (synced with always, and with
+  // batch when batch_ops appends wait for a sync), so concurrent callers share writes and
+  // fsyncs. A batch appended but never waited for is written when the journal closes.
+  // Errors: io_error (the write or sync failed; every later call fails too), invalid_state
+  // (read-only), invalid_argument (a change whose record has another seq: nothing queued).
   // `totals`: how much the totals of stats() grew with these changes; the journal adds it up and
   // stores the sum with the batch that carries the changes. `counters`: the engine's counters as
   // of these changes; the journal keeps the highest and stores them with the batch too.
@@ -86,6 +80,8 @@ class Journal {
                           const engine::Counters& counters = {});
   Status sync_to(uint64_t ticket);
 
+  // totals() and counters() are read once, after open and before the first append: the sums
+  // of the appends start from what they return.
   // The totals of stats() as stored (zero for a store written before they were kept).
   // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
   Result<Stats> totals();
