@@ -55,6 +55,58 @@ TEST(JournalEncoding, StartsWithTheRecordVersion) {
   EXPECT_EQ(encode_record(make(1))[0], '\x01');
 }
 
+// The worked examples of docs/journal-format.md, byte for byte: the doc and the code agree.
+TEST(JournalEncoding, MatchesTheExamplesOfTheFormatDoc) {
+  JobRecord r;
+  r.seq = 258;
+  r.id = "order-42";
+  r.topic = "orders";
+  r.body = "2 x beans";
+  r.state = JobState::reserved;
+  r.due = TimePoint(std::chrono::seconds(1704067200));  // 2024-01-01T00:00:00Z
+  r.lease_deadline = r.due + 30s;
+  r.ttr = 30s;
+  r.attempts = 1;
+  r.fence = 7;
+  r.retry = RetryPolicy::list({2min, 10min});
+  EXPECT_EQ(hex(job_key(258)), "0000000000000102");
+  EXPECT_EQ(hex(encode_record(r)),
+            "01"                  // version
+            "0201000000000000"    // seq
+            "02"                  // state: reserved
+            "000065011710a617"    // due
+            "00ac88fd1d10a617"    // lease_deadline
+            "00ac23fc06000000"    // ttr
+            "01000000"            // attempts
+            "0700000000000000"    // fence
+            "08000000"            // id: 8 bytes,
+            "6f726465722d3432"    // "order-42"
+            "06000000"            // topic: 6 bytes,
+            "6f7264657273"        // "orders"
+            "09000000"            // body: 9 bytes,
+            "322078206265616e73"  // "2 x beans"
+            "01"                  // retry.kind: list
+            "03000000"            // retry.max_attempts
+            "00ca9a3b00000000"    // retry.base
+            "0000000000000040"    // retry.factor
+            "00a0b83046030000"    // retry.cap
+            "0000000000000000"    // retry.jitter
+            "02000000"            // 2 delays:
+            "00b08ef01b000000"    // 2 min
+            "0070c9b28b000000");  // 10 min
+  EXPECT_EQ(encode_format(kFormatVersion), "1");
+  EXPECT_EQ(hex(encode_totals(Stats{.pushed = 3, .delivered = 1, .acked = 1})),
+            "02"                // version
+            "0300000000000000"  // pushed
+            "0100000000000000"  // delivered
+            "0100000000000000" +
+                std::string(7 * 16, '0'));  // acked, then seven zeros
+  EXPECT_EQ(hex(encode_counters({.fences = 7, .next_id = 1704067200000000123u})),
+            "01"                  // version
+            "0700000000000000"    // fences
+            "7b0065011710a617");  // next_id
+}
+
 TEST(JournalEncoding, EveryTruncationIsCorrupt) {
   const std::string bytes = encode_record(full(9, RetryPolicy::Kind::list));
   for (size_t n = 0; n < bytes.size(); ++n) {
