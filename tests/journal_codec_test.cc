@@ -107,6 +107,17 @@ TEST(JournalEncoding, MatchesTheExamplesOfTheFormatDoc) {
             "7b0065011710a617");  // next_id
 }
 
+// A store written before `released` was kept has version 1 totals; the next write stores them as
+// version 2, `released` 0 (tests/fuzz/journal_record_fuzz.cc checks the same on any input).
+TEST(JournalEncoding, Version1TotalsAreWrittenBackAsVersion2) {
+  const std::string v1 = "\x01" + std::string(9 * 8, '\xff');
+  Result<Stats> t = decode_totals(v1);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->purged, UINT64_MAX);
+  EXPECT_EQ(t->released, 0u);
+  EXPECT_EQ(encode_totals(*t), "\x02" + std::string(9 * 8, '\xff') + std::string(8, '\0'));
+}
+
 TEST(JournalEncoding, EveryTruncationIsCorrupt) {
   const std::string bytes = encode_record(full(9, RetryPolicy::Kind::list));
   for (size_t n = 0; n < bytes.size(); ++n) {

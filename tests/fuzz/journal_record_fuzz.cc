@@ -41,7 +41,14 @@ void check_totals(std::string_view value) {
     if (!t.status().is(Errc::corrupt)) std::abort();  // the decoder's only refusal
     return;
   }
-  if (encode_totals(*t) != value) std::abort();  // decodes, so it must round-trip
+  // It decodes, so it must round-trip: a version 1 value (nine totals, before `released`) as
+  // version 2 with released 0, which is how the store writes it back.
+  std::string expected(value);
+  if (expected[0] == 1) {
+    expected[0] = 2;
+    expected.append(8, '\0');
+  }
+  if (encode_totals(*t) != expected) std::abort();
 }
 
 // What a recovered queue does with a restored record: every call a consumer or an operator
