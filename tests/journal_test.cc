@@ -50,6 +50,14 @@ class JournalTest : public ::testing::Test {
     return o;
   }
 
+  // fast(), tolerant, each report added to `skipped`.
+  static JournalOptions tolerant(std::vector<std::string>& skipped) {
+    JournalOptions o = fast();
+    o.tolerant = true;
+    o.on_skip = [&skipped](const std::string& m) { skipped.push_back(m); };
+    return o;
+  }
+
   // Writes (or, with value == nullptr, reads into *got) straight in the store with RocksDB,
   // bypassing the journal.
   void raw_put(const std::string& family, const std::string& key, const std::string& value) {
@@ -371,11 +379,8 @@ TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
     EXPECT_TRUE(t.is(Errc::corrupt)) << t.status().to_string();
     EXPECT_NE(t.status().message().find("totals"), std::string::npos);
   }
-  JournalOptions o = fast();
-  o.tolerant = true;
   std::vector<std::string> skipped;
-  o.on_skip = [&](const std::string& m) { skipped.push_back(m); };
-  auto j = open(o);
+  auto j = open(tolerant(skipped));
   ASSERT_TRUE(j);
   EXPECT_EQ(j->totals()->pushed, 0u);
   EXPECT_EQ(skipped.size(), 1u);
@@ -402,11 +407,8 @@ TEST_F(JournalTest, CountersKeepTheHighestAndAreCorruptUnlessTolerant) {
   Result<engine::Counters> got = open()->counters();
   EXPECT_TRUE(got.is(Errc::corrupt)) << got.status().to_string();
   EXPECT_NE(got.status().message().find("counters in family 'meta'"), std::string::npos);
-  JournalOptions o = fast();
-  o.tolerant = true;
   std::vector<std::string> skipped;
-  o.on_skip = [&](const std::string& m) { skipped.push_back(m); };
-  EXPECT_EQ(*open(o)->counters(), engine::Counters{});
+  EXPECT_EQ(*open(tolerant(skipped))->counters(), engine::Counters{});
   EXPECT_EQ(skipped.size(), 1u);
 }
 
@@ -429,10 +431,8 @@ TEST_F(JournalTest, GarbageRecordFailsScanUnlessTolerant) {
     EXPECT_NE(s.message().find("seq 5"), std::string::npos) << s.message();
     EXPECT_EQ(seen, std::vector<uint64_t>{4});
   }
-  JournalOptions t = fast();
-  t.tolerant = true;
   std::vector<std::string> skipped;
-  t.on_skip = [&](const std::string& m) { skipped.push_back(m); };
+  JournalOptions t = tolerant(skipped);
   auto j = open(t);
   ASSERT_TRUE(j);
   const auto got = scan_all(*j);

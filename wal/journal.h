@@ -22,12 +22,7 @@
 #include "delayq/error.h"
 #include "engine/record.h"
 #include "wal/commit_pipeline.h"
-
-namespace rocksdb {
-class Env;
-struct DBOptions;
-struct ColumnFamilyDescriptor;
-}
+#include "wal/rocksdb_tuning.h"
 
 namespace delayq::wal {
 
@@ -47,7 +42,7 @@ struct JournalOptions {
   // Tests only: changes RocksDB's options just before the open (the crash harness shrinks the
   // write buffers so that flushes and compactions run while its worker is killed, and listens
   // to them). Null: delayq's options as they are.
-  std::function<void(rocksdb::DBOptions&, std::vector<rocksdb::ColumnFamilyDescriptor>&)> tune;
+  RocksDbTuning tune;
 };
 
 class Journal {
