@@ -49,9 +49,9 @@ class Journal {
  public:
   // Opens (creating if missing) the store in `dir`.
   // Errors: unavailable (the directory is held by another process or another Journal; the
-  // message says so), corrupt (unreadable data, or a format version newer than kFormatVersion (codec.h):
-  // the message names the version and the file), io_error (anything else RocksDB reports, with
-  // its text).
+  // message says so), corrupt (unreadable data, or a format version newer than kFormatVersion
+  // of codec.h: the message names the version and the file), io_error (anything else RocksDB
+  // reports, with its text).
   static Result<std::unique_ptr<Journal>> open(const std::string& dir, const JournalOptions& o);
   ~Journal();
 
@@ -75,13 +75,13 @@ class Journal {
                           const engine::Counters& counters = {});
   Status sync_to(uint64_t ticket);
 
-  // totals() and counters() are read once, after open and before the first append: the sums
-  // of the appends start from what they return.
-  // The totals of stats() as stored (zero for a store written before they were kept).
+  // The totals of stats() as stored (zero for a store written before they were kept). Read
+  // once, after open and before the first append: the appends' totals add up from it.
   // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
   Result<Stats> totals();
 
-  // The highest counters stored (zero for a store written before they were kept).
+  // The highest counters stored (zero for a store written before they were kept). Read once,
+  // after open and before the first append: the appends' counters are kept above it.
   // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
   Result<engine::Counters> counters();
 
