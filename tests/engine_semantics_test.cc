@@ -303,6 +303,17 @@ TEST_F(EngineSemantics, ExponentialBackoffDoublesUpToTheCap) {
   }
 }
 
+// A base of 0 waits 0 after any number of failed attempts. Past about 570 of them, factor^(n-1)
+// is infinite and base * factor^(n-1) was 0 x infinity: NaN, converted to an integer (undefined;
+// found by tests/fuzz/journal_record_fuzz on a restored record).
+TEST_F(EngineSemantics, AZeroBaseWaitsZeroAfterAnyNumberOfAttempts) {
+  push("t", 0ms, "j", "", RetryPolicy::exponential(0s, 3.5, 1h, 0.5, 1000));
+  for (int failed = 1; failed <= 600; ++failed) {
+    ASSERT_TRUE(q->nack(must_take("t").token).ok());
+    ASSERT_EQ(q->get("j")->due, clock.now()) << "after " << failed << " failed attempts";
+  }
+}
+
 TEST_F(EngineSemantics, JitterShortensTheWaitWithinItsShareNeverBeyondTheCap) {
   push("t", 0ms, "j", "", RetryPolicy::exponential(10s, 2.0, 40s, 0.5, 100));
   std::set<int64_t> seen;

@@ -15,11 +15,16 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include "journal_records.h"
+#include "wal/codec.h"
+
 namespace delayq::wal {
 namespace {
 
 using engine::Change;
 using engine::JobRecord;
+using test_records::full;
+using test_records::make;
 
 class JournalTest : public ::testing::Test {
  protected:
@@ -41,7 +46,15 @@ class JournalTest : public ::testing::Test {
 
   static JournalOptions fast() {
     JournalOptions o;
-    o.sync = SyncMode::none;
+    o.sync.mode = Sync::none;
+    return o;
+  }
+
+  // fast(), tolerant, each report added to `skipped`.
+  static JournalOptions tolerant(std::vector<std::string>& skipped) {
+    JournalOptions o = fast();
+    o.tolerant = true;
+    o.on_skip = [&skipped](const std::string& m) { skipped.push_back(m); };
     return o;
   }
 
@@ -83,52 +96,6 @@ std::string key_of(uint64_t seq) {
   return k;
 }
 
-JobRecord make(uint64_t seq, std::string body = "body") {
-  JobRecord r;
-  r.seq = seq;
-  r.id = "id-" + std::to_string(seq);
-  r.topic = "topic";
-  r.body = std::move(body);
-  r.state = JobState::delayed;
-  r.due = TimePoint(Duration(int64_t{1'700'000'000'123'456'789} + static_cast<int64_t>(seq)));
-  r.ttr = 30s;
-  r.retry = RetryPolicy::fixed(5s, 3);
-  return r;
-}
-
-// A record with every field away from its default.
-JobRecord full(uint64_t seq, RetryPolicy::Kind kind) {
-  JobRecord r;
-  r.seq = seq;
-  r.id = "order-\xC3\xA9t\xC3\xA9-\xF0\x9F\x93\xA6";  // UTF-8: été, a package emoji
-  r.topic = "payments/callback";
-  r.body = std::string("a\0b\0\xff\xfe binary", 14);
-  r.state = JobState::reserved;
-  r.due = TimePoint(Duration(-123'456'789));  // before the epoch, negative nanoseconds
-  r.lease_deadline = TimePoint(Duration(INT64_MAX));
-  r.ttr = Duration(INT64_MIN);
-  r.attempts = UINT32_MAX;
-  r.fence = UINT64_MAX - 7;
-  switch (kind) {
-    case RetryPolicy::Kind::fixed:
-      r.retry = RetryPolicy::fixed(7s, 4);
-      break;
-    case RetryPolicy::Kind::list:
-      r.retry = RetryPolicy::list({2min, 10min, 10min, 1h, 2h, 6h, 15h});
-      break;
-    case RetryPolicy::Kind::exponential:
-      r.retry = RetryPolicy::exponential(250ms, 1.7, 90min, 0.35, 12);
-      break;
-  }
-  // Every RetryPolicy field set, whatever the kind says is used.
-  r.retry.base = Duration(123);
-  r.retry.factor = 3.141592653589793;
-  r.retry.cap = Duration(-5);
-  r.retry.jitter = 1e-300;
-  if (r.retry.delays.empty()) r.retry.delays = {1ns, Duration(INT64_MAX), Duration(INT64_MIN)};
-  return r;
-}
-
 std::vector<JobRecord> scan_all(Journal& j) {
   std::vector<JobRecord> out;
   Status s = j.scan([&](JobRecord&& r) {
@@ -147,137 +114,10 @@ std::vector<Change> puts(const std::vector<JobRecord>& rs) {
 
 Change erase(uint64_t seq) { return {seq, std::nullopt}; }
 
-// ---- encoding ---------------------------------------------------------------------------------
-
-TEST(JournalEncoding, RoundTripsEveryFieldForEveryRetryKind) {
-  for (auto kind : {RetryPolicy::Kind::fixed, RetryPolicy::Kind::list,
-                    RetryPolicy::Kind::exponential}) {
-    const JobRecord r = full(42, kind);
-    auto d = Journal::decode(42, Journal::encode(r));
-    ASSERT_TRUE(d.ok()) << d.status().to_string();
-    EXPECT_EQ(*d, r);
-    EXPECT_EQ(d->retry.kind, kind);
-  }
-  for (auto state : {JobState::delayed, JobState::ready, JobState::reserved, JobState::dead}) {
-    JobRecord r = make(1);
-    r.state = state;
-    auto d = Journal::decode(1, Journal::encode(r));
-    ASSERT_TRUE(d.ok());
-    EXPECT_EQ(d->state, state);
-  }
-}
-
-TEST(JournalEncoding, RoundTripsEmptyAndLargeBodies) {
-  JobRecord empty = make(3, "");
-  empty.id.clear();
-  empty.topic.clear();
-  auto d = Journal::decode(3, Journal::encode(empty));
-  ASSERT_TRUE(d.ok());
-  EXPECT_EQ(*d, empty);
-
-  std::string big(1 << 20, '\0');
-  std::mt19937_64 rng(7);
-  for (char& c : big) c = static_cast<char>(rng());
-  const JobRecord r = make(UINT64_MAX, big);
-  auto e = Journal::decode(UINT64_MAX, Journal::encode(r));
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(*e, r);
-}
-
-TEST(JournalEncoding, StartsWithTheRecordVersion) {
-  EXPECT_EQ(Journal::encode(make(1))[0], '\x01');
-}
-
-TEST(JournalEncoding, EveryTruncationIsCorrupt) {
-  const std::string bytes = Journal::encode(full(9, RetryPolicy::Kind::list));
-  for (size_t n = 0; n < bytes.size(); ++n) {
-    auto d = Journal::decode(9, std::string_view(bytes.data(), n));
-    ASSERT_FALSE(d.ok()) << "prefix of " << n << " bytes decoded";
-    EXPECT_TRUE(d.is(Errc::corrupt)) << d.status().to_string();
-    EXPECT_NE(d.status().message().find("seq 9"), std::string::npos) << d.status().message();
-  }
-}
-
-TEST(JournalEncoding, RejectsTrailingBytesWrongSeqAndBadEnums) {
-  const std::string good = Journal::encode(make(5));
-
-  auto trailing = Journal::decode(5, good + "x");
-  EXPECT_TRUE(trailing.is(Errc::corrupt));
-  EXPECT_NE(trailing.status().message().find("unexpected bytes"), std::string::npos);
-
-  auto other = Journal::decode(6, good);
-  EXPECT_TRUE(other.is(Errc::corrupt));
-  EXPECT_NE(other.status().message().find("seq 6"), std::string::npos);
-
-  std::string v = good;
-  v[0] = 2;
-  auto version = Journal::decode(5, v);
-  EXPECT_TRUE(version.is(Errc::corrupt));
-  EXPECT_NE(version.status().message().find("record version 2"), std::string::npos);
-
-  std::string s = good;
-  s[9] = 4;  // state, right after version and seq
-  EXPECT_TRUE(Journal::decode(5, s).is(Errc::corrupt));
-}
-
-TEST(JournalEncoding, HugeLengthPrefixesAreCorruptNotAllocated) {
-  // version, seq, state, 3 times i64, u32, u64, then id's length: 0xffffffff.
-  std::string b = Journal::encode(make(1)).substr(0, 1 + 8 + 1 + 24 + 4 + 8);
-  b += std::string("\xff\xff\xff\xff", 4);
-  b += "short";
-  auto d = Journal::decode(1, b);
-  EXPECT_TRUE(d.is(Errc::corrupt));
-  EXPECT_NE(d.status().message().find("'id'"), std::string::npos) << d.status().message();
-
-  // A delays count of 0xffffffff.
-  JobRecord r = make(1);
-  r.retry.delays.clear();
-  std::string e = Journal::encode(r);
-  e.replace(e.size() - 4, 4, "\xff\xff\xff\xff");
-  auto d2 = Journal::decode(1, e);
-  EXPECT_TRUE(d2.is(Errc::corrupt));
-  EXPECT_NE(d2.status().message().find("delays"), std::string::npos) << d2.status().message();
-}
-
-TEST(JournalEncoding, RandomMutationsNeverCrash) {
-  const std::string good = Journal::encode(full(77, RetryPolicy::Kind::exponential));
-  std::mt19937_64 rng(12345);
-  int decoded = 0;
-  for (int i = 0; i < 5000; ++i) {
-    std::string b = good;
-    const int edits = 1 + static_cast<int>(rng() % 4);
-    for (int k = 0; k < edits; ++k) {
-      switch (rng() % 3) {
-        case 0: b[rng() % b.size()] = static_cast<char>(rng()); break;
-        case 1: b.resize(rng() % (b.size() + 1)); break;
-        case 2: b.insert(rng() % (b.size() + 1), 1, static_cast<char>(rng())); break;
-      }
-      if (b.empty()) b = "\x01";
-    }
-    auto d = Journal::decode(77, b);
-    if (d.ok()) {
-      ++decoded;
-    } else {
-      EXPECT_TRUE(d.is(Errc::corrupt));
-    }
-  }
-  // Pure garbage too.
-  for (int i = 0; i < 2000; ++i) {
-    std::string b(rng() % 200, '\0');
-    for (char& c : b) c = static_cast<char>(rng());
-    if (!b.empty() && rng() % 2) b[0] = 1;
-    auto d = Journal::decode(1, b);
-    if (!d.ok()) {
-      EXPECT_TRUE(d.is(Errc::corrupt));
-    }
-  }
-  SUCCEED() << decoded << " mutations still decoded";
-}
-
 // ---- the store --------------------------------------------------------------------------------
 
 TEST_F(JournalTest, WriteThenScanInSeqOrder) {
-  JournalOptions o;  // SyncMode::always
+  JournalOptions o;  // Sync::always
   auto j = open(o);
   ASSERT_TRUE(j);
   // Written out of order, across the byte boundaries of the big-endian key.
@@ -513,22 +353,22 @@ TEST_F(JournalTest, AppendsNeverWaitedForAreWrittenAtCloseWithTheirTotals) {
 }
 
 TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
-  EXPECT_EQ(Journal::decode_totals(Journal::encode_totals(Stats{.acked = 7}))->acked, 7u);
-  EXPECT_TRUE(Journal::decode_totals("").is(Errc::corrupt));
-  EXPECT_TRUE(Journal::decode_totals(Journal::encode_totals(Stats{}) + "x").is(Errc::corrupt));
-  std::string newer = Journal::encode_totals(Stats{});
+  EXPECT_EQ(decode_totals(encode_totals(Stats{.acked = 7}))->acked, 7u);
+  EXPECT_TRUE(decode_totals("").is(Errc::corrupt));
+  EXPECT_TRUE(decode_totals(encode_totals(Stats{}) + "x").is(Errc::corrupt));
+  std::string newer = encode_totals(Stats{});
   newer[0] = 3;
-  EXPECT_NE(Journal::decode_totals(newer).status().message().find("version 3"), std::string::npos);
+  EXPECT_NE(decode_totals(newer).status().message().find("version 3"), std::string::npos);
   // Version 1 (nine counters, before `released`) is still read.
-  std::string v1 = Journal::encode_totals(Stats{.acked = 7, .purged = 5});
+  std::string v1 = encode_totals(Stats{.acked = 7, .purged = 5});
   v1[0] = 1;
   v1.resize(v1.size() - 8);
-  Result<Stats> old = Journal::decode_totals(v1);
+  Result<Stats> old = decode_totals(v1);
   ASSERT_TRUE(old.ok()) << old.status().to_string();
   EXPECT_EQ(old->acked, 7u);
   EXPECT_EQ(old->purged, 5u);
   EXPECT_EQ(old->released, 0u);
-  EXPECT_TRUE(Journal::decode_totals(v1 + std::string(8, '\0')).is(Errc::corrupt));
+  EXPECT_TRUE(decode_totals(v1 + std::string(8, '\0')).is(Errc::corrupt));
 
   { ASSERT_TRUE(open()); }
   raw_put("meta", "totals", "garbage");
@@ -539,11 +379,8 @@ TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
     EXPECT_TRUE(t.is(Errc::corrupt)) << t.status().to_string();
     EXPECT_NE(t.status().message().find("totals"), std::string::npos);
   }
-  JournalOptions o = fast();
-  o.tolerant = true;
   std::vector<std::string> skipped;
-  o.on_skip = [&](const std::string& m) { skipped.push_back(m); };
-  auto j = open(o);
+  auto j = open(tolerant(skipped));
   ASSERT_TRUE(j);
   EXPECT_EQ(j->totals()->pushed, 0u);
   EXPECT_EQ(skipped.size(), 1u);
@@ -554,10 +391,10 @@ TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
 // given, and an unreadable record of them is refused, not guessed.
 TEST_F(JournalTest, CountersKeepTheHighestAndAreCorruptUnlessTolerant) {
   const engine::Counters c{.fences = 1u << 31, .next_id = UINT64_MAX - 7};
-  EXPECT_EQ(*Journal::decode_counters(Journal::encode_counters(c)), c);
-  const std::string bytes = Journal::encode_counters(c);
+  EXPECT_EQ(*decode_counters(encode_counters(c)), c);
+  const std::string bytes = encode_counters(c);
   for (const std::string& bad : {bytes.substr(0, 9), bytes + "x", "\x02" + bytes.substr(1)})
-    EXPECT_TRUE(Journal::decode_counters(bad).is(Errc::corrupt)) << bad.size();
+    EXPECT_TRUE(decode_counters(bad).is(Errc::corrupt)) << bad.size();
   {
     auto j = open();
     ASSERT_TRUE(j);
@@ -570,11 +407,8 @@ TEST_F(JournalTest, CountersKeepTheHighestAndAreCorruptUnlessTolerant) {
   Result<engine::Counters> got = open()->counters();
   EXPECT_TRUE(got.is(Errc::corrupt)) << got.status().to_string();
   EXPECT_NE(got.status().message().find("counters in family 'meta'"), std::string::npos);
-  JournalOptions o = fast();
-  o.tolerant = true;
   std::vector<std::string> skipped;
-  o.on_skip = [&](const std::string& m) { skipped.push_back(m); };
-  EXPECT_EQ(*open(o)->counters(), engine::Counters{});
+  EXPECT_EQ(*open(tolerant(skipped))->counters(), engine::Counters{});
   EXPECT_EQ(skipped.size(), 1u);
 }
 
@@ -597,10 +431,8 @@ TEST_F(JournalTest, GarbageRecordFailsScanUnlessTolerant) {
     EXPECT_NE(s.message().find("seq 5"), std::string::npos) << s.message();
     EXPECT_EQ(seen, std::vector<uint64_t>{4});
   }
-  JournalOptions t = fast();
-  t.tolerant = true;
   std::vector<std::string> skipped;
-  t.on_skip = [&](const std::string& m) { skipped.push_back(m); };
+  JournalOptions t = tolerant(skipped);
   auto j = open(t);
   ASSERT_TRUE(j);
   const auto got = scan_all(*j);
@@ -620,7 +452,7 @@ TEST_F(JournalTest, GarbageRecordFailsScanUnlessTolerant) {
 
 TEST_F(JournalTest, BadKeyLengthIsCorrupt) {
   { ASSERT_TRUE(open()); }
-  raw_put("jobs", "abc", Journal::encode(make(1)));
+  raw_put("jobs", "abc", encode_record(make(1)));
   auto j = open();
   ASSERT_TRUE(j);
   Status s = j->scan([](JobRecord&&) { return Status(); });

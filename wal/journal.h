@@ -2,25 +2,17 @@
 //
 // The engine core reports, after each call or wake-up, the job records that changed
 // (engine::Change: a JobRecord to put, or an erase). write() turns one such list into one atomic
-// WriteBatch, synced as the SyncMode says, before the engine answers anyone. On open, scan()
+// WriteBatch, synced as the Sync mode says, before the engine answers anyone. On open, scan()
 // hands back every live record in push order, and the engine rebuilds itself with
 // Core::restore(). Recovery is a bounded scan of live records, not a replay of history.
 //
-// Layout (format version 1):
-//   family "jobs": key = the record's seq, 8 bytes big-endian (keys arrive in push order, the
-//                  fast way into RocksDB's memtable); value = the encoded JobRecord.
-//   family "meta": "format" = the format version, as decimal text ("1");
-//                  "totals" = the totals of stats() as of the last write (see encode_totals);
-//                  "counters" = the highest engine::Counters written (see encode_counters):
-//                  fences and generated ids continue above them after a restart, wherever
-//                  the wall clock stands.
+// What is stored, byte by byte: codec.h, and docs/journal-format.md.
 // Acked jobs leave tombstones at the old end of "jobs"; a CompactOnDeletionCollector lets
 // compaction clear them, and the WAL is capped so that reopening after a crash stays quick.
 //
 // Thread safety: every method may be called from several threads at once.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,26 +21,14 @@
 
 #include "delayq/error.h"
 #include "engine/record.h"
-
-namespace rocksdb {
-class Env;
-struct DBOptions;
-struct ColumnFamilyDescriptor;
-}
+#include "wal/commit_pipeline.h"
+#include "wal/rocksdb_tuning.h"
 
 namespace delayq::wal {
 
-inline constexpr uint32_t kFormatVersion = 1;
-
-// As delayq::Sync (delayq/store.h), which documents what each mode survives.
-enum class SyncMode : uint8_t { always, batch, periodic, none };
-
 struct JournalOptions {
-  SyncMode sync = SyncMode::always;
-  // batch: a sync_to() that finds this many appends since the last synced write syncs.
-  uint32_t batch_ops = 1000;
-  // batch and periodic: a background thread syncs the log this long after a change at most.
-  std::chrono::nanoseconds sync_interval = std::chrono::milliseconds(10);
+  // When writes are synced (commit_pipeline.h; delayq::Sync says what each mode survives).
+  SyncPolicy sync;
   // RocksDB's environment; null means the default (the real file system). Tests pass one that
   // records what was synced, to simulate a power loss.
   rocksdb::Env* env = nullptr;
@@ -62,16 +42,16 @@ struct JournalOptions {
   // Tests only: changes RocksDB's options just before the open (the crash harness shrinks the
   // write buffers so that flushes and compactions run while its worker is killed, and listens
   // to them). Null: delayq's options as they are.
-  std::function<void(rocksdb::DBOptions&, std::vector<rocksdb::ColumnFamilyDescriptor>&)> tune;
+  RocksDbTuning tune;
 };
 
 class Journal {
  public:
   // Opens (creating if missing) the store in `dir`.
   // Errors: unavailable (the directory is held by another process or another Journal; the
-  // message says so), corrupt (unreadable data, or a format version newer than kFormatVersion:
-  // the message names the version and the file), io_error (anything else RocksDB reports, with
-  // its text).
+  // message says so), corrupt (unreadable data, or a format version newer than kFormatVersion
+  // of codec.h: the message names the version and the file), io_error (anything else RocksDB
+  // reports, with its text).
   static Result<std::unique_ptr<Journal>> open(const std::string& dir, const JournalOptions& o);
   ~Journal();
 
@@ -80,13 +60,14 @@ class Journal {
   // (read-only).
   Status write(const std::vector<engine::Change>& changes);
 
-  // Group commit, in two steps. append() queues the batch in memory, in call order, and
-  // returns a ticket; sync_to(ticket) returns once that batch is written to RocksDB (the OS) and,
-  // with SyncMode::always, on disk. Whoever calls sync_to() while no write is in flight writes
-  // every batch queued so far as one RocksDB write (synced with always, and with batch when
-  // batch_ops appends wait for a sync), so concurrent callers share writes and fsyncs. A batch
-  // appended but never waited for is written when the journal closes.
-  // Errors: io_error (the write or sync failed; every later call fails too).
+  // Group commit (commit_pipeline.h), in two steps. append() queues the batch in memory, in call
+  // order, and returns a ticket; sync_to(ticket) returns once that batch is written to RocksDB
+  // (the OS) and, with Sync::always, on disk. Whoever calls sync_to() while no write is in
+  // flight writes every batch queued so far as one RocksDB write (synced with always, and with
+  // batch when batch_ops appends wait for a sync), so concurrent callers share writes and
+  // fsyncs. A batch appended but never waited for is written when the journal closes.
+  // Errors: io_error (the write or sync failed; every later call fails too), invalid_state
+  // (read-only), invalid_argument (a change whose record has another seq: nothing queued).
   // `totals`: how much the totals of stats() grew with these changes; the journal adds it up and
   // stores the sum with the batch that carries the changes. `counters`: the engine's counters as
   // of these changes; the journal keeps the highest and stores them with the batch too.
@@ -94,28 +75,19 @@ class Journal {
                           const engine::Counters& counters = {});
   Status sync_to(uint64_t ticket);
 
-  // The totals of stats() as stored (zero for a store written before they were kept).
+  // The totals of stats() as stored (zero for a store written before they were kept). Read
+  // once, after open and before the first append: the appends' totals add up from it.
   // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
   Result<Stats> totals();
 
-  // The highest counters stored (zero for a store written before they were kept).
+  // The highest counters stored (zero for a store written before they were kept). Read once,
+  // after open and before the first append: the appends' counters are kept above it.
   // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
   Result<engine::Counters> counters();
 
   // Calls fn for every live record, in seq order. Stops at the first error fn returns.
   // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
   Status scan(const std::function<Status(engine::JobRecord&&)>& fn);
-
-  // Record encoding, exposed for tests and tools.
-  static std::string encode(const engine::JobRecord& r);
-  static Result<engine::JobRecord> decode(uint64_t seq, std::string_view bytes);
-  // Totals encoding: u8 version (1), then the nine counters of Stats as u64, in declaration
-  // order; nothing else.
-  static std::string encode_totals(const Stats& t);
-  static Result<Stats> decode_totals(std::string_view bytes);
-  // Counters encoding: u8 version (1), u64 fences, u64 next_id; nothing else.
-  static std::string encode_counters(const engine::Counters& c);
-  static Result<engine::Counters> decode_counters(std::string_view bytes);
 
  private:
   struct Impl;

@@ -74,14 +74,7 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
                   "store options: sync_interval must be positive with Sync::" +
                       std::string(to_string(o.sync)));
   wal::JournalOptions jo;
-  switch (o.sync) {
-    case Sync::always: jo.sync = wal::SyncMode::always; break;
-    case Sync::batch: jo.sync = wal::SyncMode::batch; break;
-    case Sync::periodic: jo.sync = wal::SyncMode::periodic; break;
-    case Sync::none: jo.sync = wal::SyncMode::none; break;
-  }
-  jo.batch_ops = o.sync_batch_ops;
-  jo.sync_interval = o.sync_interval;
+  jo.sync = {.mode = o.sync, .batch_ops = o.sync_batch_ops, .interval = o.sync_interval};
   jo.env = env;
   jo.tune = tune;
   jo.read_only = o.read_only;

@@ -2,22 +2,10 @@
 // simulate a power loss with a file system that records what was synced.
 #pragma once
 
-#include <functional>
-#include <vector>
-
 #include "delayq/store.h"
-
-namespace rocksdb {
-class Env;
-struct DBOptions;
-struct ColumnFamilyDescriptor;
-}
+#include "wal/rocksdb_tuning.h"
 
 namespace delayq::wal {
-
-// RocksDB's options as the store would open with them, to change before the open.
-using RocksDbTuning =
-    std::function<void(rocksdb::DBOptions&, std::vector<rocksdb::ColumnFamilyDescriptor>&)>;
 
 // open_store(options), with RocksDB running on `env` (null: the default environment) and its
 // options changed by `tune` (null: unchanged). The env must outlive the returned queue.

@@ -16,6 +16,9 @@ Duration backoff(const RetryPolicy& p, uint32_t failed, std::mt19937_64& rng) {
     case RetryPolicy::Kind::exponential:
       break;
   }
+  // A zero base waits zero: factor^(n-1) overflows to infinity after enough failures, and
+  // 0 x infinity is NaN, whose conversion to an integer is undefined.
+  if (p.base <= Duration::zero()) return Duration::zero();
   // base * factor^(n-1), computed in double and capped before converting back.
   const double raw = static_cast<double>(p.base.count()) * std::pow(p.factor, n - 1.0);
   const double capped = std::min(raw, static_cast<double>(p.cap.count()));

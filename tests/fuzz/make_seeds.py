@@ -2,7 +2,7 @@
 """Writes the committed seed corpora of the fuzz targets (tests/fuzz/<target>/).
 
 Each seed is a valid input or an edge case the target must handle. The journal seeds are
-encoded here by hand, following the record layout documented at the top of wal/journal.cc; the
+encoded here by hand, following the layout of docs/journal-format.md (wal/codec.cc); the
 fuzzer itself checks that every record that decodes encodes back to the same bytes, so a seed
 that drifted from the format only costs coverage. Run again after changing a format or a route:
     python3 tests/fuzz/make_seeds.py
@@ -103,7 +103,7 @@ def record(seq, state=0, due=1_700_000_000 * 10**9, lease=0, ttr=30 * 10**9, att
 
 
 def totals(*counts, version=1):
-    return struct.pack(">Q", 0) + struct.pack("<B9Q", version, *counts)
+    return struct.pack(">Q", 0) + struct.pack("<B%dQ" % len(counts), version, *counts)
 
 
 def journal():
@@ -144,6 +144,11 @@ def journal():
         "totals": totals(5, 4, 3, 1, 1, 0, 1, 0, 0),
         "totals-max": totals(*([(1 << 64) - 1] * 9)),
         "totals-version": totals(*([0] * 9), version=2),
+        "totals-v2": totals(5, 4, 3, 1, 1, 0, 1, 0, 0, 2, version=2),
+        "totals-v2-max": totals(*([(1 << 64) - 1] * 10), version=2),
+        # 0 x infinity once made the wait NaN past ~570 failures (src/engine/retry.cc).
+        "exponential-zero-base": record(32, state=2, lease=now, attempts=600, fence=3, kind=2,
+                                        max_attempts=1000, base=0, factor=3.5, jitter=0.5),
     }
     bad_len = bytearray(record(31))
     bad_len[8 + 46:8 + 50] = struct.pack("<I", 0xFFFFFFF0)  # the id's byte count

@@ -1,0 +1,71 @@
+// The journal's byte layout: the names of its column families and keys, and the encoding of
+// every value it stores. docs/journal-format.md describes the same layout byte by byte for a
+// reader of the files; this header and codec.cc are the only code that knows it.
+//
+//   family "jobs"  key = job_key(seq)  value = encode_record(JobRecord)
+//   family "meta"  "format"            value = encode_format(kFormatVersion)
+//                  "totals"            value = encode_totals(Stats)
+//                  "counters"          value = encode_counters(engine::Counters)
+//                  "sync-marker"       never present: deleted by a synced write
+//
+// Every decoder takes any bytes (truncated, garbage, hostile) and returns a value or
+// Errc::corrupt naming what it could not read; it checks every length against the bytes left
+// before it reads or allocates. Decoders check structure only: whether a record makes sense to
+// the engine (a valid policy, an id within limits) is for Core::restore() to judge.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "delayq/error.h"
+#include "engine/record.h"
+
+namespace delayq::wal {
+
+// The store's format version, in meta/format. A store with a higher one is refused.
+inline constexpr uint32_t kFormatVersion = 1;
+
+inline constexpr char kJobsFamily[] = "jobs";
+inline constexpr char kMetaFamily[] = "meta";
+inline constexpr char kFormatKey[] = "format";
+inline constexpr char kTotalsKey[] = "totals";
+inline constexpr char kCountersKey[] = "counters";
+// Deleted with a synced write by the background syncer: a write that exists only to make the
+// log durable up to it. Never read.
+inline constexpr char kSyncMarkerKey[] = "sync-marker";
+
+// Keys of "jobs": the seq, 8 bytes big-endian, so that keys sort in push order (the fast way
+// into RocksDB's memtable).
+inline constexpr size_t kJobKeySize = 8;
+std::string job_key(uint64_t seq);
+// The seq of a key of kJobKeySize bytes (the caller checks the size).
+uint64_t job_seq(std::string_view key);
+
+// A job record (record version 1): fixed-width little-endian fields, strings as a u32 byte
+// count then the bytes (codec.cc lists them).
+std::string encode_record(const engine::JobRecord& r);
+// Errors: corrupt, naming `seq` and the field that could not be read; also when the record holds
+// another seq than its key's.
+Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes);
+
+// meta/format: the version as decimal text ("1"). nullopt: not decimal digits, 0, or over 32
+// bits.
+std::string encode_format(uint32_t version);
+std::optional<uint32_t> decode_format(std::string_view text);
+
+// meta/totals: u8 version (2), then the ten counters of Stats as u64, in for_each_total()'s
+// order. Version 1 (nine counters, before `released`) is still read, released = 0.
+std::string encode_totals(const Stats& t);
+Result<Stats> decode_totals(std::string_view bytes);
+
+// meta/counters: u8 version (1), u64 fences, u64 next_id.
+std::string encode_counters(const engine::Counters& c);
+Result<engine::Counters> decode_counters(std::string_view bytes);
+
+// Lower-case hex of `bytes`, for messages that show what could not be read.
+std::string hex(std::string_view bytes);
+
+}  // namespace delayq::wal

@@ -1,0 +1,144 @@
+// The journal's group commit: calls queue their changes in memory, in call order, and one
+// leader writes everything queued as one write, synced as the store's Sync mode says.
+//
+// Why: a call must not return before its change is written (and, with Sync::always, on disk),
+// but an fsync costs milliseconds. Tickets number the appends (ticket n is the n-th append since
+// the pipeline was made). append() only queues, under the pipeline's lock, so the engine may
+// call it under a shard's lock. The first sync_to() that finds no write in flight becomes the
+// leader: it takes the whole queue as one Group and hands it to the sink, while later appends
+// gather for the next leader. So one write, and when synced one fsync, covers everyone who
+// arrived while the previous one ran. (Appending each call to RocksDB and syncing with a
+// separate marker write shared little: RocksDB never puts a synced write in a group led by an
+// unsynced one.)
+//
+// When a write is synced:
+//   Sync::always    every write, and sync_to() returns once its ticket is on disk;
+//   Sync::batch     a write once `batch_ops` appends wait for a sync, and a background thread
+//                   syncs at most `interval` after a change;
+//   Sync::periodic  the background thread, every `interval`;
+//   Sync::none      never by the pipeline (the sink's own flushes and log switches only).
+// In the other modes than always, sync_to() returns once its ticket is written to the sink.
+//
+// A failed write or sync breaks the pipeline: every call waiting on that write and every later
+// append() and sync_to() returns its error (the engine stops; a reopen shows what was kept).
+//
+// Thread safety: every method may be called from several threads at once, but close() (and the
+// destructor) only once no other call is running.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "delayq/error.h"
+#include "delayq/store.h"
+#include "engine/record.h"
+
+namespace delayq::wal {
+
+// When the pipeline syncs (StoreOptions::sync, sync_batch_ops and sync_interval, checked by
+// open_store(): batch_ops >= 1 with Sync::batch, interval > 0 with batch and periodic).
+struct SyncPolicy {
+  Sync mode = Sync::always;
+  uint32_t batch_ops = 1000;
+  std::chrono::nanoseconds interval = std::chrono::milliseconds(10);
+};
+
+// One job's change, its record already encoded (wal/codec.h): put under `seq`, or, without a
+// record, the job is gone.
+struct EncodedChange {
+  uint64_t seq = 0;
+  std::optional<std::string> record;
+};
+
+// What a leader writes as one atomic write: every change queued since the last write, in call
+// order, and the totals and counters as of the last of them when they changed since.
+struct Group {
+  std::vector<EncodedChange> changes;
+  std::optional<Stats> totals;
+  std::optional<engine::Counters> counters;
+  size_t appends = 0;  // how many calls the group holds
+};
+
+// Where the pipeline writes: the RocksDB database in the store, a fake in tests.
+class CommitSink {
+ public:
+  virtual ~CommitSink() = default;
+  // Writes the group as one atomic write: all of it or none of it is ever read back. With
+  // `sync`, the write and everything before it are on disk when it returns. Called by one
+  // thread at a time. Errors: io_error, naming the cause.
+  virtual Status write(const Group& group, bool sync) = 0;
+  // Puts everything written so far on disk. May run while write() runs, from another thread.
+  // Errors: io_error, naming the cause.
+  virtual Status sync() = 0;
+};
+
+class CommitPipeline {
+ public:
+  // Starts the background syncer with Sync::batch and Sync::periodic. The sink must outlive
+  // the pipeline.
+  CommitPipeline(CommitSink& sink, SyncPolicy policy);
+  ~CommitPipeline();  // close()
+  CommitPipeline(const CommitPipeline&) = delete;
+  CommitPipeline& operator=(const CommitPipeline&) = delete;
+
+  // Queues one call's changes and returns its ticket (0, queuing nothing, for no changes).
+  // `totals`: how much the totals of stats() grew with these changes; the pipeline adds them
+  // up. `counters`: the engine's counters as of these changes; the pipeline keeps the highest.
+  // Both are written with the group that carries the changes.
+  // Errors: the error that broke the pipeline.
+  Result<uint64_t> append(std::vector<EncodedChange> changes, const Stats& totals,
+                          const engine::Counters& counters);
+  // Returns once the append with this ticket is written (with Sync::always: on disk), leading
+  // a write if none is in flight. Errors: the error that broke the pipeline, when the ticket
+  // was not written before it.
+  Status sync_to(uint64_t ticket);
+
+  // The stored totals and counters the appends add to (before the first append).
+  void set_totals(const Stats& totals);
+  void set_counters(const engine::Counters& counters);
+
+  // Stops the syncer (syncing what it had not yet), then writes what was appended and never
+  // waited for (synced unless Sync::none). Errors are kept, not returned. Idempotent.
+  void close();
+  // The error that broke the pipeline, or ok.
+  Status status();
+
+ private:
+  void lead(std::unique_lock<std::mutex>& l);
+  Status sync_now();
+  void run_syncer();
+  // Under mu_: the meta values into the pending group, and it swapped for the spare one.
+  Group take_pending();
+
+  CommitSink& sink_;
+  const SyncPolicy policy_;
+
+  std::mutex mu_;
+  std::condition_variable written_cv_;  // waiters for a leader's write
+  // The background syncer's sleep (its own: a wake-up per write would cost a context switch per
+  // call).
+  std::condition_variable syncer_cv_;
+  Group pending_;                     // appended, not yet handed to the sink; mu_
+  Group spare_;                       // the last written group, cleared, kept for its capacity; mu_
+  uint64_t appended_ = 0;             // the last ticket issued; mu_
+  Stats totals_;                      // the stored totals plus every append's; mu_
+  bool totals_dirty_ = false;         // totals_ changed since a leader last took them; mu_
+  engine::Counters counters_;         // the highest counters stored or appended; mu_
+  bool counters_dirty_ = false;       // counters_ rose since a leader last took them; mu_
+  bool writing_ = false;              // a leader's write is in flight; mu_
+  Status broken_;                     // mu_
+  bool stopping_ = false;             // mu_
+  bool closed_ = false;               // mu_
+  std::atomic<uint64_t> written_{0};  // tickets up to this one were written
+  std::atomic<uint64_t> synced_{0};   // tickets up to this one are on disk
+  std::thread syncer_;
+};
+
+}  // namespace delayq::wal

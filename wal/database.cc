@@ -1,0 +1,149 @@
+// The journal's RocksDB database (database.h).
+#include "wal/database.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include <rocksdb/options.h>
+#include <rocksdb/utilities/table_properties_collectors.h>
+
+#include "wal/codec.h"
+#include "wal/open_db.h"
+
+namespace delayq::wal {
+
+namespace {
+
+// CompactOnDeletionCollector: mark an SST file for compaction when any window of this many
+// entries holds at least kDeletionTrigger tombstones, or when half of the file is tombstones.
+// Acks delete from the old end of the key range in runs, which is what this catches.
+constexpr size_t kDeletionWindow = 1024;
+constexpr size_t kDeletionTrigger = 512;
+constexpr double kDeletionRatio = 0.5;
+
+rocksdb::DBOptions db_options(const JournalOptions& o) {
+  rocksdb::DBOptions d;
+  d.create_if_missing = !o.read_only;
+  d.create_missing_column_families = !o.read_only;
+  d.max_total_wal_size = o.max_total_wal_bytes;
+  // RocksDB's own LOG files: keep a few, not the default thousand.
+  d.keep_log_file_num = 4;
+  d.max_log_file_size = uint64_t{8} << 20;
+  if (o.env != nullptr) d.env = o.env;
+  // After a crash, replay the log into the memtable and leave it there: flushing it to a table
+  // file first (RocksDB's default) would make the reopen wait for a write of everything in it.
+  d.avoid_flush_during_recovery = true;
+  return d;
+}
+
+std::vector<rocksdb::ColumnFamilyDescriptor> families(const std::string& dir,
+                                                      const rocksdb::DBOptions& d) {
+  rocksdb::ColumnFamilyOptions jobs_options;
+  jobs_options.table_properties_collector_factories.push_back(
+      rocksdb::NewCompactOnDeletionCollectorFactory(kDeletionWindow, kDeletionTrigger,
+                                                    kDeletionRatio));
+  std::vector<rocksdb::ColumnFamilyDescriptor> out = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {kJobsFamily, jobs_options},
+      {kMetaFamily, rocksdb::ColumnFamilyOptions()},
+  };
+  // RocksDB refuses to open a store without naming every family it holds. A store written by a
+  // newer format may hold families this build does not know: open them too (and leave them
+  // alone), so that the format check can say what is wrong instead of RocksDB's "column
+  // families not opened". A new store has nothing to list; that failure is not an error.
+  std::vector<std::string> existing;
+  if (rocksdb::DB::ListColumnFamilies(d, dir, &existing).ok())
+    for (const std::string& name : existing)
+      if (name != rocksdb::kDefaultColumnFamilyName && name != kJobsFamily && name != kMetaFamily)
+        out.push_back({name, rocksdb::ColumnFamilyOptions()});
+  return out;
+}
+
+// "Created if missing" (StoreOptions::dir) means the whole path, as `mkdir -p` would: RocksDB
+// creates only the last component.
+Status create_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status(Errc::io_error, "cannot create the store directory " + dir + ": " + ec.message());
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const JournalOptions& o) {
+  if (!o.read_only)
+    if (Status st = create_directory(dir); !st.ok()) return st;
+  std::unique_ptr<Database> d(new Database());
+  d->dir_ = dir;
+  rocksdb::DBOptions options = db_options(o);
+  std::vector<rocksdb::ColumnFamilyDescriptor> fams = families(dir, options);
+  if (!o.read_only && o.sync.mode != Sync::always) {
+    d->switch_sync_ = std::make_shared<LogSyncOnSwitch>();
+    options.listeners.push_back(d->switch_sync_);
+  }
+  if (o.tune) o.tune(options, fams);
+  // open_db() chooses how damage to RocksDB's write-ahead log is handled (and why), and puts the
+  // log files it replayed on disk before anything builds on them (see log_files.h).
+  OpenDbRequest request{.dir = dir,
+                        .options = options,
+                        .families = std::move(fams),
+                        .read_only = o.read_only,
+                        .tolerant = o.tolerant,
+                        .on_skip = o.on_skip};
+  if (Status st = open_db(request, &d->handles_, &d->db_); !st.ok()) return st;
+  if (d->handles_.size() != request.families.size())
+    return Status(Errc::io_error,
+                  "store " + dir + ": RocksDB opened " + std::to_string(d->handles_.size()) +
+                      " column families, expected " + std::to_string(request.families.size()));
+  if (d->switch_sync_) d->switch_sync_->attach(d->db_);
+  if (Status st = d->check_format(o.read_only); !st.ok()) return st;
+  return d;
+}
+
+// Reads meta/format; writes it on a new store; refuses a newer one.
+Status Database::check_format(bool read_only) {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta(), kFormatKey, &value);
+  if (s.IsNotFound()) {
+    // A new store (or one whose creation was cut short before this write).
+    if (read_only) return Status();
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    s = db_->Put(wo, meta(), kFormatKey, encode_format(kFormatVersion));
+    if (!s.ok()) return from_rocksdb(s, dir_, "writing the format version");
+    return Status();
+  }
+  if (!s.ok()) return from_rocksdb(s, dir_, "reading the format version");
+  const std::optional<uint32_t> version = decode_format(value);
+  if (!version)
+    return Status(Errc::corrupt, "store " + dir_ +
+                                     ": the format version in family 'meta' is "
+                                     "unreadable (bytes: " +
+                                     hex(value.substr(0, 32)) + ")");
+  if (*version > kFormatVersion)
+    return Status(Errc::corrupt,
+                  "store " + dir_ + " has format version " + std::to_string(*version) +
+                      " (family 'meta', key 'format'), newer than this build reads (format "
+                      "version " +
+                      std::to_string(kFormatVersion) + "); open it with a newer delayq");
+  return Status();
+}
+
+void Database::flush() {
+  (void)db_->Flush(rocksdb::FlushOptions(), {jobs(), meta()});
+}
+
+Database::~Database() {
+  if (db_ == nullptr) return;
+  if (switch_sync_) switch_sync_->attach(nullptr);
+  for (rocksdb::ColumnFamilyHandle* h : handles_)
+    if (h != nullptr) (void)db_->DestroyColumnFamilyHandle(h);
+  handles_.clear();
+  (void)db_->Close();
+  delete db_;
+}
+
+}  // namespace delayq::wal

@@ -1,0 +1,57 @@
+// The journal's RocksDB database: its column families and options, the open, the format
+// check, and the close. What the families hold is codec.h's; how damage to RocksDB's own
+// write-ahead log is met at open is open_db.h's; keeping that log a prefix of the calls across
+// its files is log_files.h's.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <rocksdb/db.h>
+
+#include "delayq/error.h"
+#include "wal/journal.h"
+#include "wal/log_files.h"
+
+namespace delayq::wal {
+
+class Database {
+ public:
+  // Opens (creating if missing, with its parent directories) the database in `dir`: the
+  // families "jobs" and "meta" (codec.h), and any family a newer format added, left alone. Writes
+  // meta/format on a new store; refuses a newer format. Errors: as Journal::open().
+  static Result<std::unique_ptr<Database>> open(const std::string& dir, const JournalOptions& o);
+  // Closes: the family handles, then the database. Without flush(), the next open replays the
+  // log.
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Moves the memtables into table files, so that the next open reads tables instead of
+  // replaying the log (RocksDB does not flush on close while a log is kept). For a clean close.
+  void flush();
+
+  rocksdb::DB& db() { return *db_; }
+  rocksdb::ColumnFamilyHandle* jobs() const { return handles_[1]; }
+  rocksdb::ColumnFamilyHandle* meta() const { return handles_[2]; }
+  const std::string& dir() const { return dir_; }
+  // True once after a sync of the log before RocksDB switched log files failed (log_files.h):
+  // the write in flight must fail, and the store stop.
+  bool take_switch_failure() { return switch_sync_ && switch_sync_->take_failure(); }
+
+ private:
+  Database() = default;
+  Status check_format(bool read_only);
+
+  std::string dir_;
+  rocksdb::DB* db_ = nullptr;
+  // As opened: [0] default, [1] jobs, [2] meta, then any families of a newer format. Destroyed
+  // before the DB (Debian's RocksDB is built with assertions, and closing a DB with live
+  // handles trips them).
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  // Syncs the log before RocksDB writes to a new log file; not with Sync::always.
+  std::shared_ptr<LogSyncOnSwitch> switch_sync_;
+};
+
+}  // namespace delayq::wal
