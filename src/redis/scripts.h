@@ -1,5 +1,6 @@
-// The Lua scripts of the Redis backend: one per transition, each run atomically by the server.
-// docs/redis.md describes the key layout and each script; scripts.cc holds the sources.
+// The Lua scripts of the Redis backend: one function per transition, each run atomically by the
+// server. The sources are src/redis/lua/*.lua (lua/prelude.lua states their conventions);
+// docs/redis.md describes the key layout and each script.
 #pragma once
 
 #include <cstddef>
