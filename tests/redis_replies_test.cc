@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "redis/connection.h"
+#include "redis/reply.h"
 #include "redis/replies.h"
 
 namespace delayq::redis {

@@ -2,7 +2,7 @@
 // shape per script) and of CLUSTER SLOTS, turned into the values of the Queue interface.
 //
 // These are functions of a Reply alone, apart from the connections and the queue, so that tests
-// and the fuzzer (tests/fuzz/redis_reply_fuzz.cc, through parse_resp() in connection.h) reach them
+// and the fuzzer (tests/fuzz/redis_reply_fuzz.cc, through parse_resp() in reply.h) reach them
 // without a server. Callers check a reply's length before handing it over where a function says
 // so; within that, any reply (wrong types, numbers at either end of int64) gives a value or a
 // refusal, never undefined behaviour.
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "delayq/job.h"
-#include "redis/connection.h"
+#include "redis/reply.h"
 
 namespace delayq::redis {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "redis/connection.h"
+#include "redis/reply.h"
 #include "redis/replies.h"
 
 namespace {
