@@ -1,6 +1,8 @@
 // The keys of a queue (see keys.h).
 #include "redis/keys.h"
 
+#include <utility>
+
 namespace delayq::redis {
 
 namespace {
@@ -18,6 +20,15 @@ uint16_t crc16(std::string_view s) {
   return crc;
 }
 
+uint32_t fnv1a(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
 }  // namespace
 
 uint16_t key_slot(std::string_view key) {
@@ -27,6 +38,36 @@ uint16_t key_slot(std::string_view key) {
       key = key.substr(open + 1, close - open - 1);
   }
   return crc16(key) & 16383;
+}
+
+void ShardKeys::add_topic(std::string_view topic, std::vector<std::string>& keys) const {
+  for (const char* kind : {":d:", ":r:", ":l:", ":x:"})
+    keys.push_back(tag + kind + std::string(topic));
+}
+
+std::vector<std::string> ShardKeys::with_topic(std::string_view topic) const {
+  std::vector<std::string> keys = base;
+  add_topic(topic, keys);
+  return keys;
+}
+
+KeyLayout::KeyLayout(std::string_view queue, uint32_t shards) {
+  const std::string prefix = "{dq:" + std::string(queue) + ":";
+  meta_ = prefix + "0}:meta";
+  for (uint32_t s = 0; s < shards; ++s) {
+    ShardKeys sh;
+    sh.tag = prefix + std::to_string(s) + "}";
+    sh.wake = sh.tag + ":wake";
+    sh.topics = sh.tag + ":topics";
+    for (const char* k : {":jobs", ":body", ":seq", ":fence", ":topics", ":stats"})
+      sh.base.push_back(sh.tag + k);
+    sh.slot = key_slot(sh.tag);
+    shards_.push_back(std::move(sh));
+  }
+}
+
+size_t KeyLayout::shard_of(std::string_view id) const {
+  return shards_.size() == 1 ? 0 : fnv1a(id) % shards_.size();
 }
 
 }  // namespace delayq::redis

@@ -55,17 +55,6 @@ std::string num(double v) {
   return buf;
 }
 
-// The shard of an id: FNV-1a (32 bits) of its bytes, modulo the shard count. Stable across
-// processes, platforms and versions, which std::hash is not.
-uint32_t fnv1a(std::string_view s) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return h;
-}
-
 Status bad_reply(const char* script) {
   return Status(Errc::corrupt, std::string("unexpected reply from the redis script '") + script + "'");
 }
@@ -78,6 +67,7 @@ class RedisQueue final : public Queue {
   RedisQueue(const RedisOptions& opt, Endpoint ep)
       : opt_(opt),
         rules_(Limits{opt.max_delay, opt.max_body_bytes, opt.default_ttr, opt.default_retry}),
+        keys_(opt.queue, opt.shards),
         router_(std::move(ep),
               NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout,
                           opt.reconnect_min, opt.reconnect_max},
@@ -90,15 +80,6 @@ class RedisQueue final : public Queue {
     // whatever their wall clocks say.
     next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
     max_delay_us_ = std::to_string(ceil_us(opt.max_delay));
-    for (uint32_t s = 0; s < opt.shards; ++s) {
-      Shard sh;
-      sh.tag = "{dq:" + opt.queue + ":" + std::to_string(s) + "}";
-      sh.wake = sh.tag + ":wake";
-      for (const char* k : {":jobs", ":body", ":seq", ":fence", ":topics", ":stats"})
-        sh.base.push_back(sh.tag + k);
-      sh.slot = key_slot(sh.tag);  // in a cluster, the slot's node holds the shard
-      shards_.push_back(std::move(sh));
-    }
   }
 
   ~RedisQueue() override {
@@ -115,20 +96,20 @@ class RedisQueue final : public Queue {
   // Checks the queue's shard count and starts the listener threads.
   Status start() {
     if (Status s = router_.start(); !s.ok()) return s;
-    const uint16_t meta_slot = shards_[0].slot;
-    Result<Reply> r = router_.command(meta_slot, {"HSETNX", meta_key(), "shards", std::to_string(opt_.shards)});
+    const uint16_t meta_slot = keys_.shard(0).slot;
+    Result<Reply> r = router_.command(meta_slot, {"HSETNX", keys_.meta(), "shards", std::to_string(opt_.shards)});
     if (!r) return r.status();
-    Result<Reply> got = router_.command(meta_slot, {"HGET", meta_key(), "shards"});
+    Result<Reply> got = router_.command(meta_slot, {"HGET", keys_.meta(), "shards"});
     if (!got) return got.status();
     if (got->as_int(-1) != static_cast<int64_t>(opt_.shards))
       return Status(Errc::invalid_argument,
                     "redis options: queue '" + opt_.queue + "' was created with " + got->str +
                         " shards; open it with shards = " + got->str);
     // This opening's number, for its generated ids: the server counts the queue's openings.
-    Result<Reply> n = router_.command(meta_slot, {"HINCRBY", meta_key(), "clients", "1"});
+    Result<Reply> n = router_.command(meta_slot, {"HINCRBY", keys_.meta(), "clients", "1"});
     if (!n) return n.status();
     if (n->as_int(0) <= 0)
-      return Status(Errc::unavailable, "redis: HINCRBY " + meta_key() + " clients gave no count");
+      return Status(Errc::unavailable, "redis: HINCRBY " + keys_.meta() + " clients gave no count");
     id_tag_ = to_base36(static_cast<uint64_t>(n->as_int(0)));
     listener_ = std::thread([this] { listen(); });
     async_thread_ = std::thread([this] { serve_async(); });
@@ -141,7 +122,7 @@ class RedisQueue final : public Queue {
     for (;;) {
       if (generated) spec.id = to_base36(next_id_.fetch_add(1)) + "-" + id_tag_;
       if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) return s;
-      const Shard& sh = shard_for(spec.id);
+      const ShardKeys& sh = shard_for(spec.id);
       auto [k, args] = push_call(sh, spec);
       Result<Reply> r = router_.eval(sh.slot, kPush, k, args);
       if (!r) return unsent(r.status(), spec.id, generated);
@@ -169,8 +150,8 @@ class RedisQueue final : public Queue {
     if (closed_.load()) return out;
     std::vector<bool> generated(specs.size());
     // Per shard: the groups of specs, by topic, each at most kBatch long.
-    std::vector<std::vector<std::vector<size_t>>> groups(shards_.size());
-    std::vector<std::unordered_map<std::string_view, size_t>> open_group(shards_.size());
+    std::vector<std::vector<std::vector<size_t>>> groups(keys_.size());
+    std::vector<std::unordered_map<std::string_view, size_t>> open_group(keys_.size());
     for (size_t i = 0; i < specs.size(); ++i) {
       JobSpec& spec = specs[i];
       generated[i] = spec.id.empty();
@@ -179,7 +160,7 @@ class RedisQueue final : public Queue {
         out[i] = s;
         continue;
       }
-      const size_t sh = shard_index(spec.id);
+      const size_t sh = keys_.shard_of(spec.id);
       auto [it, fresh] = open_group[sh].try_emplace(spec.topic, groups[sh].size());
       if (fresh || groups[sh][it->second].size() == kBatch) {
         it->second = groups[sh].size();
@@ -187,18 +168,18 @@ class RedisQueue final : public Queue {
       }
       groups[sh][it->second].push_back(i);
     }
-    for (size_t sh = 0; sh < shards_.size(); ++sh) {
+    for (size_t sh = 0; sh < keys_.size(); ++sh) {
       if (groups[sh].empty()) continue;
       std::vector<ScriptCall> calls;
       for (const std::vector<size_t>& g : groups[sh]) {
         const std::string& topic = specs[g.front()].topic;
-        std::vector<std::string> args = common_args(shards_[sh]);
+        std::vector<std::string> args = common_args(keys_.shard(sh));
         args.push_back(topic);
         args.push_back(std::to_string(g.size()));
         for (size_t i : g) add_job_args(specs[i], /*with_topic=*/false, args);
-        calls.emplace_back(keys(shards_[sh], topic), std::move(args));
+        calls.emplace_back(keys_.shard(sh).with_topic(topic), std::move(args));
       }
-      std::vector<Result<Reply>> r = router_.eval_each(shards_[sh].slot, kPushMany, calls);
+      std::vector<Result<Reply>> r = router_.eval_each(keys_.shard(sh).slot, kPushMany, calls);
       for (size_t c = 0; c < groups[sh].size(); ++c)
         settle_group(r[c], groups[sh][c], specs, generated, out);
     }
@@ -351,16 +332,16 @@ class RedisQueue final : public Queue {
     std::vector<JobInfo> all;
     if (limit == 0) return all;
     const std::string lim = std::to_string(std::min<size_t>(limit, 1000000000));
-    for (const Shard& sh : shards_) {
+    for (const ShardKeys& sh : keys_.shards()) {
       std::vector<std::string> args = common_args(sh);
       args.push_back(lim);
-      Result<Reply> r = router_.eval(sh.slot, kListDead, keys(sh, topic), args);
+      Result<Reply> r = router_.eval(sh.slot, kListDead, sh.with_topic(topic), args);
       if (!r) return r.status();
       std::vector<Reply>& e = r->elements;
       for (size_t i = 1; i + 8 <= e.size(); i += 8)
         all.push_back(read_job_info(e, i, std::string(topic)));
     }
-    if (shards_.size() > 1)
+    if (keys_.size() > 1)
       std::stable_sort(all.begin(), all.end(),
                        [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
     if (all.size() > limit) all.resize(limit);
@@ -384,7 +365,7 @@ class RedisQueue final : public Queue {
   // One PING for a single server; in a cluster one per shard, each to the node that holds it.
   Status health() override {
     if (closed_.load()) return closed_error();
-    for (const Shard& sh : shards_) {
+    for (const ShardKeys& sh : keys_.shards()) {
       Result<Reply> r = router_.command(sh.slot, {"PING"});
       if (!r) return r.status();
       if (r->type == Reply::Type::error)
@@ -402,8 +383,8 @@ class RedisQueue final : public Queue {
       if (final_stats_) return *final_stats_;
     }
     Stats st;
-    for (const Shard& sh : shards_) {
-      Result<Reply> names = router_.command(sh.slot, {"HKEYS", sh.tag + ":topics"});
+    for (const ShardKeys& sh : keys_.shards()) {
+      Result<Reply> names = router_.command(sh.slot, {"HKEYS", sh.topics});
       if (!names) continue;  // stats() cannot fail: an unreachable shard counts nothing
       std::vector<std::string> topics;
       for (const Reply& n : names->elements) topics.push_back(n.str);
@@ -411,7 +392,7 @@ class RedisQueue final : public Queue {
       for (size_t from = 0; from < topics.size() || from == 0; from += 200) {
         const size_t to = std::min(topics.size(), from + 200);
         std::vector<std::string> k = sh.base;
-        for (size_t i = from; i < to; ++i) add_topic_keys(sh, topics[i], k);
+        for (size_t i = from; i < to; ++i) sh.add_topic(topics[i], k);
         std::vector<std::string> args = common_args(sh);
         args.push_back(std::to_string(to - from));
         Result<Reply> r = router_.eval(sh.slot, kStats, k, args);
@@ -470,13 +451,6 @@ class RedisQueue final : public Queue {
   std::mutex final_stats_mu_;
   std::optional<Stats> final_stats_;  // set by close()
 
-  struct Shard {
-    std::string tag;                // "{dq:<queue>:<n>}": the hash tag of every key of the shard
-    std::string wake;               // the wake channel
-    std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats
-    uint16_t slot = 0;              // the hash slot of `tag`
-  };
-
   struct AsyncWaiter {
     std::vector<std::string> topics;
     Steady::time_point deadline;
@@ -493,23 +467,18 @@ class RedisQueue final : public Queue {
     std::optional<Duration> next;  // until the earliest due time or lease deadline, if any
   };
 
-  std::string meta_key() const { return "{dq:" + opt_.queue + ":0}:meta"; }
-
   static Duration clamp_wait(Duration d) { return std::clamp(d, Duration::zero(), kForever); }
 
-  size_t shard_index(std::string_view id) const {
-    return shards_.size() == 1 ? 0 : fnv1a(id) % shards_.size();
-  }
-  const Shard& shard_for(std::string_view id) const { return shards_[shard_index(id)]; }
+  const ShardKeys& shard_for(std::string_view id) const { return keys_.shard(keys_.shard_of(id)); }
 
   // The keys and arguments of the push script for a checked spec. The body is moved into the
   // arguments (at kBodyArg), for the caller to take back if it needs the spec again.
   static constexpr size_t kBodyArg = 5;
-  std::pair<std::vector<std::string>, std::vector<std::string>> push_call(const Shard& sh,
+  std::pair<std::vector<std::string>, std::vector<std::string>> push_call(const ShardKeys& sh,
                                                                           JobSpec& spec) {
     std::vector<std::string> args = common_args(sh);
     add_job_args(spec, /*with_topic=*/true, args);
-    return {keys(sh, spec.topic), std::move(args)};
+    return {sh.with_topic(spec.topic), std::move(args)};
   }
 
   // A job's arguments, as push (with_topic) and push_many (without, and with the number of
@@ -533,17 +502,7 @@ class RedisQueue final : public Queue {
     for (Duration d : p.delays) args.push_back(std::to_string(ceil_us(d)));
   }
 
-  static void add_topic_keys(const Shard& sh, std::string_view topic, std::vector<std::string>& k) {
-    for (const char* kind : {":d:", ":r:", ":l:", ":x:"}) k.push_back(sh.tag + kind + std::string(topic));
-  }
-
-  std::vector<std::string> keys(const Shard& sh, std::string_view topic) const {
-    std::vector<std::string> k = sh.base;
-    add_topic_keys(sh, topic, k);
-    return k;
-  }
-
-  std::vector<std::string> common_args(const Shard& sh) {
+  std::vector<std::string> common_args(const ShardKeys& sh) {
     // A fresh seed for the script's jitter: 1 .. 2^31-2, as Park-Miller needs.
     uint64_t x = rng_.fetch_add(0x9e3779b97f4a7c15ull);
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -580,14 +539,14 @@ class RedisQueue final : public Queue {
   }
   Result<Reply> by_id_unchecked(size_t script, std::string_view id, std::vector<std::string> extra) {
     refused_ = Status();
-    const Shard& sh = shard_for(id);
+    const ShardKeys& sh = shard_for(id);
     std::string topic = topic_hint(id);
     for (int attempt = 0; attempt < 5; ++attempt) {
       std::vector<std::string> args = common_args(sh);
       args.push_back(std::string(id));
       args.push_back(topic);
       args.insert(args.end(), extra.begin(), extra.end());
-      Result<Reply> r = router_.eval(sh.slot, script, keys(sh, topic), args);
+      Result<Reply> r = router_.eval(sh.slot, script, sh.with_topic(topic), args);
       if (!r) return r;
       const int64_t code = code_of(*r);
       switch (code) {
@@ -628,9 +587,9 @@ class RedisQueue final : public Queue {
   Result<uint64_t> over_dead(size_t script, std::string_view topic) {
     if (closed_.load()) return closed_error();
     uint64_t n = 0;
-    for (const Shard& sh : shards_) {
+    for (const ShardKeys& sh : keys_.shards()) {
       for (;;) {
-        Result<Reply> r = router_.eval(sh.slot, script, keys(sh, topic), common_args(sh));
+        Result<Reply> r = router_.eval(sh.slot, script, sh.with_topic(topic), common_args(sh));
         if (!r) return r.status();
         if (r->elements.size() < 3) return bad_reply(library().scripts[script].name.c_str());
         const int64_t done = r->elements[1].as_int(), left = r->elements[2].as_int();
@@ -648,12 +607,12 @@ class RedisQueue final : public Queue {
   Claim try_claim(std::span<const std::string> topics, uint32_t want = 1,
                   std::vector<Delivery>* more = nullptr) {
     Claim c;
-    const size_t n = shards_.size();
+    const size_t n = keys_.size();
     const size_t start = n == 1 ? 0 : next_shard_.fetch_add(1) % n;
     for (size_t i = 0; i < n; ++i) {
-      const Shard& sh = shards_[(start + i) % n];
+      const ShardKeys& sh = keys_.shard((start + i) % n);
       std::vector<std::string> k = sh.base;
-      for (const std::string& t : topics) add_topic_keys(sh, t, k);
+      for (const std::string& t : topics) sh.add_topic(t, k);
       std::vector<std::string> args = common_args(sh);
       args.push_back(std::to_string(topics.size()));
       args.push_back(std::to_string(want));
@@ -864,7 +823,7 @@ class RedisQueue final : public Queue {
           Connection::open(ep, opt_.connect_timeout, Duration::zero());
       if (c) {
         std::vector<std::string_view> argv{"SUBSCRIBE"};
-        for (const Shard& sh : shards_) argv.push_back(sh.wake);
+        for (const ShardKeys& sh : keys_.shards()) argv.push_back(sh.wake);
         {
           std::lock_guard lock(listen_mu_);
           if (closed_.load()) return;
@@ -905,8 +864,8 @@ class RedisQueue final : public Queue {
 
   RedisOptions opt_;
   Rules rules_;
+  KeyLayout keys_;
   Router router_;
-  std::vector<Shard> shards_;
   std::string max_delay_us_;
   std::string id_tag_;
   std::atomic<uint64_t> next_id_{0};
