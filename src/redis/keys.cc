@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "redis/fnv1a.h"
+
 namespace delayq::redis {
 
 namespace {
@@ -18,15 +20,6 @@ uint16_t crc16(std::string_view s) {
                            : static_cast<uint16_t>(crc << 1);
   }
   return crc;
-}
-
-uint32_t fnv1a(std::string_view s) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return h;
 }
 
 }  // namespace
@@ -67,7 +60,7 @@ KeyLayout::KeyLayout(std::string_view queue, uint32_t shards) {
 }
 
 size_t KeyLayout::shard_of(std::string_view id) const {
-  return shards_.size() == 1 ? 0 : fnv1a(id) % shards_.size();
+  return shards_.size() == 1 ? 0 : fnv1a32(id) % shards_.size();
 }
 
 }  // namespace delayq::redis

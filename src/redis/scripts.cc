@@ -9,22 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include "redis/fnv1a.h"
 #include "redis/lua_sources.h"
 
 namespace delayq::redis {
 
 namespace {
-
-// FNV-1a, 64 bits: names the library after its source, so that clients of different versions
-// sharing a server each find their own functions.
-uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 std::string_view lua_file(std::string_view name) {
   for (const lua::File& f : lua::files())
@@ -39,6 +29,8 @@ Library make_library(std::initializer_list<const char*> names) {
   std::string code(lua_file("prelude"));
   for (const char* name : names) (code += '\n') += lua_file(name);
   char hex[17];
+  // Named after its source, so that clients of different versions sharing a server each find
+  // their own functions.
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(code)));
   const std::string tag = std::string("dq") + hex + "_";
   Library lib;
