@@ -29,6 +29,8 @@
 #include "common/format.h"
 #include "engine/rules.h"
 #include "delayq/redis.h"
+#include "redis/args.h"
+#include "redis/job_calls.h"
 #include "redis/keys.h"
 #include "redis/router.h"
 #include "redis/replies.h"
@@ -45,21 +47,12 @@ using Steady = std::chrono::steady_clock;
 // Waits longer than this are "forever" (and keep time_point arithmetic in range).
 constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 
-// Nanoseconds to whole microseconds, rounded up: a due time or a wait is never shortened.
-int64_t ceil_us(int64_t ns) { return ns / 1000 + (ns > 0 && ns % 1000 != 0 ? 1 : 0); }
-int64_t ceil_us(Duration d) { return ceil_us(d.count()); }
-int64_t ceil_us(TimePoint t) { return ceil_us(t.time_since_epoch().count()); }
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-Status bad_reply(const char* script) {
-  return Status(Errc::corrupt, std::string("unexpected reply from the redis script '") + script + "'");
-}
-
 Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
+
+uint64_t random_seed() {
+  std::random_device rd;
+  return uint64_t{rd()} << 32 | rd();
+}
 
 
 class RedisQueue final : public Queue {
@@ -71,15 +64,13 @@ class RedisQueue final : public Queue {
         router_(std::move(ep),
               NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout,
                           opt.reconnect_min, opt.reconnect_max},
-              &library()) {
-    std::random_device rd;
-    const uint64_t seed = opt.seed ? opt.seed : (uint64_t{rd()} << 32 | rd());
-    rng_.store(seed);
+              &library()),
+        common_(opt.max_delay, opt.seed ? opt.seed : random_seed()),
+        jobs_(keys_, router_, common_, rules_) {
     // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
     // '-' and this opening's number (start()), so that two openings never draw the same id,
     // whatever their wall clocks say.
     next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
-    max_delay_us_ = std::to_string(ceil_us(opt.max_delay));
   }
 
   ~RedisQueue() override {
@@ -123,17 +114,18 @@ class RedisQueue final : public Queue {
       if (generated) spec.id = to_base36(next_id_.fetch_add(1)) + "-" + id_tag_;
       if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) return s;
       const ShardKeys& sh = shard_for(spec.id);
-      auto [k, args] = push_call(sh, spec);
-      Result<Reply> r = router_.eval(sh.slot, kPush, k, args);
+      std::vector<std::string> args = common_(sh);
+      add_job_args(spec, /*with_topic=*/true, opt_.default_ttr, opt_.default_retry, args);
+      Result<Reply> r = router_.eval(sh.slot, kPush, sh.with_topic(spec.topic), args);
       if (!r) return unsent(r.status(), spec.id, generated);
-      const int64_t code = code_of(*r);
-      if (code == kOk) {
-        remember_topic(spec.id, spec.topic);
+      Result<std::optional<JobState>> taken = read_push(*r);
+      if (!taken) return taken.status();
+      if (!*taken) {
+        jobs_.remember(spec.id, spec.topic);
         return spec.id;
       }
-      if (code != kDuplicateId || r->elements.size() < 2) return bad_reply("push");
       // A generated id that is taken already: draw the next one.
-      if (!generated) return rules_.duplicate(spec.id, to_state(r->elements[1].as_int()));
+      if (!generated) return rules_.duplicate(spec.id, **taken);
       spec.body = std::move(args[kBodyArg]);
     }
   }
@@ -173,10 +165,11 @@ class RedisQueue final : public Queue {
       std::vector<ScriptCall> calls;
       for (const std::vector<size_t>& g : groups[sh]) {
         const std::string& topic = specs[g.front()].topic;
-        std::vector<std::string> args = common_args(keys_.shard(sh));
+        std::vector<std::string> args = common_(keys_.shard(sh));
         args.push_back(topic);
         args.push_back(std::to_string(g.size()));
-        for (size_t i : g) add_job_args(specs[i], /*with_topic=*/false, args);
+        for (size_t i : g)
+          add_job_args(specs[i], /*with_topic=*/false, opt_.default_ttr, opt_.default_retry, args);
         calls.emplace_back(keys_.shard(sh).with_topic(topic), std::move(args));
       }
       std::vector<Result<Reply>> r = router_.eval_each(keys_.shard(sh).slot, kPushMany, calls);
@@ -186,32 +179,27 @@ class RedisQueue final : public Queue {
     return out;
   }
 
-  // The results of one push_many run's jobs, from its reply (one stored state per job, -1 for
-  // stored now) or from why there is none.
+  // The results of one push_many run's jobs, from its reply or from why there is none.
   void settle_group(const Result<Reply>& r, const std::vector<size_t>& g,
                     std::vector<JobSpec>& specs, const std::vector<bool>& generated,
                     std::vector<Result<std::string>>& out) {
-    const bool well_formed = r && code_of(*r) == kOk && r->elements.size() == g.size() + 1;
+    Result<std::vector<std::optional<JobState>>> taken =
+        r ? read_push_many(*r, g.size()) : Result<std::vector<std::optional<JobState>>>(r.status());
     for (size_t k = 0; k < g.size(); ++k) {
       const size_t i = g[k];
       JobSpec& spec = specs[i];
       if (!r) {
         out[i] = unsent(r.status(), spec.id, generated[i]);
-        continue;
-      }
-      if (!well_formed) {
-        out[i] = bad_reply("push_many");
-        continue;
-      }
-      const int64_t state = r->elements[k + 1].as_int(-2);
-      if (state == -1) {
-        remember_topic(spec.id, spec.topic);
+      } else if (!taken) {
+        out[i] = taken.status();
+      } else if (!(*taken)[k]) {
+        jobs_.remember(spec.id, spec.topic);
         out[i] = spec.id;
       } else if (generated[i]) {
         spec.id.clear();  // draw another
         out[i] = push(std::move(spec));
       } else {
-        out[i] = rules_.duplicate(spec.id, to_state(state));
+        out[i] = rules_.duplicate(spec.id, *(*taken)[k]);
       }
     }
   }
@@ -257,74 +245,66 @@ class RedisQueue final : public Queue {
     // A consumer of this topic holding no jobs ahead will reserve again next: the same script
     // run takes its next jobs (one round trip per job instead of two). Only with claim_batch > 1,
     // which is the caller's consent to jobs being leased before a reserve() asks for them.
-    const std::string topic = opt_.claim_batch > 1 ? topic_hint(t.id) : std::string();
+    const std::string topic = opt_.claim_batch > 1 ? jobs_.topic_of(t.id) : std::string();
     if (const uint32_t want = refill_wanted(topic); want > 0) {
-      Result<Reply> r = by_id(kAckClaim, t.id,
-                              {std::to_string(t.fence), std::to_string(want), topic});
-      if (!r) return settle_error(r.status(), t);
-      forget_topic(t.id);
-      std::vector<Delivery> more;
-      if (!parse_deliveries(r->elements, &more)) return bad_reply("ack_claim");
-      keep(std::move(more));
+      Result<Reply> r = about(delivery(kAckClaim, t), {fence(t), std::to_string(want), topic});
+      if (!r) return r.status();
+      jobs_.forget(t.id);
+      Result<std::vector<Delivery>> more = read_ack_claim(std::move(*r));
+      if (!more) return more.status();
+      remember_topics(*more);
+      keep(std::move(*more));
       return {};
     }
-    Result<Reply> r = by_id(kAck, t.id, {std::to_string(t.fence)});
-    if (!r) return settle_error(r.status(), t);
-    forget_topic(t.id);
+    Result<Reply> r = about(delivery(kAck, t), {fence(t)});
+    if (!r) return r.status();
+    jobs_.forget(t.id);
     return {};
   }
 
   Status nack(const Token& t, std::optional<Duration> delay) override {
     if (closed_.load()) return closed_error();
     if (Status s = rules_.check_nack_delay(delay, SystemClock::instance().now()); !s.ok()) return s;
-    Result<Reply> r =
-        by_id(kNack, t.id, {std::to_string(t.fence), delay ? std::to_string(ceil_us(*delay)) : ""});
-    return r ? Status() : settle_error(r.status(), t);
+    return about(delivery(kNack, t), {fence(t), delay ? std::to_string(ceil_us(*delay)) : ""})
+        .status();
   }
 
   Status dead_letter(const Token& t) override {
-    Result<Reply> r = by_id(kDeadLetter, t.id, {std::to_string(t.fence)});
-    return r ? Status() : settle_error(r.status(), t);
+    return about(delivery(kDeadLetter, t), {fence(t)}).status();
   }
 
   Status release(const Token& t) override {
-    Result<Reply> r = by_id(kRelease, t.id, {std::to_string(t.fence)});
-    return r ? Status() : settle_error(r.status(), t);
+    return about(delivery(kRelease, t), {fence(t)}).status();
   }
 
   Result<TimePoint> touch(const Token& t) override {
-    Result<Reply> r = by_id(kTouch, t.id, {std::to_string(t.fence)});
-    if (!r) return settle_error(r.status(), t);
-    if (r->elements.size() < 2) return bad_reply("touch");
-    return from_us(r->elements[1].as_int());
+    Result<Reply> r = about(delivery(kTouch, t), {fence(t)});
+    if (!r) return r.status();
+    return read_touch(*r);
   }
 
   Status cancel(std::string_view id) override {
-    Result<Reply> r = by_id(kCancel, id, {});
+    Result<Reply> r = about({.script = kCancel, .id = id}, {});
     if (!r) return r.status();
-    forget_topic(id);
+    jobs_.forget(id);
     return {};
   }
 
   Result<JobInfo> get(std::string_view id) override {
-    Result<Reply> r = by_id(kGet, id, {});
+    Result<Reply> r = about({.script = kGet, .id = id}, {});
     if (!r) return r.status();
-    std::vector<Reply>& e = r->elements;
-    if (e.size() < 10) return bad_reply("get");
-    return read_job_info(e, 1, std::move(e[9].str));
+    return read_get(std::move(*r));
   }
 
   Status reschedule(std::string_view id, TimePoint when) override {
     const int64_t when_us = ceil_us(when);
-    Result<Reply> r = by_id(kReschedule, id, {std::to_string(when_us)});
-    if (r || !refused_.is(Errc::invalid_state)) return r ? Status() : r.status();
-    // The script's refusal: the job's state, or (code 1) how far away `when` is.
-    const Reply& e = refusal_;
-    if (code_of(e) == kInvalidArgument)
-      return rules_.reschedule_refused(id, JobState::delayed, from_us(when_us),
-                                       read_server_now(when_us, e.elements));
-    return rules_.reschedule_refused(id, to_state(e.elements[1].as_int()), when,
-                                     SystemClock::instance().now());
+    return about({.script = kReschedule,
+                  .id = id,
+                  .when = when,
+                  .when_us = when_us,
+                  .client_now = SystemClock::instance().now()},
+                 {std::to_string(when_us)})
+        .status();
   }
 
   Result<std::vector<JobInfo>> list_dead(std::string_view topic, size_t limit) override {
@@ -333,13 +313,11 @@ class RedisQueue final : public Queue {
     if (limit == 0) return all;
     const std::string lim = std::to_string(std::min<size_t>(limit, 1000000000));
     for (const ShardKeys& sh : keys_.shards()) {
-      std::vector<std::string> args = common_args(sh);
+      std::vector<std::string> args = common_(sh);
       args.push_back(lim);
       Result<Reply> r = router_.eval(sh.slot, kListDead, sh.with_topic(topic), args);
       if (!r) return r.status();
-      std::vector<Reply>& e = r->elements;
-      for (size_t i = 1; i + 8 <= e.size(); i += 8)
-        all.push_back(read_job_info(e, i, std::string(topic)));
+      read_dead_list(std::move(*r), topic, &all);
     }
     if (keys_.size() > 1)
       std::stable_sort(all.begin(), all.end(),
@@ -349,9 +327,7 @@ class RedisQueue final : public Queue {
   }
 
   Status requeue_dead(std::string_view id) override {
-    Result<Reply> r = by_id(kRequeueDead, id, {});
-    if (r || !refused_.is(Errc::invalid_state)) return r ? Status() : r.status();
-    return rules_.requeue_refused(id, to_state(refusal_.elements[1].as_int()));
+    return about({.script = kRequeueDead, .id = id}, {}).status();
   }
 
   Result<uint64_t> requeue_dead_topic(std::string_view topic) override {
@@ -393,7 +369,7 @@ class RedisQueue final : public Queue {
         const size_t to = std::min(topics.size(), from + 200);
         std::vector<std::string> k = sh.base;
         for (size_t i = from; i < to; ++i) sh.add_topic(topics[i], k);
-        std::vector<std::string> args = common_args(sh);
+        std::vector<std::string> args = common_(sh);
         args.push_back(std::to_string(to - from));
         Result<Reply> r = router_.eval(sh.slot, kStats, k, args);
         if (!r || r->elements.size() != to - from + 2) break;
@@ -471,130 +447,32 @@ class RedisQueue final : public Queue {
 
   const ShardKeys& shard_for(std::string_view id) const { return keys_.shard(keys_.shard_of(id)); }
 
-  // The keys and arguments of the push script for a checked spec. The body is moved into the
-  // arguments (at kBodyArg), for the caller to take back if it needs the spec again.
+  // The push script's ARGV index of the body (after the common arguments, id and topic), for
+  // the caller to take back when it needs the spec again.
   static constexpr size_t kBodyArg = 5;
-  std::pair<std::vector<std::string>, std::vector<std::string>> push_call(const ShardKeys& sh,
-                                                                          JobSpec& spec) {
-    std::vector<std::string> args = common_args(sh);
-    add_job_args(spec, /*with_topic=*/true, args);
-    return {sh.with_topic(spec.topic), std::move(args)};
-  }
 
-  // A job's arguments, as push (with_topic) and push_many (without, and with the number of
-  // delays before them) take them: id, [topic], body (moved out of the spec), delay, due_at, ttr,
-  // the retry policy.
-  void add_job_args(JobSpec& spec, bool with_topic, std::vector<std::string>& args) const {
-    const RetryPolicy& p = spec.retry ? *spec.retry : opt_.default_retry;
-    args.push_back(spec.id);
-    if (with_topic) args.push_back(spec.topic);
-    args.push_back(std::move(spec.body));
-    args.push_back(spec.delay ? std::to_string(ceil_us(*spec.delay)) : "");
-    args.push_back(spec.due_at ? std::to_string(ceil_us(*spec.due_at)) : "");
-    args.push_back(std::to_string(ceil_us(spec.ttr > Duration::zero() ? spec.ttr : opt_.default_ttr)));
-    args.push_back(std::to_string(static_cast<int>(p.kind)));
-    args.push_back(std::to_string(p.max_attempts));
-    args.push_back(std::to_string(ceil_us(p.base)));
-    args.push_back(num(p.factor));
-    args.push_back(std::to_string(ceil_us(p.cap)));
-    args.push_back(num(p.jitter));
-    if (!with_topic) args.push_back(std::to_string(p.delays.size()));
-    for (Duration d : p.delays) args.push_back(std::to_string(ceil_us(d)));
-  }
-
-  std::vector<std::string> common_args(const ShardKeys& sh) {
-    // A fresh seed for the script's jitter: 1 .. 2^31-2, as Park-Miller needs.
-    uint64_t x = rng_.fetch_add(0x9e3779b97f4a7c15ull);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return {sh.wake, max_delay_us_, std::to_string(1 + x % 2147483646)};
-  }
-
-  // ---- the topic of an id ----
-  // Scripts about one job need its topic's keys up front. The client remembers the topics of
-  // the jobs it pushed and reserved; for others it guesses, and the script names the right
-  // topic when the guess was wrong (one more round trip).
-
-  std::string topic_hint(std::string_view id) {
-    std::lock_guard lock(topics_mu_);
-    auto it = topic_of_.find(std::string(id));
-    return it == topic_of_.end() ? std::string() : it->second;
-  }
-  void remember_topic(std::string_view id, std::string_view topic) {
-    std::lock_guard lock(topics_mu_);
-    if (topic_of_.size() > 100000) topic_of_.clear();  // a cache, not a record
-    topic_of_[std::string(id)] = std::string(topic);
-  }
-  void forget_topic(std::string_view id) {
-    std::lock_guard lock(topics_mu_);
-    topic_of_.erase(std::string(id));
-  }
-
-  // Runs a script about one job. Script refusals become Statuses in the engine's words; the
-  // raw refusal stays in refused_/refusal_ (thread-local) for callers that need its details.
-  Result<Reply> by_id(size_t script, std::string_view id, std::vector<std::string> extra) {
+  // A call about one job: refused after close(); refusals in the engine's words (JobCalls).
+  Result<Reply> about(const JobCall& call, const std::vector<std::string>& args) {
     if (closed_.load()) return closed_error();
-    return by_id_unchecked(script, id, std::move(extra));
+    return jobs_.run(call, args);
   }
-  Result<Reply> by_id_unchecked(size_t script, std::string_view id, std::vector<std::string> extra) {
-    refused_ = Status();
-    const ShardKeys& sh = shard_for(id);
-    std::string topic = topic_hint(id);
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      std::vector<std::string> args = common_args(sh);
-      args.push_back(std::string(id));
-      args.push_back(topic);
-      args.insert(args.end(), extra.begin(), extra.end());
-      Result<Reply> r = router_.eval(sh.slot, script, sh.with_topic(topic), args);
-      if (!r) return r;
-      const int64_t code = code_of(*r);
-      switch (code) {
-        case kOk:
-          return r;
-        case kWrongTopic:
-          if (r->elements.size() < 2) return bad_reply(library().scripts[script].name.c_str());
-          topic = r->elements[1].str;
-          remember_topic(id, topic);
-          continue;
-        case kNotFound:
-          forget_topic(id);
-          return rules_.not_found(id);
-        case kStaleToken:
-        case kInvalidState:
-        case kInvalidArgument:
-          if (r->elements.size() < 2) return bad_reply(library().scripts[script].name.c_str());
-          refusal_ = std::move(*r);
-          // Marked invalid_state here; the caller turns it into the engine's Status.
-          refused_ = Status(code == kStaleToken ? Errc::stale_token : Errc::invalid_state, "");
-          return refused_;
-        default:
-          return bad_reply(library().scripts[script].name.c_str());
-      }
-    }
-    return Status(Errc::unavailable,
-                  "job '" + std::string(id) + "' kept changing topics during the call; try again");
+  static JobCall delivery(ScriptId script, const Token& t) {
+    return {.script = script, .id = t.id, .token = &t};
   }
-
-  // ack/nack/dead_letter/touch: a refused token in the engine's words.
-  Status settle_error(const Status& s, const Token& t) {
-    if (!s.is(Errc::stale_token) || refusal_.elements.size() < 3) return s;
-    return rules_.stale(t, to_state(refusal_.elements[1].as_int()),
-                        static_cast<uint32_t>(refusal_.elements[2].as_int()));
-  }
+  static std::string fence(const Token& t) { return std::to_string(t.fence); }
 
   // requeue_dead_topic / purge_dead: each shard, a batch per call until none are left.
-  Result<uint64_t> over_dead(size_t script, std::string_view topic) {
+  Result<uint64_t> over_dead(ScriptId script, std::string_view topic) {
     if (closed_.load()) return closed_error();
     uint64_t n = 0;
     for (const ShardKeys& sh : keys_.shards()) {
       for (;;) {
-        Result<Reply> r = router_.eval(sh.slot, script, sh.with_topic(topic), common_args(sh));
+        Result<Reply> r = router_.eval(sh.slot, script, sh.with_topic(topic), common_(sh));
         if (!r) return r.status();
-        if (r->elements.size() < 3) return bad_reply(library().scripts[script].name.c_str());
-        const int64_t done = r->elements[1].as_int(), left = r->elements[2].as_int();
-        n += static_cast<uint64_t>(done);
-        if (done == 0 || left == 0) break;
+        Result<DeadBatch> batch = read_dead_batch(*r, script);
+        if (!batch) return batch.status();
+        n += batch->done;
+        if (batch->done == 0 || batch->left == 0) break;
       }
     }
     return n;
@@ -613,41 +491,32 @@ class RedisQueue final : public Queue {
       const ShardKeys& sh = keys_.shard((start + i) % n);
       std::vector<std::string> k = sh.base;
       for (const std::string& t : topics) sh.add_topic(t, k);
-      std::vector<std::string> args = common_args(sh);
+      std::vector<std::string> args = common_(sh);
       args.push_back(std::to_string(topics.size()));
       args.push_back(std::to_string(want));
       Result<Reply> r = router_.eval(sh.slot, kClaim, std::move(k), std::move(args));
-      if (!r) {
-        c.result = r.status();
+      Result<Claimed> got = r ? read_claim(std::move(*r)) : Result<Claimed>(r.status());
+      if (!got) {
+        c.result = got.status();
         return c;
       }
-      std::vector<Reply>& e = r->elements;
-      const int64_t code = code_of(*r);
-      if (code == kNothingReady && e.size() >= 2) {
-        if (const std::optional<Duration> w = read_next_wait(e); w && (!c.next || *w < *c.next))
+      if (got->jobs.empty()) {
+        if (const std::optional<Duration> w = got->next; w && (!c.next || *w < *c.next))
           c.next = *w;
         continue;
       }
-      std::vector<Delivery> got;
-      if (code != kOk || e.size() < 9 || !parse_deliveries(e, &got)) {
-        c.result = bad_reply("claim");
-        return c;
-      }
-      c.result = std::move(got.front());
-      if (more) std::move(got.begin() + 1, got.end(), std::back_inserter(*more));
+      remember_topics(got->jobs);
+      c.result = std::move(got->jobs.front());
+      if (more) std::move(got->jobs.begin() + 1, got->jobs.end(), std::back_inserter(*more));
       return c;
     }
     c.result = engine::reserve_timeout(topics);
     return c;
   }
 
-  // The jobs of a claim reply (see read_deliveries), appended to `out`, their topics
-  // remembered. False when the reply is malformed.
-  bool parse_deliveries(std::vector<Reply>& e, std::vector<Delivery>* out) {
-    const size_t first = out->size();
-    if (!read_deliveries(e, out)) return false;
-    for (size_t i = first; i < out->size(); ++i) remember_topic((*out)[i].id, (*out)[i].topic);
-    return true;
+  // The topics of jobs handed out, for the calls about them (JobCalls).
+  void remember_topics(const std::vector<Delivery>& jobs) {
+    for (const Delivery& d : jobs) jobs_.remember(d.id, d.topic);
   }
 
   // ---- jobs taken ahead (claim_batch > 1) ----
@@ -705,7 +574,7 @@ class RedisQueue final : public Queue {
       }
     }
     for (const Delivery& d : more)
-      (void)by_id_unchecked(kNack, d.id, {std::to_string(d.token.fence), "0"});
+      (void)jobs_.run(delivery(kNack, d.token), {fence(d.token), "0"});
   }
 
   // close(): every kept job goes back to its topic (a failed attempt, as a lease running out).
@@ -718,10 +587,7 @@ class RedisQueue final : public Queue {
         for (Kept& k : q) all.push_back(std::move(k.d));
       kept_.clear();
     }
-    for (const Delivery& d : all) {
-      std::vector<std::string> extra{std::to_string(d.token.fence), "0"};
-      (void)by_id_unchecked(kNack, d.id, std::move(extra));
-    }
+    for (const Delivery& d : all) (void)jobs_.run(delivery(kNack, d.token), {fence(d.token), "0"});
   }
 
   // How long to wait before claiming again, after a pass that found nothing.
@@ -866,15 +732,12 @@ class RedisQueue final : public Queue {
   Rules rules_;
   KeyLayout keys_;
   Router router_;
-  std::string max_delay_us_;
+  CommonArgs common_;
+  JobCalls jobs_;
   std::string id_tag_;
   std::atomic<uint64_t> next_id_{0};
-  std::atomic<uint64_t> rng_{0};
   std::atomic<uint32_t> next_shard_{0};
   std::atomic<bool> closed_{false};
-
-  std::mutex topics_mu_;
-  std::unordered_map<std::string, std::string> topic_of_;
 
   // Jobs taken ahead by a batched claim, per topic, oldest first (claim_batch > 1).
   // A job taken ahead. Its lease is timed on the server's clock; here, how much of it was left
@@ -900,13 +763,8 @@ class RedisQueue final : public Queue {
   std::thread listener_;
   std::thread async_thread_;
 
-  // The last script refusal on this thread (see by_id()).
-  static thread_local Reply refusal_;
-  static thread_local Status refused_;
 };
 
-thread_local Reply RedisQueue::refusal_;
-thread_local Status RedisQueue::refused_;
 
 }  // namespace
 
