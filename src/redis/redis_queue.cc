@@ -30,6 +30,7 @@
 #include "engine/rules.h"
 #include "delayq/redis.h"
 #include "redis/args.h"
+#include "redis/claim_ahead.h"
 #include "redis/job_calls.h"
 #include "redis/keys.h"
 #include "redis/router.h"
@@ -66,7 +67,8 @@ class RedisQueue final : public Queue {
                           opt.reconnect_min, opt.reconnect_max},
               &library()),
         common_(opt.max_delay, opt.seed ? opt.seed : random_seed()),
-        jobs_(keys_, router_, common_, rules_) {
+        jobs_(keys_, router_, common_, rules_),
+        ahead_(opt.claim_batch) {
     // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
     // '-' and this opening's number (start()), so that two openings never draw the same id,
     // whatever their wall clocks say.
@@ -246,7 +248,7 @@ class RedisQueue final : public Queue {
     // run takes its next jobs (one round trip per job instead of two). Only with claim_batch > 1,
     // which is the caller's consent to jobs being leased before a reserve() asks for them.
     const std::string topic = opt_.claim_batch > 1 ? jobs_.topic_of(t.id) : std::string();
-    if (const uint32_t want = refill_wanted(topic); want > 0) {
+    if (const uint32_t want = ahead_.refill_wanted(topic); want > 0) {
       Result<Reply> r = about(delivery(kAckClaim, t), {fence(t), std::to_string(want), topic});
       if (!r) return r.status();
       jobs_.forget(t.id);
@@ -401,7 +403,7 @@ class RedisQueue final : public Queue {
       std::lock_guard lock(listen_mu_);
       if (listen_conn_ != nullptr) listen_conn_->shutdown();
     }
-    give_back_kept();
+    give_back(ahead_.close());
     {
       Stats last = stats();
       std::lock_guard lock(final_stats_mu_);
@@ -521,73 +523,19 @@ class RedisQueue final : public Queue {
 
   // ---- jobs taken ahead (claim_batch > 1) ----
 
-  // How many jobs an ack of a job of `topic` should take along: claim_batch when this client
-  // reserves that topic on its own (a batched reserve() of it happened) and holds none of it
-  // ahead, else 0.
-  uint32_t refill_wanted(const std::string& topic) {
-    if (topic.empty() || closed_.load()) return 0;
-    std::lock_guard lock(kept_mu_);
-    auto it = kept_.find(topic);
-    return it != kept_.end() && it->second.empty() ? opt_.claim_batch : 0;
-  }
-
-  // A kept job for `topics`, if one has more than half of its lease left; the others found on
-  // the way are given back.
+  // A kept job for `topics` (ClaimAhead::take); the stale ones found on the way are given back.
   std::optional<Delivery> take_kept(std::span<const std::string> topics) {
-    if (opt_.claim_batch <= 1 || topics.size() != 1) return std::nullopt;
     std::vector<Delivery> stale;
-    std::optional<Delivery> out;
-    {
-      std::lock_guard lock(kept_mu_);
-      auto it = kept_.find(topics[0]);
-      if (it == kept_.end()) return std::nullopt;
-      const Steady::time_point now = Steady::now();
-      while (!it->second.empty() && !out) {
-        Kept k = std::move(it->second.front());
-        it->second.pop_front();
-        if (now - k.taken < k.lease_left / 2) {
-          out = std::move(k.d);
-        } else {
-          stale.push_back(std::move(k.d));
-        }
-      }
-    }
+    std::optional<Delivery> out = ahead_.take(topics, &stale);
     for (const Delivery& d : stale) (void)nack(d.token, Duration::zero());
     return out;
   }
 
-  void keep(std::vector<Delivery> more) {
-    if (more.empty()) return;
-    const TimePoint now = SystemClock::instance().now();
-    const Steady::time_point taken = Steady::now();
-    {
-      std::lock_guard lock(kept_mu_);
-      // After close() gave back what was kept, jobs that arrive late (an ack_claim in flight)
-      // go straight back too.
-      if (!kept_closed_) {
-        auto& q = kept_[more.front().topic];
-        for (Delivery& d : more) {
-          const Duration left = d.lease_deadline - now;
-          q.push_back(Kept{std::move(d), taken, left});
-        }
-        return;
-      }
-    }
-    for (const Delivery& d : more)
-      (void)jobs_.run(delivery(kNack, d.token), {fence(d.token), "0"});
-  }
+  void keep(std::vector<Delivery> more) { give_back(ahead_.keep(std::move(more))); }
 
-  // close(): every kept job goes back to its topic (a failed attempt, as a lease running out).
-  void give_back_kept() {
-    std::vector<Delivery> all;
-    {
-      std::lock_guard lock(kept_mu_);
-      kept_closed_ = true;
-      for (auto& [topic, q] : kept_)
-        for (Kept& k : q) all.push_back(std::move(k.d));
-      kept_.clear();
-    }
-    for (const Delivery& d : all) (void)jobs_.run(delivery(kNack, d.token), {fence(d.token), "0"});
+  // Jobs leased to this client, back to their topic: a failed attempt, as a lease running out.
+  void give_back(const std::vector<Delivery>& jobs) {
+    for (const Delivery& d : jobs) (void)jobs_.run(delivery(kNack, d.token), {fence(d.token), "0"});
   }
 
   // How long to wait before claiming again, after a pass that found nothing.
@@ -606,13 +554,7 @@ class RedisQueue final : public Queue {
       if (std::optional<Delivery> d = take_kept(topics)) return std::move(*d);
       const uint64_t seen = epoch_.load();
       std::vector<Delivery> more;
-      const bool batch = opt_.claim_batch > 1 && topics.size() == 1;
-      if (batch) {
-        // Marks the topic as one this client consumes (see refill_wanted()).
-        std::lock_guard lock(kept_mu_);
-        kept_.try_emplace(topics[0]);
-      }
-      Claim c = try_claim(topics, batch ? opt_.claim_batch : 1, &more);
+      Claim c = try_claim(topics, ahead_.claim_size(topics), &more);
       keep(std::move(more));
       if (!c.result.is(Errc::timeout) && !c.result.is(Errc::unavailable)) return c.result;
       const Steady::time_point now = Steady::now();
@@ -739,18 +681,7 @@ class RedisQueue final : public Queue {
   std::atomic<uint32_t> next_shard_{0};
   std::atomic<bool> closed_{false};
 
-  // Jobs taken ahead by a batched claim, per topic, oldest first (claim_batch > 1).
-  // A job taken ahead. Its lease is timed on the server's clock; here, how much of it was left
-  // when it arrived (server deadline minus this client's wall clock, read once) and its age on
-  // the steady clock, so that a step of this client's wall clock changes neither.
-  struct Kept {
-    Delivery d;
-    Steady::time_point taken;
-    Duration lease_left;
-  };
-  std::mutex kept_mu_;
-  std::unordered_map<std::string, std::deque<Kept>> kept_;  // a key per topic reserved alone
-  bool kept_closed_ = false;                                // under kept_mu_: set by close()
+  ClaimAhead ahead_;
 
   // Waiting: a wake-up (message, new async waiter, close) moves epoch_ and notifies cv_.
   std::mutex wait_mu_;
