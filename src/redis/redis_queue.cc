@@ -33,6 +33,7 @@
 #include "redis/claim_ahead.h"
 #include "redis/job_calls.h"
 #include "redis/keys.h"
+#include "redis/listener.h"
 #include "redis/router.h"
 #include "redis/replies.h"
 #include "redis/rules.h"
@@ -49,6 +50,12 @@ using Steady = std::chrono::steady_clock;
 constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 
 Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
+
+std::vector<std::string> wake_channels(const KeyLayout& keys) {
+  std::vector<std::string> out;
+  for (const ShardKeys& sh : keys.shards()) out.push_back(sh.wake);
+  return out;
+}
 
 uint64_t random_seed() {
   std::random_device rd;
@@ -68,7 +75,10 @@ class RedisQueue final : public Queue {
               &library()),
         common_(opt.max_delay, opt.seed ? opt.seed : random_seed()),
         jobs_(keys_, router_, common_, rules_),
-        ahead_(opt.claim_batch) {
+        ahead_(opt.claim_batch),
+        listener_(
+            wake_channels(keys_), [this] { return router_.endpoints(); }, [this] { bump(); },
+            {opt.connect_timeout, opt.reconnect_min, opt.reconnect_max}) {
     // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
     // '-' and this opening's number (start()), so that two openings never draw the same id,
     // whatever their wall clocks say.
@@ -104,7 +114,7 @@ class RedisQueue final : public Queue {
     if (n->as_int(0) <= 0)
       return Status(Errc::unavailable, "redis: HINCRBY " + keys_.meta() + " clients gave no count");
     id_tag_ = to_base36(static_cast<uint64_t>(n->as_int(0)));
-    listener_ = std::thread([this] { listen(); });
+    listener_.start();
     async_thread_ = std::thread([this] { serve_async(); });
     return {};
   }
@@ -399,10 +409,7 @@ class RedisQueue final : public Queue {
       if (closed_.exchange(true)) return;
       cv_.notify_all();
     }
-    {
-      std::lock_guard lock(listen_mu_);
-      if (listen_conn_ != nullptr) listen_conn_->shutdown();
-    }
+    listener_.stop();
     give_back(ahead_.close());
     {
       Stats last = stats();
@@ -618,46 +625,6 @@ class RedisQueue final : public Queue {
     }
   }
 
-  // The listener thread: subscribes to the wake channels and wakes the waiters on each message.
-  // In a cluster, the scripts' PUBLISH reaches every node over the cluster bus, so one
-  // subscription on any node hears every shard; when that node fails, the next one is tried.
-  void listen() {
-    Duration backoff = opt_.reconnect_min;
-    size_t turn = 0;
-    while (!closed_.load()) {
-      const std::vector<Endpoint> eps = router_.endpoints();
-      const Endpoint& ep = eps[turn++ % eps.size()];
-      Result<std::unique_ptr<Connection>> c =
-          Connection::open(ep, opt_.connect_timeout, Duration::zero());
-      if (c) {
-        std::vector<std::string_view> argv{"SUBSCRIBE"};
-        for (const ShardKeys& sh : keys_.shards()) argv.push_back(sh.wake);
-        {
-          std::lock_guard lock(listen_mu_);
-          if (closed_.load()) return;
-          listen_conn_ = c->get();
-        }
-        if ((*c)->call(argv)) {
-          backoff = opt_.reconnect_min;
-          --turn;  // stay with a node that works
-          bump();  // wake-ups may have been missed while unsubscribed
-          for (;;) {
-            Result<Reply> m = (*c)->read();
-            if (!m) break;
-            if (m->type == Reply::Type::array && !m->elements.empty() &&
-                m->elements[0].str == "message")
-              bump();
-          }
-        }
-        std::lock_guard lock(listen_mu_);
-        listen_conn_ = nullptr;
-      }
-      std::unique_lock lock(wait_mu_);
-      cv_.wait_for(lock, backoff, [&] { return closed_.load(); });
-      backoff = std::min<Duration>(backoff * 2, opt_.reconnect_max);
-    }
-  }
-
   void bump() {
     std::lock_guard lock(wait_mu_);
     epoch_.fetch_add(1);
@@ -665,7 +632,6 @@ class RedisQueue final : public Queue {
   }
 
   void join_threads() {
-    if (listener_.joinable()) listener_.join();
     if (async_thread_.joinable() && std::this_thread::get_id() != async_thread_.get_id())
       async_thread_.join();
   }
@@ -689,9 +655,7 @@ class RedisQueue final : public Queue {
   std::atomic<uint64_t> epoch_{0};
   std::list<AsyncWaiter> async_;  // under wait_mu_
 
-  std::mutex listen_mu_;
-  Connection* listen_conn_ = nullptr;  // under listen_mu_: the subscribed connection
-  std::thread listener_;
+  Listener listener_;
   std::thread async_thread_;
 
 };
