@@ -35,6 +35,7 @@
 #include "redis/keys.h"
 #include "redis/listener.h"
 #include "redis/router.h"
+#include "redis/waiting.h"
 #include "redis/replies.h"
 #include "redis/rules.h"
 #include "redis/scripts.h"
@@ -46,8 +47,6 @@ namespace {
 using namespace redis;
 using Steady = std::chrono::steady_clock;
 
-// Waits longer than this are "forever" (and keep time_point arithmetic in range).
-constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 
 Status closed_error() { return Status(Errc::closed, "the queue is closed"); }
 
@@ -77,24 +76,17 @@ class RedisQueue final : public Queue {
         jobs_(keys_, router_, common_, rules_),
         ahead_(opt.claim_batch),
         listener_(
-            wake_channels(keys_), [this] { return router_.endpoints(); }, [this] { bump(); },
-            {opt.connect_timeout, opt.reconnect_min, opt.reconnect_max}) {
+            wake_channels(keys_), [this] { return router_.endpoints(); },
+            [this] { waiting_.wake(); }, {opt.connect_timeout, opt.reconnect_min, opt.reconnect_max}),
+        waiting_([this](std::span<const std::string> topics) { return look(topics); },
+                 [this](std::span<const std::string> topics) { return try_claim(topics); }) {
     // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
     // '-' and this opening's number (start()), so that two openings never draw the same id,
     // whatever their wall clocks say.
     next_id_.store(static_cast<uint64_t>(SystemClock::instance().now().time_since_epoch().count()));
   }
 
-  ~RedisQueue() override {
-    close();
-    // Destroying the queue from one of its own reserve_async callbacks would free the async
-    // thread's state under its feet: a programming error, reported rather than left undefined.
-    if (std::this_thread::get_id() == async_thread_.get_id()) {
-      std::fprintf(stderr, "delayq: a Redis queue was destroyed from its own reserve_async callback\n");
-      std::abort();
-    }
-    join_threads();
-  }
+  ~RedisQueue() override { close(); }
 
   // Checks the queue's shard count and starts the listener threads.
   Status start() {
@@ -115,7 +107,7 @@ class RedisQueue final : public Queue {
       return Status(Errc::unavailable, "redis: HINCRBY " + keys_.meta() + " clients gave no count");
     id_tag_ = to_base36(static_cast<uint64_t>(n->as_int(0)));
     listener_.start();
-    async_thread_ = std::thread([this] { serve_async(); });
+    waiting_.start();
     return {};
   }
 
@@ -225,32 +217,12 @@ class RedisQueue final : public Queue {
   }
 
   Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) override {
-    return wait_reserve(topics, timeout, nullptr);
+    return waiting_.wait(topics, timeout, nullptr);
   }
 
   void reserve_async(std::vector<std::string> topics, Duration timeout,
                      std::function<void(Result<Delivery>)> done, std::stop_token stop) override {
-    if (topics.empty()) {
-      done(Status(Errc::invalid_argument, "reserve needs at least one topic"));
-      return;
-    }
-    AsyncWaiter w{std::move(topics), Steady::now() + clamp_wait(timeout), std::move(done), stop,
-                  nullptr};
-    // A withdrawal wakes the async thread, which checks `stop` before every claim. Registered
-    // before wait_mu_ is taken: it runs at once if the stop came already, and takes wait_mu_.
-    if (stop.stop_possible())
-      w.on_stop = std::make_unique<std::stop_callback<std::function<void()>>>(
-          stop, std::function<void()>([this] { bump(); }));
-    std::unique_lock lock(wait_mu_);
-    if (closed_.load()) {
-      lock.unlock();
-      w.on_stop.reset();
-      w.done(closed_error());
-      return;
-    }
-    async_.push_back(std::move(w));
-    epoch_.fetch_add(1);
-    cv_.notify_all();
+    waiting_.wait_async(std::move(topics), timeout, std::move(done), std::move(stop));
   }
 
   Status ack(const Token& t) override {
@@ -404,11 +376,8 @@ class RedisQueue final : public Queue {
   }
 
   void close() override {
-    {
-      std::lock_guard lock(wait_mu_);
-      if (closed_.exchange(true)) return;
-      cv_.notify_all();
-    }
+    if (closed_.exchange(true)) return;
+    waiting_.close();
     listener_.stop();
     give_back(ahead_.close());
     {
@@ -417,42 +386,26 @@ class RedisQueue final : public Queue {
       final_stats_ = std::move(last);
     }
     router_.close();
-    // The async thread finishes its waiters with `closed` and ends; it cannot join itself.
-    if (std::this_thread::get_id() != async_thread_.get_id()) join_threads();
+    // The waiting thread finishes its waiters with `closed` and ends; it cannot join itself.
+    waiting_.join();
   }
 
  protected:
   Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
                                          const std::atomic<bool>& stop) override {
-    return wait_reserve(topics, timeout, &stop);
+    Result<Delivery> r = waiting_.wait(topics, timeout, &stop);
+    // A consume() loop ends on any error but timeout: while the server is away, it keeps
+    // waiting instead.
+    if (r.is(Errc::unavailable))
+      return Status(Errc::timeout, "redis unavailable: " + r.status().message());
+    return r;
   }
 
-  void wake_waiters() override {
-    std::lock_guard lock(wait_mu_);
-    cv_.notify_all();
-  }
+  void wake_waiters() override { waiting_.interrupt(); }
 
  private:
   std::mutex final_stats_mu_;
   std::optional<Stats> final_stats_;  // set by close()
-
-  struct AsyncWaiter {
-    std::vector<std::string> topics;
-    Steady::time_point deadline;
-    std::function<void(Result<Delivery>)> done;
-    std::stop_token stop;  // requested: withdrawn, claim nothing more
-    // Wakes the async thread. Destroyed without wait_mu_ held: it waits for a running callback,
-    // which takes wait_mu_.
-    std::unique_ptr<std::stop_callback<std::function<void()>>> on_stop;
-  };
-
-  // What one pass of the claim script over the shards found.
-  struct Claim {
-    Result<Delivery> result = Status(Errc::timeout, "");
-    std::optional<Duration> next;  // until the earliest due time or lease deadline, if any
-  };
-
-  static Duration clamp_wait(Duration d) { return std::clamp(d, Duration::zero(), kForever); }
 
   const ShardKeys& shard_for(std::string_view id) const { return keys_.shard(keys_.shard_of(id)); }
 
@@ -491,9 +444,11 @@ class RedisQueue final : public Queue {
 
   // One pass of the claim script over the shards, from a rotating start, taking up to `want`
   // jobs from the first shard that has any: the first is the result, the others go to `more`.
-  Claim try_claim(std::span<const std::string> topics, uint32_t want = 1,
-                  std::vector<Delivery>* more = nullptr) {
-    Claim c;
+  // When none was ready, the earliest due time or lease deadline of the topics says when to
+  // look again (at most a sweep away, in case a wake-up message is lost).
+  Attempt try_claim(std::span<const std::string> topics, uint32_t want = 1,
+                    std::vector<Delivery>* more = nullptr) {
+    std::optional<Duration> next;
     const size_t n = keys_.size();
     const size_t start = n == 1 ? 0 : next_shard_.fetch_add(1) % n;
     for (size_t i = 0; i < n; ++i) {
@@ -505,22 +460,28 @@ class RedisQueue final : public Queue {
       args.push_back(std::to_string(want));
       Result<Reply> r = router_.eval(sh.slot, kClaim, std::move(k), std::move(args));
       Result<Claimed> got = r ? read_claim(std::move(*r)) : Result<Claimed>(r.status());
-      if (!got) {
-        c.result = got.status();
-        return c;
-      }
+      // Unavailable: the node paces its reconnections, look again soon.
+      if (!got) return {got.status(), opt_.reconnect_min};
       if (got->jobs.empty()) {
-        if (const std::optional<Duration> w = got->next; w && (!c.next || *w < *c.next))
-          c.next = *w;
+        if (const std::optional<Duration> w = got->next; w && (!next || *w < *next)) next = *w;
         continue;
       }
       remember_topics(got->jobs);
-      c.result = std::move(got->jobs.front());
+      Attempt found{std::move(got->jobs.front())};
       if (more) std::move(got->jobs.begin() + 1, got->jobs.end(), std::back_inserter(*more));
-      return c;
+      return found;
     }
-    c.result = engine::reserve_timeout(topics);
-    return c;
+    return {engine::reserve_timeout(topics), next ? std::min(*next, opt_.sweep) : opt_.sweep};
+  }
+
+  // A look of a blocking reserve(): a job kept ahead, else a claim (of several jobs ahead,
+  // when ClaimAhead says so).
+  Attempt look(std::span<const std::string> topics) {
+    if (std::optional<Delivery> d = take_kept(topics)) return {std::move(*d)};
+    std::vector<Delivery> more;
+    Attempt a = try_claim(topics, ahead_.claim_size(topics), &more);
+    keep(std::move(more));
+    return a;
   }
 
   // The topics of jobs handed out, for the calls about them (JobCalls).
@@ -545,97 +506,6 @@ class RedisQueue final : public Queue {
     for (const Delivery& d : jobs) (void)jobs_.run(delivery(kNack, d.token), {fence(d.token), "0"});
   }
 
-  // How long to wait before claiming again, after a pass that found nothing.
-  Duration pause_after(const Claim& c) const {
-    if (c.result.is(Errc::unavailable)) return opt_.reconnect_min;  // the node paces reconnects
-    return c.next ? std::min(*c.next, opt_.sweep) : opt_.sweep;
-  }
-
-  Result<Delivery> wait_reserve(std::span<const std::string> topics, Duration timeout,
-                                const std::atomic<bool>* stop) {
-    if (topics.empty()) return Status(Errc::invalid_argument, "reserve needs at least one topic");
-    const Steady::time_point deadline = Steady::now() + clamp_wait(timeout);
-    for (;;) {
-      if (closed_.load()) return closed_error();
-      if (stop && stop->load()) return Status(Errc::closed, "the consumer was stopped");
-      if (std::optional<Delivery> d = take_kept(topics)) return std::move(*d);
-      const uint64_t seen = epoch_.load();
-      std::vector<Delivery> more;
-      Claim c = try_claim(topics, ahead_.claim_size(topics), &more);
-      keep(std::move(more));
-      if (!c.result.is(Errc::timeout) && !c.result.is(Errc::unavailable)) return c.result;
-      const Steady::time_point now = Steady::now();
-      if (now >= deadline) {
-        // A consume() loop ends on any error but timeout: while the server is away, it keeps
-        // waiting instead.
-        if (stop && c.result.is(Errc::unavailable))
-          return Status(Errc::timeout, "redis unavailable: " + c.result.status().message());
-        return c.result;
-      }
-      const Steady::time_point wake = std::min(deadline, now + pause_after(c));
-      std::unique_lock lock(wait_mu_);
-      cv_.wait_until(lock, wake, [&] {
-        return epoch_.load() != seen || closed_.load() || (stop && stop->load());
-      });
-    }
-  }
-
-  // The async thread: serves reserve_async() waiters the way wait_reserve() serves one caller.
-  void serve_async() {
-    std::unique_lock lock(wait_mu_);
-    for (;;) {
-      if (closed_.load()) {
-        std::list<AsyncWaiter> left = std::move(async_);
-        async_.clear();
-        lock.unlock();
-        for (AsyncWaiter& w : left) w.done(closed_error());
-        return;
-      }
-      if (async_.empty()) {
-        cv_.wait(lock, [&] { return closed_.load() || !async_.empty(); });
-        continue;
-      }
-      const uint64_t seen = epoch_.load();
-      std::list<AsyncWaiter> batch = std::move(async_);
-      async_.clear();
-      lock.unlock();
-      Steady::time_point wake = Steady::time_point::max();
-      for (auto it = batch.begin(); it != batch.end();) {
-        if (it->stop.stop_requested()) {
-          it->done(Status(Errc::cancelled,
-                          "the reserve was withdrawn (stop requested) before a job came"));
-          it = batch.erase(it);
-          continue;
-        }
-        Claim c = try_claim(it->topics);
-        const Steady::time_point now = Steady::now();
-        const bool waiting = c.result.is(Errc::timeout) || c.result.is(Errc::unavailable);
-        if (!waiting || now >= it->deadline) {
-          it->done(std::move(c.result));
-          it = batch.erase(it);
-          continue;
-        }
-        wake = std::min({wake, it->deadline, now + pause_after(c)});
-        ++it;
-      }
-      lock.lock();
-      async_.splice(async_.begin(), batch);
-      if (!async_.empty() && !closed_.load())
-        cv_.wait_until(lock, wake, [&] { return epoch_.load() != seen || closed_.load(); });
-    }
-  }
-
-  void bump() {
-    std::lock_guard lock(wait_mu_);
-    epoch_.fetch_add(1);
-    cv_.notify_all();
-  }
-
-  void join_threads() {
-    if (async_thread_.joinable() && std::this_thread::get_id() != async_thread_.get_id())
-      async_thread_.join();
-  }
-
   RedisOptions opt_;
   Rules rules_;
   KeyLayout keys_;
@@ -649,14 +519,9 @@ class RedisQueue final : public Queue {
 
   ClaimAhead ahead_;
 
-  // Waiting: a wake-up (message, new async waiter, close) moves epoch_ and notifies cv_.
-  std::mutex wait_mu_;
-  std::condition_variable cv_;
-  std::atomic<uint64_t> epoch_{0};
-  std::list<AsyncWaiter> async_;  // under wait_mu_
-
   Listener listener_;
-  std::thread async_thread_;
+  // Last: destroyed first, its thread joined before anything its looks use goes.
+  Waiting waiting_;
 
 };
 
