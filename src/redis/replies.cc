@@ -89,29 +89,24 @@ TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e) {
 }
 
 void read_totals(const Reply& kv, Stats& st) {
+  // The stats hash's field names (lua/*.lua, count()) and the totals they add to.
+  static constexpr std::pair<std::string_view, uint64_t Stats::*> kTotals[] = {
+      {"pushed", &Stats::pushed},
+      {"delivered", &Stats::delivered},
+      {"acked", &Stats::acked},
+      {"retried", &Stats::retried},
+      {"dead_lettered", &Stats::dead_lettered},
+      {"leases_expired", &Stats::leases_expired},
+      {"cancelled", &Stats::cancelled},
+      {"requeued", &Stats::requeued},
+      {"purged", &Stats::purged},
+      {"released", &Stats::released},
+  };
   for (size_t i = 0; i + 1 < kv.elements.size(); i += 2) {
     const std::string& k = kv.elements[i].str;
     const uint64_t v = static_cast<uint64_t>(kv.elements[i + 1].as_int());
-    if (k == "pushed")
-      st.pushed += v;
-    else if (k == "delivered")
-      st.delivered += v;
-    else if (k == "acked")
-      st.acked += v;
-    else if (k == "retried")
-      st.retried += v;
-    else if (k == "dead_lettered")
-      st.dead_lettered += v;
-    else if (k == "leases_expired")
-      st.leases_expired += v;
-    else if (k == "cancelled")
-      st.cancelled += v;
-    else if (k == "requeued")
-      st.requeued += v;
-    else if (k == "purged")
-      st.purged += v;
-    else if (k == "released")
-      st.released += v;
+    for (const auto& [name, total] : kTotals)
+      if (k == name) st.*total += v;
   }
 }
 
