@@ -25,6 +25,7 @@
 
 #include "delayq/redis.h"
 #include "redis/connection.h"
+#include "redis/keys.h"
 
 namespace delayq {
 namespace {

@@ -6,10 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 #include <vector>
 
-#include "redis/connection.h"
 #include "redis/replies.h"
+#include "redis/reply.h"
 
 namespace delayq::redis {
 namespace {
@@ -67,6 +68,66 @@ TEST(RedisReplies, TheServersNowFromARefusalSaturates) {
   e = elements_of("*2\r\n:1\r\n:1000000\r\n");
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(read_server_now(when_us, e), from_us(when_us) - std::chrono::seconds(1));
+}
+
+// A script's refusal comes back as a value (not stashed anywhere), in the engine's words for
+// what the call asked.
+TEST(RedisReplies, RefusalsAreTypedOutcomesInTheEnginesWords) {
+  const Rules rules(Limits{std::chrono::hours(1), 1024, std::chrono::seconds(30), RetryPolicy{}});
+  const Token t{"j", 7};
+  std::vector<Reply> r = *parse_resp("*3\r\n:4\r\n:2\r\n:3\r\n");  // stale: reserved, 3
+  Result<JobAnswer> a = read_job_answer(r.at(0), kAck);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(std::holds_alternative<Refusal>(*a));
+  const Status stale =
+      refusal_status(std::get<Refusal>(*a), {.script = kAck, .id = t.id, .token = &t}, rules);
+  EXPECT_TRUE(stale.is(Errc::stale_token));
+  EXPECT_EQ(stale.to_string(), Rules::stale(t, JobState::reserved, 3).to_string());
+  // get never refuses a token: such a reply is corrupt, named after its script.
+  const Status odd = refusal_status(std::get<Refusal>(*a), {.script = kGet, .id = t.id}, rules);
+  EXPECT_TRUE(odd.is(Errc::corrupt));
+  EXPECT_NE(odd.message().find("'get'"), std::string::npos) << odd.to_string();
+
+  r = *parse_resp("*1\r\n:3\r\n");  // no such job
+  a = read_job_answer(r.at(0), kCancel);
+  ASSERT_TRUE(a.ok() && std::holds_alternative<Refusal>(*a));
+  EXPECT_EQ(
+      refusal_status(std::get<Refusal>(*a), {.script = kCancel, .id = "j"}, rules).to_string(),
+      Rules::not_found("j").to_string());
+
+  r = *parse_resp("*2\r\n:5\r\n:3\r\n");  // requeue_dead of a job that is not dead
+  a = read_job_answer(r.at(0), kRequeueDead);
+  ASSERT_TRUE(a.ok() && std::holds_alternative<Refusal>(*a));
+  EXPECT_EQ(
+      refusal_status(std::get<Refusal>(*a), {.script = kRequeueDead, .id = "j"}, rules).to_string(),
+      Rules::requeue_refused("j", JobState::dead).to_string());
+
+  r = *parse_resp("*2\r\n:99\r\n$5\r\nother\r\n");  // the job lives in topic "other"
+  a = read_job_answer(r.at(0), kTouch);
+  ASSERT_TRUE(a.ok() && std::holds_alternative<Elsewhere>(*a));
+  EXPECT_EQ(std::get<Elsewhere>(*a).topic, "other");
+
+  r = *parse_resp("*1\r\n:42\r\n");  // no such code
+  EXPECT_TRUE(read_job_answer(r.at(0), kTouch).is(Errc::corrupt));
+  r = *parse_resp("*1\r\n:4\r\n");  // a stale token without the job's state
+  EXPECT_TRUE(read_job_answer(r.at(0), kAck).is(Errc::corrupt));
+}
+
+// reschedule refused as too far away: the engine's message, measured from the server's now.
+TEST(RedisReplies, ARescheduleTooFarIsMeasuredFromTheServersNow) {
+  const Rules rules(Limits{std::chrono::hours(1), 1024, std::chrono::seconds(30), RetryPolicy{}});
+  const int64_t when_us = 1'704'067'200'000'000;                      // 2024-01-01
+  std::vector<Reply> r = *parse_resp("*2\r\n:1\r\n:3600000001\r\n");  // 1 h and 1 µs ahead
+  Result<JobAnswer> a = read_job_answer(r.at(0), kReschedule);
+  ASSERT_TRUE(a.ok() && std::holds_alternative<Refusal>(*a));
+  const JobCall call{
+      .script = kReschedule, .id = "j", .when = from_us(when_us), .when_us = when_us};
+  const Status s = refusal_status(std::get<Refusal>(*a), call, rules);
+  EXPECT_TRUE(s.is(Errc::invalid_argument)) << s.to_string();
+  EXPECT_EQ(s.to_string(), rules
+                               .reschedule_refused("j", JobState::delayed, from_us(when_us),
+                                                   from_us(when_us - 3'600'000'001))
+                               .to_string());
 }
 
 }  // namespace

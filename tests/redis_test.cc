@@ -19,6 +19,9 @@
 #include "delayq/redis.h"
 #include "redis_cut_proxy.h"
 #include "redis_server.h"
+#include "redis/connection.h"
+#include "redis/lua_sources.h"
+#include "redis/scripts.h"
 
 namespace delayq {
 namespace {
@@ -680,6 +683,49 @@ TEST_F(RedisQueueTest, AFlushedFunctionLibraryIsReloaded) {
   push("f", 0ms, "j");
   EXPECT_EQ(take("f", 0ms).id, "i");
   EXPECT_EQ(take("f", 0ms).id, "j");
+}
+
+// Whether `r` or any element within it is the string `s` (a FUNCTION LIST reply names each
+// library's functions).
+bool holds_string(const redis::Reply& r, const std::string& s) {
+  if (r.str == s) return true;
+  return std::any_of(r.elements.begin(), r.elements.end(),
+                     [&](const redis::Reply& e) { return holds_string(e, s); });
+}
+
+// The server's own Lua checks every file of the function library (src/redis/lua/): each is
+// loaded on its own after the prelude, so that a syntax error names its file, and must register
+// the function it is named after; the scripts and the files are the same set.
+TEST(RedisLibrary, EveryLuaFileLoadsOnItsOwnAfterThePrelude) {
+  RedisServer server;
+  ASSERT_TRUE(server.started()) << server.log();
+  Result<redis::Endpoint> ep = redis::parse_url(server.url());
+  ASSERT_TRUE(ep.ok());
+  Result<std::unique_ptr<redis::Connection>> c = redis::Connection::open(*ep, 5s, kLong);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const std::span<const redis::lua::File> files = redis::lua::files();
+  ASSERT_FALSE(files.empty());
+  ASSERT_EQ(files[0].name, "prelude");
+  std::set<std::string_view> scripts;
+  for (const redis::Script& s : redis::library().scripts) scripts.insert(s.name);
+  for (const redis::lua::File& f : files.subspan(1)) {
+    const std::string name(f.name), lib = "check_" + name;
+    EXPECT_TRUE(scripts.erase(f.name)) << name << ".lua is no script of the library";
+    const std::string source = "#!lua name=" + lib + "\nlocal TAG = '" + lib + "_'\n" +
+                               std::string(files[0].text) + "\n" + std::string(f.text);
+    Result<redis::Reply> loaded = (*c)->call({"FUNCTION", "LOAD", source});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    // The file's lines follow the header's two, the prelude's and the blank line between.
+    const size_t offset = 3 + static_cast<size_t>(std::count(files[0].text.begin(),
+                                                             files[0].text.end(), '\n'));
+    EXPECT_EQ(loaded->str, lib) << name << ".lua (its line 1 is line " << offset + 1
+                                << " of the source): " << loaded->str;
+    Result<redis::Reply> listed = (*c)->call({"FUNCTION", "LIST", "LIBRARYNAME", lib});
+    ASSERT_TRUE(listed.ok());
+    EXPECT_TRUE(holds_string(*listed, lib + "_" + name))
+        << name << ".lua registers no function '" << name << "'";
+  }
+  EXPECT_TRUE(scripts.empty()) << scripts.size() << " scripts of the library have no .lua file";
 }
 
 TEST_F(RedisQueueTest, BadOptionsAreRefusedNamingTheOption) {

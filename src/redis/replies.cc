@@ -3,8 +3,7 @@
 
 #include <charconv>
 #include <limits>
-
-#include "redis/scripts.h"
+#include <utility>
 
 namespace delayq::redis {
 
@@ -74,38 +73,40 @@ std::optional<Duration> read_next_wait(const std::vector<Reply>& e) {
   return duration_us(us);
 }
 
-TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e) {
-  const int64_t away_us = e[1].as_int();
+namespace {
+
+TimePoint server_now(int64_t when_us, int64_t away_us) {
   int64_t now_us = 0;
   if (__builtin_sub_overflow(when_us, away_us, &now_us))
     return away_us < 0 ? TimePoint::max() : TimePoint::min();
   return from_us(now_us);
 }
 
+}  // namespace
+
+TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e) {
+  return server_now(when_us, e[1].as_int());
+}
+
 void read_totals(const Reply& kv, Stats& st) {
+  // The stats hash's field names (lua/*.lua, count()) and the totals they add to.
+  static constexpr std::pair<std::string_view, uint64_t Stats::*> kTotals[] = {
+      {"pushed", &Stats::pushed},
+      {"delivered", &Stats::delivered},
+      {"acked", &Stats::acked},
+      {"retried", &Stats::retried},
+      {"dead_lettered", &Stats::dead_lettered},
+      {"leases_expired", &Stats::leases_expired},
+      {"cancelled", &Stats::cancelled},
+      {"requeued", &Stats::requeued},
+      {"purged", &Stats::purged},
+      {"released", &Stats::released},
+  };
   for (size_t i = 0; i + 1 < kv.elements.size(); i += 2) {
     const std::string& k = kv.elements[i].str;
     const uint64_t v = static_cast<uint64_t>(kv.elements[i + 1].as_int());
-    if (k == "pushed")
-      st.pushed += v;
-    else if (k == "delivered")
-      st.delivered += v;
-    else if (k == "acked")
-      st.acked += v;
-    else if (k == "retried")
-      st.retried += v;
-    else if (k == "dead_lettered")
-      st.dead_lettered += v;
-    else if (k == "leases_expired")
-      st.leases_expired += v;
-    else if (k == "cancelled")
-      st.cancelled += v;
-    else if (k == "requeued")
-      st.requeued += v;
-    else if (k == "purged")
-      st.purged += v;
-    else if (k == "released")
-      st.released += v;
+    for (const auto& [name, total] : kTotals)
+      if (k == name) st.*total += v;
   }
 }
 
@@ -114,6 +115,121 @@ std::optional<TopicStats> read_topic_counts(const Reply& c) {
   if (e.size() != 4) return std::nullopt;
   return TopicStats{static_cast<uint64_t>(e[0].as_int()), static_cast<uint64_t>(e[1].as_int()),
                     static_cast<uint64_t>(e[2].as_int()), static_cast<uint64_t>(e[3].as_int())};
+}
+
+Status bad_reply(ScriptId script) {
+  return Status(Errc::corrupt,
+                "unexpected reply from the redis script '" + library().scripts[script].name + "'");
+}
+
+Result<JobAnswer> read_job_answer(Reply r, ScriptId script) {
+  const int64_t code = code_of(r);
+  const std::vector<Reply>& e = r.elements;
+  switch (code) {
+    case kOk:
+      return JobAnswer(std::move(r));
+    case kWrongTopic:
+      if (e.size() < 2) break;
+      return JobAnswer(Elsewhere{e[1].str});
+    case kNotFound:
+      return JobAnswer(Refusal{});
+    case kStaleToken:
+      if (e.size() < 3) break;
+      return JobAnswer(
+          Refusal{code, to_state(e[1].as_int()), static_cast<uint32_t>(e[2].as_int()), 0});
+    case kInvalidState:
+      if (e.size() < 2) break;
+      return JobAnswer(Refusal{code, to_state(e[1].as_int()), 0, 0});
+    case kInvalidArgument:
+      if (e.size() < 2) break;
+      return JobAnswer(Refusal{code, JobState::delayed, 0, e[1].as_int()});
+    default:
+      break;
+  }
+  return bad_reply(script);
+}
+
+Status refusal_status(const Refusal& r, const JobCall& call, const Rules& rules) {
+  const bool reschedule = call.script == kReschedule;
+  switch (r.code) {
+    case kNotFound:
+      return Rules::not_found(call.id);
+    case kStaleToken:
+      if (call.token == nullptr) break;
+      return Rules::stale(*call.token, r.state, r.attempts);
+    case kInvalidState:
+      if (reschedule) return rules.reschedule_refused(call.id, r.state, call.when, call.client_now);
+      if (call.script == kRequeueDead) return Rules::requeue_refused(call.id, r.state);
+      break;
+    case kInvalidArgument:
+      // Too far away by the server's clock: the engine's words, with the server's now.
+      if (!reschedule) break;
+      return rules.reschedule_refused(call.id, JobState::delayed, from_us(call.when_us),
+                                      server_now(call.when_us, r.beyond_us));
+    default:
+      break;
+  }
+  return bad_reply(call.script);
+}
+
+Result<std::optional<JobState>> read_push(const Reply& r) {
+  const int64_t code = code_of(r);
+  if (code == kOk) return std::optional<JobState>();
+  if (code != kDuplicateId || r.elements.size() < 2) return bad_reply(kPush);
+  return std::optional<JobState>(to_state(r.elements[1].as_int()));
+}
+
+Result<std::vector<std::optional<JobState>>> read_push_many(const Reply& r, size_t jobs) {
+  if (code_of(r) != kOk || r.elements.size() != jobs + 1) return bad_reply(kPushMany);
+  std::vector<std::optional<JobState>> out;
+  out.reserve(jobs);
+  for (size_t k = 1; k <= jobs; ++k) {
+    // -1 for stored now; anything else is the state of the job holding the id.
+    const int64_t state = r.elements[k].as_int(-2);
+    out.push_back(state == -1 ? std::nullopt : std::optional<JobState>(to_state(state)));
+  }
+  return out;
+}
+
+Result<Claimed> read_claim(Reply r) {
+  std::vector<Reply>& e = r.elements;
+  const int64_t code = code_of(r);
+  Claimed c;
+  if (code == kNothingReady && e.size() >= 2) {
+    c.next = read_next_wait(e);
+    return c;
+  }
+  if (code != kOk || e.size() < 9 || !read_deliveries(e, &c.jobs)) return bad_reply(kClaim);
+  return c;
+}
+
+Result<std::vector<Delivery>> read_ack_claim(Reply r) {
+  std::vector<Delivery> out;
+  if (!read_deliveries(r.elements, &out)) return bad_reply(kAckClaim);
+  return out;
+}
+
+Result<TimePoint> read_touch(const Reply& r) {
+  if (r.elements.size() < 2) return bad_reply(kTouch);
+  return from_us(r.elements[1].as_int());
+}
+
+Result<JobInfo> read_get(Reply r) {
+  std::vector<Reply>& e = r.elements;
+  if (e.size() < 10) return bad_reply(kGet);
+  return read_job_info(e, 1, std::move(e[9].str));
+}
+
+void read_dead_list(Reply r, std::string_view topic, std::vector<JobInfo>* out) {
+  std::vector<Reply>& e = r.elements;
+  for (size_t i = 1; i + 8 <= e.size(); i += 8)
+    out->push_back(read_job_info(e, i, std::string(topic)));
+}
+
+Result<DeadBatch> read_dead_batch(const Reply& r, ScriptId script) {
+  if (r.elements.size() < 3) return bad_reply(script);
+  return DeadBatch{static_cast<uint64_t>(r.elements[1].as_int()),
+                   static_cast<uint64_t>(r.elements[2].as_int())};
 }
 
 std::vector<SlotRange> read_slot_map(const Reply& r) {

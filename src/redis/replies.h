@@ -1,21 +1,29 @@
 // Reading what the server answers: the replies of the backend's scripts (scripts.h, one reply
-// shape per script) and of CLUSTER SLOTS, turned into the values of the Queue interface.
+// shape per script; lua/prelude.lua lists the codes) and of CLUSTER SLOTS, turned into typed
+// outcomes: the values of the Queue interface, or a refusal with the engine's Errc and message
+// (rules.h), returned to the caller.
 //
-// These are functions of a Reply alone, apart from the connections and the queue, so that tests
-// and the fuzzer (tests/fuzz/redis_reply_fuzz.cc, through parse_resp() in connection.h) reach them
-// without a server. Callers check a reply's length before handing it over where a function says
-// so; within that, any reply (wrong types, numbers at either end of int64) gives a value or a
-// refusal, never undefined behaviour.
+// These are functions of a Reply alone (and of what the call asked, for the wording of a
+// refusal), apart from the connections and the queue, so that tests and the fuzzer
+// (tests/fuzz/redis_reply_fuzz.cc, through parse_resp() in reply.h) reach them without a server.
+// The read_* functions of a whole reply take any reply; the ones of elements (read_job_info,
+// read_server_now) state the length they need. Within that, any reply (wrong types, numbers at
+// either end of int64) gives a value or a refusal, never undefined behaviour; a reply of no
+// known shape is Errc::corrupt ("unexpected reply from the redis script '<name>'").
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "delayq/error.h"
 #include "delayq/job.h"
-#include "redis/connection.h"
+#include "redis/reply.h"
+#include "redis/rules.h"
+#include "redis/scripts.h"
 
 namespace delayq::redis {
 
@@ -52,6 +60,73 @@ TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e);
 void read_totals(const Reply& kv, Stats& st);
 // The counts of one topic in a stats reply ({delayed, ready, reserved, dead}), if well formed.
 std::optional<TopicStats> read_topic_counts(const Reply& c);
+
+// The failure of a reply of no known shape from `script`: corrupt.
+Status bad_reply(ScriptId script);
+
+// ---- Scripts about one job (ack, nack, dead_letter, release, touch, ack_claim, cancel, get,
+// reschedule, requeue_dead) ----
+
+// Why such a script did not do its work, as its reply says.
+struct Refusal {
+  int64_t code = kNotFound;         // kNotFound, kStaleToken, kInvalidState or kInvalidArgument
+  JobState state = JobState::dead;  // kStaleToken, kInvalidState: the job's state
+  uint32_t attempts = 0;            // kStaleToken: the job's deliveries
+  int64_t beyond_us = 0;  // kInvalidArgument (reschedule): how far the time asked lies beyond
+                          // the server's now, in µs
+};
+// The job lives in another topic than the call said: the call is to be sent again with its keys.
+struct Elsewhere {
+  std::string topic;
+};
+// What such a script answered: done (its whole reply, code kOk first), refused, or elsewhere.
+using JobAnswer = std::variant<Reply, Refusal, Elsewhere>;
+Result<JobAnswer> read_job_answer(Reply r, ScriptId script);
+
+// What a call about one job asked, for the wording of its refusals.
+struct JobCall {
+  ScriptId script = kGet;
+  std::string_view id;
+  const Token* token = nullptr;  // the calls of a delivery: its token
+  // reschedule: the time asked, as given and as sent (rounded up to the µs), and this client's
+  // clock when it asked.
+  TimePoint when{};
+  int64_t when_us = 0;
+  TimePoint client_now{};
+};
+// A refusal in the engine's words (rules.h): the Errc and message the engine gives for the same
+// call on a job in the state the script found. A refusal that `call.script` never gives is a
+// corrupt reply.
+Status refusal_status(const Refusal& r, const JobCall& call, const Rules& rules);
+
+// ---- Each script's own reply, once it did its work ----
+
+// push: nothing when the job was stored, else the state of the job that holds its id already.
+Result<std::optional<JobState>> read_push(const Reply& r);
+// push_many of `jobs` jobs: per job, as read_push.
+Result<std::vector<std::optional<JobState>>> read_push_many(const Reply& r, size_t jobs);
+
+// claim: the jobs taken (leased already), or, when none was ready, how long until the next due
+// time or lease deadline of the topics, if there is one.
+struct Claimed {
+  std::vector<Delivery> jobs;
+  std::optional<Duration> next;
+};
+Result<Claimed> read_claim(Reply r);
+// ack_claim: the jobs taken after the ack (none when nothing was ready).
+Result<std::vector<Delivery>> read_ack_claim(Reply r);
+// touch: the new lease deadline.
+Result<TimePoint> read_touch(const Reply& r);
+// get: the job.
+Result<JobInfo> read_get(Reply r);
+// list_dead of `topic`: its dead letters, appended to `out`.
+void read_dead_list(Reply r, std::string_view topic, std::vector<JobInfo>* out);
+// requeue_dead_topic, purge_dead: how many jobs this run took, and how many dead are left.
+struct DeadBatch {
+  uint64_t done = 0;
+  uint64_t left = 0;
+};
+Result<DeadBatch> read_dead_batch(const Reply& r, ScriptId script);
 
 // One range of a CLUSTER SLOTS reply: slots lo..hi, served by the master at host:port (an empty
 // host: the node that answered).

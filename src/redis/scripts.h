@@ -1,13 +1,29 @@
-// The Lua scripts of the Redis backend: one per transition, each run atomically by the server.
-// docs/redis.md describes the key layout and each script; scripts.cc holds the sources.
+// The Lua scripts of the Redis backend: one function per transition, each run atomically by the
+// server. The sources are src/redis/lua/*.lua (lua/prelude.lua states their conventions);
+// docs/redis.md describes the key layout and each script.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <vector>
 
-#include "redis/connection.h"
-
 namespace delayq::redis {
+
+// One of the backend's Lua functions.
+struct Script {
+  std::string name;      // for messages
+  std::string function;  // what FCALL calls
+};
+
+// The backend's Lua code as one function library (Redis 7 FUNCTION LOAD). Functions, unlike
+// EVAL scripts, run the library's shared code once at load time: a call runs only its own body
+// (the helpers of an EVAL script would be created anew by every call, ~5 µs each).
+struct Library {
+  std::string name;
+  std::string source;           // "#!lua name=<name>" and the code
+  std::vector<Script> scripts;  // indexed by the caller's script ids
+};
 
 // Indexes into library().scripts.
 enum ScriptId : size_t {

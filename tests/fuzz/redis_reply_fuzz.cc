@@ -5,17 +5,19 @@
 //
 // What it looks for: crashes and sanitizer reports (any undefined behaviour stops the run) in
 // our reading of replies, whatever the server sent: wrong types, missing elements, numbers at
-// either end of int64; and slot maps with ranges outside 0..16383 or ports outside 1..65535.
+// either end of int64; slot maps with ranges outside 0..16383 or ports outside 1..65535; and a
+// refusal that reads as a success.
 // Build and run: scripts/fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
-#include "redis/connection.h"
 #include "redis/replies.h"
+#include "redis/reply.h"
 
 namespace {
 
@@ -61,6 +63,35 @@ void read_script_reply(Reply r) {
   if (read_deliveries(e, &got) && got.size() != (e.size() - 1) / 8) std::abort();
 }
 
+// The typed outcomes of whole script replies, and the wording of every refusal for every kind
+// of call about one job.
+void read_outcomes(const Reply& r) {
+  static const Rules rules(Limits{std::chrono::hours(24), 1024, std::chrono::seconds(30), {}});
+  const delayq::Token token{"j", 1};
+  for (ScriptId s : {kAck, kTouch, kCancel, kGet, kReschedule, kRequeueDead}) {
+    delayq::Result<JobAnswer> a = read_job_answer(r, s);
+    if (!a || !std::holds_alternative<Refusal>(*a)) continue;
+    const int64_t when_us = r.elements.size() > 2 ? r.elements[2].as_int() : 0;
+    const JobCall call{.script = s,
+                       .id = "j",
+                       .token = s == kAck || s == kTouch ? &token : nullptr,
+                       .when = from_us(when_us),
+                       .when_us = when_us,
+                       .client_now = from_us(0)};
+    if (refusal_status(std::get<Refusal>(*a), call, rules).ok()) std::abort();
+  }
+  (void)read_push(r);
+  (void)read_push_many(r, r.elements.empty() ? 0 : r.elements.size() - 1);
+  delayq::Result<Claimed> c = read_claim(r);
+  if (c && !c->jobs.empty() && c->jobs.size() != (r.elements.size() - 1) / 8) std::abort();
+  (void)read_ack_claim(r);
+  (void)read_touch(r);
+  (void)read_get(r);
+  std::vector<delayq::JobInfo> dead;
+  read_dead_list(r, "t", &dead);
+  (void)read_dead_batch(r, kPurgeDead);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -74,6 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const Reply& r : *replies) {
     check_slot_map(r);
     read_script_reply(r);
+    read_outcomes(r);
     for (const Reply& inner : r.elements) read_script_reply(inner);
   }
   return 0;

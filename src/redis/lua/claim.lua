@@ -1,0 +1,22 @@
+-- claim (reserve): the ready job with the earliest due time among some topics, leased.
+-- ARGV[4]: the number of topics (keys from KEYS[7] on, four per topic, in the caller's order);
+-- ARGV[5]: the most jobs to take (1 if absent). Takes the ready job with the earliest due time
+-- (ties: the topic listed first), again up to that many times; or says how long until the next
+-- due time or lease deadline of those topics. Replies {0, then per job: id, topic, body,
+-- attempt, max_attempts, fence, due, lease} or {6, µs until the next instant, or -1}.
+register('claim', function()
+  local n, want = tonumber(ARGV[4]), tonumber(ARGV[5] or '1')
+  for i = 1, n do advance(tkeys(i)) end
+  local out = take(n, want)
+  if #out > 1 then return out end
+  local nxt
+  for i = 1, n do
+    local k = tkeys(i)
+    for _, key in ipairs({k.d, k.l}) do
+      local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+      if h[2] and (nxt == nil or tonumber(h[2]) < nxt) then nxt = tonumber(h[2]) end
+    end
+  end
+  if nxt == nil then return {6, -1} end
+  return {6, math.max(0, nxt - NOW)}
+end)

@@ -1,0 +1,379 @@
+-- The prelude of the Redis backend's function library (Redis 7 FUNCTION LOAD): the helpers and
+-- the rules of the state machine, mirroring src/engine/core.cc. The library is this file and then
+-- one file per transition (the other files of this folder, each registering one function), run
+-- once when the library loads; a call runs only its own function. src/redis/scripts.cc puts the
+-- library together and names it; docs/redis.md has the long form of what follows.
+--
+-- Conventions:
+--  - KEYS[1..6] are the shard's keys: jobs, body, seq, fence, topics, stats. Then four keys per
+--    topic the script works on: delayed, ready, leases, dead. Nothing else is touched, so every
+--    script stays within one hash tag (one cluster slot).
+--  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter);
+--    the script's own arguments follow from ARGV[4].
+--  - Times are integers in µs since the epoch, read from the server's TIME. Lua numbers are
+--    doubles, exact up to 2^53 µs (year 2255); they are formatted with %.0f before being handed
+--    to redis.call, whose own conversion (%.14g) would round them.
+--  - A job record is one field of the jobs hash: a byte with the topic's length, the topic, then
+--    a MessagePack array {state, attempts, due, lease, ttr, fence, seq, policy}, policy being
+--    {kind (0 fixed, 1 list, 2 exponential), max_attempts, base, factor, cap, jitter, {delays}}.
+--    The body is kept apart (the body hash) so that transitions never rewrite it.
+--  - Every reply is a table whose first element is a code (src/redis/scripts.h, ReplyCode): 0 for
+--    done, else a refusal: {2, state} duplicate id, {3} no such job, {4, state, attempts} stale
+--    token, {5, state} a state the call does not apply to, {1, µs beyond now} a time too far
+--    away, {6, µs until the next due time or lease deadline, or -1} nothing ready, and
+--    {99, topic} "the job lives in that topic": the client calls again with its keys.
+--
+-- TAG, the prefix of every function's name, is set by the line scripts.cc puts before this file.
+
+-- Set by setup() at the start of every call: the call's keys and arguments, the shard's keys,
+-- the wake channel, max_delay, the jitter seed and the server's time.
+local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, WAKE, MAXD, rng, NOW
+local function setup(keys, args)
+  KEYS, ARGV = keys, args
+  JOBS, BODY, SEQ, FENCE, TOPICS, STATS = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
+  WAKE, MAXD, rng = args[1], tonumber(args[2]), tonumber(args[3])
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- Registers one transition as the function TAG .. name: `body` runs after setup(), with KEYS and
+-- ARGV set, and its result is the call's reply. Function names are global to a server, not per
+-- library, hence the tag (a hash of the library's source).
+local function register(name, body)
+  redis.register_function(TAG .. name, function(keys, args)
+    setup(keys, args)
+    return body()
+  end)
+end
+
+local DELAYED, READY, RESERVED, DEAD = 0, 1, 2, 3
+local ST, AT, DUE, LEASE, TTR, FEN, SEQN, POL = 1, 2, 3, 4, 5, 6, 7, 8
+-- At most this many due jobs and this many expired leases per topic per call, so that a huge
+-- backlog cannot stall the server in one script; the rest is handled by the next calls.
+local CAP = 1000
+
+local function f(x) return string.format('%.0f', x) end
+
+-- Park-Miller: products stay below 2^53, so doubles compute it exactly.
+local function random()
+  rng = (rng * 16807) % 2147483647
+  return rng / 2147483647
+end
+
+local function tkeys(i)
+  local b = 6 + 4 * (i - 1)
+  return {d = KEYS[b + 1], r = KEYS[b + 2], l = KEYS[b + 3], x = KEYS[b + 4]}
+end
+
+local function load(id)
+  local raw = redis.call('HGET', JOBS, id)
+  if not raw then return nil end
+  local n = string.byte(raw, 1)
+  return cmsgpack.unpack(string.sub(raw, n + 2)), string.sub(raw, 2, n + 1)
+end
+
+local function save(id, topic, j)
+  redis.call('HSET', JOBS, id, string.char(#topic) .. topic .. cmsgpack.pack(j))
+end
+
+local function count(field) redis.call('HINCRBY', STATS, field, 1) end
+local function wake(topic) redis.call('PUBLISH', WAKE, topic) end
+
+-- Joins the back of the topic's line; `due` stays what it was.
+local function make_ready(id, j, k)
+  j[ST] = READY
+  redis.call('ZADD', k.r, f(redis.call('INCR', SEQ)), id)
+end
+
+-- Delayed until `due`, or ready now (due = now) when `due` has come.
+local function schedule(id, topic, j, due, k)
+  if due <= NOW then
+    j[DUE] = NOW
+    make_ready(id, j, k)
+    wake(topic)
+    return
+  end
+  local head = redis.call('ZRANGE', k.d, 0, 0, 'WITHSCORES')
+  j[ST], j[DUE] = DELAYED, due
+  redis.call('ZADD', k.d, f(due), id)
+  -- Consumers sleep until the earliest deadline they were told of: tell them of an earlier one.
+  if head[2] == nil or due < tonumber(head[2]) then wake(topic) end
+end
+
+-- The wait before retry n (1 after the first failed delivery); see src/engine/retry.cc.
+local function backoff(p, n)
+  if n < 1 then n = 1 end
+  if p[1] == 0 then return p[3] end
+  if p[1] == 1 then
+    local d = p[7]
+    if #d == 0 then return 0 end
+    return d[math.min(n, #d)]
+  end
+  local capped = math.min(p[3] * math.pow(p[4], n - 1), p[5])
+  local d = capped
+  if p[6] > 0 then d = d - capped * p[6] * random() end
+  return math.floor(math.max(0, math.min(d, p[5])))
+end
+
+local function to_dead(id, j, k)
+  j[ST] = DEAD
+  redis.call('ZADD', k.x, f(redis.call('INCR', SEQ)), id)
+  count('dead_lettered')
+end
+
+-- A failed attempt of a detached job, at instant `at`: retry after `delay` (or the policy's
+-- wait), or dead-letter when it has had all its attempts.
+local function fail(id, topic, j, delay, at, k)
+  if j[AT] >= j[POL][2] then return to_dead(id, j, k) end
+  local d = delay or backoff(j[POL], j[AT])
+  if d > MAXD then d = MAXD end
+  count('retried')
+  schedule(id, topic, j, at + d, k)
+end
+
+local function detach(id, j, k)
+  local s = j[ST]
+  local key = (s == DELAYED and k.d) or (s == READY and k.r) or (s == RESERVED and k.l) or k.x
+  redis.call('ZREM', key, id)
+end
+
+local function erase(id, topic, j, k)
+  detach(id, j, k)
+  redis.call('HDEL', JOBS, id)
+  redis.call('HDEL', BODY, id)
+  if redis.call('HINCRBY', TOPICS, topic, -1) <= 0 then redis.call('HDEL', TOPICS, topic) end
+end
+
+-- One timer of a job firing at `at`: a due delayed job becomes ready, a lease runs out.
+local function fire(id, topic, j, at, k)
+  if j[ST] == DELAYED then
+    redis.call('ZREM', k.d, id)
+    make_ready(id, j, k)
+  else
+    redis.call('ZREM', k.l, id)
+    count('leases_expired')
+    fail(id, topic, j, nil, at, k)  -- the retry counts from when the lease ran out
+  end
+  save(id, topic, j)
+end
+
+-- The usual catch-up, cheaply: only delayed jobs have come due (`due` as ZRANGEBYSCORE gave them,
+-- with scores) and no two share a due time, so the zset's order is already the order of their
+-- instants and no record needs decoding for the ties. Each record's state is patched in place:
+-- the msgpack array's header (0x98: 8 elements) is followed by the state, a one-byte fixint.
+-- Returns false, having changed nothing, when the batch does not fit (the caller then takes
+-- the general path).
+local function ready_in_place(due, k)
+  for i = 4, #due, 2 do
+    if due[i] == due[i - 2] then return false end
+  end
+  local ids = {}
+  for i = 1, #due, 2 do ids[#ids + 1] = due[i] end
+  local raws = redis.call('HMGET', JOBS, unpack(ids))
+  local recs, line, live = {}, {}, {}
+  for i, raw in ipairs(raws) do
+    if raw then
+      local m = string.byte(raw, 1)
+      if string.byte(raw, m + 2) ~= 0x98 or string.byte(raw, m + 3) ~= DELAYED then return false end
+      live[#live + 1] = i
+      recs[#recs + 1] = ids[i]
+      recs[#recs + 1] = string.sub(raw, 1, m + 2) .. string.char(READY) .. string.sub(raw, m + 4)
+    end
+  end
+  redis.call('ZREM', k.d, unpack(ids))  -- leftovers without a record go too, never fired
+  if #live == 0 then return true end
+  local seq = redis.call('INCRBY', SEQ, #live) - #live
+  for n, i in ipairs(live) do
+    line[2 * n - 1], line[2 * n] = f(seq + n), ids[i]
+  end
+  redis.call('ZADD', k.r, unpack(line))
+  redis.call('HSET', JOBS, unpack(recs))
+  return true
+end
+
+-- Brings a topic up to now: due jobs become ready and expired leases fail, all in the order of
+-- their instants (ties in push order), as the engine's catch-up does.
+local function advance(k)
+  local due = redis.call('ZRANGEBYSCORE', k.d, '-inf', f(NOW), 'WITHSCORES', 'LIMIT', 0, CAP)
+  local expired = redis.call('ZRANGEBYSCORE', k.l, '-inf', f(NOW), 'WITHSCORES', 'LIMIT', 0, CAP)
+  if #due == 0 and #expired == 0 then return end
+  if #expired == 0 and ready_in_place(due, k) then return end
+  local items = {}
+  local function collect(list, key)
+    if #list == 0 then return end
+    local ids = {}
+    for i = 1, #list, 2 do ids[#ids + 1] = list[i] end
+    local raws = redis.call('HMGET', JOBS, unpack(ids))
+    for i, raw in ipairs(raws) do
+      local id = ids[i]
+      if raw then
+        local n = string.byte(raw, 1)
+        items[#items + 1] = {id = id, at = tonumber(list[2 * i]), j = cmsgpack.unpack(string.sub(raw, n + 2)),
+                             topic = string.sub(raw, 2, n + 1), lease = key == k.l}
+      else
+        redis.call('ZREM', key, id)  -- no record: a leftover, never fire it
+      end
+    end
+  end
+  collect(due, k.d)
+  collect(expired, k.l)
+  table.sort(items, function(a, b)
+    if a.at ~= b.at then return a.at < b.at end
+    return a.j[SEQN] < b.j[SEQN]
+  end)
+  if #expired == 0 and #items > 0 then
+    -- Only due delayed jobs (the common case): they join the line in that order, with a few
+    -- commands for the whole batch instead of a few per job.
+    local ids, line, recs = {}, {}, {}
+    local seq = redis.call('INCRBY', SEQ, #items) - #items
+    for i, it in ipairs(items) do
+      it.j[ST] = READY
+      ids[i] = it.id
+      line[2 * i - 1], line[2 * i] = f(seq + i), it.id
+      recs[2 * i - 1], recs[2 * i] = it.id, string.char(#it.topic) .. it.topic .. cmsgpack.pack(it.j)
+    end
+    redis.call('ZREM', k.d, unpack(ids))
+    redis.call('ZADD', k.r, unpack(line))
+    redis.call('HSET', JOBS, unpack(recs))
+    return
+  end
+  for _, it in ipairs(items) do fire(it.id, it.topic, it.j, it.at, k) end
+end
+
+-- The job `id` of `topic` with its own timer settled: nil and an error reply if it does not
+-- exist or lives in another topic (then the client calls again with that topic's keys). Only a
+-- job whose own timer has come needs the topic caught up first (its firing may put it on the
+-- ready line, which must then hold every job due before it); otherwise the rest of the topic
+-- can wait for the next call that takes from or adds to the line (those call advance()).
+local function locate(id, topic, k)
+  local j, t = load(id)
+  if not j then return nil, {3} end
+  if t ~= topic then return nil, {99, t} end
+  if not ((j[ST] == DELAYED and j[DUE] <= NOW) or (j[ST] == RESERVED and j[LEASE] <= NOW)) then
+    return j
+  end
+  advance(k)
+  j = load(id)
+  -- The batch limit may have left this job's own timer behind: fire it now.
+  if j[ST] == DELAYED and j[DUE] <= NOW then
+    fire(id, topic, j, j[DUE], k)
+    j = load(id)
+  elseif j[ST] == RESERVED and j[LEASE] <= NOW then
+    fire(id, topic, j, j[LEASE], k)
+    j = load(id)
+  end
+  return j
+end
+
+-- A job whose token (id, fence) is its current delivery, or an error reply.
+local function holder(id, topic, fence, k)
+  local j, err = locate(id, topic, k)
+  if not j then return nil, err end
+  if j[ST] == RESERVED and j[FEN] == fence then return j end
+  return nil, {4, j[ST], j[AT]}
+end
+
+-- The prologue of the scripts about one job: ARGV[4] its id, ARGV[5] the topic the client
+-- believes it is in, and with `fenced` (the calls of a delivery) ARGV[6] the token's fence.
+-- Returns the id, the topic, the topic's keys and the job (located, its own timer settled; for a
+-- fenced call, reserved under that fence), or, in place of the job, nil and the refusal to reply.
+local function the_job(fenced)
+  local id, topic, k = ARGV[4], ARGV[5], tkeys(1)
+  if fenced then return id, topic, k, holder(id, topic, tonumber(ARGV[6]), k) end
+  return id, topic, k, locate(id, topic, k)
+end
+
+-- A dead job back in its topic's line, ready now with its attempts reset.
+local function requeue(id, topic, j, k)
+  redis.call('ZREM', k.x, id)
+  j[AT], j[DUE] = 0, NOW
+  make_ready(id, j, k)
+  save(id, topic, j)
+  count('requeued')
+  wake(topic)
+end
+
+-- A batch of the topic's dead letters (at most CAP), oldest first, each handed to `fn(id, topic,
+-- j, k)`; leftovers without a record are dropped. Returns how many there were, and the topic's keys.
+local function dead_batch(fn)
+  local k = tkeys(1)
+  advance(k)
+  local ids = redis.call('ZRANGE', k.x, 0, CAP - 1)
+  for _, id in ipairs(ids) do
+    local j, topic = load(id)
+    if j then fn(id, topic, j, k) else redis.call('ZREM', k.x, id) end
+  end
+  return #ids, k
+end
+
+-- Takes the ready job with the earliest due time among topics 1..n (ties: the lower index),
+-- again up to `want` times, leasing each. Returns {0, then per job: id, topic, body, attempt,
+-- max_attempts, fence, due, lease}: just {0} when none is ready.
+local function take(n, want)
+  local out = {0}
+  if n == 1 and want > 1 then
+    -- One topic: the first `want` of its line, with a few commands for all of them.
+    local k = tkeys(1)
+    local ids = redis.call('ZRANGE', k.r, 0, want - 1)
+    if #ids > 0 then
+      local raws = redis.call('HMGET', JOBS, unpack(ids))
+      local bodies = redis.call('HMGET', BODY, unpack(ids))
+      local fence = redis.call('INCRBY', FENCE, #ids) - #ids
+      local leases, recs, taken = {}, {}, 0
+      for i, id in ipairs(ids) do
+        if raws[i] then
+          local m = string.byte(raws[i], 1)
+          local t = string.sub(raws[i], 2, m + 1)
+          local j = cmsgpack.unpack(string.sub(raws[i], m + 2))
+          fence = fence + 1
+          j[ST], j[AT], j[FEN], j[LEASE] = RESERVED, j[AT] + 1, fence, NOW + j[TTR]
+          leases[#leases + 1] = f(j[LEASE])
+          leases[#leases + 1] = id
+          recs[#recs + 1] = id
+          recs[#recs + 1] = string.char(#t) .. t .. cmsgpack.pack(j)
+          local o = #out
+          out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, bodies[i] or '', j[AT]
+          out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
+          taken = taken + 1
+        end
+      end
+      redis.call('ZREM', k.r, unpack(ids))  -- leftovers without a record go too
+      if taken > 0 then
+        redis.call('ZADD', k.l, unpack(leases))
+        redis.call('HSET', JOBS, unpack(recs))
+        redis.call('HINCRBY', STATS, 'delivered', taken)
+        return out
+      end
+    end
+  else
+    for _ = 1, want do
+      local best, bj, bt, bk
+      for i = 1, n do
+        local k = tkeys(i)
+        local head = redis.call('ZRANGE', k.r, 0, 0)[1]
+        if head then
+          local j, t = load(head)
+          if j and (best == nil or j[DUE] < bj[DUE]) then best, bj, bt, bk = head, j, t, k end
+        end
+      end
+      if not best then break end
+      redis.call('ZREM', bk.r, best)
+      bj[ST] = RESERVED
+      bj[AT] = bj[AT] + 1
+      bj[FEN] = redis.call('INCR', FENCE)
+      bj[LEASE] = NOW + bj[TTR]
+      redis.call('ZADD', bk.l, f(bj[LEASE]), best)
+      save(best, bt, bj)
+      count('delivered')
+      local o = #out
+      local body = redis.call('HGET', BODY, best) or ''
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = best, bt, body, bj[AT]
+      out[o + 5], out[o + 6], out[o + 7], out[o + 8] = bj[POL][2], bj[FEN], bj[DUE], bj[LEASE]
+    end
+  end
+  return out
+end
+
+local function info(id, j)
+  return {id, j[ST], j[AT], j[POL][2], j[DUE], j[LEASE], j[TTR], redis.call('HGET', BODY, id) or ''}
+end

@@ -1,0 +1,129 @@
+// RedisQueue: the Queue interface over the backend's Lua scripts (src/redis/lua/).
+//
+// Each call finds its shard (keys.h: the job's, or every shard for the calls over topics), runs
+// the script on the node that holds it (router.h) and reads the reply into a typed outcome
+// (replies.h): the server makes every state change and every time decision, this side turns its
+// answers into Deliveries, JobInfos and Statuses in the engine's words. The parts:
+//  - job_calls.h: calls about one job (ack, nack, get, ...) and the topic each needs up front;
+//  - claim_ahead.h: the jobs a batched claim took ahead (claim_batch > 1);
+//  - waiting.h: blocking and async reserves, driven by look() and try_claim() below;
+//  - listener.h: the wake channel subscription that tells the waiters to look again.
+// The definitions are in four files: redis_queue.cc (opening, closing, the calls about one
+// job), redis_push.cc (push, push_batch), redis_reserve.cc (claims, jobs kept ahead) and
+// redis_topics.cc (the calls over every shard: dead letters, stats, health).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "delayq/queue.h"
+#include "delayq/redis.h"
+#include "redis/args.h"
+#include "redis/claim_ahead.h"
+#include "redis/job_calls.h"
+#include "redis/keys.h"
+#include "redis/listener.h"
+#include "redis/replies.h"
+#include "redis/router.h"
+#include "redis/rules.h"
+#include "redis/waiting.h"
+
+namespace delayq::redis {
+
+class RedisQueue final : public Queue {
+ public:
+  // `opt` checked by open_redis(); `ep` where its url points.
+  RedisQueue(const RedisOptions& opt, Endpoint ep);
+  ~RedisQueue() override { close(); }
+
+  // Connects, checks the queue's shard count, draws this opening's number and starts the
+  // listener and waiting threads.
+  Status start();
+
+  Result<std::string> push(JobSpec spec) override;
+  std::vector<Result<std::string>> push_batch(std::vector<JobSpec> specs) override;
+  Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) override;
+  void reserve_async(std::vector<std::string> topics, Duration timeout,
+                     std::function<void(Result<Delivery>)> done, std::stop_token stop) override;
+  Status ack(const Token& t) override;
+  Status nack(const Token& t, std::optional<Duration> delay) override;
+  Status dead_letter(const Token& t) override;
+  Status release(const Token& t) override;
+  Result<TimePoint> touch(const Token& t) override;
+  Status cancel(std::string_view id) override;
+  Result<JobInfo> get(std::string_view id) override;
+  Status reschedule(std::string_view id, TimePoint when) override;
+  Result<std::vector<JobInfo>> list_dead(std::string_view topic, size_t limit) override;
+  Status requeue_dead(std::string_view id) override;
+  Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
+  Result<uint64_t> purge_dead(std::string_view topic) override;
+  Status health() override;
+  Stats stats() override;
+  void close() override;
+
+ protected:
+  Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
+                                         const std::atomic<bool>& stop) override;
+  void wake_waiters() override { waiting_.interrupt(); }
+
+ private:
+  // ---- redis_queue.cc ----
+  // A call about one job: refused after close(); refusals in the engine's words (JobCalls).
+  Result<Reply> about(const JobCall& call, const std::vector<std::string>& args);
+
+  // ---- redis_push.cc ----
+  // The results of one push_many run's jobs, from its reply or from why there is none.
+  void settle_group(const Result<Reply>& r, const std::vector<size_t>& g,
+                    std::vector<JobSpec>& specs, const std::vector<bool>& generated,
+                    std::vector<Result<std::string>>& out);
+  // The next generated id: a base-36 counter, then '-' and this opening's number.
+  std::string next_id();
+
+  // ---- redis_reserve.cc ----
+  // One pass of the claim script over the shards (Waiting's look for async waiters).
+  Attempt try_claim(std::span<const std::string> topics, uint32_t want = 1,
+                    std::vector<Delivery>* more = nullptr);
+  // Waiting's look for a blocking reserve(): a job kept ahead, else a claim.
+  Attempt look(std::span<const std::string> topics);
+  // The topics of jobs handed out, for the calls about them (JobCalls).
+  void remember_topics(const std::vector<Delivery>& jobs);
+  std::optional<Delivery> take_kept(std::span<const std::string> topics);
+  void keep(std::vector<Delivery> more);
+  // Jobs leased to this client, back to their topic: a failed attempt, as a lease running out.
+  void give_back(const std::vector<Delivery>& jobs);
+
+  // ---- redis_topics.cc ----
+  // requeue_dead_topic / purge_dead: each shard, a batch per call until none are left.
+  Result<uint64_t> over_dead(ScriptId script, std::string_view topic);
+  // Adds the counts and totals of shard `sh` to `st`; an unreachable shard adds nothing.
+  void add_shard_stats(const ShardKeys& sh, Stats& st);
+
+  RedisOptions opt_;
+  Rules rules_;
+  KeyLayout keys_;
+  Router router_;
+  CommonArgs common_;
+  JobCalls jobs_;
+  std::string id_tag_;  // this opening's number, in base 36 (start())
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<uint32_t> next_shard_{0};  // where the next claim pass starts
+  std::atomic<bool> closed_{false};
+  std::mutex final_stats_mu_;
+  std::optional<Stats> final_stats_;  // set by close()
+  ClaimAhead ahead_;
+  Listener listener_;
+  // Last: destroyed first, its thread joined before anything its looks use goes.
+  Waiting waiting_;
+};
+
+// Why a call failed after close().
+Status closed_error();
+
+}  // namespace delayq::redis

@@ -1,0 +1,90 @@
+// RedisQueue's reserves (see redis_queue.h): claims over the shards, the looks that Waiting
+// drives, and the jobs kept ahead.
+#include <iterator>
+#include <utility>
+
+#include "common/rules.h"
+#include "redis/redis_queue.h"
+
+namespace delayq::redis {
+
+Result<Delivery> RedisQueue::reserve(std::span<const std::string> topics, Duration timeout) {
+  return waiting_.wait(topics, timeout, nullptr);
+}
+
+void RedisQueue::reserve_async(std::vector<std::string> topics, Duration timeout,
+                               std::function<void(Result<Delivery>)> done, std::stop_token stop) {
+  waiting_.wait_async(std::move(topics), timeout, std::move(done), std::move(stop));
+}
+
+Result<Delivery> RedisQueue::reserve_interruptible(std::span<const std::string> topics,
+                                                   Duration timeout,
+                                                   const std::atomic<bool>& stop) {
+  Result<Delivery> r = waiting_.wait(topics, timeout, &stop);
+  // A consume() loop ends on any error but timeout: while the server is away, it keeps
+  // waiting instead.
+  if (r.is(Errc::unavailable))
+    return Status(Errc::timeout, "redis unavailable: " + r.status().message());
+  return r;
+}
+
+// One pass of the claim script over the shards, from a rotating start, taking up to `want`
+// jobs from the first shard that has any: the first is the result, the others go to `more`.
+// When none was ready, the earliest due time or lease deadline of the topics says when to
+// look again (at most a sweep away, in case a wake-up message is lost).
+Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint32_t want,
+                              std::vector<Delivery>* more) {
+  std::optional<Duration> next;
+  const size_t n = keys_.size();
+  const size_t start = n == 1 ? 0 : next_shard_.fetch_add(1) % n;
+  for (size_t i = 0; i < n; ++i) {
+    const ShardKeys& sh = keys_.shard((start + i) % n);
+    std::vector<std::string> k = sh.base;
+    for (const std::string& t : topics) sh.add_topic(t, k);
+    std::vector<std::string> args = common_(sh);
+    args.push_back(std::to_string(topics.size()));
+    args.push_back(std::to_string(want));
+    Result<Reply> r = router_.eval(sh.slot, kClaim, std::move(k), std::move(args));
+    Result<Claimed> got = r ? read_claim(std::move(*r)) : Result<Claimed>(r.status());
+    // Unavailable: the node paces its reconnections, look again soon.
+    if (!got) return {got.status(), opt_.reconnect_min};
+    if (got->jobs.empty()) {
+      if (const std::optional<Duration> w = got->next; w && (!next || *w < *next)) next = *w;
+      continue;
+    }
+    remember_topics(got->jobs);
+    Attempt found{std::move(got->jobs.front())};
+    if (more) std::move(got->jobs.begin() + 1, got->jobs.end(), std::back_inserter(*more));
+    return found;
+  }
+  return {rules::reserve_timeout(topics), next ? std::min(*next, opt_.sweep) : opt_.sweep};
+}
+
+// A look of a blocking reserve(): a job kept ahead, else a claim (of several jobs ahead,
+// when ClaimAhead says so).
+Attempt RedisQueue::look(std::span<const std::string> topics) {
+  if (std::optional<Delivery> d = take_kept(topics)) return {std::move(*d)};
+  std::vector<Delivery> more;
+  Attempt a = try_claim(topics, ahead_.claim_size(topics), &more);
+  keep(std::move(more));
+  return a;
+}
+
+// The topics of jobs handed out, for the calls about them (JobCalls).
+void RedisQueue::remember_topics(const std::vector<Delivery>& jobs) {
+  for (const Delivery& d : jobs) jobs_.remember(d.id, d.topic);
+}
+
+// A kept job for `topics` (ClaimAhead::take); the stale ones found on the way are given back.
+std::optional<Delivery> RedisQueue::take_kept(std::span<const std::string> topics) {
+  std::vector<Delivery> stale;
+  std::optional<Delivery> out = ahead_.take(topics, &stale);
+  for (const Delivery& d : stale) (void)nack(d.token, Duration::zero());
+  return out;
+}
+
+void RedisQueue::keep(std::vector<Delivery> more) {
+  give_back(ahead_.keep(std::move(more)));
+}
+
+}  // namespace delayq::redis

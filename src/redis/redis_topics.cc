@@ -1,0 +1,108 @@
+// RedisQueue's calls over every shard (see redis_queue.h): dead letters of a topic, stats,
+// health.
+#include <algorithm>
+#include <utility>
+
+#include "redis/redis_queue.h"
+
+namespace delayq::redis {
+
+Result<std::vector<JobInfo>> RedisQueue::list_dead(std::string_view topic, size_t limit) {
+  if (closed_.load()) return closed_error();
+  std::vector<JobInfo> all;
+  if (limit == 0) return all;
+  const std::string lim = std::to_string(std::min<size_t>(limit, 1000000000));
+  for (const ShardKeys& sh : keys_.shards()) {
+    std::vector<std::string> args = common_(sh);
+    args.push_back(lim);
+    Result<Reply> r = router_.eval(sh.slot, kListDead, sh.with_topic(topic), args);
+    if (!r) return r.status();
+    read_dead_list(std::move(*r), topic, &all);
+  }
+  if (keys_.size() > 1)
+    std::stable_sort(all.begin(), all.end(),
+                     [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
+  if (all.size() > limit) all.resize(limit);
+  return all;
+}
+
+Result<uint64_t> RedisQueue::requeue_dead_topic(std::string_view topic) {
+  return over_dead(kRequeueDeadTopic, topic);
+}
+
+Result<uint64_t> RedisQueue::purge_dead(std::string_view topic) {
+  return over_dead(kPurgeDead, topic);
+}
+
+// requeue_dead_topic / purge_dead: each shard, a batch per call until none are left.
+Result<uint64_t> RedisQueue::over_dead(ScriptId script, std::string_view topic) {
+  if (closed_.load()) return closed_error();
+  uint64_t n = 0;
+  for (const ShardKeys& sh : keys_.shards()) {
+    for (;;) {
+      Result<Reply> r = router_.eval(sh.slot, script, sh.with_topic(topic), common_(sh));
+      if (!r) return r.status();
+      Result<DeadBatch> batch = read_dead_batch(*r, script);
+      if (!batch) return batch.status();
+      n += batch->done;
+      if (batch->done == 0 || batch->left == 0) break;
+    }
+  }
+  return n;
+}
+
+// One PING for a single server; in a cluster one per shard, each to the node that holds it.
+Status RedisQueue::health() {
+  if (closed_.load()) return closed_error();
+  for (const ShardKeys& sh : keys_.shards()) {
+    Result<Reply> r = router_.command(sh.slot, {"PING"});
+    if (!r) return r.status();
+    if (r->type == Reply::Type::error)
+      return Status(Errc::unavailable, "redis answered PING with an error: " + r->str);
+    if (!router_.cluster()) break;
+  }
+  return Status();
+}
+
+Stats RedisQueue::stats() {
+  {
+    // After close(), the snapshot taken as it closed: the jobs stay in Redis, but this client no
+    // longer talks to it.
+    std::lock_guard lock(final_stats_mu_);
+    if (final_stats_) return *final_stats_;
+  }
+  Stats st;
+  for (const ShardKeys& sh : keys_.shards()) add_shard_stats(sh, st);
+  return st;
+}
+
+void RedisQueue::add_shard_stats(const ShardKeys& sh, Stats& st) {
+  Result<Reply> names = router_.command(sh.slot, {"HKEYS", sh.topics});
+  if (!names) return;  // stats() cannot fail: an unreachable shard counts nothing
+  std::vector<std::string> topics;
+  for (const Reply& n : names->elements) topics.push_back(n.str);
+  // A few hundred topics per call keeps each script short.
+  for (size_t from = 0; from < topics.size() || from == 0; from += 200) {
+    const size_t to = std::min(topics.size(), from + 200);
+    std::vector<std::string> k = sh.base;
+    for (size_t i = from; i < to; ++i) sh.add_topic(topics[i], k);
+    std::vector<std::string> args = common_(sh);
+    args.push_back(std::to_string(to - from));
+    Result<Reply> r = router_.eval(sh.slot, kStats, k, args);
+    if (!r || r->elements.size() != to - from + 2) return;
+    for (size_t i = from; i < to; ++i) {
+      const std::optional<TopicStats> counts = read_topic_counts(r->elements[1 + i - from]);
+      if (!counts || *counts == TopicStats{}) continue;
+      TopicStats& o = st.topics[topics[i]];
+      o.delayed += counts->delayed;
+      o.ready += counts->ready;
+      o.reserved += counts->reserved;
+      o.dead += counts->dead;
+    }
+    // The totals come with every call; take them from the last one.
+    if (to == topics.size()) read_totals(r->elements.back(), st);
+    if (topics.empty()) return;
+  }
+}
+
+}  // namespace delayq::redis
