@@ -460,7 +460,8 @@ TEST_F(CliDaemonTest, TokenAndLockedStore) {
   CliRun locked = cli({"--store", store_, "stats"});
   EXPECT_EQ(locked.exit, 1) << describe(locked);
   EXPECT_TRUE(contains(locked.err, "delayq: stats: unavailable: store directory " + store_ +
-                                       " is locked by process"))
+                                       " is locked by process " + std::to_string(daemon_.pid()) +
+                                       " (delayqd)"))
       << locked.err;
   EXPECT_TRUE(contains(locked.err, "--url")) << locked.err;
 

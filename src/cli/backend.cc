@@ -1,10 +1,6 @@
 // The CLI's backends (see backend.h): a Queue (store or Redis) and delayqd over HTTP.
 #include "cli/backend.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +12,7 @@
 #include "delayq/redis.h"
 #include "delayq/store.h"
 #include "delayqd/json.h"
+#include "wal/lock.h"
 
 namespace delayq::cli {
 
@@ -48,21 +45,6 @@ class QueueBackend final : public Backend {
   std::unique_ptr<Queue> q_;
 };
 
-// The process holding RocksDB's lock on the store directory, 0 if none (or no LOCK file yet).
-// F_GETLK only asks: it takes nothing, so a running daemon is not disturbed.
-pid_t lock_holder(const std::string& dir) {
-  const std::string path = dir + "/LOCK";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  struct flock fl {};
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  const int rc = ::fcntl(fd, F_GETLK, &fl);
-  ::close(fd);
-  if (rc != 0 || fl.l_type == F_UNLCK) return 0;
-  return fl.l_pid > 0 ? fl.l_pid : -1;
-}
-
 Result<std::unique_ptr<Backend>> open_store_backend(const Target& t, bool writes) {
   std::error_code ec;
   if (!writes && !std::filesystem::is_directory(t.store_dir, ec))
@@ -70,12 +52,11 @@ Result<std::unique_ptr<Backend>> open_store_backend(const Target& t, bool writes
   // A read-only RocksDB beside a running writer would see a moment of the store that the writer
   // may be deleting files from (and changes made since are missing): refuse, and point at the
   // daemon, which has the live queue. A writer could not open it anyway.
-  if (const pid_t holder = lock_holder(t.store_dir); holder != 0) {
-    const std::string who = holder > 0 ? "process " + std::to_string(holder) : "another process";
+  if (const std::string holder = wal::lock_holder(t.store_dir); !holder.empty()) {
     return Status(Errc::unavailable,
-                  "store directory " + t.store_dir + " is locked by " + who +
-                      " (a running delayqd?); the store can only be opened while no process "
-                      "has it open: ask the running daemon instead, with --url http://HOST:PORT");
+                  "store directory " + t.store_dir + " is locked by " + holder +
+                      "; the store can only be opened while no process has it open: if a "
+                      "delayqd holds it, ask the daemon instead, with --url http://HOST:PORT");
   }
   StoreOptions options;
   options.dir = t.store_dir;

@@ -237,6 +237,9 @@ int main(int argc, char** argv) {
     if (!q) {
       std::cerr << "delayqd: cannot open the store " << opt.dir << ": "
                 << q.status().to_string() << "\n";
+      if (q.is(delayq::Errc::unavailable))
+        std::cerr << "delayqd: one process at a time opens a store: stop the one that holds it "
+                     "(another delayqd?), or start this one with another --store\n";
       return 1;
     }
     queue = std::move(*q);
