@@ -53,12 +53,77 @@ TEST(CliParse, Durations) {
   EXPECT_EQ(*parse_duration("1h30m"), 90min);
   EXPECT_EQ(*parse_duration("0"), 0s);
   EXPECT_EQ(*parse_duration("0s"), 0s);
-  for (const char* bad : {"", "90", "5x", "1.5s", "-5s", "s", "10 s", "99999999999999d"}) {
+  // The spellings people type (docs/cli.md, "Values").
+  EXPECT_EQ(*parse_duration("5min"), 5min);
+  EXPECT_EQ(*parse_duration("2h30m"), 150min);
+  EXPECT_EQ(*parse_duration("500ms"), 500ms);
+  EXPECT_EQ(*parse_duration("90sec"), 90s);
+  EXPECT_EQ(*parse_duration("1hr30min"), 90min);
+  EXPECT_EQ(*parse_duration("2hrs"), 2h);
+  EXPECT_EQ(*parse_duration("1day12hours"), 36h);
+  EXPECT_EQ(*parse_duration("3days"), 72h);
+  EXPECT_EQ(*parse_duration("10seconds"), 10s);
+  EXPECT_EQ(*parse_duration("1minute"), 1min);
+  EXPECT_EQ(*parse_duration("250msec"), 250ms);
+  for (const char* bad : {"", "90", "5x", "1.5s", "-5s", "s", "10 s", "99999999999999d", "5MIN",
+                          "5mon", "2w", "-0s", "1h-5m"}) {
     auto d = parse_duration(bad);
     EXPECT_TRUE(d.is(Errc::invalid_argument)) << bad;
   }
   EXPECT_NE(parse_duration("5x").status().message().find("unknown unit 'x'"), std::string::npos);
+  EXPECT_NE(parse_duration("5x").status().message().find("5min"), std::string::npos);
   EXPECT_NE(parse_duration("90").status().message().find("no unit"), std::string::npos);
+  EXPECT_NE(parse_duration("-5s").status().message().find("negative"), std::string::npos)
+      << parse_duration("-5s").status().message();
+}
+
+// --json: a failed call and bad usage print one JSON document on stdout too (scripts piping to
+// jq get something to test), with the same exit codes and stderr line as without it.
+TEST(CliJson, FailuresAreJsonOnStdoutToo) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "a"}).exit, 0);
+
+  CliRun missing = cli({"--store", store, "get", "nope", "--json"});
+  EXPECT_EQ(missing.exit, 1) << describe(missing);
+  EXPECT_TRUE(contains(missing.err, "delayq: get nope: not found: no job with id 'nope'"))
+      << missing.err;
+  EXPECT_EQ(at(missing.json(), "error").as_string(), "not_found");
+  EXPECT_TRUE(contains(at(missing.json(), "message").as_string(), "no job with id 'nope'"));
+
+  CliRun dup = cli({"--json", "--store", store, "push", "t", "--id", "a"});
+  EXPECT_EQ(dup.exit, 1) << describe(dup);
+  EXPECT_EQ(at(dup.json(), "error").as_string(), "duplicate_id");
+
+  CliRun negative = cli({"--store", store, "push", "t", "--delay", "-5s", "--json"});
+  EXPECT_EQ(negative.exit, 2) << describe(negative);
+  EXPECT_TRUE(contains(negative.err, "--delay: bad duration '-5s': it is negative"))
+      << negative.err;
+  EXPECT_TRUE(contains(negative.err, "usage: delayq TARGET push")) << negative.err;
+  EXPECT_EQ(at(negative.json(), "error").as_string(), "usage");
+  EXPECT_TRUE(contains(at(negative.json(), "message").as_string(), "it is negative"));
+
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--json"}, {"--json", "--store", store, "dead"}, {"--json", "stats"}}) {
+    CliRun r = cli(args);
+    EXPECT_EQ(r.exit, 2) << describe(r);
+    EXPECT_EQ(at(r.json(), "error").as_string(), "usage") << describe(r);
+  }
+  // Without --json stdout stays empty on failure.
+  CliRun plain = cli({"--store", store, "get", "nope"});
+  EXPECT_EQ(plain.exit, 1);
+  EXPECT_TRUE(plain.out.empty()) << plain.out;
+
+  // The units people type reach the queue: 5min is 300 s away.
+  CliRun five = cli({"--store", store, "push", "t", "--id", "five", "--delay", "5min"});
+  ASSERT_EQ(five.exit, 0) << describe(five);
+  CliRun got = cli({"--store", store, "get", "five", "--json"});
+  const int64_t due_ms = at(got.json(), "due_ms").as_int();
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  EXPECT_GT(due_ms, now_ms + 240'000) << got.out;
+  EXPECT_LE(due_ms, now_ms + 300'000) << got.out;
 }
 
 TEST(CliParse, Times) {

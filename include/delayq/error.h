@@ -28,6 +28,10 @@ enum class Errc {
   corrupt = 10,          // stored data could not be read
 };
 
+// The Errc as one word for programs: "invalid_argument", "not_found", "io_error", "corrupt", ...
+// (the enumerator's name). delayqd answers it in "error"; the CLI prints it with --json.
+const char* errc_name(Errc e) noexcept;
+
 const std::error_category& error_category() noexcept;
 std::error_code make_error_code(Errc e) noexcept;
 

@@ -26,6 +26,23 @@ class Category final : public std::error_category {
 
 }  // namespace
 
+const char* errc_name(Errc e) noexcept {
+  switch (e) {
+    case Errc::ok: return "ok";
+    case Errc::invalid_argument: return "invalid_argument";
+    case Errc::duplicate_id: return "duplicate_id";
+    case Errc::not_found: return "not_found";
+    case Errc::stale_token: return "stale_token";
+    case Errc::invalid_state: return "invalid_state";
+    case Errc::timeout: return "timeout";
+    case Errc::closed: return "closed";
+    case Errc::unavailable: return "unavailable";
+    case Errc::io_error: return "io_error";
+    case Errc::corrupt: return "corrupt";
+  }
+  return "error";
+}
+
 const std::error_category& error_category() noexcept {
   static const Category c;
   return c;

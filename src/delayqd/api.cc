@@ -71,20 +71,7 @@ Response fail(int status, std::string_view error, std::string_view message,
 }
 
 const char* errc_name(const Status& s) {
-  switch (static_cast<Errc>(s.code().value())) {
-    case Errc::ok: return "ok";
-    case Errc::invalid_argument: return "invalid_argument";
-    case Errc::duplicate_id: return "duplicate_id";
-    case Errc::not_found: return "not_found";
-    case Errc::stale_token: return "stale_token";
-    case Errc::invalid_state: return "invalid_state";
-    case Errc::timeout: return "timeout";
-    case Errc::closed: return "closed";
-    case Errc::unavailable: return "unavailable";
-    case Errc::io_error: return "io_error";
-    case Errc::corrupt: return "corrupt";
-  }
-  return "error";
+  return delayq::errc_name(static_cast<Errc>(s.code().value()));
 }
 
 int http_status(const Status& s) {
