@@ -117,6 +117,10 @@ TEST(DelayqdSettings, BadValuesNameTheFlagOrTheFileAndLine) {
   r = delayqd({"--max-job-bytes", "0"});
   EXPECT_EQ(r.exit, 2) << describe(r);
   EXPECT_TRUE(contains(r.err, "--max-job-bytes must be a whole number of bytes")) << r.err;
+  r = delayqd({"--metrics-topics", "100001"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--metrics-topics must be a whole number of topics from 0 to 100000"))
+      << r.err;
 }
 
 // A second delayqd on a store the first one holds exits 1 naming the holder (its pid and

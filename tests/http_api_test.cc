@@ -346,4 +346,66 @@ TEST_F(HttpApiTest, StatsAndMetrics) {
   EXPECT_EQ(health.data().find("status")->as_string(), "ok");
 }
 
+// The delayq_jobs series of /metrics: a topic's series stays, reading 0, once the topic empties
+// (Prometheus alerts on absent series misfire); past --metrics-topics a new topic takes the
+// place of the one empty the longest, or, with none empty, is summed in the overflow series,
+// which is always there. docs/operations.md ("Metrics to watch").
+TEST_F(HttpApiTest, JobSeriesReadZeroWhenATopicEmptiesAndTheirNumberIsCapped) {
+  ApiOptions options;
+  options.max_metric_topics = 2;
+  open(options);
+  const auto metrics = [&] { return call("/metrics", "", "GET").text; };
+  const auto series = [](const std::string& labels, const char* state, int n) {
+    return "delayq_jobs{" + labels + ",state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  };
+  const auto has = [](const std::string& m, const std::string& line) {
+    return m.find(line) != std::string::npos;
+  };
+  std::string m = metrics();
+  EXPECT_TRUE(has(m, series("overflow=\"true\"", "ready", 0))) << m;  // there from the start
+  EXPECT_TRUE(has(m, "delayq_overflow_topics 0\n")) << m;
+
+  ASSERT_EQ(call("/push", R"({"topic":"a","id":"a1"})").code(), 0);
+  m = metrics();
+  EXPECT_TRUE(has(m, series("topic=\"a\"", "ready", 1))) << m;
+  ASSERT_EQ(call("/delete", R"({"id":"a1"})").code(), 0);
+  m = metrics();
+  for (const char* state : {"delayed", "ready", "reserved", "dead"})
+    EXPECT_TRUE(has(m, series("topic=\"a\"", state, 0))) << state << "\n" << m;
+
+  // b fills the cap (a stays, empty); c finds a empty and takes its place.
+  ASSERT_EQ(call("/push", R"({"topic":"b","id":"b1","delay":60})").code(), 0);
+  m = metrics();
+  EXPECT_TRUE(has(m, series("topic=\"a\"", "ready", 0))) << m;
+  EXPECT_TRUE(has(m, series("topic=\"b\"", "delayed", 1))) << m;
+  ASSERT_EQ(call("/push", R"({"topic":"c","id":"c1","delay":60})").code(), 0);
+  m = metrics();
+  EXPECT_FALSE(has(m, "topic=\"a\"")) << m;
+  EXPECT_TRUE(has(m, series("topic=\"c\"", "delayed", 1))) << m;
+
+  // Both named topics hold jobs: d and e are summed in the overflow series.
+  ASSERT_EQ(call("/push", R"({"topic":"d","id":"d1","delay":60})").code(), 0);
+  ASSERT_EQ(call("/push", R"({"topic":"e","id":"e1"})").code(), 0);
+  m = metrics();
+  EXPECT_FALSE(has(m, "topic=\"d\"")) << m;
+  EXPECT_FALSE(has(m, "topic=\"e\"")) << m;
+  EXPECT_TRUE(has(m, series("overflow=\"true\"", "delayed", 1))) << m;
+  EXPECT_TRUE(has(m, series("overflow=\"true\"", "ready", 1))) << m;
+  EXPECT_TRUE(has(m, "delayq_overflow_topics 2\n")) << m;
+  EXPECT_TRUE(has(m, series("topic=\"b\"", "delayed", 1))) << m;
+  EXPECT_TRUE(has(m, series("topic=\"c\"", "delayed", 1))) << m;
+
+  // b empties: the next scrape gives its place to d (first by name of the overflow topics).
+  ASSERT_EQ(call("/delete", R"({"id":"b1"})").code(), 0);
+  m = metrics();
+  EXPECT_FALSE(has(m, "topic=\"b\"")) << m;
+  EXPECT_TRUE(has(m, series("topic=\"d\"", "delayed", 1))) << m;
+  EXPECT_TRUE(has(m, series("overflow=\"true\"", "ready", 1))) << m;  // e
+  EXPECT_TRUE(has(m, "delayq_overflow_topics 1\n")) << m;
+  // Never more than the cap's topics, whatever comes.
+  size_t named = 0;
+  for (size_t at = 0; (at = m.find("delayq_jobs{topic=", at)) != std::string::npos; ++at) ++named;
+  EXPECT_EQ(named, 2u * 4) << m;
+}
+
 }  // namespace

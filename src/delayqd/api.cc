@@ -13,6 +13,7 @@
 
 #include "delayqd/json.h"
 #include "delayqd/request.h"
+#include "delayqd/topic_series.h"
 
 namespace delayq::http {
 
@@ -242,6 +243,8 @@ const char* route_name(Route r) noexcept {
 }
 
 struct Api::Metrics {
+  explicit Metrics(size_t max_topics) : topics(max_topics) {}
+  TopicSeries topics;
   struct Histogram {
     std::array<uint64_t, kNumBuckets> buckets{};  // non-cumulative; summed when rendered
     uint64_t count = 0;
@@ -256,7 +259,7 @@ Api::Api(Queue& queue, ApiOptions options)
     : queue_(queue),
       options_(std::move(options)),
       limits_{options_.max_delay, options_.max_job_bytes, "delayqd --max-job-bytes"},
-      metrics_(std::make_unique<Metrics>()) {}
+      metrics_(std::make_unique<Metrics>(options_.max_metric_topics)) {}
 Api::~Api() = default;
 
 void Api::begin_drain() { draining_.store(true); }
@@ -765,15 +768,25 @@ std::string Api::metrics_text() {
   counter("delayq_requeued_total", "Dead letters put back.", st.requeued);
   counter("delayq_purged_total", "Dead letters purged.", st.purged);
 
-  line("# HELP delayq_jobs Jobs per topic and state.");
+  line(
+      "# HELP delayq_jobs Jobs per topic and state (a topic seen since the start reads 0 when "
+      "it empties; topics past --metrics-topics are summed under overflow=\"true\").");
   line("# TYPE delayq_jobs gauge");
-  for (const auto& [name, t] : st.topics) {
-    const std::string l = "delayq_jobs{topic=\"" + label(name) + "\",state=\"";
+  const auto jobs = [&](const std::string& labels, const TopicStats& t) {
+    const std::string l = "delayq_jobs{" + labels + ",state=\"";
     line(l + "delayed\"} " + std::to_string(t.delayed));
     line(l + "ready\"} " + std::to_string(t.ready));
     line(l + "reserved\"} " + std::to_string(t.reserved));
     line(l + "dead\"} " + std::to_string(t.dead));
-  }
+  };
+  const TopicSeries::View topics = metrics_->topics.update(st.topics);
+  for (const auto& [name, t] : topics.named) jobs("topic=\"" + label(name) + "\"", t);
+  jobs("overflow=\"true\"", topics.overflow);
+  line(
+      "# HELP delayq_overflow_topics Topics with jobs that have no delayq_jobs series of their "
+      "own (over --metrics-topics).");
+  line("# TYPE delayq_overflow_topics gauge");
+  line("delayq_overflow_topics " + std::to_string(topics.overflow_topics));
   line("# HELP delayqd_waiting_pops Pops waiting for a job.");
   line("# TYPE delayqd_waiting_pops gauge");
   line("delayqd_waiting_pops " + std::to_string(waiting_pops_.load()));

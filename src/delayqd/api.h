@@ -63,6 +63,9 @@ struct ApiOptions {
   // The most a /dead/list answer may hold: the jobs that fit are listed, and the answer says it
   // was cut ("truncated": true) and why.
   size_t max_list_bytes = size_t{16} << 20;
+  // The most topics with their own delayq_jobs series on /metrics (topic_series.h): the bound
+  // on the series a Prometheus server must keep. delayqd --metrics-topics.
+  size_t max_metric_topics = 1000;
 };
 
 // The routes, for metrics.

@@ -41,6 +41,8 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
   --pop-timeout SECONDS     how long /pop waits by default, and at most (default 180)
   --idle-timeout SECONDS    close keep-alive connections idle this long (default 60)
   --drain-timeout SECONDS   on SIGTERM, wait this long for requests in flight (default 30)
+  --metrics-topics N        topics with their own delayq_jobs series on /metrics, 0 to
+                            100000 (default 1000); the others are summed as overflow="true"
   --config FILE             read "name = value" lines (the flag names without "--");
                             flags given on the command line win
   --help                    this text
@@ -49,11 +51,12 @@ Exit status: 0 after a clean shutdown, 1 if the queue or the socket could not be
 2 for a bad flag or config line.
 )";
 
-const std::vector<std::string> kKeys = {
-    "listen",        "store",           "sync",         "redis",
-    "queue",         "shards",          "token-file",   "threads",
-    "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops", "pop-timeout",
-    "idle-timeout",  "drain-timeout",   "config"};
+const std::vector<std::string> kKeys = {"listen",         "store",         "sync",
+                                        "redis",          "queue",         "shards",
+                                        "token-file",     "threads",       "max-connections",
+                                        "max-body-bytes", "max-job-bytes", "max-waiting-pops",
+                                        "pop-timeout",    "idle-timeout",  "drain-timeout",
+                                        "metrics-topics", "config"};
 
 // A setting's value and where it came from, for messages: "--threads" for a flag,
 // "delayqd.conf:3: threads" for a config line.
@@ -201,6 +204,7 @@ int main(int argc, char** argv) {
   // The queue's limits, the same for either backend; the Api checks requests against them.
   api_options.max_job_bytes = number(s, "max-job-bytes", size_t{1} << 20, 1, size_t{64} << 20, "bytes");
   if (s.contains("token-file")) api_options.bearer_token = read_token(value(s, "token-file"));
+  api_options.max_metric_topics = number(s, "metrics-topics", 1000, 0, 100'000, "topics");
 
   const bool redis = s.contains("redis");
   if (redis && s.contains("store")) usage_error("give --store or --redis, not both");
