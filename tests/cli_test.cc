@@ -371,10 +371,16 @@ TEST(CliStore, DeadLetters) {
 TEST(CliStore, ReadsDoNotChangeTheStoreAndALockedStoreIsRefused) {
   TempDir dir;
   const std::string store = (dir.path / "store").string();
-  CliRun missing = cli({"--store", store, "stats"});
-  EXPECT_EQ(missing.exit, 1) << describe(missing);
-  EXPECT_TRUE(contains(missing.err, "does not exist")) << missing.err;
-  EXPECT_FALSE(fs::exists(store)) << "a read created the store";
+  // Every command but push: a missing store is not created.
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"stats"}, {"cancel", "x"}, {"backup", "x"}}) {
+    std::vector<std::string> args = {"--store", store};
+    args.insert(args.end(), command.begin(), command.end());
+    CliRun missing = cli(args);
+    EXPECT_EQ(missing.exit, 1) << describe(missing);
+    EXPECT_TRUE(contains(missing.err, "does not exist")) << missing.err;
+    EXPECT_FALSE(fs::exists(store)) << command[0] << " created the store";
+  }
 
   ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "x"}).exit, 0);
   auto q = delayq::open_store({.dir = store});
@@ -537,6 +543,107 @@ TEST_F(CliDaemonTest, TokenAndLockedStore) {
   // The daemon is gone (killed): the store opens now, and holds what was pushed through it.
   CliRun offline = cli({"--store", store_, "stats", "--json"});
   EXPECT_EQ(offline.exit, 0) << describe(offline);
+}
+
+// ---- backup --------------------------------------------------------------------------------
+
+// `delayq --store DIR backup COPY`: a copy of a store no process holds, which opens as the same
+// queue; refused (and nothing written) while a daemon holds the store, for a store that does
+// not exist, and over an existing directory.
+TEST(CliBackup, OfAStoreDirectory) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  const std::string copy = (dir.path / "copies" / "one").string();
+  CliRun none = cli({"--store", store, "backup", copy});
+  EXPECT_EQ(none.exit, 1) << describe(none);
+  EXPECT_TRUE(contains(none.err, "no store in " + store)) << none.err;
+  EXPECT_FALSE(fs::exists(store)) << "backup created the store";
+
+  ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "a", "--delay", "1h"}).exit, 0);
+  ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "b"}).exit, 0);
+  CliRun made = cli({"--store", store, "backup", copy});
+  ASSERT_EQ(made.exit, 0) << describe(made);
+  EXPECT_EQ(made.out, "backed up to " + copy +
+                          " (a consistent copy; to restore it, stop the daemon, put the copy in "
+                          "the store's place, start it)\n");
+  ASSERT_EQ(cli({"--store", store, "cancel", "a"}).exit, 0);  // the copy keeps it
+  CliRun got = cli({"--store", copy, "get", "a", "--json"});
+  ASSERT_EQ(got.exit, 0) << describe(got);
+  EXPECT_EQ(at(got.json(), "state").as_string(), "delayed");
+  EXPECT_EQ(cli({"--store", copy, "get", "b"}).exit, 0);
+
+  CliRun again = cli({"--store", store, "backup", copy, "--json"});
+  EXPECT_EQ(again.exit, 1) << describe(again);
+  EXPECT_EQ(at(again.json(), "error").as_string(), "invalid_argument");
+  EXPECT_TRUE(contains(again.err, copy + " already exists")) << again.err;
+
+  Daemon daemon;
+  ASSERT_GT(daemon.start({"--listen", "127.0.0.1:0", "--store", store}, dir.path / "d.log"), 0);
+  const std::string locked_copy = (dir.path / "copies" / "two").string();
+  CliRun locked = cli({"--store", store, "backup", locked_copy});
+  EXPECT_EQ(locked.exit, 1) << describe(locked);
+  EXPECT_TRUE(contains(locked.err, "is locked by process " + std::to_string(daemon.pid())))
+      << locked.err;
+  EXPECT_FALSE(fs::exists(locked_copy));
+
+  CliRun redis = cli({"--redis", "redis://127.0.0.1:1", "backup", locked_copy});
+  EXPECT_EQ(redis.exit, 2) << describe(redis);
+  EXPECT_TRUE(contains(redis.err, "a Redis queue is backed up by Redis itself")) << redis.err;
+}
+
+// Through a running delayqd: POST /backup (the CLI's `--url ... backup NAME`) writes a copy of
+// the live store into a new directory right under --backup-dir, and nowhere else; without
+// --backup-dir it is refused saying how to turn it on.
+TEST(CliBackup, ThroughTheDaemonOnlyUnderItsBackupDir) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  const std::string root = (dir.path / "backups").string();
+  const std::string token = (dir.path / "token").string();
+  std::ofstream(token) << "s3cret\n";
+  ::chmod(token.c_str(), 0600);
+  {
+    Daemon off;
+    const int port = off.start({"--listen", "127.0.0.1:0", "--store", store, "--token-file", token},
+                               dir.path / "off.log");
+    ASSERT_GT(port, 0);
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    CliRun refused = cli({"--url", url, "--token-file", token, "backup", "n"});
+    EXPECT_EQ(refused.exit, 1) << describe(refused);
+    EXPECT_TRUE(contains(refused.err, "HTTP 403 forbidden")) << refused.err;
+    EXPECT_TRUE(contains(refused.err, "--backup-dir DIR")) << refused.err;
+    CliRun no_token = cli({"--url", url, "backup", "n"});
+    EXPECT_TRUE(contains(no_token.err, "401 unauthorized")) << no_token.err;
+  }
+  Daemon daemon;
+  const int port = daemon.start(
+      {"--listen", "127.0.0.1:0", "--store", store, "--token-file", token, "--backup-dir", root},
+      dir.path / "d.log");
+  ASSERT_GT(port, 0);
+  const std::vector<std::string> target = {"--url", "http://127.0.0.1:" + std::to_string(port),
+                                           "--token-file", token};
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), target.begin(), target.end());
+    return args;
+  };
+  ASSERT_EQ(cli(with({"push", "t", "--id", "live", "--delay", "1h", "--body", "x"})).exit, 0);
+  CliRun made = cli(with({"backup", "nightly", "--json"}));
+  ASSERT_EQ(made.exit, 0) << describe(made);
+  EXPECT_EQ(at(made.json(), "dir").as_string(), root + "/nightly");
+  for (const char* bad : {"../escape", "a/b", ".hidden", "/abs"}) {
+    CliRun r = cli(with({"backup", bad}));
+    EXPECT_EQ(r.exit, 1) << bad << "\n" << describe(r);
+    EXPECT_TRUE(contains(r.err, "invalid argument: \"name\" ")) << r.err;
+    EXPECT_TRUE(contains(r.err, "only directly under its --backup-dir")) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "escape"));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(root)) names.push_back(e.path().filename());
+  EXPECT_EQ(names, std::vector<std::string>{"nightly"});
+  // The copy is the live queue as of the backup, and opens while the daemon keeps serving.
+  CliRun got = cli({"--store", root + "/nightly", "get", "live", "--json"});
+  ASSERT_EQ(got.exit, 0) << describe(got);
+  EXPECT_EQ(at(got.json(), "body").as_string(), "x");
+  EXPECT_EQ(cli(with({"stats"})).exit, 0);
 }
 
 // ---- (c) Redis --------------------------------------------------------------------------------

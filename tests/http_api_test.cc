@@ -408,4 +408,43 @@ TEST_F(HttpApiTest, JobSeriesReadZeroWhenATopicEmptiesAndTheirNumberIsCapped) {
   EXPECT_EQ(named, 2u * 4) << m;
 }
 
+// POST /backup: the name is one directory name (checked before the backup is asked for), a
+// missing one is made of the time; without a backup hook the route says how to get one.
+TEST_F(HttpApiTest, BackupNamesAreOneDirectoryNameAndTheRouteNeedsBackupDir) {
+  auto off = call("/backup", "");
+  EXPECT_EQ(off.status, 403);
+  EXPECT_EQ(off.error(), "forbidden");
+  EXPECT_NE(off.message().find("--backup-dir DIR"), std::string::npos) << off.message();
+
+  ApiOptions redis;
+  redis.backend = "redis";
+  open(redis);
+  auto r = call("/backup", R"({"name":"n"})");
+  EXPECT_EQ(r.status, 501);
+  EXPECT_NE(r.message().find("BGSAVE"), std::string::npos) << r.message();
+
+  std::vector<std::string> asked;
+  ApiOptions options;
+  options.backup = [&](const std::string& name) -> delayq::Result<std::string> {
+    asked.push_back(name);
+    return "/backups/" + name;
+  };
+  open(options);
+  auto made = call("/backup", R"({"name":"nightly-2026.11_21"})");
+  ASSERT_EQ(made.code(), 0) << made.text;
+  EXPECT_EQ(made.data().find("dir")->as_string(), "/backups/nightly-2026.11_21");
+  auto generated = call("/backup", "");
+  ASSERT_EQ(generated.code(), 0) << generated.text;
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked[1].rfind("backup-20", 0), 0u) << asked[1];  // backup-YYYYMMDDThhmmss.mmmZ
+  EXPECT_EQ(asked[1].size(), std::string("backup-20261121T190823.123Z").size()) << asked[1];
+  for (const char* bad : {R"({"name":"../x"})", R"({"name":"a/b"})", R"({"name":".x"})",
+                          R"({"name":""})", R"({"name":"a b"})", R"({"nmae":"x"})"}) {
+    auto a = call("/backup", bad);
+    EXPECT_EQ(a.status, 400) << bad;
+  }
+  EXPECT_EQ(asked.size(), 2u) << "a refused name reached the backup";
+  EXPECT_EQ(call("/backup", "", "GET").status, 405);
+}
+
 }  // namespace

@@ -49,6 +49,7 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
+#include "wal/backup.h"
 #include "wal/open_db.h"
 
 namespace delayq::wal {
@@ -523,6 +524,16 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
     }
   }
   return ++m.appended;
+}
+
+Status Journal::checkpoint(const std::string& dir) {
+  Impl& m = *impl_;
+  // A read-only journal has no lock: another process may be writing the store meanwhile.
+  if (m.options.read_only)
+    return Status(Errc::invalid_argument, "backup: store " + m.dir +
+                                              " is open read-only; back up a store opened for "
+                                              "writing (it holds the lock, so the copy is whole)");
+  return wal::checkpoint(*m.db, m.dir, dir);
 }
 
 Result<Stats> Journal::totals() {

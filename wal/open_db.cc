@@ -314,8 +314,8 @@ Status from_rocksdb(const rocksdb::Status& s, const std::string& dir, const std:
     if (holder.empty())
       return Status(Errc::unavailable,
                     "store directory " + dir +
-                        " is already open in this process (another open_store on it), or was "
-                        "until a moment ago; a store can be open once at a time (RocksDB: " +
+                        " is in use: this process already has it open (another open_store on "
+                        "it), and a store can be open once at a time (RocksDB: " +
                         s.ToString() + ")");
     return Status(Errc::unavailable,
                   "store directory " + dir + " is locked by " + holder +

@@ -34,6 +34,9 @@ Result<std::unique_ptr<Engine>> open_engine(
     const EngineOptions&, std::unique_ptr<Persistence>,
     const std::function<Status(const std::function<Status(JobRecord&&)>&)>&, const Stats&,
     const std::function<void(const std::string&)>& skip = {});
+// The store an Engine writes to (null for the in-memory Engine): how open_store()'s extras, such
+// as backup_store(), reach their journal.
+Persistence* persistence_of(Engine& engine) noexcept;
 }  // namespace engine
 
 struct EngineOptions {
@@ -105,6 +108,7 @@ class Engine : public Queue {
       const EngineOptions&, std::unique_ptr<engine::Persistence>,
       const std::function<Status(const std::function<Status(engine::JobRecord&&)>&)>&,
       const Stats&, const std::function<void(const std::string&)>&);
+  friend engine::Persistence* engine::persistence_of(Engine&) noexcept;
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   void join_driver();

@@ -40,14 +40,23 @@ class QueueBackend final : public Backend {
     return q_->requeue_dead_topic(topic);
   }
   Result<uint64_t> purge_dead(const std::string& topic) override { return q_->purge_dead(topic); }
+  Result<std::string> backup(const std::string& dir) override {
+    auto* store = dynamic_cast<Engine*>(q_.get());
+    if (store == nullptr)
+      return Status(Errc::invalid_argument,
+                    "a Redis queue is backed up by Redis itself (BGSAVE, or redis-cli --rdb FILE)");
+    if (Status s = backup_store(*store, dir); !s.ok()) return s;
+    std::error_code ec;
+    return std::filesystem::absolute(dir, ec).lexically_normal().string();
+  }
 
  private:
   std::unique_ptr<Queue> q_;
 };
 
-Result<std::unique_ptr<Backend>> open_store_backend(const Target& t, bool writes) {
+Result<std::unique_ptr<Backend>> open_store_backend(const Target& t, Access access) {
   std::error_code ec;
-  if (!writes && !std::filesystem::is_directory(t.store_dir, ec))
+  if (access != Access::create && !std::filesystem::is_directory(t.store_dir, ec))
     return Status(Errc::io_error, "no store in " + t.store_dir + ": the directory does not exist");
   // A read-only RocksDB beside a running writer would see a moment of the store that the writer
   // may be deleting files from (and changes made since are missing): refuse, and point at the
@@ -60,7 +69,7 @@ Result<std::unique_ptr<Backend>> open_store_backend(const Target& t, bool writes
   }
   StoreOptions options;
   options.dir = t.store_dir;
-  options.read_only = !writes;
+  options.read_only = access == Access::read;
   auto q = open_store(options);
   if (!q) {
     if (q.is(Errc::unavailable))
@@ -99,6 +108,8 @@ Errc errc_from_name(std::string_view name) {
       {"unavailable", Errc::unavailable},
       {"overloaded", Errc::unavailable},
       {"shutting_down", Errc::unavailable},
+      {"forbidden", Errc::invalid_argument},      // /backup without --backup-dir
+      {"not_supported", Errc::invalid_argument},  // /backup of a Redis queue
       {"io_error", Errc::io_error},
       {"corrupt", Errc::corrupt},
   };
@@ -267,6 +278,11 @@ class HttpBackend final : public Backend {
     if (!data) return data.status();
     return static_cast<uint64_t>(member_int(*data, "purged"));
   }
+  Result<std::string> backup(const std::string& name) override {
+    auto data = call("POST", "/backup", id_body("name", name));
+    if (!data) return data.status();
+    return member_string(*data, "dir");
+  }
 
  private:
   static std::string id_body(std::string_view key, const std::string& value) {
@@ -297,7 +313,8 @@ class HttpBackend final : public Backend {
     if (name == "unauthorized")
       message = "delayqd refused the request (HTTP 401 unauthorized: " + message +
                 "); give its bearer token with --token-file FILE";
-    else if (errc_from_name(name) == Errc::unavailable && name != "unavailable")
+    else if ((errc_from_name(name) == Errc::unavailable && name != "unavailable") ||
+             name == "forbidden" || name == "not_supported")
       message =
           "delayqd answered HTTP " + std::to_string(reply->status) + " " + name + ": " + message;
     return Status(errc_from_name(name), message);
@@ -326,8 +343,8 @@ Result<std::string> read_token(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<Backend>> open_backend(const Target& target, bool writes) {
-  if (!target.store_dir.empty()) return open_store_backend(target, writes);
+Result<std::unique_ptr<Backend>> open_backend(const Target& target, Access access) {
+  if (!target.store_dir.empty()) return open_store_backend(target, access);
   if (!target.redis_url.empty()) return open_redis_backend(target);
   auto url = parse_http_url(target.url);
   if (!url) return url.status();

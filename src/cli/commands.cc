@@ -1,5 +1,6 @@
-// The delayq command-line tool (see commands.h and docs/cli.md): push, get, cancel, stats and the
-// dead-letter commands against a store directory, a running delayqd, or Redis.
+// The delayq command-line tool (see commands.h and docs/cli.md): push, get, cancel, stats, the
+// dead-letter commands and backup against a store directory, a running delayqd, or Redis.
+// Long: each command's argument checks and its text and JSON output are kept together here.
 #include "cli/commands.h"
 
 #include <algorithm>
@@ -39,7 +40,7 @@ struct CommandInfo {
   const char* usage;  // after "delayq TARGET "
   const char* summary;
   std::set<std::string> flags;  // command flags it takes (the target flags are always allowed)
-  bool writes;
+  Access access;
 };
 
 const std::vector<CommandInfo>& commands() {
@@ -52,22 +53,30 @@ const std::vector<CommandInfo>& commands() {
        "  fixed:30s:5 (delay, attempts) | exp:1s:2:1h:10[:0.2] (base, factor, cap,\n"
        "  attempts, jitter)",
        {"id", "delay", "due-at", "ttr", "body", "body-file", "retry"},
-       true},
-      {"get", "get ID", "show one job", {}, false},
-      {"cancel", "cancel ID", "remove a job, in any state", {}, true},
-      {"stats", "stats", "jobs per topic and state, and the queue's totals", {}, false},
+       Access::create},
+      {"get", "get ID", "show one job", {}, Access::read},
+      {"cancel", "cancel ID", "remove a job, in any state", {}, Access::write},
+      {"stats", "stats", "jobs per topic and state, and the queue's totals", {}, Access::read},
       {"dead list",
        "dead list TOPIC [--limit N]",
        "the dead letters of a topic, oldest first (at most N, default 100)",
        {"limit"},
-       false},
+       Access::read},
       {"dead requeue",
        "dead requeue ID | dead requeue --topic TOPIC",
        "put one dead job, or every dead job of a topic, back as ready now",
        {"topic"},
-       true},
-      {"dead purge", "dead purge TOPIC", "delete every dead job of a topic", {}, true},
-      {"help", "help [COMMAND]", "this text, or one command's", {}, false},
+       Access::write},
+      {"dead purge", "dead purge TOPIC", "delete every dead job of a topic", {}, Access::write},
+      {"backup",
+       "backup DIR",
+       "a consistent copy of the queue, taken while it serves: with --store, into the new\n"
+       "  directory DIR (no process may hold the store); with --url, into DIR, a name under\n"
+       "  the daemon's --backup-dir. Restore: stop the daemon, put the copy in the store's\n"
+       "  place, start it",
+       {},
+       Access::write},
+      {"help", "help [COMMAND]", "this text, or one command's", {}, Access::read},
   };
   return kCommands;
 }
@@ -515,6 +524,21 @@ int do_purge(Context& c, Backend& b, const std::string& topic) {
   return kExitOk;
 }
 
+int do_backup(Context& c, Backend& b, const std::string& dir) {
+  auto written = b.backup(dir);
+  if (!written) return failed(c, written.status());
+  if (c.inv.json) {
+    json::Writer w;
+    w.begin_object().key("dir").value(*written).end_object();
+    c.out << w.str() << "\n";
+  } else {
+    c.out << "backed up to " << printable(*written)
+          << " (a consistent copy; to restore it, stop the daemon, put the copy in the store's "
+             "place, start it)\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
@@ -587,8 +611,9 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
     if (inv.flags.contains("topic")) want = 0;
   }
   if (rest.size() < want) {
-    const std::string what =
-        name == "get" || name == "cancel" || name == "dead requeue" ? "ID" : "TOPIC";
+    const std::string what = name == "get" || name == "cancel" || name == "dead requeue" ? "ID"
+                             : name == "backup"                                          ? "DIR"
+                                                                                         : "TOPIC";
     return usage(io, {name + " needs " + (what == "ID" ? "an " : "a ") + what, command});
   }
   if (rest.size() > want) return usage(io, {"unexpected argument '" + rest[want] + "'", command});
@@ -641,8 +666,12 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
     if (auto n = parse_count(f["limit"], 1, 10'000); !n)
       return usage(io, {"bad --limit: " + n.status().message(), command});
   }
+  if (name == "backup" && f.contains("redis"))
+    return usage(io, {"backup takes --store or --url: a Redis queue is backed up by Redis "
+                      "itself (BGSAVE, or redis-cli --rdb FILE)",
+                      command});
 
-  auto backend = open_backend(target, command->writes);
+  auto backend = open_backend(target, command->access);
   if (!backend) return failed(c, backend.status());
   Backend& b = **backend;
   if (name == "push") return do_push(c, b, std::move(spec));
@@ -652,6 +681,7 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   if (name == "dead list") return do_dead_list(c, b, rest[0]);
   if (name == "dead requeue") return do_requeue(c, b);
   if (name == "dead purge") return do_purge(c, b, rest[0]);
+  if (name == "backup") return do_backup(c, b, rest[0]);
   return usage(io, {"unknown command '" + name + "'"});
 }
 

@@ -4,9 +4,11 @@
 #include "delayqd/api.h"
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 #include "common/format.h"
@@ -28,14 +30,23 @@ struct RouteEntry {
   Route route;
 };
 constexpr RouteEntry kRoutes[] = {
-    {"/push", Route::push},          {"/push_batch", Route::push_batch},
-    {"/pop", Route::pop},            {"/finish", Route::finish},
-    {"/ack", Route::finish},         {"/nack", Route::nack},
-    {"/touch", Route::touch},        {"/dead_letter", Route::dead_letter},
-    {"/delete", Route::del},         {"/get", Route::get},
-    {"/reschedule", Route::reschedule}, {"/stats", Route::stats},
-    {"/dead/list", Route::dead_list}, {"/dead/requeue", Route::dead_requeue},
-    {"/dead/purge", Route::dead_purge}, {"/metrics", Route::metrics},
+    {"/push", Route::push},
+    {"/push_batch", Route::push_batch},
+    {"/pop", Route::pop},
+    {"/finish", Route::finish},
+    {"/ack", Route::finish},
+    {"/nack", Route::nack},
+    {"/touch", Route::touch},
+    {"/dead_letter", Route::dead_letter},
+    {"/delete", Route::del},
+    {"/get", Route::get},
+    {"/reschedule", Route::reschedule},
+    {"/stats", Route::stats},
+    {"/dead/list", Route::dead_list},
+    {"/dead/requeue", Route::dead_requeue},
+    {"/dead/purge", Route::dead_purge},
+    {"/backup", Route::backup},
+    {"/metrics", Route::metrics},
     {"/health", Route::health},
 };
 
@@ -173,6 +184,30 @@ std::string label(std::string_view s) {
   return out;
 }
 
+// Why `name` cannot name a backup directory, or "" when it can: one path component of letters,
+// digits, '.', '-' and '_', not starting with '.' (no "..", no hidden names), at most 128 bytes.
+std::string backup_name_problem(std::string_view name) {
+  if (name.empty() || name.size() > 128) return "must be 1 to 128 characters long";
+  for (const char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
+      return "may hold only letters, digits, '.', '-' and '_' (one directory name, not a path)";
+  if (name.front() == '.') return "must not start with '.'";
+  return {};
+}
+
+// "20261121T190823.123Z": a UTC time for a generated backup name.
+std::string compact_utc_time(TimePoint t) {
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d%02d%02dT%02d%02d%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
 // `done` made safe to call from a route and from its exception path: the first answer wins.
 Api::Done answer_once(Api::Done done) {
   struct Once {
@@ -234,6 +269,8 @@ const char* route_name(Route r) noexcept {
     case Route::dead_list: return "dead_list";
     case Route::dead_requeue: return "dead_requeue";
     case Route::dead_purge: return "dead_purge";
+    case Route::backup:
+      return "backup";
     case Route::metrics: return "metrics";
     case Route::health: return "health";
     case Route::unknown: return "unknown";
@@ -615,6 +652,33 @@ void Api::dead_list(Fields& f, Done& done) {
           w.str()));
 }
 
+// A backup into the directory delayqd was given (--backup-dir), under the name the request
+// gives (or one made of the time): one directory name, so that no request can write anywhere
+// else.
+void Api::backup(Fields& f, Done& done) {
+  f.only({"name"}, "/backup");
+  auto name = f.string("name");
+  if (!f.ok()) return done(bad_request(f));
+  if (!options_.backup) {
+    if (options_.backend == "redis")
+      return done(fail(501, "not_supported",
+                       "a Redis queue is backed up by Redis itself (BGSAVE, or redis-cli --rdb "
+                       "FILE), not by delayqd"));
+    return done(fail(403, "forbidden",
+                     "backups through delayqd are off: it writes them only under the directory "
+                     "given by --backup-dir DIR, and was started without one"));
+  }
+  if (!name) name = "backup-" + compact_utc_time(SystemClock::instance().now());
+  if (std::string why = backup_name_problem(*name); !why.empty())
+    return done(bad_request("\"name\" " + why +
+                            ": delayqd writes backups only directly under its --backup-dir"));
+  auto dir = options_.backup(*name);
+  if (!dir) return done(fail(dir.status()));
+  Writer w;
+  w.begin_object().key("dir").value(*dir).end_object();
+  done(ok("backed up", w.str()));
+}
+
 void Api::dispatch(Route route, const Request& request, Done& done) {
   if (route == Route::health) return health(done);
   if (route == Route::metrics) {
@@ -622,7 +686,8 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
     return done(std::move(r));
   }
 
-  const bool empty_ok = route == Route::stats && trim(request.body).empty();
+  const bool empty_ok =
+      (route == Route::stats || route == Route::backup) && trim(request.body).empty();
   Body body = read_body(empty_ok ? std::string_view("{}") : std::string_view(request.body),
                         route == Route::push);
   if (body.refusal) return done(std::move(*body.refusal));
@@ -712,6 +777,9 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
 
     case Route::dead_list:
       return dead_list(f, done);
+
+    case Route::backup:
+      return backup(f, done);
 
     case Route::dead_requeue: {
       f.only({"id", "topic"}, "/dead/requeue");

@@ -90,6 +90,10 @@ Status Engine::Impl::restore(const engine::RecordSource& records, TimePoint now,
   return read;
 }
 
+engine::Persistence* engine::persistence_of(Engine& e) noexcept {
+  return e.impl_->store.get();
+}
+
 Result<std::unique_ptr<Engine>> engine::open_engine(const EngineOptions& options,
                                                     std::unique_ptr<engine::Persistence> store,
                                                     const engine::RecordSource& records,
