@@ -14,8 +14,8 @@ liberties, all mechanical, as a person following the page on a machine of their 
   - port 9277 (delayqd's default) becomes a free port: in the text of the blocks, and delayqd
     started without --listen listens there, so that tests and other daemons on the machine do not
     collide;
-  - after a line that ends in `&` (a daemon) the script waits until that port answers /health,
-    as a person typing the next line would;
+  - after a line that starts delayqd in the background (ends in `&`) the script waits until
+    that port answers /health, as a person typing the next line would;
   - what the blocks leave running is stopped at the end.
 A block whose commands cannot run in a test (systemd, apt, another host, a long benchmark) uses
 another info string (```console for a session with its output, ```text, ```ini, ...) or none;
@@ -167,7 +167,8 @@ def sh_script(doc, sh_blocks, port):
             line = line.replace("build/src/delayqd/delayqd", "delayqd")
             line = line.replace("9277", str(port))
             lines.append(line)
-            if re.search(r"&\s*$", line.split(" #")[0]) and not line.rstrip().endswith("&&"):
+            code = line.split(" #")[0].rstrip()
+            if code.endswith("&") and not code.endswith("&&") and "delayqd" in code:
                 lines.append(wait)
     return "\n".join(lines) + "\n"
 
@@ -221,22 +222,25 @@ def main():
         with open(os.path.join(tmp, "doc.sh"), "w") as f:
             f.write(script)
         env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
-        proc = subprocess.Popen(["bash", os.path.join(tmp, "doc.sh")], cwd=work, env=env,
-                                start_new_session=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-        try:
-            out, _ = proc.communicate(timeout=240)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            out, _ = proc.communicate()
-            print(out)
-            sys.exit(f"{doc}: the sh blocks did not finish in 240 s")
-        finally:
+        # The output goes to a file, not a pipe: a daemon left running by a failed block would
+        # hold a pipe open.
+        log_path = os.path.join(tmp, "out.txt")
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(["bash", os.path.join(tmp, "doc.sh")], cwd=work, env=env,
+                                    start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
             try:
-                os.killpg(proc.pid, 9)  # whatever the blocks left running
-            except ProcessLookupError:
-                pass
-        print(out)
+                proc.wait(timeout=240)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                print(open(log_path).read())
+                sys.exit(f"{doc}: the sh blocks did not finish in 240 s")
+            finally:
+                try:
+                    os.killpg(proc.pid, 9)  # whatever the blocks left running
+                except ProcessLookupError:
+                    pass
+        print(open(log_path).read())
         if proc.returncode != 0:
             sys.exit(f"{doc}: the sh block above the last '== {doc}:LINE' failed "
                      f"(exit {proc.returncode})")
