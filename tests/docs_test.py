@@ -67,9 +67,10 @@ def free_port():
 
 def help_flags(binary):
     """The --flags a program's help text names."""
-    args = [binary, "help"] if binary.endswith("/delayq") else [binary, "--help"]
-    text = subprocess.run(args, capture_output=True, text=True, timeout=60).stdout
-    text += subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=60).stdout
+    text = ""
+    for args in ([binary, "help"], [binary, "--help"]):
+        r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        text += r.stdout + r.stderr  # delayq-bench prints its usage on stderr
     return set(re.findall(r"--([a-z][a-z0-9-]*)", text))
 
 
@@ -149,7 +150,10 @@ def check_paths(doc, where, line, src):
     """Scripts a line runs (./scripts/test.sh, bench/run.sh) exist in the source tree."""
     problems = []
     for words in commands(line):
-        for w in words[:3]:
+        words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]
+        if words and words[0] in ("$", "python3", "bash", "sh"):
+            words = words[1:]
+        for w in words[:2]:
             if re.fullmatch(r"(\./)?(scripts|bench|tests)/[A-Za-z0-9_.-]+\.(sh|py)", w):
                 if not os.path.exists(os.path.join(src, w)):
                     problems.append(f"{doc}:{where}: {w} does not exist: {line.strip()}")
