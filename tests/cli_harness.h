@@ -163,6 +163,7 @@ class Daemon {
     if (!contains(line, "listening on") || colon == std::string::npos) return 0;
     return std::atoi(line.c_str() + colon + 1);
   }
+  pid_t pid() const { return pid_; }
   void stop() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);

@@ -117,6 +117,27 @@ TEST(DelayqdSettings, BadValuesNameTheFlagOrTheFileAndLine) {
   r = delayqd({"--max-job-bytes", "0"});
   EXPECT_EQ(r.exit, 2) << describe(r);
   EXPECT_TRUE(contains(r.err, "--max-job-bytes must be a whole number of bytes")) << r.err;
+  r = delayqd({"--metrics-topics", "100001"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--metrics-topics must be a whole number of topics from 0 to 100000"))
+      << r.err;
+}
+
+// A second delayqd on a store the first one holds exits 1 naming the holder (its pid and
+// program), as the CLI does, and says what to do.
+TEST(DelayqdSettings, ASecondDaemonOnALockedStoreNamesTheHolder) {
+  TempDir dir;
+  const std::string store = (dir.path / "s").string();
+  Daemon first;
+  ASSERT_GT(first.start({"--listen", "127.0.0.1:0", "--store", store, "--sync", "none"},
+                        dir.path / "first.log"),
+            0);
+  CliRun second = delayqd({"--listen", "127.0.0.1:0", "--store", store});
+  EXPECT_EQ(second.exit, 1) << describe(second);
+  EXPECT_TRUE(contains(second.err, "store directory " + store + " is locked by process " +
+                                       std::to_string(first.pid()) + " (delayqd)"))
+      << second.err;
+  EXPECT_TRUE(contains(second.err, "or start this one with another --store")) << second.err;
 }
 
 }  // namespace

@@ -53,12 +53,77 @@ TEST(CliParse, Durations) {
   EXPECT_EQ(*parse_duration("1h30m"), 90min);
   EXPECT_EQ(*parse_duration("0"), 0s);
   EXPECT_EQ(*parse_duration("0s"), 0s);
-  for (const char* bad : {"", "90", "5x", "1.5s", "-5s", "s", "10 s", "99999999999999d"}) {
+  // The spellings people type (docs/cli.md, "Values").
+  EXPECT_EQ(*parse_duration("5min"), 5min);
+  EXPECT_EQ(*parse_duration("2h30m"), 150min);
+  EXPECT_EQ(*parse_duration("500ms"), 500ms);
+  EXPECT_EQ(*parse_duration("90sec"), 90s);
+  EXPECT_EQ(*parse_duration("1hr30min"), 90min);
+  EXPECT_EQ(*parse_duration("2hrs"), 2h);
+  EXPECT_EQ(*parse_duration("1day12hours"), 36h);
+  EXPECT_EQ(*parse_duration("3days"), 72h);
+  EXPECT_EQ(*parse_duration("10seconds"), 10s);
+  EXPECT_EQ(*parse_duration("1minute"), 1min);
+  EXPECT_EQ(*parse_duration("250msec"), 250ms);
+  for (const char* bad : {"", "90", "5x", "1.5s", "-5s", "s", "10 s", "99999999999999d", "5MIN",
+                          "5mon", "2w", "-0s", "1h-5m"}) {
     auto d = parse_duration(bad);
     EXPECT_TRUE(d.is(Errc::invalid_argument)) << bad;
   }
   EXPECT_NE(parse_duration("5x").status().message().find("unknown unit 'x'"), std::string::npos);
+  EXPECT_NE(parse_duration("5x").status().message().find("5min"), std::string::npos);
   EXPECT_NE(parse_duration("90").status().message().find("no unit"), std::string::npos);
+  EXPECT_NE(parse_duration("-5s").status().message().find("negative"), std::string::npos)
+      << parse_duration("-5s").status().message();
+}
+
+// --json: a failed call and bad usage print one JSON document on stdout too (scripts piping to
+// jq get something to test), with the same exit codes and stderr line as without it.
+TEST(CliJson, FailuresAreJsonOnStdoutToo) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "a"}).exit, 0);
+
+  CliRun missing = cli({"--store", store, "get", "nope", "--json"});
+  EXPECT_EQ(missing.exit, 1) << describe(missing);
+  EXPECT_TRUE(contains(missing.err, "delayq: get nope: not found: no job with id 'nope'"))
+      << missing.err;
+  EXPECT_EQ(at(missing.json(), "error").as_string(), "not_found");
+  EXPECT_TRUE(contains(at(missing.json(), "message").as_string(), "no job with id 'nope'"));
+
+  CliRun dup = cli({"--json", "--store", store, "push", "t", "--id", "a"});
+  EXPECT_EQ(dup.exit, 1) << describe(dup);
+  EXPECT_EQ(at(dup.json(), "error").as_string(), "duplicate_id");
+
+  CliRun negative = cli({"--store", store, "push", "t", "--delay", "-5s", "--json"});
+  EXPECT_EQ(negative.exit, 2) << describe(negative);
+  EXPECT_TRUE(contains(negative.err, "--delay: bad duration '-5s': it is negative"))
+      << negative.err;
+  EXPECT_TRUE(contains(negative.err, "usage: delayq TARGET push")) << negative.err;
+  EXPECT_EQ(at(negative.json(), "error").as_string(), "usage");
+  EXPECT_TRUE(contains(at(negative.json(), "message").as_string(), "it is negative"));
+
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--json"}, {"--json", "--store", store, "dead"}, {"--json", "stats"}}) {
+    CliRun r = cli(args);
+    EXPECT_EQ(r.exit, 2) << describe(r);
+    EXPECT_EQ(at(r.json(), "error").as_string(), "usage") << describe(r);
+  }
+  // Without --json stdout stays empty on failure.
+  CliRun plain = cli({"--store", store, "get", "nope"});
+  EXPECT_EQ(plain.exit, 1);
+  EXPECT_TRUE(plain.out.empty()) << plain.out;
+
+  // The units people type reach the queue: 5min is 300 s away.
+  CliRun five = cli({"--store", store, "push", "t", "--id", "five", "--delay", "5min"});
+  ASSERT_EQ(five.exit, 0) << describe(five);
+  CliRun got = cli({"--store", store, "get", "five", "--json"});
+  const int64_t due_ms = at(got.json(), "due_ms").as_int();
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  EXPECT_GT(due_ms, now_ms + 240'000) << got.out;
+  EXPECT_LE(due_ms, now_ms + 300'000) << got.out;
 }
 
 TEST(CliParse, Times) {
@@ -306,10 +371,16 @@ TEST(CliStore, DeadLetters) {
 TEST(CliStore, ReadsDoNotChangeTheStoreAndALockedStoreIsRefused) {
   TempDir dir;
   const std::string store = (dir.path / "store").string();
-  CliRun missing = cli({"--store", store, "stats"});
-  EXPECT_EQ(missing.exit, 1) << describe(missing);
-  EXPECT_TRUE(contains(missing.err, "does not exist")) << missing.err;
-  EXPECT_FALSE(fs::exists(store)) << "a read created the store";
+  // Every command but push: a missing store is not created.
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"stats"}, {"cancel", "x"}, {"backup", "x"}}) {
+    std::vector<std::string> args = {"--store", store};
+    args.insert(args.end(), command.begin(), command.end());
+    CliRun missing = cli(args);
+    EXPECT_EQ(missing.exit, 1) << describe(missing);
+    EXPECT_TRUE(contains(missing.err, "does not exist")) << missing.err;
+    EXPECT_FALSE(fs::exists(store)) << command[0] << " created the store";
+  }
 
   ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "x"}).exit, 0);
   auto q = delayq::open_store({.dir = store});
@@ -460,7 +531,8 @@ TEST_F(CliDaemonTest, TokenAndLockedStore) {
   CliRun locked = cli({"--store", store_, "stats"});
   EXPECT_EQ(locked.exit, 1) << describe(locked);
   EXPECT_TRUE(contains(locked.err, "delayq: stats: unavailable: store directory " + store_ +
-                                       " is locked by process"))
+                                       " is locked by process " + std::to_string(daemon_.pid()) +
+                                       " (delayqd)"))
       << locked.err;
   EXPECT_TRUE(contains(locked.err, "--url")) << locked.err;
 
@@ -471,6 +543,107 @@ TEST_F(CliDaemonTest, TokenAndLockedStore) {
   // The daemon is gone (killed): the store opens now, and holds what was pushed through it.
   CliRun offline = cli({"--store", store_, "stats", "--json"});
   EXPECT_EQ(offline.exit, 0) << describe(offline);
+}
+
+// ---- backup --------------------------------------------------------------------------------
+
+// `delayq --store DIR backup COPY`: a copy of a store no process holds, which opens as the same
+// queue; refused (and nothing written) while a daemon holds the store, for a store that does
+// not exist, and over an existing directory.
+TEST(CliBackup, OfAStoreDirectory) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  const std::string copy = (dir.path / "copies" / "one").string();
+  CliRun none = cli({"--store", store, "backup", copy});
+  EXPECT_EQ(none.exit, 1) << describe(none);
+  EXPECT_TRUE(contains(none.err, "no store in " + store)) << none.err;
+  EXPECT_FALSE(fs::exists(store)) << "backup created the store";
+
+  ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "a", "--delay", "1h"}).exit, 0);
+  ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "b"}).exit, 0);
+  CliRun made = cli({"--store", store, "backup", copy});
+  ASSERT_EQ(made.exit, 0) << describe(made);
+  EXPECT_EQ(made.out, "backed up to " + copy +
+                          " (a consistent copy; to restore it, stop the daemon, put the copy in "
+                          "the store's place, start it)\n");
+  ASSERT_EQ(cli({"--store", store, "cancel", "a"}).exit, 0);  // the copy keeps it
+  CliRun got = cli({"--store", copy, "get", "a", "--json"});
+  ASSERT_EQ(got.exit, 0) << describe(got);
+  EXPECT_EQ(at(got.json(), "state").as_string(), "delayed");
+  EXPECT_EQ(cli({"--store", copy, "get", "b"}).exit, 0);
+
+  CliRun again = cli({"--store", store, "backup", copy, "--json"});
+  EXPECT_EQ(again.exit, 1) << describe(again);
+  EXPECT_EQ(at(again.json(), "error").as_string(), "invalid_argument");
+  EXPECT_TRUE(contains(again.err, copy + " already exists")) << again.err;
+
+  Daemon daemon;
+  ASSERT_GT(daemon.start({"--listen", "127.0.0.1:0", "--store", store}, dir.path / "d.log"), 0);
+  const std::string locked_copy = (dir.path / "copies" / "two").string();
+  CliRun locked = cli({"--store", store, "backup", locked_copy});
+  EXPECT_EQ(locked.exit, 1) << describe(locked);
+  EXPECT_TRUE(contains(locked.err, "is locked by process " + std::to_string(daemon.pid())))
+      << locked.err;
+  EXPECT_FALSE(fs::exists(locked_copy));
+
+  CliRun redis = cli({"--redis", "redis://127.0.0.1:1", "backup", locked_copy});
+  EXPECT_EQ(redis.exit, 2) << describe(redis);
+  EXPECT_TRUE(contains(redis.err, "a Redis queue is backed up by Redis itself")) << redis.err;
+}
+
+// Through a running delayqd: POST /backup (the CLI's `--url ... backup NAME`) writes a copy of
+// the live store into a new directory right under --backup-dir, and nowhere else; without
+// --backup-dir it is refused saying how to turn it on.
+TEST(CliBackup, ThroughTheDaemonOnlyUnderItsBackupDir) {
+  TempDir dir;
+  const std::string store = (dir.path / "store").string();
+  const std::string root = (dir.path / "backups").string();
+  const std::string token = (dir.path / "token").string();
+  std::ofstream(token) << "s3cret\n";
+  ::chmod(token.c_str(), 0600);
+  {
+    Daemon off;
+    const int port = off.start({"--listen", "127.0.0.1:0", "--store", store, "--token-file", token},
+                               dir.path / "off.log");
+    ASSERT_GT(port, 0);
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    CliRun refused = cli({"--url", url, "--token-file", token, "backup", "n"});
+    EXPECT_EQ(refused.exit, 1) << describe(refused);
+    EXPECT_TRUE(contains(refused.err, "HTTP 403 forbidden")) << refused.err;
+    EXPECT_TRUE(contains(refused.err, "--backup-dir DIR")) << refused.err;
+    CliRun no_token = cli({"--url", url, "backup", "n"});
+    EXPECT_TRUE(contains(no_token.err, "401 unauthorized")) << no_token.err;
+  }
+  Daemon daemon;
+  const int port = daemon.start(
+      {"--listen", "127.0.0.1:0", "--store", store, "--token-file", token, "--backup-dir", root},
+      dir.path / "d.log");
+  ASSERT_GT(port, 0);
+  const std::vector<std::string> target = {"--url", "http://127.0.0.1:" + std::to_string(port),
+                                           "--token-file", token};
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), target.begin(), target.end());
+    return args;
+  };
+  ASSERT_EQ(cli(with({"push", "t", "--id", "live", "--delay", "1h", "--body", "x"})).exit, 0);
+  CliRun made = cli(with({"backup", "nightly", "--json"}));
+  ASSERT_EQ(made.exit, 0) << describe(made);
+  EXPECT_EQ(at(made.json(), "dir").as_string(), root + "/nightly");
+  for (const char* bad : {"../escape", "a/b", ".hidden", "/abs"}) {
+    CliRun r = cli(with({"backup", bad}));
+    EXPECT_EQ(r.exit, 1) << bad << "\n" << describe(r);
+    EXPECT_TRUE(contains(r.err, "invalid argument: \"name\" ")) << r.err;
+    EXPECT_TRUE(contains(r.err, "only directly under its --backup-dir")) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "escape"));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(root)) names.push_back(e.path().filename());
+  EXPECT_EQ(names, std::vector<std::string>{"nightly"});
+  // The copy is the live queue as of the backup, and opens while the daemon keeps serving.
+  CliRun got = cli({"--store", root + "/nightly", "get", "live", "--json"});
+  ASSERT_EQ(got.exit, 0) << describe(got);
+  EXPECT_EQ(at(got.json(), "body").as_string(), "x");
+  EXPECT_EQ(cli(with({"stats"})).exit, 0);
 }
 
 // ---- (c) Redis --------------------------------------------------------------------------------

@@ -346,4 +346,105 @@ TEST_F(HttpApiTest, StatsAndMetrics) {
   EXPECT_EQ(health.data().find("status")->as_string(), "ok");
 }
 
+// The delayq_jobs series of /metrics: a topic's series stays, reading 0, once the topic empties
+// (Prometheus alerts on absent series misfire); past --metrics-topics a new topic takes the
+// place of the one empty the longest, or, with none empty, is summed in the overflow series,
+// which is always there. docs/operations.md ("Metrics to watch").
+TEST_F(HttpApiTest, JobSeriesReadZeroWhenATopicEmptiesAndTheirNumberIsCapped) {
+  ApiOptions options;
+  options.max_metric_topics = 2;
+  open(options);
+  const auto metrics = [&] { return call("/metrics", "", "GET").text; };
+  const auto series = [](const std::string& labels, const char* state, int n) {
+    return "delayq_jobs{" + labels + ",state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  };
+  const auto has = [](const std::string& m, const std::string& line) {
+    return m.find(line) != std::string::npos;
+  };
+  std::string m = metrics();
+  EXPECT_TRUE(has(m, series("overflow=\"true\"", "ready", 0))) << m;  // there from the start
+  EXPECT_TRUE(has(m, "delayq_overflow_topics 0\n")) << m;
+
+  ASSERT_EQ(call("/push", R"({"topic":"a","id":"a1"})").code(), 0);
+  m = metrics();
+  EXPECT_TRUE(has(m, series("topic=\"a\"", "ready", 1))) << m;
+  ASSERT_EQ(call("/delete", R"({"id":"a1"})").code(), 0);
+  m = metrics();
+  for (const char* state : {"delayed", "ready", "reserved", "dead"})
+    EXPECT_TRUE(has(m, series("topic=\"a\"", state, 0))) << state << "\n" << m;
+
+  // b fills the cap (a stays, empty); c finds a empty and takes its place.
+  ASSERT_EQ(call("/push", R"({"topic":"b","id":"b1","delay":60})").code(), 0);
+  m = metrics();
+  EXPECT_TRUE(has(m, series("topic=\"a\"", "ready", 0))) << m;
+  EXPECT_TRUE(has(m, series("topic=\"b\"", "delayed", 1))) << m;
+  ASSERT_EQ(call("/push", R"({"topic":"c","id":"c1","delay":60})").code(), 0);
+  m = metrics();
+  EXPECT_FALSE(has(m, "topic=\"a\"")) << m;
+  EXPECT_TRUE(has(m, series("topic=\"c\"", "delayed", 1))) << m;
+
+  // Both named topics hold jobs: d and e are summed in the overflow series.
+  ASSERT_EQ(call("/push", R"({"topic":"d","id":"d1","delay":60})").code(), 0);
+  ASSERT_EQ(call("/push", R"({"topic":"e","id":"e1"})").code(), 0);
+  m = metrics();
+  EXPECT_FALSE(has(m, "topic=\"d\"")) << m;
+  EXPECT_FALSE(has(m, "topic=\"e\"")) << m;
+  EXPECT_TRUE(has(m, series("overflow=\"true\"", "delayed", 1))) << m;
+  EXPECT_TRUE(has(m, series("overflow=\"true\"", "ready", 1))) << m;
+  EXPECT_TRUE(has(m, "delayq_overflow_topics 2\n")) << m;
+  EXPECT_TRUE(has(m, series("topic=\"b\"", "delayed", 1))) << m;
+  EXPECT_TRUE(has(m, series("topic=\"c\"", "delayed", 1))) << m;
+
+  // b empties: the next scrape gives its place to d (first by name of the overflow topics).
+  ASSERT_EQ(call("/delete", R"({"id":"b1"})").code(), 0);
+  m = metrics();
+  EXPECT_FALSE(has(m, "topic=\"b\"")) << m;
+  EXPECT_TRUE(has(m, series("topic=\"d\"", "delayed", 1))) << m;
+  EXPECT_TRUE(has(m, series("overflow=\"true\"", "ready", 1))) << m;  // e
+  EXPECT_TRUE(has(m, "delayq_overflow_topics 1\n")) << m;
+  // Never more than the cap's topics, whatever comes.
+  size_t named = 0;
+  for (size_t at = 0; (at = m.find("delayq_jobs{topic=", at)) != std::string::npos; ++at) ++named;
+  EXPECT_EQ(named, 2u * 4) << m;
+}
+
+// POST /backup: the name is one directory name (checked before the backup is asked for), a
+// missing one is made of the time; without a backup hook the route says how to get one.
+TEST_F(HttpApiTest, BackupNamesAreOneDirectoryNameAndTheRouteNeedsBackupDir) {
+  auto off = call("/backup", "");
+  EXPECT_EQ(off.status, 403);
+  EXPECT_EQ(off.error(), "forbidden");
+  EXPECT_NE(off.message().find("--backup-dir DIR"), std::string::npos) << off.message();
+
+  ApiOptions redis;
+  redis.backend = "redis";
+  open(redis);
+  auto r = call("/backup", R"({"name":"n"})");
+  EXPECT_EQ(r.status, 501);
+  EXPECT_NE(r.message().find("BGSAVE"), std::string::npos) << r.message();
+
+  std::vector<std::string> asked;
+  ApiOptions options;
+  options.backup = [&](const std::string& name) -> delayq::Result<std::string> {
+    asked.push_back(name);
+    return "/backups/" + name;
+  };
+  open(options);
+  auto made = call("/backup", R"({"name":"nightly-2026.11_21"})");
+  ASSERT_EQ(made.code(), 0) << made.text;
+  EXPECT_EQ(made.data().find("dir")->as_string(), "/backups/nightly-2026.11_21");
+  auto generated = call("/backup", "");
+  ASSERT_EQ(generated.code(), 0) << generated.text;
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked[1].rfind("backup-20", 0), 0u) << asked[1];  // backup-YYYYMMDDThhmmss.mmmZ
+  EXPECT_EQ(asked[1].size(), std::string("backup-20261121T190823.123Z").size()) << asked[1];
+  for (const char* bad : {R"({"name":"../x"})", R"({"name":"a/b"})", R"({"name":".x"})",
+                          R"({"name":""})", R"({"name":"a b"})", R"({"nmae":"x"})"}) {
+    auto a = call("/backup", bad);
+    EXPECT_EQ(a.status, 400) << bad;
+  }
+  EXPECT_EQ(asked.size(), 2u) << "a refused name reached the backup";
+  EXPECT_EQ(call("/backup", "", "GET").status, 405);
+}
+
 }  // namespace

@@ -252,6 +252,8 @@ TEST_F(JournalTest, OpenWhileAnotherProcessHoldsTheLockIsUnavailable) {
   ASSERT_EQ(::read(ready[0], &ok, 1), 1);
   ASSERT_EQ(ok, '1');
   auto k = Journal::open(dir_, fast());
+  // The holder is named (its pid, and its program from /proc: a fork of this test).
+  const std::string holder = "locked by process " + std::to_string(pid) + " (";
   close(done[1]);
   close(ready[0]);
   int wstatus = 0;
@@ -260,6 +262,7 @@ TEST_F(JournalTest, OpenWhileAnotherProcessHoldsTheLockIsUnavailable) {
   EXPECT_TRUE(k.is(Errc::unavailable)) << k.status().to_string();
   EXPECT_NE(k.status().message().find("in use by another process"), std::string::npos)
       << k.status().message();
+  EXPECT_NE(k.status().message().find(holder), std::string::npos) << k.status().message();
 }
 
 TEST_F(JournalTest, NewerFormatIsRefused) {

@@ -15,6 +15,7 @@
 #include <rocksdb/status.h>
 #include <rocksdb/write_batch.h>
 
+#include "wal/backup.h"
 #include "wal/codec.h"
 #include "wal/database.h"
 #include "wal/open_db.h"
@@ -154,6 +155,16 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
 
 Status Journal::sync_to(uint64_t ticket) {
   return impl_->pipeline ? impl_->pipeline->sync_to(ticket) : Status();
+}
+
+Status Journal::checkpoint(const std::string& dir) {
+  Impl& m = *impl_;
+  // A read-only journal has no lock: another process may be writing the store meanwhile.
+  if (m.options.read_only)
+    return Status(Errc::invalid_argument, "backup: store " + m.dir() +
+                                              " is open read-only; back up a store opened for "
+                                              "writing (it holds the lock, so the copy is whole)");
+  return wal::checkpoint(m.database->db(), m.dir(), dir);
 }
 
 Result<Stats> Journal::totals() {

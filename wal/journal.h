@@ -85,6 +85,11 @@ class Journal {
   // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).
   Result<engine::Counters> counters();
 
+  // A consistent copy of the store in `dir`, taken while the journal serves (wal/backup.h):
+  // every write that returned before the call is in it; on disk when this returns.
+  // Errors: invalid_argument (a bad `dir`, or a read-only journal), io_error.
+  Status checkpoint(const std::string& dir);
+
   // Calls fn for every live record, in seq order. Stops at the first error fn returns.
   // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
   Status scan(const std::function<Status(engine::JobRecord&&)>& fn);

@@ -40,6 +40,8 @@
 // the store promises io_error to the calls and a queue that stops. Lost LOG lines are nothing.
 #include "wal/open_db.h"
 
+#include "wal/lock.h"
+
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -305,11 +307,21 @@ Status sync_logs(const OpenDbRequest& r, const std::vector<std::string>& logs, r
 }  // namespace
 
 Status from_rocksdb(const rocksdb::Status& s, const std::string& dir, const std::string& what) {
-  if (is_lock_failure(s))
-    return Status(Errc::unavailable, "store directory " + dir +
-                                         " is in use by another process or another open "
-                                         "journal (RocksDB: " +
-                                         s.ToString() + ")");
+  if (is_lock_failure(s)) {
+    // Named, so that the operator knows which process to stop or to ask (the CLI says the same
+    // before it opens anything: wal/lock.h).
+    const std::string holder = lock_holder(dir);
+    if (holder.empty())
+      return Status(Errc::unavailable,
+                    "store directory " + dir +
+                        " is in use: this process already has it open (another open_store on "
+                        "it), and a store can be open once at a time (RocksDB: " +
+                        s.ToString() + ")");
+    return Status(Errc::unavailable,
+                  "store directory " + dir + " is locked by " + holder +
+                      ": it is in use by another process, and a store can be open in one "
+                      "process at a time; stop that process first, or go through it");
+  }
   if (s.IsCorruption())
     return Status(Errc::corrupt, "store " + dir + ": " + what +
                                      " found corrupt data (RocksDB: " + s.ToString() + ")");

@@ -26,6 +26,7 @@ class JournalSink final : public engine::Persistence {
     fences_ = fences;
     next_id_ = next_id;
   }
+  const std::shared_ptr<wal::Journal>& journal() const { return journal_; }
 
  private:
   std::shared_ptr<wal::Journal> journal_;
@@ -51,6 +52,17 @@ Result<Sync> parse_sync(std::string_view text) {
     if (text == to_string(s)) return s;
   return Status(Errc::invalid_argument, "unknown sync mode '" + std::string(text) +
                                             "': use always, batch, periodic or none");
+}
+
+Status backup_store(Engine& store, const std::string& dir) {
+  auto* sink = dynamic_cast<JournalSink*>(engine::persistence_of(store));
+  if (sink == nullptr)
+    return Status(Errc::invalid_argument,
+                  "backup: this queue has no store to copy (an in-memory Engine, or a store "
+                  "opened read_only); back up a store opened by open_store()");
+  // Held for the copy's duration: the journal outlives a concurrent close of the engine.
+  const std::shared_ptr<wal::Journal> journal = sink->journal();
+  return journal->checkpoint(dir);
 }
 
 Result<std::unique_ptr<Engine>> open_store(const StoreOptions& o) {

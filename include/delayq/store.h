@@ -77,4 +77,19 @@ struct StoreOptions {
 // another process), corrupt (unreadable store, or written by a newer delayq), io_error.
 Result<std::unique_ptr<Engine>> open_store(const StoreOptions& options);
 
+// A backup: a consistent copy of a store opened by open_store(), taken while it serves, into a
+// new directory `dir` (its parents are created; it must not exist, nor be inside the store).
+// The copy is the queue as it was after one call: every call answered before backup_store() was
+// called is in it (so a job acked or cancelled before then is not), calls answered meanwhile may
+// be, and no call is there in part; the totals of stats() match its jobs. It is on disk when
+// backup_store() returns, whatever the sync mode. Restoring is opening it: open_store() on the
+// copy (or on the copy moved into the store's place) gives that queue, jobs reserved at the
+// moment of the copy coming back when their lease runs out, as after a crash.
+// How: RocksDB's checkpoint. Table files are hard links when `dir` is on the store's file
+// system (a backup on another disk is a full copy), the rest is copied; it takes about one flush
+// of the memtable plus the copy, and the store serves meanwhile.
+// Errors: invalid_argument (`store` is not a store opened by open_store() for writing; `dir`
+// exists or is inside the store), io_error (the copy failed; nothing is left at `dir`).
+Status backup_store(Engine& store, const std::string& dir);
+
 }  // namespace delayq

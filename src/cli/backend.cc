@@ -1,10 +1,6 @@
 // The CLI's backends (see backend.h): a Queue (store or Redis) and delayqd over HTTP.
 #include "cli/backend.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +12,7 @@
 #include "delayq/redis.h"
 #include "delayq/store.h"
 #include "delayqd/json.h"
+#include "wal/lock.h"
 
 namespace delayq::cli {
 
@@ -43,43 +40,36 @@ class QueueBackend final : public Backend {
     return q_->requeue_dead_topic(topic);
   }
   Result<uint64_t> purge_dead(const std::string& topic) override { return q_->purge_dead(topic); }
+  Result<std::string> backup(const std::string& dir) override {
+    auto* store = dynamic_cast<Engine*>(q_.get());
+    if (store == nullptr)
+      return Status(Errc::invalid_argument,
+                    "a Redis queue is backed up by Redis itself (BGSAVE, or redis-cli --rdb FILE)");
+    if (Status s = backup_store(*store, dir); !s.ok()) return s;
+    std::error_code ec;
+    return std::filesystem::absolute(dir, ec).lexically_normal().string();
+  }
 
  private:
   std::unique_ptr<Queue> q_;
 };
 
-// The process holding RocksDB's lock on the store directory, 0 if none (or no LOCK file yet).
-// F_GETLK only asks: it takes nothing, so a running daemon is not disturbed.
-pid_t lock_holder(const std::string& dir) {
-  const std::string path = dir + "/LOCK";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  struct flock fl {};
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  const int rc = ::fcntl(fd, F_GETLK, &fl);
-  ::close(fd);
-  if (rc != 0 || fl.l_type == F_UNLCK) return 0;
-  return fl.l_pid > 0 ? fl.l_pid : -1;
-}
-
-Result<std::unique_ptr<Backend>> open_store_backend(const Target& t, bool writes) {
+Result<std::unique_ptr<Backend>> open_store_backend(const Target& t, Access access) {
   std::error_code ec;
-  if (!writes && !std::filesystem::is_directory(t.store_dir, ec))
+  if (access != Access::create && !std::filesystem::is_directory(t.store_dir, ec))
     return Status(Errc::io_error, "no store in " + t.store_dir + ": the directory does not exist");
   // A read-only RocksDB beside a running writer would see a moment of the store that the writer
   // may be deleting files from (and changes made since are missing): refuse, and point at the
   // daemon, which has the live queue. A writer could not open it anyway.
-  if (const pid_t holder = lock_holder(t.store_dir); holder != 0) {
-    const std::string who = holder > 0 ? "process " + std::to_string(holder) : "another process";
+  if (const std::string holder = wal::lock_holder(t.store_dir); !holder.empty()) {
     return Status(Errc::unavailable,
-                  "store directory " + t.store_dir + " is locked by " + who +
-                      " (a running delayqd?); the store can only be opened while no process "
-                      "has it open: ask the running daemon instead, with --url http://HOST:PORT");
+                  "store directory " + t.store_dir + " is locked by " + holder +
+                      "; the store can only be opened while no process has it open: if a "
+                      "delayqd holds it, ask the daemon instead, with --url http://HOST:PORT");
   }
   StoreOptions options;
   options.dir = t.store_dir;
-  options.read_only = !writes;
+  options.read_only = access == Access::read;
   auto q = open_store(options);
   if (!q) {
     if (q.is(Errc::unavailable))
@@ -110,6 +100,8 @@ Errc errc_from_name(std::string_view name) {
       {"bad_request", Errc::invalid_argument}, {"bad_json", Errc::invalid_argument},
       {"too_large", Errc::invalid_argument},   {"overloaded", Errc::unavailable},
       {"shutting_down", Errc::unavailable},
+      {"forbidden", Errc::invalid_argument},      // /backup without --backup-dir
+      {"not_supported", Errc::invalid_argument},  // /backup of a Redis queue
   };
   for (const auto& [n, e] : kDaemonWords)
     if (n == name) return e;
@@ -277,6 +269,11 @@ class HttpBackend final : public Backend {
     if (!data) return data.status();
     return static_cast<uint64_t>(member_int(*data, "purged"));
   }
+  Result<std::string> backup(const std::string& name) override {
+    auto data = call("POST", "/backup", id_body("name", name));
+    if (!data) return data.status();
+    return member_string(*data, "dir");
+  }
 
  private:
   static std::string id_body(std::string_view key, const std::string& value) {
@@ -307,7 +304,8 @@ class HttpBackend final : public Backend {
     if (name == "unauthorized")
       message = "delayqd refused the request (HTTP 401 unauthorized: " + message +
                 "); give its bearer token with --token-file FILE";
-    else if (errc_from_name(name) == Errc::unavailable && name != "unavailable")
+    else if ((errc_from_name(name) == Errc::unavailable && name != "unavailable") ||
+             name == "forbidden" || name == "not_supported")
       message =
           "delayqd answered HTTP " + std::to_string(reply->status) + " " + name + ": " + message;
     return Status(errc_from_name(name), message);
@@ -336,8 +334,8 @@ Result<std::string> read_token(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<Backend>> open_backend(const Target& target, bool writes) {
-  if (!target.store_dir.empty()) return open_store_backend(target, writes);
+Result<std::unique_ptr<Backend>> open_backend(const Target& target, Access access) {
+  if (!target.store_dir.empty()) return open_store_backend(target, access);
   if (!target.redis_url.empty()) return open_redis_backend(target);
   auto url = parse_http_url(target.url);
   if (!url) return url.status();

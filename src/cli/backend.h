@@ -25,7 +25,14 @@ class Backend {
   virtual Status requeue_dead(const std::string& id) = 0;
   virtual Result<uint64_t> requeue_dead_topic(const std::string& topic) = 0;
   virtual Result<uint64_t> purge_dead(const std::string& topic) = 0;
+  // A consistent copy of the queue in `dir` (a store), or under the name `dir` in the daemon's
+  // --backup-dir (delayqd); returns the directory written.
+  virtual Result<std::string> backup(const std::string& dir) = 0;
 };
+
+// How a command uses its target. A store directory that does not exist is created only for
+// `create` (push); a store is opened read-only (nothing changes on disk) for `read`.
+enum class Access { read, write, create };
 
 // Where the commands go: exactly one of store_dir, url, redis_url is set.
 struct Target {
@@ -37,10 +44,9 @@ struct Target {
   uint32_t shards = 0;  // --redis only; 0: 1
 };
 
-// Opens the target. `writes` is false for commands that only read: a store is then opened
-// read-only, so that inspecting it changes nothing on disk.
+// Opens the target for `access`.
 // Errors: unavailable (a store directory in use by a running process, a server that cannot be
 // reached), invalid_argument (a bad URL or token file), and whatever opening the queue reports.
-Result<std::unique_ptr<Backend>> open_backend(const Target& target, bool writes);
+Result<std::unique_ptr<Backend>> open_backend(const Target& target, Access access);
 
 }  // namespace delayq::cli

@@ -1,5 +1,6 @@
-// The delayq command-line tool (see commands.h and docs/cli.md): push, get, cancel, stats and the
-// dead-letter commands against a store directory, a running delayqd, or Redis.
+// The delayq command-line tool (see commands.h and docs/cli.md): push, get, cancel, stats, the
+// dead-letter commands and backup against a store directory, a running delayqd, or Redis.
+// Long: each command's argument checks and its text and JSON output are kept together here.
 #include "cli/commands.h"
 
 #include <algorithm>
@@ -39,7 +40,7 @@ struct CommandInfo {
   const char* usage;  // after "delayq TARGET "
   const char* summary;
   std::set<std::string> flags;  // command flags it takes (the target flags are always allowed)
-  bool writes;
+  Access access;
 };
 
 const std::vector<CommandInfo>& commands() {
@@ -47,27 +48,35 @@ const std::vector<CommandInfo>& commands() {
       {"push",
        "push TOPIC [--id ID] [--delay DUR | --due-at TIME] [--ttr DUR]\n"
        "            [--body TEXT | --body-file FILE (- for stdin)] [--retry POLICY]",
-       "add a job; prints its id. DUR: 1500ms, 90s, 30m, 2h, 3d, 1h30m. TIME: RFC 3339\n"
+       "add a job; prints its id. DUR: 1500ms, 90s, 5min, 2h30m, 3d. TIME: RFC 3339\n"
        "  (2026-11-21T14:03:05Z, ...+01:00) or unix seconds. POLICY: list:2m,10m,1h |\n"
        "  fixed:30s:5 (delay, attempts) | exp:1s:2:1h:10[:0.2] (base, factor, cap,\n"
        "  attempts, jitter)",
        {"id", "delay", "due-at", "ttr", "body", "body-file", "retry"},
-       true},
-      {"get", "get ID", "show one job", {}, false},
-      {"cancel", "cancel ID", "remove a job, in any state", {}, true},
-      {"stats", "stats", "jobs per topic and state, and the queue's totals", {}, false},
+       Access::create},
+      {"get", "get ID", "show one job", {}, Access::read},
+      {"cancel", "cancel ID", "remove a job, in any state", {}, Access::write},
+      {"stats", "stats", "jobs per topic and state, and the queue's totals", {}, Access::read},
       {"dead list",
        "dead list TOPIC [--limit N]",
        "the dead letters of a topic, oldest first (at most N, default 100)",
        {"limit"},
-       false},
+       Access::read},
       {"dead requeue",
        "dead requeue ID | dead requeue --topic TOPIC",
        "put one dead job, or every dead job of a topic, back as ready now",
        {"topic"},
-       true},
-      {"dead purge", "dead purge TOPIC", "delete every dead job of a topic", {}, true},
-      {"help", "help [COMMAND]", "this text, or one command's", {}, false},
+       Access::write},
+      {"dead purge", "dead purge TOPIC", "delete every dead job of a topic", {}, Access::write},
+      {"backup",
+       "backup DIR",
+       "a consistent copy of the queue, taken while it serves: with --store, into the new\n"
+       "  directory DIR (no process may hold the store); with --url, into DIR, a name under\n"
+       "  the daemon's --backup-dir. Restore: stop the daemon, put the copy in the store's\n"
+       "  place, start it",
+       {},
+       Access::write},
+      {"help", "help [COMMAND]", "this text, or one command's", {}, Access::read},
   };
   return kCommands;
 }
@@ -238,18 +247,39 @@ struct Context {
   std::string what;  // "get o-42": names the call in error messages
 };
 
+// Where a refusal goes: the line on stderr always, and with --json one JSON document on stdout
+// too, so that a script piping stdout to jq gets a document it can test (.error) instead of
+// empty input: {"error":"not_found","message":"no job with id ..."}. "error" is the Errc's
+// name (as delayqd's answers have it), or "usage" for bad usage (exit 2).
+struct Streams {
+  std::ostream& out;
+  std::ostream& err;
+  bool json;
+};
+
+void json_error(const Streams& io, std::string_view error, const std::string& message) {
+  if (!io.json) return;
+  json::Writer w;
+  w.begin_object().key("error").value(error).key("message").value(message).end_object();
+  io.out << w.str() << "\n";
+}
+
 int failed(Context& c, const Status& s) {
   c.err << "delayq: " << c.what << ": " << s.to_string() << "\n";
+  json_error({c.out, c.err, c.inv.json}, to_string(static_cast<Errc>(s.code().value())),
+             s.message());
   return kExitFailed;
 }
 
-int usage(std::ostream& err, const UsageError& u) {
-  err << "delayq: " << (u.command != nullptr ? std::string(u.command->name) + ": " : "")
-      << u.message << "\n";
+int usage(const Streams& io, const UsageError& u) {
+  const std::string message =
+      (u.command != nullptr ? std::string(u.command->name) + ": " : "") + u.message;
+  io.err << "delayq: " << message << "\n";
   if (u.command != nullptr)
-    err << command_usage(*u.command);
+    io.err << command_usage(*u.command);
   else
-    err << "usage: delayq TARGET COMMAND [ARGS] [--json] (delayq help lists the commands)\n";
+    io.err << "usage: delayq TARGET COMMAND [ARGS] [--json] (delayq help lists the commands)\n";
+  json_error(io, "usage", message);
   return kExitUsage;
 }
 
@@ -426,7 +456,9 @@ int do_dead_list(Context& c, Backend& b, const std::string& topic) {
   size_t limit = 100;
   if (c.inv.flags.contains("limit")) {
     auto n = parse_count(c.inv.flags["limit"], 1, 10'000);
-    if (!n) return usage(c.err, {"bad --limit: " + n.status().message(), &c.command});
+    if (!n)
+      return usage({c.out, c.err, c.inv.json},
+                   {"bad --limit: " + n.status().message(), &c.command});
     limit = *n;
   }
   auto jobs = b.list_dead(topic, limit);
@@ -492,22 +524,39 @@ int do_purge(Context& c, Backend& b, const std::string& topic) {
   return kExitOk;
 }
 
+int do_backup(Context& c, Backend& b, const std::string& dir) {
+  auto written = b.backup(dir);
+  if (!written) return failed(c, written.status());
+  if (c.inv.json) {
+    json::Writer w;
+    w.begin_object().key("dir").value(*written).end_object();
+    c.out << w.str() << "\n";
+  } else {
+    c.out << "backed up to " << printable(*written)
+          << " (a consistent copy; to restore it, stop the daemon, put the copy in the store's "
+             "place, start it)\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
         std::ostream& err) {
   Invocation inv;
   std::optional<UsageError> problem = split_args(args, inv);
+  const Streams io{out, err, inv.json};
 
   // The command: "dead" takes a subcommand.
   std::string name = inv.positional.empty() ? "" : inv.positional[0];
   size_t consumed = inv.positional.empty() ? 0 : 1;
   if (name == "dead") {
     if (inv.positional.size() < 2) {
-      if (problem) return usage(err, *problem);
+      if (problem) return usage(io, *problem);
       err << "delayq: dead needs a subcommand: list, requeue or purge\n";
       for (const char* sub : {"dead list", "dead requeue", "dead purge"})
         err << command_usage(*find_command(sub));
+      json_error(io, "usage", "dead needs a subcommand: list, requeue or purge");
       return kExitUsage;
     }
     name += " " + inv.positional[1];
@@ -516,7 +565,7 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   const CommandInfo* command = name.empty() ? nullptr : find_command(name);
   if (problem) {
     problem->command = command;
-    return usage(err, *problem);
+    return usage(io, *problem);
   }
   if (name.empty()) {
     if (inv.help) {
@@ -524,16 +573,17 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
       return kExitOk;
     }
     err << "delayq: no command given\n" << full_usage();
+    json_error(io, "usage", "no command given");
     return kExitUsage;
   }
   if (command == nullptr)
-    return usage(err, {"unknown command '" + name + "' (delayq help lists the commands)"});
+    return usage(io, {"unknown command '" + name + "' (delayq help lists the commands)"});
   if (inv.help || name == "help") {
     if (name == "help" && inv.positional.size() > 1) {
       std::string topic = inv.positional[1];
       if (topic == "dead" && inv.positional.size() > 2) topic += " " + inv.positional[2];
       const CommandInfo* about = find_command(topic);
-      if (about == nullptr) return usage(err, {"no command '" + topic + "'", command});
+      if (about == nullptr) return usage(io, {"no command '" + topic + "'", command});
       out << command_usage(*about) << "  " << about->summary << "\n\n" << kTargetHelp;
       return kExitOk;
     }
@@ -548,7 +598,7 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   // Flags that do not belong to this command.
   for (const auto& [flag, value] : inv.flags)
     if (!kTargetFlags.contains(flag) && !command->flags.contains(flag))
-      return usage(err, {"--" + flag + " does not apply to " + name, command});
+      return usage(io, {"--" + flag + " does not apply to " + name, command});
 
   // Positional arguments.
   const std::vector<std::string> rest(inv.positional.begin() + static_cast<long>(consumed),
@@ -557,29 +607,30 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   if (name == "stats") want = 0;
   if (name == "dead requeue") {
     if (inv.flags.contains("topic") && !rest.empty())
-      return usage(err, {"give an ID or --topic TOPIC, not both", command});
+      return usage(io, {"give an ID or --topic TOPIC, not both", command});
     if (inv.flags.contains("topic")) want = 0;
   }
   if (rest.size() < want) {
-    const std::string what =
-        name == "get" || name == "cancel" || name == "dead requeue" ? "ID" : "TOPIC";
-    return usage(err, {name + " needs " + (what == "ID" ? "an " : "a ") + what, command});
+    const std::string what = name == "get" || name == "cancel" || name == "dead requeue" ? "ID"
+                             : name == "backup"                                          ? "DIR"
+                                                                                         : "TOPIC";
+    return usage(io, {name + " needs " + (what == "ID" ? "an " : "a ") + what, command});
   }
-  if (rest.size() > want) return usage(err, {"unexpected argument '" + rest[want] + "'", command});
-  if (want == 1 && rest[0].empty()) return usage(err, {"an empty argument", command});
+  if (rest.size() > want) return usage(io, {"unexpected argument '" + rest[want] + "'", command});
+  if (want == 1 && rest[0].empty()) return usage(io, {"an empty argument", command});
 
   // The target: exactly one.
   auto& f = inv.flags;
   const int targets = f.contains("store") + f.contains("url") + f.contains("redis");
   if (targets == 0)
-    return usage(err,
+    return usage(io,
                  {"no target: give --store DIR, --url http://HOST:PORT or --redis URL", command});
   if (targets > 1)
-    return usage(err, {"give one target: --store, --url or --redis, not several", command});
+    return usage(io, {"give one target: --store, --url or --redis, not several", command});
   if (f.contains("token-file") && !f.contains("url"))
-    return usage(err, {"--token-file applies to --url only", command});
+    return usage(io, {"--token-file applies to --url only", command});
   if ((f.contains("queue") || f.contains("shards")) && !f.contains("redis"))
-    return usage(err, {"--queue and --shards apply to --redis only", command});
+    return usage(io, {"--queue and --shards apply to --redis only", command});
   Target target;
   target.store_dir = f.contains("store") ? f["store"] : "";
   target.url = f.contains("url") ? f["url"] : "";
@@ -587,15 +638,15 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   target.redis_url = f.contains("redis") ? f["redis"] : "";
   target.queue = f.contains("queue") ? f["queue"] : "";
   if (f.contains("store") && target.store_dir.empty())
-    return usage(err, {"--store needs a directory", command});
+    return usage(io, {"--store needs a directory", command});
   if (f.contains("redis") && target.redis_url.empty())
-    return usage(err, {"--redis needs a URL", command});
+    return usage(io, {"--redis needs a URL", command});
   if (f.contains("url")) {
-    if (auto u = parse_http_url(target.url); !u) return usage(err, {u.status().message(), command});
+    if (auto u = parse_http_url(target.url); !u) return usage(io, {u.status().message(), command});
   }
   if (f.contains("shards")) {
     auto n = parse_count(f["shards"], 1, 1024);
-    if (!n) return usage(err, {"bad --shards: " + n.status().message(), command});
+    if (!n) return usage(io, {"bad --shards: " + n.status().message(), command});
     target.shards = static_cast<uint32_t>(*n);
   }
 
@@ -609,14 +660,18 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   // cost a Redis connection or a store open.
   JobSpec spec;
   if (name == "push") {
-    if (auto u = push_spec(c, spec)) return usage(err, *u);
+    if (auto u = push_spec(c, spec)) return usage(io, *u);
   }
   if (name == "dead list" && f.contains("limit")) {
     if (auto n = parse_count(f["limit"], 1, 10'000); !n)
-      return usage(err, {"bad --limit: " + n.status().message(), command});
+      return usage(io, {"bad --limit: " + n.status().message(), command});
   }
+  if (name == "backup" && f.contains("redis"))
+    return usage(io, {"backup takes --store or --url: a Redis queue is backed up by Redis "
+                      "itself (BGSAVE, or redis-cli --rdb FILE)",
+                      command});
 
-  auto backend = open_backend(target, command->writes);
+  auto backend = open_backend(target, command->access);
   if (!backend) return failed(c, backend.status());
   Backend& b = **backend;
   if (name == "push") return do_push(c, b, std::move(spec));
@@ -626,7 +681,8 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   if (name == "dead list") return do_dead_list(c, b, rest[0]);
   if (name == "dead requeue") return do_requeue(c, b);
   if (name == "dead purge") return do_purge(c, b, rest[0]);
-  return usage(err, {"unknown command '" + name + "'"});
+  if (name == "backup") return do_backup(c, b, rest[0]);
+  return usage(io, {"unknown command '" + name + "'"});
 }
 
 }  // namespace delayq::cli

@@ -1,6 +1,7 @@
 // Parsing and formatting helpers of the delayq command-line tool (see parse.h).
 #include "cli/parse.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -66,11 +67,41 @@ std::string quoted(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// The units a duration takes, with the spellings people type: "5min", "90sec", "2hrs", "3days".
+// Lower case only ("M" could be months); no fractions ("1.5h" is "1h30m").
+struct Unit {
+  std::string_view name;
+  int64_t ns;
+};
+constexpr int64_t kSecondNs = 1'000'000'000;
+constexpr Unit kUnits[] = {
+    {"ms", 1'000'000},           {"msec", 1'000'000},
+    {"msecs", 1'000'000},        {"s", kSecondNs},
+    {"sec", kSecondNs},          {"secs", kSecondNs},
+    {"second", kSecondNs},       {"seconds", kSecondNs},
+    {"m", 60 * kSecondNs},       {"min", 60 * kSecondNs},
+    {"mins", 60 * kSecondNs},    {"minute", 60 * kSecondNs},
+    {"minutes", 60 * kSecondNs}, {"h", 3600 * kSecondNs},
+    {"hr", 3600 * kSecondNs},    {"hrs", 3600 * kSecondNs},
+    {"hour", 3600 * kSecondNs},  {"hours", 3600 * kSecondNs},
+    {"d", 86400 * kSecondNs},    {"day", 86400 * kSecondNs},
+    {"days", 86400 * kSecondNs},
+};
+constexpr std::string_view kUnitList =
+    "ms, s (sec), m (min), h (hr) or d (day), e.g. 90s, 5min, 2h30m, 3d";
+
+}  // namespace
+
 Result<Duration> parse_duration(std::string_view text) {
   if (text == "0") return Duration(0);
   if (text.empty()) return bad("a duration is empty; give e.g. 90s, 30m, 1500ms, 2h or 3d");
+  if (text[0] == '-')
+    return bad("bad duration " + quoted(text) + ": it is negative; durations count forward " +
+               "from now, 0 is the least");
   // Far beyond any max_delay, and far from int64 nanoseconds (~292 years).
-  constexpr int64_t kMaxNs = int64_t{36500} * 86400 * 1'000'000'000;
+  constexpr int64_t kMaxNs = int64_t{36500} * 86400 * kSecondNs;
   int64_t total = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -81,27 +112,18 @@ Result<Duration> parse_duration(std::string_view text) {
     const size_t unit_start = pos;
     while (pos < text.size() && !is_digit(text[pos])) ++pos;
     const std::string_view unit = text.substr(unit_start, pos - unit_start);
-    int64_t unit_ns = 0;
-    if (unit == "ms")
-      unit_ns = 1'000'000;
-    else if (unit == "s")
-      unit_ns = 1'000'000'000;
-    else if (unit == "m")
-      unit_ns = int64_t{60} * 1'000'000'000;
-    else if (unit == "h")
-      unit_ns = int64_t{3600} * 1'000'000'000;
-    else if (unit == "d")
-      unit_ns = int64_t{86400} * 1'000'000'000;
-    else if (unit.empty())
+    if (unit.empty())
       return bad("bad duration " + quoted(text) + ": the number " + std::to_string(n) +
-                 " has no unit (ms, s, m, h or d)");
-    else
-      return bad("bad duration " + quoted(text) + ": unknown unit " + quoted(unit) +
-                 " (use ms, s, m, h or d)");
-    if (n > static_cast<uint64_t>(kMaxNs / unit_ns) ||
-        total > kMaxNs - static_cast<int64_t>(n) * unit_ns)
+                 " has no unit (" + std::string(kUnitList) + ")");
+    const Unit* u = std::find_if(std::begin(kUnits), std::end(kUnits),
+                                 [&](const Unit& k) { return k.name == unit; });
+    if (u == std::end(kUnits))
+      return bad("bad duration " + quoted(text) + ": unknown unit " + quoted(unit) + " (use " +
+                 std::string(kUnitList) + ")");
+    if (n > static_cast<uint64_t>(kMaxNs / u->ns) ||
+        total > kMaxNs - static_cast<int64_t>(n) * u->ns)
       return bad("bad duration " + quoted(text) + ": longer than 36500 days");
-    total += static_cast<int64_t>(n) * unit_ns;
+    total += static_cast<int64_t>(n) * u->ns;
   }
   return Duration(total);
 }

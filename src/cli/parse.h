@@ -14,8 +14,10 @@
 namespace delayq::cli {
 
 // "1500ms", "90s", "30m", "2h", "3d", or several of them in a row ("1h30m", "2d12h"); "0" alone
-// is zero. A bare number other than 0 is refused: "90" could mean seconds or milliseconds.
-// Errors: invalid_argument, naming what is wrong.
+// is zero. The longer spellings people type work too: msec, sec, secs, second(s), min, mins,
+// minute(s), hr, hrs, hour(s), day(s) ("5min", "2hrs", "1hr30min"). Lower case, whole numbers.
+// A bare number other than 0 is refused: "90" could mean seconds or milliseconds.
+// Errors: invalid_argument, naming what is wrong (a negative duration is called that).
 Result<Duration> parse_duration(std::string_view text);
 
 // An instant: RFC 3339 ("2026-11-21T14:03:05Z", "2026-11-21T14:03:05.250+01:00"; a space may

@@ -4,15 +4,18 @@
 #include "delayqd/api.h"
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 #include "common/format.h"
 
 #include "delayqd/json.h"
 #include "delayqd/request.h"
+#include "delayqd/topic_series.h"
 
 namespace delayq::http {
 
@@ -31,14 +34,23 @@ struct RouteEntry {
   Route route;
 };
 constexpr RouteEntry kRoutes[] = {
-    {"/push", Route::push},          {"/push_batch", Route::push_batch},
-    {"/pop", Route::pop},            {"/finish", Route::finish},
-    {"/ack", Route::finish},         {"/nack", Route::nack},
-    {"/touch", Route::touch},        {"/dead_letter", Route::dead_letter},
-    {"/delete", Route::del},         {"/get", Route::get},
-    {"/reschedule", Route::reschedule}, {"/stats", Route::stats},
-    {"/dead/list", Route::dead_list}, {"/dead/requeue", Route::dead_requeue},
-    {"/dead/purge", Route::dead_purge}, {"/metrics", Route::metrics},
+    {"/push", Route::push},
+    {"/push_batch", Route::push_batch},
+    {"/pop", Route::pop},
+    {"/finish", Route::finish},
+    {"/ack", Route::finish},
+    {"/nack", Route::nack},
+    {"/touch", Route::touch},
+    {"/dead_letter", Route::dead_letter},
+    {"/delete", Route::del},
+    {"/get", Route::get},
+    {"/reschedule", Route::reschedule},
+    {"/stats", Route::stats},
+    {"/dead/list", Route::dead_list},
+    {"/dead/requeue", Route::dead_requeue},
+    {"/dead/purge", Route::dead_purge},
+    {"/backup", Route::backup},
+    {"/metrics", Route::metrics},
     {"/health", Route::health},
 };
 
@@ -200,6 +212,30 @@ std::string label(std::string_view s) {
   return out;
 }
 
+// Why `name` cannot name a backup directory, or "" when it can: one path component of letters,
+// digits, '.', '-' and '_', not starting with '.' (no "..", no hidden names), at most 128 bytes.
+std::string backup_name_problem(std::string_view name) {
+  if (name.empty() || name.size() > 128) return "must be 1 to 128 characters long";
+  for (const char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
+      return "may hold only letters, digits, '.', '-' and '_' (one directory name, not a path)";
+  if (name.front() == '.') return "must not start with '.'";
+  return {};
+}
+
+// "20261121T190823.123Z": a UTC time for a generated backup name.
+std::string compact_utc_time(TimePoint t) {
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d%02d%02dT%02d%02d%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
 // `done` made safe to call from a route and from its exception path: the first answer wins.
 Api::Done answer_once(Api::Done done) {
   struct Once {
@@ -261,6 +297,8 @@ const char* route_name(Route r) noexcept {
     case Route::dead_list: return "dead_list";
     case Route::dead_requeue: return "dead_requeue";
     case Route::dead_purge: return "dead_purge";
+    case Route::backup:
+      return "backup";
     case Route::metrics: return "metrics";
     case Route::health: return "health";
     case Route::unknown: return "unknown";
@@ -270,6 +308,8 @@ const char* route_name(Route r) noexcept {
 }
 
 struct Api::Metrics {
+  explicit Metrics(size_t max_topics) : topics(max_topics) {}
+  TopicSeries topics;
   struct Histogram {
     std::array<uint64_t, kNumBuckets> buckets{};  // non-cumulative; summed when rendered
     uint64_t count = 0;
@@ -284,7 +324,7 @@ Api::Api(Queue& queue, ApiOptions options)
     : queue_(queue),
       options_(std::move(options)),
       limits_{options_.max_delay, options_.max_job_bytes, "delayqd --max-job-bytes"},
-      metrics_(std::make_unique<Metrics>()) {}
+      metrics_(std::make_unique<Metrics>(options_.max_metric_topics)) {}
 Api::~Api() = default;
 
 void Api::begin_drain() { draining_.store(true); }
@@ -657,6 +697,33 @@ void Api::dead_list(Fields& f, Done& done) {
           w.str()));
 }
 
+// A backup into the directory delayqd was given (--backup-dir), under the name the request
+// gives (or one made of the time): one directory name, so that no request can write anywhere
+// else.
+void Api::backup(Fields& f, Done& done) {
+  f.only({"name"}, "/backup");
+  auto name = f.string("name");
+  if (!f.ok()) return done(bad_request(f));
+  if (!options_.backup) {
+    if (options_.backend == "redis")
+      return done(fail(501, "not_supported",
+                       "a Redis queue is backed up by Redis itself (BGSAVE, or redis-cli --rdb "
+                       "FILE), not by delayqd"));
+    return done(fail(403, "forbidden",
+                     "backups through delayqd are off: it writes them only under the directory "
+                     "given by --backup-dir DIR, and was started without one"));
+  }
+  if (!name) name = "backup-" + compact_utc_time(SystemClock::instance().now());
+  if (std::string why = backup_name_problem(*name); !why.empty())
+    return done(bad_request("\"name\" " + why +
+                            ": delayqd writes backups only directly under its --backup-dir"));
+  auto dir = options_.backup(*name);
+  if (!dir) return done(fail(dir.status()));
+  Writer w;
+  w.begin_object().key("dir").value(*dir).end_object();
+  done(ok("backed up", w.str()));
+}
+
 void Api::dispatch(Route route, const Request& request, Done& done) {
   if (route == Route::health) return health(done);
   if (route == Route::metrics) {
@@ -664,7 +731,8 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
     return done(std::move(r));
   }
 
-  const bool empty_ok = route == Route::stats && trim(request.body).empty();
+  const bool empty_ok =
+      (route == Route::stats || route == Route::backup) && trim(request.body).empty();
   Body body = read_body(empty_ok ? std::string_view("{}") : std::string_view(request.body),
                         route == Route::push);
   if (body.refusal) return done(std::move(*body.refusal));
@@ -755,6 +823,9 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
     case Route::dead_list:
       return dead_list(f, done);
 
+    case Route::backup:
+      return backup(f, done);
+
     case Route::dead_requeue: {
       f.only({"id", "topic"}, "/dead/requeue");
       if (f.ok() && f.has("id") == f.has("topic"))
@@ -812,15 +883,25 @@ std::string Api::metrics_text() {
   counter("delayq_released_total",
           "Deliveries given back uncounted (their client left before the answer).", st.released);
 
-  line("# HELP delayq_jobs Jobs per topic and state.");
+  line(
+      "# HELP delayq_jobs Jobs per topic and state (a topic seen since the start reads 0 when "
+      "it empties; topics past --metrics-topics are summed under overflow=\"true\").");
   line("# TYPE delayq_jobs gauge");
-  for (const auto& [name, t] : st.topics) {
-    const std::string l = "delayq_jobs{topic=\"" + label(name) + "\",state=\"";
+  const auto jobs = [&](const std::string& labels, const TopicStats& t) {
+    const std::string l = "delayq_jobs{" + labels + ",state=\"";
     line(l + "delayed\"} " + std::to_string(t.delayed));
     line(l + "ready\"} " + std::to_string(t.ready));
     line(l + "reserved\"} " + std::to_string(t.reserved));
     line(l + "dead\"} " + std::to_string(t.dead));
-  }
+  };
+  const TopicSeries::View topics = metrics_->topics.update(st.topics);
+  for (const auto& [name, t] : topics.named) jobs("topic=\"" + label(name) + "\"", t);
+  jobs("overflow=\"true\"", topics.overflow);
+  line(
+      "# HELP delayq_overflow_topics Topics with jobs that have no delayq_jobs series of their "
+      "own (over --metrics-topics).");
+  line("# TYPE delayq_overflow_topics gauge");
+  line("delayq_overflow_topics " + std::to_string(topics.overflow_topics));
   line("# HELP delayqd_waiting_pops Pops waiting for a job.");
   line("# TYPE delayqd_waiting_pops gauge");
   line("delayqd_waiting_pops " + std::to_string(waiting_pops_.load()));

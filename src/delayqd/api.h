@@ -71,12 +71,35 @@ struct ApiOptions {
   // The most a /dead/list answer may hold: the jobs that fit are listed, and the answer says it
   // was cut ("truncated": true) and why.
   size_t max_list_bytes = size_t{16} << 20;
+  // POST /backup: writes a backup named by the request (one directory name, checked here) and
+  // returns the directory written. Set by delayqd for a store started with --backup-dir, which
+  // confines backups to that directory; empty: /backup is refused, saying how to enable it.
+  std::function<Result<std::string>(const std::string& name)> backup;
+  // The most topics with their own delayq_jobs series on /metrics (topic_series.h): the bound
+  // on the series a Prometheus server must keep. delayqd --metrics-topics.
+  size_t max_metric_topics = 1000;
 };
 
 // The routes, for metrics.
 enum class Route : uint8_t {
-  push, push_batch, pop, finish, nack, touch, dead_letter, del, get, reschedule, stats,
-  dead_list, dead_requeue, dead_purge, metrics, health, unknown,
+  push,
+  push_batch,
+  pop,
+  finish,
+  nack,
+  touch,
+  dead_letter,
+  del,
+  get,
+  reschedule,
+  stats,
+  dead_list,
+  dead_requeue,
+  dead_purge,
+  backup,
+  metrics,
+  health,
+  unknown,
   count_  // number of routes
 };
 const char* route_name(Route r) noexcept;
@@ -130,6 +153,7 @@ class Api {
   void settle(Route route, Fields& f, Done& done);
   std::optional<Token> implicit_token(Route route, const std::string& id, Done& done);
   void dead_list(Fields& f, Done& done);
+  void backup(Fields& f, Done& done);
   void pop(const Request& request, Done done, std::chrono::steady_clock::time_point start);
   // The answer to a pop that got `d`, which gives it back if it cannot be written.
   Response deliver(const Delivery& d);

@@ -1,9 +1,11 @@
 // delayqd: the delayq HTTP daemon. Parses flags and the config file, opens the queue (the
 // embedded durable store, or Redis), and runs the server until SIGTERM/SIGINT.
 // docs/operations.md describes the flags; docs/http-api.md the routes.
+#include <sys/stat.h>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -11,7 +13,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include "delayq/redis.h"
@@ -29,6 +30,8 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
                             port 0 picks a free one)
   --store DIR               the embedded durable store's directory (default ./delayq-data)
   --sync MODE               store sync mode: always (default), batch, periodic, none
+  --backup-dir DIR          allow POST /backup: consistent copies of the live store, written
+                            only into new directories directly under DIR
   --redis URL               use a Redis server instead: redis://host:port or unix:///path
   --queue NAME              Redis queue name (default "default")
   --shards N                Redis shards, 1 to 1024 (default 1)
@@ -46,6 +49,8 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
   --header-timeout SECONDS  a request's headers must arrive within this (default 10)
   --body-timeout SECONDS    a request's body must arrive within this (default 60)
   --drain-timeout SECONDS   on SIGTERM, wait this long for requests in flight (default 30)
+  --metrics-topics N        topics with their own delayq_jobs series on /metrics, 0 to
+                            100000 (default 1000); the others are summed as overflow="true"
   --config FILE             read "name = value" lines (the flag names without "--");
                             flags given on the command line win
   --help                    this text
@@ -55,11 +60,12 @@ Exit status: 0 after a clean shutdown, 1 if the queue or the socket could not be
 )";
 
 const std::vector<std::string> kKeys = {
-    "listen",        "store",           "sync",         "redis",
-    "queue",         "shards",          "token-file",   "threads",
-    "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops", "pop-timeout",
-    "idle-timeout",  "drain-timeout",   "config",       "max-connections-per-client",
-    "header-timeout", "body-timeout"};
+    "listen",          "store",          "sync",          "redis",
+    "queue",           "shards",         "token-file",    "threads",
+    "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops",
+    "pop-timeout",     "idle-timeout",   "drain-timeout", "metrics-topics",
+    "backup-dir",      "config",         "max-connections-per-client",
+    "header-timeout",  "body-timeout"};
 
 // A setting's value and where it came from, for messages: "--threads" for a flag,
 // "delayqd.conf:3: threads" for a config line.
@@ -210,10 +216,13 @@ int main(int argc, char** argv) {
   // The queue's limits, the same for either backend; the Api checks requests against them.
   api_options.max_job_bytes = number(s, "max-job-bytes", size_t{1} << 20, 1, size_t{64} << 20, "bytes");
   if (s.contains("token-file")) api_options.bearer_token = read_token(value(s, "token-file"));
+  api_options.max_metric_topics = number(s, "metrics-topics", 1000, 0, 100'000, "topics");
 
   const bool redis = s.contains("redis");
   if (redis && s.contains("store")) usage_error("give --store or --redis, not both");
   if (redis && s.contains("sync")) usage_error("--sync applies to --store, not to --redis");
+  if (redis && s.contains("backup-dir"))
+    usage_error("--backup-dir applies to --store; a Redis queue is backed up by Redis itself");
   if (!redis && (s.contains("queue") || s.contains("shards")))
     usage_error("--queue and --shards apply to --redis only");
 
@@ -246,7 +255,19 @@ int main(int argc, char** argv) {
     if (!q) {
       std::cerr << "delayqd: cannot open the store " << opt.dir << ": "
                 << q.status().to_string() << "\n";
+      if (q.is(delayq::Errc::unavailable))
+        std::cerr << "delayqd: one process at a time opens a store: stop the one that holds it "
+                     "(another delayqd?), or start this one with another --store\n";
       return 1;
+    }
+    if (s.contains("backup-dir")) {
+      // Each backup goes to a new directory right under this one: the Api checks the name.
+      api_options.backup = [store = q->get(), root = value(s, "backup-dir")](
+                               const std::string& name) -> delayq::Result<std::string> {
+        const std::string dir = (std::filesystem::absolute(root) / name).lexically_normal();
+        if (delayq::Status st = delayq::backup_store(*store, dir); !st.ok()) return st;
+        return dir;
+      };
     }
     queue = std::move(*q);
     std::cerr << "delayqd: store " << opt.dir << " (sync " << delayq::to_string(opt.sync)

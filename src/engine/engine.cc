@@ -48,6 +48,11 @@ Status check_engine_options(const EngineOptions& o) {
 
 }  // namespace
 
+Persistence* persistence_of(Engine& engine) noexcept {
+  auto* sharded = dynamic_cast<ShardedEngine*>(&engine);
+  return sharded ? sharded->shards().store() : nullptr;
+}
+
 Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
                                             std::unique_ptr<Persistence> store,
                                             const RecordSource& records, const Stats& totals,

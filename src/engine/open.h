@@ -55,4 +55,8 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
                                             const RecordSource& records, const Stats& totals,
                                             const SkipReport& skip = {});
 
+// The store an engine opened by open_engine() writes to (null for the in-memory Engine): how
+// open_store()'s extras, such as backup_store(), reach their journal.
+Persistence* persistence_of(Engine& engine) noexcept;
+
 }  // namespace delayq::engine

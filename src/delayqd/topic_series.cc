@@ -1,0 +1,54 @@
+// TopicSeries (topic_series.h).
+#include "delayqd/topic_series.h"
+
+namespace delayq::http {
+
+namespace {
+
+bool has_jobs(const TopicStats& t) {
+  return t.delayed + t.ready + t.reserved + t.dead > 0;
+}
+
+void add(TopicStats& sum, const TopicStats& t) {
+  sum.delayed += t.delayed;
+  sum.ready += t.ready;
+  sum.reserved += t.reserved;
+  sum.dead += t.dead;
+}
+
+}  // namespace
+
+TopicSeries::View TopicSeries::update(const std::map<std::string, TopicStats>& live) {
+  std::lock_guard lock(mu_);
+  const uint64_t now = ++scrape_;
+  View view;
+  for (const auto& [name, jobs] : live) {
+    if (!has_jobs(jobs)) continue;
+    auto it = named_.find(name);
+    if (it == named_.end() && named_.size() >= max_topics_) {
+      // Full: the topic empty the longest (not holding jobs in this scrape) makes room.
+      auto oldest = named_.end();
+      for (auto n = named_.begin(); n != named_.end(); ++n) {
+        if (n->second == now) continue;
+        const auto l = live.find(n->first);
+        if (l != live.end() && has_jobs(l->second)) continue;
+        if (oldest == named_.end() || n->second < oldest->second) oldest = n;
+      }
+      if (oldest != named_.end()) named_.erase(oldest);
+    }
+    if (it == named_.end() && named_.size() < max_topics_) it = named_.emplace(name, now).first;
+    if (it == named_.end()) {
+      add(view.overflow, jobs);
+      ++view.overflow_topics;
+      continue;
+    }
+    it->second = now;
+  }
+  for (const auto& [name, last] : named_) {
+    const auto l = live.find(name);
+    view.named.emplace_back(name, l != live.end() ? l->second : TopicStats{});
+  }
+  return view;
+}
+
+}  // namespace delayq::http
