@@ -15,6 +15,7 @@
 
 #include "cli_harness.h"
 #include "delayq/store.h"
+#include "wal/codec.h"
 #include "wal/journal.h"
 
 namespace {

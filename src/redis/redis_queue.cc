@@ -1,6 +1,8 @@
 // RedisQueue (see redis_queue.h): opening and closing, and the calls about one job.
 #include "redis/redis_queue.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <utility>
 
@@ -31,10 +33,6 @@ std::string fence(const Token& t) {
 
 }  // namespace
 
-Status closed_error() {
-  return Status(Errc::closed, "the queue is closed");
-}
-
 RedisQueue::RedisQueue(const RedisOptions& opt, Endpoint ep)
     : opt_(opt),
       rules_(opt.limits),
@@ -47,10 +45,9 @@ RedisQueue::RedisQueue(const RedisOptions& opt, Endpoint ep)
       jobs_(keys_, router_, common_, rules_),
       ahead_(opt.claim_batch),
       listener_(
-          wake_channels(keys_), [this] { return router_.endpoints(); }, [this] { waiting_.wake(); },
+          wake_channels(keys_), [this] { return router_.endpoints(); }, [this] { waiting_.ready(); },
           {opt.connect_timeout, opt.reconnect_min, opt.reconnect_max}),
-      waiting_([this](std::span<const std::string> topics) { return look(topics); },
-               [this](std::span<const std::string> topics) { return try_claim(topics); }) {
+      waiting_() {
   // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
   // '-' and this opening's number (start()), so that two openings never draw the same id,
   // whatever their wall clocks say.
@@ -77,13 +74,22 @@ Status RedisQueue::start() {
     return Status(Errc::unavailable, "redis: HINCRBY " + keys_.meta() + " clients gave no count");
   id_tag_ = to_base36(static_cast<uint64_t>(n->as_int(0)));
   listener_.start();
-  waiting_.start();
   return {};
+}
+
+RedisQueue::~RedisQueue() {
+  // Destroying the queue from one of its own reserve_async callbacks would free the waiting
+  // thread's state under its feet: a programming error, reported rather than left undefined.
+  if (waiting_.on_own_thread()) {
+    std::fprintf(stderr, "delayq: a Redis queue was destroyed from its own reserve_async callback\n");
+    std::abort();
+  }
+  close();
 }
 
 void RedisQueue::close() {
   if (closed_.exchange(true)) return;
-  waiting_.close();
+  waiting_.close(closed_error());
   listener_.stop();
   give_back(ahead_.close());
   {
@@ -92,8 +98,9 @@ void RedisQueue::close() {
     final_stats_ = std::move(last);
   }
   router_.close();
-  // The waiting thread finishes its waiters with `closed` and ends; it cannot join itself.
-  waiting_.join();
+  // The waiting thread finishes its waiters with `closed` and ends; it cannot join itself
+  // (close() from a reserve_async callback: the destructor joins it).
+  if (!waiting_.on_own_thread()) waiting_.join();
 }
 
 // A call about one job: refused after close(); refusals in the engine's words (JobCalls).

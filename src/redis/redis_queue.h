@@ -6,7 +6,8 @@
 // answers into Deliveries, JobInfos and Statuses in the engine's words. The parts:
 //  - job_calls.h: calls about one job (ack, nack, get, ...) and the topic each needs up front;
 //  - claim_ahead.h: the jobs a batched claim took ahead (claim_batch > 1);
-//  - waiting.h: blocking and async reserves, driven by look() and try_claim() below;
+//  - common/waiting.h (shared with the engine): blocking and async reserves, driven by look()
+//    and try_claim() below;
 //  - listener.h: the wake channel subscription that tells the waiters to look again.
 // The definitions are in four files: redis_queue.cc (opening, closing, the calls about one
 // job), redis_push.cc (push, push_batch), redis_reserve.cc (claims, jobs kept ahead) and
@@ -23,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/waiting.h"
 #include "delayq/queue.h"
 #include "delayq/redis.h"
 #include "redis/args.h"
@@ -33,7 +35,6 @@
 #include "redis/replies.h"
 #include "redis/router.h"
 #include "redis/rules.h"
-#include "redis/waiting.h"
 
 namespace delayq::redis {
 
@@ -41,7 +42,7 @@ class RedisQueue final : public Queue {
  public:
   // `opt` checked by open_redis(); `ep` where its url points.
   RedisQueue(const RedisOptions& opt, Endpoint ep);
-  ~RedisQueue() override { close(); }
+  ~RedisQueue() override;
 
   // Connects, checks the queue's shard count, draws this opening's number and starts the
   // listener and waiting threads.
@@ -88,10 +89,10 @@ class RedisQueue final : public Queue {
 
   // ---- redis_reserve.cc ----
   // One pass of the claim script over the shards (Waiting's look for async waiters).
-  Attempt try_claim(std::span<const std::string> topics, uint32_t want = 1,
-                    std::vector<Delivery>* more = nullptr);
+  Waiting::Attempt try_claim(std::span<const std::string> topics, uint32_t want = 1,
+                             std::vector<Delivery>* more = nullptr);
   // Waiting's look for a blocking reserve(): a job kept ahead, else a claim.
-  Attempt look(std::span<const std::string> topics);
+  Waiting::Attempt look(std::span<const std::string> topics);
   // The topics of jobs handed out, for the calls about them (JobCalls).
   void remember_topics(const std::vector<Delivery>& jobs);
   std::optional<Delivery> take_kept(std::span<const std::string> topics);
@@ -124,6 +125,6 @@ class RedisQueue final : public Queue {
 };
 
 // Why a call failed after close().
-Status closed_error();
+inline Status closed_error() { return Waiting::closed_error(); }
 
 }  // namespace delayq::redis

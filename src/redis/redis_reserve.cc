@@ -9,18 +9,22 @@
 namespace delayq::redis {
 
 Result<Delivery> RedisQueue::reserve(std::span<const std::string> topics, Duration timeout) {
-  return waiting_.wait(topics, timeout, nullptr);
+  if (Status s = rules::check_topics(topics); !s.ok()) return s;
+  return waiting_.wait([&](auto) { return look(topics); }, timeout);
 }
 
 void RedisQueue::reserve_async(std::vector<std::string> topics, Duration timeout,
                                std::function<void(Result<Delivery>)> done, std::stop_token stop) {
-  waiting_.wait_async(std::move(topics), timeout, std::move(done), std::move(stop));
+  if (Status s = rules::check_topics(topics); !s.ok()) return done(std::move(s));
+  waiting_.wait_async([this, topics = std::move(topics)](auto) { return try_claim(topics); },
+                      timeout, std::move(done), std::move(stop));
 }
 
 Result<Delivery> RedisQueue::reserve_interruptible(std::span<const std::string> topics,
                                                    Duration timeout,
                                                    const std::atomic<bool>& stop) {
-  Result<Delivery> r = waiting_.wait(topics, timeout, &stop);
+  if (Status s = rules::check_topics(topics); !s.ok()) return s;
+  Result<Delivery> r = waiting_.wait([&](auto) { return look(topics); }, timeout, &stop);
   // A consume() loop ends on any error but timeout: while the server is away, it keeps
   // waiting instead.
   if (r.is(Errc::unavailable))
@@ -32,8 +36,8 @@ Result<Delivery> RedisQueue::reserve_interruptible(std::span<const std::string> 
 // jobs from the first shard that has any: the first is the result, the others go to `more`.
 // When none was ready, the earliest due time or lease deadline of the topics says when to
 // look again (at most a sweep away, in case a wake-up message is lost).
-Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint32_t want,
-                              std::vector<Delivery>* more) {
+Waiting::Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint32_t want,
+                                       std::vector<Delivery>* more) {
   std::optional<Duration> next;
   const size_t n = keys_.size();
   const size_t start = n == 1 ? 0 : next_shard_.fetch_add(1) % n;
@@ -47,25 +51,26 @@ Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint32_t want
     Result<Reply> r = router_.eval(sh.slot, kClaim, std::move(k), std::move(args));
     Result<Claimed> got = r ? read_claim(std::move(*r)) : Result<Claimed>(r.status());
     // Unavailable: the node paces its reconnections, look again soon.
-    if (!got) return {got.status(), opt_.reconnect_min};
+    if (!got) return {got.status(), true, Waiting::Steady::now() + opt_.reconnect_min};
     if (got->jobs.empty()) {
       if (const std::optional<Duration> w = got->next; w && (!next || *w < *next)) next = *w;
       continue;
     }
     remember_topics(got->jobs);
-    Attempt found{std::move(got->jobs.front())};
+    Waiting::Attempt found{std::move(got->jobs.front())};
     if (more) std::move(got->jobs.begin() + 1, got->jobs.end(), std::back_inserter(*more));
     return found;
   }
-  return {rules::reserve_timeout(topics), next ? std::min(*next, opt_.sweep) : opt_.sweep};
+  return {rules::reserve_timeout(topics), true,
+          Waiting::Steady::now() + (next ? std::min(*next, opt_.sweep) : opt_.sweep)};
 }
 
 // A look of a blocking reserve(): a job kept ahead, else a claim (of several jobs ahead,
 // when ClaimAhead says so).
-Attempt RedisQueue::look(std::span<const std::string> topics) {
+Waiting::Attempt RedisQueue::look(std::span<const std::string> topics) {
   if (std::optional<Delivery> d = take_kept(topics)) return {std::move(*d)};
   std::vector<Delivery> more;
-  Attempt a = try_claim(topics, ahead_.claim_size(topics), &more);
+  Waiting::Attempt a = try_claim(topics, ahead_.claim_size(topics), &more);
   keep(std::move(more));
   return a;
 }
