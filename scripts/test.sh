@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
-delayq_install_deps clang libclang-rt-14-dev
+# clang: the fuzzers; nginx-light and openssl: docs/production.md's TLS proxy configuration,
+# which tests/proxy_test.sh runs.
+delayq_install_deps clang libclang-rt-14-dev nginx-light openssl
 
 echo "== build (RelWithDebInfo) =="
 delayq_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
