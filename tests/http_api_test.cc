@@ -225,6 +225,35 @@ TEST_F(HttpApiTest, PopWaitsAndTakesSeveralTopics) {
   ASSERT_TRUE(list.data().is_object()) << list.text;
 }
 
+// A delivery whose answer cannot be written (the server found its client gone, or the write
+// failed) is given back through Response::undelivered: ready again at once, the attempt not
+// counted, so that a job with one attempt is not dead-lettered unhandled; `released` counts it.
+// The server's side (when it calls undelivered) is in delayqd_connection_test.cc.
+TEST_F(HttpApiTest, ADeliveryThatCannotBeWrittenIsGivenBackUncounted) {
+  ASSERT_TRUE(queue_->push({.topic = "t", .id = "j", .retry = delayq::RetryPolicy::fixed(1h, 1)}).ok());
+  std::promise<Response> p;
+  api_->handle(Request{"POST", "/pop", "", R"({"topic":"t"})"},
+               [&p](Response r) { p.set_value(std::move(r)); });
+  auto f = p.get_future();
+  ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+  Response r = f.get();
+  ASSERT_NE(r.body.find("\"j\""), std::string::npos) << r.body;
+  ASSERT_TRUE(r.undelivered) << "a delivery's answer carries its give-back";
+  EXPECT_EQ(queue_->get("j")->state, delayq::JobState::reserved);
+  r.undelivered();
+  const auto info = queue_->get("j");
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_EQ(info->state, delayq::JobState::ready);
+  EXPECT_EQ(info->attempts, 0u);
+  EXPECT_EQ(queue_->stats().released, 1u);
+  EXPECT_EQ(queue_->stats().dead_lettered, 0u);
+  // Handed out again, and handled this time.
+  auto again = call("/pop", R"({"topic":"t"})");
+  ASSERT_EQ(again.code(), 0) << again.text;
+  EXPECT_EQ(again.data().find("id")->as_string(), "j");
+  EXPECT_EQ(call("/finish", R"({"id":"j"})").code(), 0);
+}
+
 TEST_F(HttpApiTest, WaitingPopsAreLimited) {
   ApiOptions opt;
   opt.max_waiting_pops = 1;
