@@ -18,7 +18,10 @@ echo "== tests =="
 ctest --test-dir build --output-on-failure -j2
 
 echo "== build (ASan + UBSan) =="
+# Line tables only (-g1): the sanitizers' reports keep their file:line, and the build takes about
+# a quarter less CPU than with full debug information.
 delayq_configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_SANITIZE=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DDELAYQ_BUILD_BENCH=OFF -DDELAYQ_BUILD_EXAMPLES=OFF
 cmake --build build-asan
 echo "== tests under sanitizers =="

@@ -29,7 +29,9 @@ build=${1:-build-tsan}
 tests=(engine_concurrency_test engine_semantics_test journal_test store_test
        engine_store_failure_test redis_test conformance_test redis_cluster_test http_api_test
        delayqd_test delayqd_redis_test timing_wheel_test waiting_test)
+# Line tables only (-g1), as the ASan stage of test.sh: reports keep their file:line.
 delayq_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_TSAN=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DDELAYQ_BUILD_BENCH=OFF -DDELAYQ_BUILD_EXAMPLES=OFF
 cmake --build "$build" --target "${tests[@]}"
 
