@@ -81,7 +81,7 @@ auto Shards::apply(Shard& s, F&& f) {
   std::unique_lock lock(s.mu);
   const TimePoint now = clock_.now();
   auto result = f(s.core, now);
-  auto stop_with = [&result](const Status& stopped) {
+  auto stop_with = [&](const Status& stopped) {
     if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
   };
   Effects fx = s.core.take_effects();
