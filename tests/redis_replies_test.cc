@@ -130,5 +130,17 @@ TEST(RedisReplies, ARescheduleTooFarIsMeasuredFromTheServersNow) {
                                .to_string());
 }
 
+// A reply whose numbers put the server's now out of range (damaged, or not from our scripts)
+// is measured without overflow: found by redis_reply_fuzz (signed overflow in when - now).
+TEST(RedisReplies, ARescheduleRefusalWithAServerNowOutOfRangeDoesNotOverflow) {
+  const Rules rules(Limits{std::chrono::hours(1), 1024, std::chrono::seconds(30), RetryPolicy{}});
+  std::vector<Reply> r = *parse_resp("*2\r\n:1\r\n:31530006000000002\r\n");
+  Result<JobAnswer> a = read_job_answer(r.at(0), kReschedule);
+  ASSERT_TRUE(a.ok() && std::holds_alternative<Refusal>(*a));
+  const JobCall call{.script = kReschedule, .id = "j", .when = from_us(0), .when_us = 0};
+  const Status s = refusal_status(std::get<Refusal>(*a), call, rules);
+  EXPECT_TRUE(s.is(Errc::invalid_argument)) << s.to_string();
+}
+
 }  // namespace
 }  // namespace delayq::redis

@@ -15,6 +15,13 @@ TimePoint plus(TimePoint t, Duration d) {
   return t + d;
 }
 
+Duration distance(TimePoint from, TimePoint to) {
+  Duration::rep d = 0;
+  if (__builtin_sub_overflow(to.time_since_epoch().count(), from.time_since_epoch().count(), &d))
+    return to > from ? Duration::max() : Duration::min();
+  return Duration(d);
+}
+
 std::string check_waits(const RetryPolicy& p, Duration max_delay) {
   Duration longest = p.base;
   if (p.kind == RetryPolicy::Kind::exponential) longest = p.cap;
@@ -140,7 +147,8 @@ Status check_spec(const JobSpec& s, const Limits& limits, TimePoint now) {
                " runs past the end of representable time (April 2262)");
   // (Compared against now + max_delay, saturated, rather than as due_at - now, which can overflow.)
   if (s.due_at && *s.due_at > plus(now, limits.max_delay))
-    return due_beyond_max_delay("due_at", format_duration(*s.due_at - now), limits.max_delay);
+    return due_beyond_max_delay("due_at", format_duration(distance(now, *s.due_at)),
+                                limits.max_delay);
   if (s.ttr < Duration::zero()) return negative_duration("ttr", format_duration(s.ttr));
   if (s.ttr > limits.max_delay)
     return beyond_max_delay("ttr", format_duration(s.ttr), limits.max_delay);
@@ -164,7 +172,7 @@ Status check_nack_delay(std::optional<Duration> delay, Duration max_delay) {
 
 Status check_new_due(TimePoint when, TimePoint now, Duration max_delay) {
   if (when > plus(now, max_delay))
-    return due_beyond_max_delay("new due time", format_duration(when - now), max_delay);
+    return due_beyond_max_delay("new due time", format_duration(distance(now, when)), max_delay);
   return {};
 }
 

@@ -18,6 +18,9 @@ namespace delayq::rules {
 // t + d for d >= 0, saturating at the end of representable time (April 2262): sums near that end
 // must not wrap around into the past, where a job would fire at once.
 TimePoint plus(TimePoint t, Duration d);
+// to - from, held at Duration::max() or min() where that does not fit (instants read from a
+// server's reply can be anywhere).
+Duration distance(TimePoint from, TimePoint to);
 
 // The largest max_delay a queue accepts: now + max_delay stays inside int64 nanoseconds
 // (year 2262). No call can set a due time, lease or wait further than this from its `now`.
