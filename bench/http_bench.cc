@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-#include "delayqd/json.h"
+#include "wire/json.h"
 #include "report.h"
 
 namespace {
@@ -49,7 +49,7 @@ using delayq::bench::num;
 using delayq::bench::seconds;
 using delayq::bench::summary_json;
 using Wall = std::chrono::system_clock;
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 
 struct Args {
   std::string workload = "push";

@@ -18,11 +18,11 @@
 #include <string_view>
 #include <vector>
 
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 namespace delayq::testing {
 
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 

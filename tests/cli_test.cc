@@ -26,14 +26,14 @@
 #include "cli/parse.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 #include "cli_harness.h"
 #include "redis_server.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 namespace fs = std::filesystem;
 using delayq::Duration;
 using delayq::Errc;

@@ -28,13 +28,13 @@
 #include <thread>
 #include <vector>
 
-#include "delayqd/json.h"
+#include "wire/json.h"
 #include "kill_load.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 namespace fs = std::filesystem;
 
 struct TempDir {

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 namespace delayq::testing {
 
@@ -175,24 +175,24 @@ struct HttpAnswer {
   int status = 0;
   std::string headers;
   std::string body;
-  http::json::Value json;
+  wire::json::Value json;
 
   int64_t code() const {
-    const http::json::Value* c = json.find("code");
+    const wire::json::Value* c = json.find("code");
     return c && c->is_number() ? c->as_int() : -1;
   }
   std::string error() const {
-    const http::json::Value* e = json.find("error");
+    const wire::json::Value* e = json.find("error");
     return e && e->is_string() ? e->as_string() : std::string();
   }
-  const http::json::Value& data() const {
-    static const http::json::Value kNull;
-    const http::json::Value* d = json.find("data");
+  const wire::json::Value& data() const {
+    static const wire::json::Value kNull;
+    const wire::json::Value* d = json.find("data");
     return d ? *d : kNull;
   }
   // data.<name> as a string, "" when absent or not a string.
   std::string data_string(const std::string& name) const {
-    const http::json::Value* v = data().is_object() ? data().find(name) : nullptr;
+    const wire::json::Value* v = data().is_object() ? data().find(name) : nullptr;
     return v && v->is_string() ? v->as_string() : std::string();
   }
 };
@@ -218,7 +218,7 @@ HttpAnswer take_answer(std::string& pending, ReadMore read_more, bool& closed) {
   a.body = pending.substr(0, length);
   pending.erase(0, length);
   if (lower.rfind("http/1.", 0) == 0 && lower.size() > 12) a.status = std::atoi(lower.c_str() + 9);
-  if (auto parsed = http::json::parse(a.body)) a.json = std::move(*parsed);
+  if (auto parsed = wire::json::parse(a.body)) a.json = std::move(*parsed);
   closed = lower.find("\r\nconnection: close") != std::string::npos;
   return a;
 }

@@ -11,14 +11,14 @@
 #include "delayq/queue.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 #include "wal/lock.h"
 
 namespace delayq::cli {
 
 namespace {
 
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 using namespace std::chrono;
 
 // ---- the Queue interface ---------------------------------------------------------------------

@@ -17,13 +17,13 @@
 #include "cli/backend.h"
 #include "cli/http_client.h"
 #include "cli/parse.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 namespace delayq::cli {
 
 namespace {
 
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 
 constexpr const char* kTargetHelp =
     R"(TARGET is one of:

@@ -13,7 +13,7 @@
 
 #include "common/format.h"
 
-#include "delayqd/json.h"
+#include "wire/json.h"
 #include "delayqd/request.h"
 #include "delayqd/topic_series.h"
 

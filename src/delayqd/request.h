@@ -11,9 +11,11 @@
 #include <string_view>
 
 #include "delayq/job.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 namespace delayq::http {
+
+namespace json = wire::json;
 
 // What the readers check values against: the queue's own limits.
 struct RequestLimits {
