@@ -1,5 +1,5 @@
 // The routes of delayqd: JSON request -> Queue call -> JSON answer (see api.h, docs/http-api.md).
-// Reading a request's members is in request.cc. Long, because every route's answer is written
+// Reading a request's members is in wire/fields.cc. Long, because every route's answer is written
 // here, next to the metrics it feeds.
 #include "delayqd/api.h"
 
@@ -13,9 +13,10 @@
 
 #include "common/format.h"
 
-#include "wire/json.h"
-#include "delayqd/request.h"
 #include "delayqd/topic_series.h"
+#include "wire/fields.h"
+#include "wire/json.h"
+#include "wire/spec.h"
 
 namespace delayq::http {
 
@@ -26,8 +27,11 @@ using Clock = std::chrono::steady_clock;
 // The status counted for a pop whose client left before its answer (nginx's "client closed
 // request"); never sent, since there is no one to send it to.
 constexpr int kClientGone = 499;
+namespace json = wire::json;
 using json::Value;
 using json::Writer;
+using wire::Fields;
+using wire::trim;
 
 struct RouteEntry {
   std::string_view path;
@@ -554,7 +558,7 @@ void Api::push_batch(const Value& body, Done& done) {
   std::vector<size_t> index;  // specs[k] is job index[k]
   for (size_t i = 0; i < n; ++i) {
     JobSpec spec;
-    if (Status s = parse_spec(jobs->as_array()[i], spec, limits_); !s.ok()) {
+    if (Status s = wire::read_spec(jobs->as_array()[i], spec, limits_); !s.ok()) {
       refused[i] = s;
       continue;
     }
@@ -744,7 +748,7 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
   switch (route) {
     case Route::push: {
       JobSpec spec;
-      if (Status s = parse_spec(body.value, spec, limits_); !s.ok())
+      if (Status s = wire::read_spec(body.value, spec, limits_); !s.ok())
         return done(bad_request(s.message()));
       auto id = queue_.push(std::move(spec));
       if (!id) return done(fail(id.status()));

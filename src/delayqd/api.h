@@ -21,7 +21,8 @@
 #include <vector>
 
 #include "delayq/queue.h"
-#include "delayqd/request.h"
+#include "wire/fields.h"
+#include "wire/json.h"
 
 namespace delayq::http {
 
@@ -149,11 +150,11 @@ class Api {
   class Call;
   void dispatch(Route route, const Request& request, Done& done);
   void health(Done& done);
-  void push_batch(const json::Value& body, Done& done);
-  void settle(Route route, Fields& f, Done& done);
+  void push_batch(const wire::json::Value& body, Done& done);
+  void settle(Route route, wire::Fields& f, Done& done);
   std::optional<Token> implicit_token(Route route, const std::string& id, Done& done);
-  void dead_list(Fields& f, Done& done);
-  void backup(Fields& f, Done& done);
+  void dead_list(wire::Fields& f, Done& done);
+  void backup(wire::Fields& f, Done& done);
   void pop(const Request& request, Done done, std::chrono::steady_clock::time_point start);
   // The answer to a pop that got `d`, which gives it back if it cannot be written.
   Response deliver(const Delivery& d);
@@ -167,7 +168,7 @@ class Api {
 
   Queue& queue_;
   ApiOptions options_;
-  RequestLimits limits_;
+  wire::InputLimits limits_;
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
   std::atomic<size_t> waiting_pops_{0};
