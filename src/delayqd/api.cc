@@ -16,7 +16,10 @@
 #include "delayqd/topic_series.h"
 #include "wire/fields.h"
 #include "wire/json.h"
+#include "wire/answer.h"
+#include "wire/jobs.h"
 #include "wire/spec.h"
+#include "wire/stats.h"
 
 namespace delayq::http {
 
@@ -90,30 +93,16 @@ std::optional<std::string> check_bearer(std::string_view got, const std::string&
   return std::nullopt;
 }
 
-int64_t unix_ms(TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-int64_t unix_s(TimePoint t) {
-  return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
-}
-int64_t to_ms(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
-
 // {"code":0,"message":...,"data":<data>}
 Response ok(std::string_view message, std::string_view data = "null") {
-  Writer w;
-  w.begin_object().key("code").value(0).key("message").value(message).key("data").raw(data);
-  w.end_object();
-  return Response{200, "application/json", w.take()};
+  return Response{200, "application/json", wire::answer_json(0, message, data)};
 }
 
 // {"code":1,"message":...,"error":<name>,"data":null}. Every failure has code 1, as in
 // ouqiang/delay-queue; "error" names the kind for programs, "message" explains it for people.
 Response fail(int status, std::string_view error, std::string_view message,
               std::string_view data = "null") {
-  Writer w;
-  w.begin_object().key("code").value(1).key("message").value(message).key("error").value(error);
-  w.key("data").raw(data).end_object();
-  return Response{status, "application/json", w.take()};
+  return Response{status, "application/json", wire::refusal_json(error, message, data)};
 }
 
 const char* errc_name(const Status& s) { return to_string(static_cast<Errc>(s.code().value())); }
@@ -165,29 +154,6 @@ Body read_body(std::string_view text, bool array_ok) {
                             json::to_string(parsed->type()) +
                             (parsed->is_array() ? " (only /push takes an array: a batch)" : ""))};
   return {std::move(*parsed), std::nullopt};
-}
-
-void write_job(Writer& w, const JobInfo& j) {
-  w.begin_object();
-  // The ouqiang/delay-queue fields first: delay is the due time in unix seconds, ttr seconds.
-  w.key("topic").value(j.topic).key("id").value(j.id).key("delay").value(unix_s(j.due));
-  w.key("ttr").value(std::chrono::duration_cast<std::chrono::seconds>(j.ttr).count());
-  w.key("body").value(j.body);
-  w.key("state").value(to_string(j.state)).key("attempts").value(j.attempts);
-  w.key("max_attempts").value(j.max_attempts).key("due_ms").value(unix_ms(j.due));
-  w.key("ttr_ms").value(to_ms(j.ttr));
-  if (j.state == JobState::reserved) w.key("lease_deadline_ms").value(unix_ms(j.lease_deadline));
-  w.end_object();
-}
-
-std::string delivery_json(const Delivery& d) {
-  Writer w;
-  w.begin_object().key("id").value(d.id).key("body").value(d.body);
-  w.key("topic").value(d.topic).key("token").value(d.token.to_string());
-  w.key("attempt").value(d.attempt).key("max_attempts").value(d.max_attempts);
-  w.key("due_ms").value(unix_ms(d.due)).key("lease_deadline_ms").value(unix_ms(d.lease_deadline));
-  w.end_object();
-  return w.take();
 }
 
 // Prometheus label values: backslash, quote and newline escaped, and the text kept valid UTF-8
@@ -513,7 +479,9 @@ void Api::pop(const Request& request, Done done, Clock::time_point start) {
 
 Response Api::deliver(const Delivery& d) {
   remember(d.token);
-  Response r = ok("ok", delivery_json(d));
+  Writer w;
+  wire::write_delivery(w, d);
+  Response r = ok("ok", w.str());
   // The client left as the job came, so the answer was never written: the delivery goes back,
   // its attempt uncounted. (Run by the server on its own thread: the queue's thread, which
   // completed the pop, must not wait for the journal.)
@@ -586,13 +554,10 @@ void Api::push_batch(const Value& body, Done& done) {
   }
   w.end_array().key("pushed").value(static_cast<uint64_t>(pushed));
   w.key("refused").value(static_cast<uint64_t>(n - pushed)).end_object();
-  Response r = ok(std::to_string(pushed) + " of " + std::to_string(n) + " jobs pushed", w.str());
-  if (pushed != n) {
-    // Not all-or-nothing: the request was fine, some jobs were not. code 1 tells a client that
-    // only looks at "code" that something needs its attention; data says what.
-    r.body = "{\"code\":1" + r.body.substr(std::strlen("{\"code\":0"));
-  }
-  done(std::move(r));
+  // Not all-or-nothing: the request was fine, some jobs were not. code 1 tells a client that only
+  // looks at "code" that something needs its attention; data says what.
+  const std::string message = std::to_string(pushed) + " of " + std::to_string(n) + " jobs pushed";
+  done(Response{200, "application/json", wire::answer_json(pushed == n ? 0 : 1, message, w.str())});
 }
 
 // ouqiang/delay-queue's /finish names only the job; delayqd uses the latest delivery of it that
@@ -657,7 +622,7 @@ void Api::settle(Route route, Fields& f, Done& done) {
     auto deadline = queue_.touch(*token);
     if (!deadline) return done(fail(deadline.status()));
     Writer w;
-    w.begin_object().key("lease_deadline_ms").value(unix_ms(*deadline)).end_object();
+    w.begin_object().key("lease_deadline_ms").value(wire::to_unix_ms(*deadline)).end_object();
     return done(ok("touched", w.str()));
   }
   Status s = route == Route::finish ? queue_.ack(*token)
@@ -685,7 +650,7 @@ void Api::dead_list(Fields& f, Done& done) {
   size_t listed = 0;
   for (const JobInfo& j : *jobs) {
     Writer one;
-    write_job(one, j);
+    wire::write_job(one, j);
     if (w.str().size() + one.str().size() > options_.max_list_bytes) break;
     w.raw(one.str());
     ++listed;
@@ -784,7 +749,7 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
       if (info.is(Errc::not_found)) return done(ok("no such job"));  // data: null, as ouqiang
       if (!info) return done(fail(info.status()));
       Writer w;
-      write_job(w, *info);
+      wire::write_job(w, *info);
       return done(ok("ok", w.str()));
     }
 
@@ -808,19 +773,7 @@ void Api::dispatch(Route route, const Request& request, Done& done) {
       if (!f.ok()) return done(bad_request(f));
       const Stats st = queue_.stats();
       Writer w;
-      w.begin_object();
-      w.key("pushed").value(st.pushed).key("delivered").value(st.delivered);
-      w.key("acked").value(st.acked).key("retried").value(st.retried);
-      w.key("dead_lettered").value(st.dead_lettered).key("leases_expired").value(st.leases_expired);
-      w.key("cancelled").value(st.cancelled).key("requeued").value(st.requeued);
-      w.key("purged").value(st.purged).key("released").value(st.released);
-      w.key("waiting_pops").value(static_cast<uint64_t>(waiting_pops_.load()));
-      w.key("topics").begin_object();
-      for (const auto& [name, t] : st.topics) {
-        w.key(name).begin_object().key("delayed").value(t.delayed).key("ready").value(t.ready);
-        w.key("reserved").value(t.reserved).key("dead").value(t.dead).end_object();
-      }
-      w.end_object().end_object();
+      wire::write_stats(w, st, {{"waiting_pops", waiting_pops_.load()}});
       return done(ok("ok", w.str()));
     }
 

@@ -61,6 +61,11 @@ class Value {
   std::vector<std::pair<std::string, Value>> object_;  // in document order
 };
 
+// The member `key` of an object as an integer or a string: 0 or "" when it is missing, of another
+// type, or `v` is not an object. For answers whose shape the reader trusts.
+int64_t member_int(const Value& v, std::string_view key);
+std::string member_string(const Value& v, std::string_view key);
+
 // What one document may hold. The defaults are delayqd's caps for a request: far above what any
 // route needs (a batch of 1000 jobs, a retry list of 1000 delays), far below what a 4 MiB body
 // of tiny values would otherwise make the server allocate (about 100 bytes per value).

@@ -32,6 +32,16 @@ const Value* Value::find(std::string_view key) const noexcept {
   return nullptr;
 }
 
+int64_t member_int(const Value& v, std::string_view key) {
+  const Value* m = v.find(key);
+  return m != nullptr && m->is_int() ? m->as_int() : 0;
+}
+
+std::string member_string(const Value& v, std::string_view key) {
+  const Value* m = v.find(key);
+  return m != nullptr && m->is_string() ? m->as_string() : std::string();
+}
+
 namespace {
 
 void append_utf8(std::string& out, uint32_t cp) {

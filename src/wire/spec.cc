@@ -1,9 +1,11 @@
-// The JSON form of a job to push (JobSpec, RetryPolicy) as delayqd reads it (see spec.h).
+// The JSON form of a job to push (JobSpec, RetryPolicy), as a client writes it and delayqd reads
+// it (see spec.h).
 #include "wire/spec.h"
 
 #include "common/rules.h"
 #include "delayq/clock.h"
 #include "wire/fields.h"
+#include "wire/jobs.h"
 
 namespace delayq::wire {
 
@@ -123,6 +125,55 @@ Status read_spec(const Value& v, JobSpec& spec, const InputLimits& limits) {
   spec.due_at = due_at;
   if (ttr) spec.ttr = *ttr;
   return Status();
+}
+
+namespace {
+
+// A duration as the daemon takes it: whole milliseconds exactly, anything finer in seconds.
+void write_duration(json::Writer& w, std::string_view name, Duration d) {
+  if (d % std::chrono::milliseconds(1) == Duration(0)) {
+    w.key(std::string(name) + "_ms").value(to_ms(d));
+  } else {
+    w.key(name).value(std::chrono::duration_cast<std::chrono::duration<double>>(d).count());
+  }
+}
+
+void write_retry(json::Writer& w, const RetryPolicy& p) {
+  w.begin_object();
+  switch (p.kind) {
+    case RetryPolicy::Kind::fixed:
+      w.key("kind").value("fixed");
+      write_duration(w, "delay", p.base);
+      break;
+    case RetryPolicy::Kind::list:
+      w.key("kind").value("list").key("delays_ms").begin_array();
+      for (Duration d : p.delays) w.value(to_ms(d));
+      w.end_array();
+      break;
+    case RetryPolicy::Kind::exponential:
+      w.key("kind").value("exponential");
+      write_duration(w, "base", p.base);
+      write_duration(w, "cap", p.cap);
+      w.key("factor").value(p.factor).key("jitter").value(p.jitter);
+      break;
+  }
+  w.key("max_attempts").value(p.max_attempts).end_object();
+}
+
+}  // namespace
+
+void write_spec(json::Writer& w, const JobSpec& spec) {
+  w.begin_object().key("topic").value(spec.topic);
+  if (!spec.id.empty()) w.key("id").value(spec.id);
+  if (spec.delay) write_duration(w, "delay", *spec.delay);
+  if (spec.due_at)
+    w.key("due_at_ms")
+        .value(
+            std::chrono::ceil<std::chrono::milliseconds>(spec.due_at->time_since_epoch()).count());
+  if (spec.ttr != Duration(0)) write_duration(w, "ttr", spec.ttr);
+  w.key("body").value(spec.body);
+  if (spec.retry) write_retry(w.key("retry"), *spec.retry);
+  w.end_object();
 }
 
 }  // namespace delayq::wire

@@ -1,0 +1,143 @@
+// The wire (src/wire): the JSON form of each value delayqd and its clients exchange, written by
+// one side and read by the other (the daemon writes jobs, deliveries and stats that the CLI, the
+// tests and the benchmark read; the CLI writes jobs to push that the daemon reads), and the
+// error words of the answers.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "wire/answer.h"
+#include "wire/jobs.h"
+#include "wire/json.h"
+#include "wire/spec.h"
+#include "wire/stats.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace delayq;
+namespace json = delayq::wire::json;
+
+template <typename T, typename Write>
+json::Value written(const T& value, Write write) {
+  json::Writer w;
+  write(w, value);
+  auto v = json::parse(w.str());
+  EXPECT_TRUE(v.ok()) << w.str();
+  return v.ok() ? *v : json::Value();
+}
+
+JobSpec read_back(const JobSpec& spec) {
+  JobSpec back;
+  const Status s = wire::read_spec(written(spec, wire::write_spec), back, wire::InputLimits{});
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return back;
+}
+
+TEST(HttpWire, AJobToPushReadsBackAsWritten) {
+  const TimePoint at = TimePoint(std::chrono::milliseconds(1'795'288'348'780));
+  JobSpec spec{.topic = "order", .id = "o-42", .due_at = at, .ttr = 90s, .body = "2 x \"beans\""};
+  for (const RetryPolicy& p : {RetryPolicy::list({2min, 10min, 1h}), RetryPolicy::fixed(1500ms, 5),
+                               RetryPolicy::exponential(1s, 2, 1h, 0.2, 10)}) {
+    spec.retry = p;
+    const JobSpec back = read_back(spec);
+    EXPECT_EQ(back.topic, spec.topic);
+    EXPECT_EQ(back.id, spec.id);
+    EXPECT_EQ(back.due_at, spec.due_at);
+    EXPECT_EQ(back.ttr, spec.ttr);
+    EXPECT_EQ(back.body, spec.body);
+    EXPECT_EQ(back.retry, spec.retry);
+  }
+  // A delay finer than a millisecond goes in seconds and keeps its microseconds.
+  const JobSpec fine = read_back({.topic = "t", .delay = 1500us});
+  EXPECT_EQ(fine.delay, Duration(1500us));
+}
+
+TEST(HttpWire, JobsAndDeliveriesReadBackAsWritten) {
+  const TimePoint due = TimePoint(std::chrono::milliseconds(1'795'288'348'780));
+  JobInfo job{.id = "o-42",
+              .topic = "order",
+              .state = JobState::reserved,
+              .attempts = 2,
+              .max_attempts = 10,
+              .due = due,
+              .lease_deadline = due + 30s,
+              .ttr = 30s,
+              .body = "b"};
+  const json::Value j = written(job, wire::write_job);
+  const JobInfo back = wire::read_job(j);
+  EXPECT_EQ(back.id, job.id);
+  EXPECT_EQ(back.topic, job.topic);
+  EXPECT_EQ(back.state, job.state);
+  EXPECT_EQ(back.attempts, job.attempts);
+  EXPECT_EQ(back.max_attempts, job.max_attempts);
+  EXPECT_EQ(back.due, job.due);
+  EXPECT_EQ(back.lease_deadline, job.lease_deadline);
+  EXPECT_EQ(back.ttr, job.ttr);
+  EXPECT_EQ(back.body, job.body);
+  // What ouqiang/delay-queue clients read: the due time in unix seconds, ttr in seconds.
+  EXPECT_EQ(j.find("delay")->as_int(), 1'795'288'348);
+  EXPECT_EQ(j.find("ttr")->as_int(), 30);
+
+  Delivery d{.id = "o-42",
+             .topic = "order",
+             .body = "b",
+             .attempt = 1,
+             .max_attempts = 3,
+             .token = Token{"o-42", 7},
+             .due = due,
+             .lease_deadline = due + 30s};
+  auto got = wire::read_delivery(written(d, wire::write_delivery));
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->id, d.id);
+  EXPECT_EQ(got->topic, d.topic);
+  EXPECT_EQ(got->body, d.body);
+  EXPECT_EQ(got->attempt, d.attempt);
+  EXPECT_EQ(got->max_attempts, d.max_attempts);
+  EXPECT_EQ(got->token, d.token);
+  EXPECT_EQ(got->due, d.due);
+  EXPECT_EQ(got->lease_deadline, d.lease_deadline);
+  // A pop that got nothing answers data null: no delivery.
+  EXPECT_TRUE(wire::read_delivery(json::Value()).is(Errc::invalid_argument));
+}
+
+TEST(HttpWire, StatsReadBackAsWritten) {
+  Stats s;
+  s.pushed = 5;
+  s.acked = 3;
+  s.released = 1;
+  s.topics["order"] = TopicStats{1, 2, 3, 4};
+  json::Writer w;
+  wire::write_stats(w, s, {{"waiting_pops", 9}});
+  EXPECT_EQ(w.str().find("\"released\":1,\"waiting_pops\":9,\"topics\":"),
+            w.str().find("\"released\""))
+      << w.str();
+  const Stats back = wire::read_stats(*json::parse(w.str()));
+  EXPECT_EQ(back.pushed, 5u);
+  EXPECT_EQ(back.acked, 3u);
+  EXPECT_EQ(back.released, 1u);
+  EXPECT_EQ(back.topics, s.topics);
+}
+
+TEST(HttpWire, AnswersAndTheirErrorWords) {
+  auto ok = wire::read_answer(wire::answer_json(0, "pushed", R"({"id":"a"})"));
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_TRUE(ok->ok());
+  EXPECT_EQ(json::member_string(ok->data, "id"), "a");
+  auto refused = wire::read_answer(wire::refusal_json("not_found", "no job with id 'a'"));
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->code, 1);
+  EXPECT_EQ(refused->error, "not_found");
+  EXPECT_TRUE(refused->data.is_null());
+  EXPECT_FALSE(wire::read_answer("<html>502 Bad Gateway</html>").has_value());
+
+  // An Errc's own name, a refusal's nearest Errc, anything else unavailable.
+  EXPECT_EQ(wire::errc_of(to_string(Errc::stale_token)), Errc::stale_token);
+  EXPECT_EQ(wire::errc_of(wire::to_string(wire::Refusal::bad_json)), Errc::invalid_argument);
+  EXPECT_EQ(wire::errc_of(wire::to_string(wire::Refusal::shutting_down)), Errc::unavailable);
+  EXPECT_EQ(wire::errc_of("ok"), Errc::unavailable);
+  EXPECT_EQ(wire::errc_of("teapot"), Errc::unavailable);
+}
+
+}  // namespace
