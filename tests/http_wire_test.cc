@@ -49,9 +49,12 @@ TEST(HttpWire, AJobToPushReadsBackAsWritten) {
     EXPECT_EQ(back.body, spec.body);
     EXPECT_EQ(back.retry, spec.retry);
   }
-  // A delay finer than a millisecond goes in seconds and keeps its microseconds.
+  // A delay finer than a millisecond goes in seconds and keeps its microseconds; a due time is
+  // rounded up, never earlier than asked.
   const JobSpec fine = read_back({.topic = "t", .delay = 1500us});
   EXPECT_EQ(fine.delay, Duration(1500us));
+  const JobSpec up = read_back({.topic = "t", .due_at = at + 1us});
+  EXPECT_EQ(up.due_at, at + 1ms);
 }
 
 TEST(HttpWire, JobsAndDeliveriesReadBackAsWritten) {
