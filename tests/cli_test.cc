@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/http_client.h"
+#include "wire/http_client.h"
 #include "cli/parse.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
@@ -160,19 +160,19 @@ TEST(CliParse, CountsAndUrls) {
   EXPECT_FALSE(parse_count("0", 1, 100).ok());
   EXPECT_FALSE(parse_count("101", 1, 100).ok());
   EXPECT_FALSE(parse_count("1x", 1, 100).ok());
-  auto u = parse_http_url("http://127.0.0.1:9277");
+  auto u = delayq::wire::parse_http_url("http://127.0.0.1:9277");
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->host, "127.0.0.1");
   EXPECT_EQ(u->port, 9277);
   EXPECT_EQ(u->prefix, "");
-  u = parse_http_url("http://[::1]:80/q/");
+  u = delayq::wire::parse_http_url("http://[::1]:80/q/");
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->host, "::1");
   EXPECT_EQ(u->prefix, "/q");
-  EXPECT_EQ(parse_http_url("http://example.com")->port, 80);
+  EXPECT_EQ(delayq::wire::parse_http_url("http://example.com")->port, 80);
   for (const char* bad :
        {"127.0.0.1:9277", "https://h:1", "http://:1", "http://h:0", "http://h:x", "http://h:"})
-    EXPECT_FALSE(parse_http_url(bad).ok()) << bad;
+    EXPECT_FALSE(delayq::wire::parse_http_url(bad).ok()) << bad;
 }
 
 TEST(CliFormat, TimesAndSpans) {
@@ -485,8 +485,8 @@ class CliDaemonTest : public ::testing::Test {
 
   // A daemon route, for what the CLI cannot do (pop, nack).
   json::Value post(const std::string& path, const std::string& body) {
-    auto url = parse_http_url(url_);
-    auto r = http_request(*url, "POST", path, body, "s3cret", 120s);
+    auto url = delayq::wire::parse_http_url(url_);
+    auto r = delayq::wire::http_request(*url, "POST", path, body, "s3cret", 120s);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     if (!r.ok()) return {};
     auto v = json::parse(r->body);

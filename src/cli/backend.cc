@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/http_client.h"
+#include "wire/http_client.h"
 #include "delayq/queue.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
@@ -99,7 +99,7 @@ Result<std::unique_ptr<Backend>> open_redis_backend(const Target& t) {
 
 class HttpBackend final : public Backend {
  public:
-  HttpBackend(HttpUrl url, std::string token) : url_(std::move(url)), token_(std::move(token)) {}
+  HttpBackend(wire::HttpUrl url, std::string token) : url_(std::move(url)), token_(std::move(token)) {}
 
   Result<std::string> push(JobSpec spec) override {
     json::Writer w;
@@ -175,7 +175,7 @@ class HttpBackend final : public Backend {
   // One route: the "data" member of a success, or the failure as a Status of the matching Errc.
   Result<json::Value> call(std::string_view method, std::string_view path,
                            const std::string& body) {
-    auto reply = http_request(url_, method, path, body, token_, seconds(60));
+    auto reply = wire::http_request(url_, method, path, body, token_, seconds(60));
     if (!reply) return reply.status();
     std::optional<wire::Answer> answer = wire::read_answer(reply->body);
     if (!answer) {
@@ -198,7 +198,7 @@ class HttpBackend final : public Backend {
     return Status(errc, message);
   }
 
-  HttpUrl url_;
+  wire::HttpUrl url_;
   std::string token_;
 };
 
@@ -224,7 +224,7 @@ Result<std::string> read_token(const std::string& path) {
 Result<std::unique_ptr<Backend>> open_backend(const Target& target, Access access) {
   if (!target.store_dir.empty()) return open_store_backend(target, access);
   if (!target.redis_url.empty()) return open_redis_backend(target);
-  auto url = parse_http_url(target.url);
+  auto url = wire::parse_http_url(target.url);
   if (!url) return url.status();
   std::string token;
   if (!target.token_file.empty()) {

@@ -1,4 +1,4 @@
-// A small blocking HTTP/1.1 client for the delayq CLI: one request per connection
+// A small blocking HTTP/1.1 client for delayqd's clients (the CLI): one request per connection
 // ("Connection: close"), over plain TCP. Enough to talk to delayqd; not a general client (no
 // TLS, no redirects, no proxies).
 #pragma once
@@ -10,7 +10,7 @@
 #include "delayq/clock.h"
 #include "delayq/error.h"
 
-namespace delayq::cli {
+namespace delayq::wire {
 
 struct HttpUrl {
   std::string host;  // without the brackets of an IPv6 literal
@@ -32,4 +32,4 @@ struct HttpReply {
 Result<HttpReply> http_request(const HttpUrl& url, std::string_view method, std::string_view path,
                                std::string_view body, std::string_view token, Duration timeout);
 
-}  // namespace delayq::cli
+}  // namespace delayq::wire

@@ -1,5 +1,5 @@
-// The CLI's blocking HTTP/1.1 client (see http_client.h).
-#include "cli/http_client.h"
+// The blocking HTTP/1.1 client (see http_client.h).
+#include "wire/http_client.h"
 
 #include <netdb.h>
 #include <poll.h>
@@ -11,7 +11,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace delayq::cli {
+namespace delayq::wire {
 
 namespace {
 
@@ -219,4 +219,4 @@ Result<HttpReply> http_request(const HttpUrl& url, std::string_view method, std:
   return reply;
 }
 
-}  // namespace delayq::cli
+}  // namespace delayq::wire
