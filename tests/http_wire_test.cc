@@ -8,6 +8,7 @@
 #include <string>
 
 #include "wire/answer.h"
+#include "wire/http_reply.h"
 #include "wire/jobs.h"
 #include "wire/json.h"
 #include "wire/spec.h"
@@ -141,6 +142,44 @@ TEST(HttpWire, AnswersAndTheirErrorWords) {
   EXPECT_EQ(wire::errc_of(wire::to_string(wire::Refusal::shutting_down)), Errc::unavailable);
   EXPECT_EQ(wire::errc_of("ok"), Errc::unavailable);
   EXPECT_EQ(wire::errc_of("teapot"), Errc::unavailable);
+}
+
+// Answers read off a connection's bytes: framed by Content-Length, by chunks or by the end of
+// the connection; an interim 100 first; two answers in one read; answers cut short; not HTTP.
+TEST(HttpWire, RepliesAreReadOffTheBytes) {
+  using wire::ReplyParse;
+  std::string bytes =
+      "HTTP/1.1 100 Continue\r\n\r\n"
+      "HTTP/1.1 200 OK\r\ncontent-LENGTH: 5\r\nConnection: keep-alive\r\n\r\nhello"
+      "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\nConnection: close"
+      "\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+  wire::HttpReply r;
+  ASSERT_EQ(wire::take_reply(bytes, false, r), ReplyParse::done);
+  EXPECT_EQ(r.status, 100);
+  EXPECT_EQ(r.body, "");
+  ASSERT_EQ(wire::take_reply(bytes, false, r), ReplyParse::done);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello");
+  EXPECT_FALSE(r.close);
+  ASSERT_EQ(wire::take_reply(bytes, false, r), ReplyParse::done);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body, "abcde");
+  EXPECT_TRUE(r.close);
+  EXPECT_TRUE(bytes.empty());
+  EXPECT_EQ(wire::take_reply(bytes, true, r), ReplyParse::cut);  // closed, nothing more
+
+  std::string until_close = "HTTP/1.0 200 OK\r\n\r\nall of it";
+  EXPECT_EQ(wire::take_reply(until_close, false, r), ReplyParse::incomplete);
+  ASSERT_EQ(wire::take_reply(until_close, true, r), ReplyParse::done);
+  EXPECT_EQ(r.body, "all of it");
+
+  std::string half = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf";
+  EXPECT_EQ(wire::take_reply(half, false, r), ReplyParse::incomplete);
+  EXPECT_EQ(wire::take_reply(half, true, r), ReplyParse::cut);
+  std::string junk = "SSH-2.0-OpenSSH_9.2\r\n\r\n";
+  EXPECT_EQ(wire::take_reply(junk, false, r), ReplyParse::not_http);
+  std::string bad_chunk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+  EXPECT_EQ(wire::take_reply(bad_chunk, false, r), ReplyParse::not_http);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "wire/http_client.h"
 #include "delayq/queue.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
@@ -99,7 +98,8 @@ Result<std::unique_ptr<Backend>> open_redis_backend(const Target& t) {
 
 class HttpBackend final : public Backend {
  public:
-  HttpBackend(wire::HttpUrl url, std::string token) : url_(std::move(url)), token_(std::move(token)) {}
+  HttpBackend(wire::HttpEndpoint url, std::string token)
+      : client_(std::move(url), {.token = std::move(token), .user_agent = "delayq-cli"}) {}
 
   Result<std::string> push(JobSpec spec) override {
     json::Writer w;
@@ -175,7 +175,7 @@ class HttpBackend final : public Backend {
   // One route: the "data" member of a success, or the failure as a Status of the matching Errc.
   Result<json::Value> call(std::string_view method, std::string_view path,
                            const std::string& body) {
-    auto reply = wire::http_request(url_, method, path, body, token_, seconds(60));
+    auto reply = client_.request(method, path, body);
     if (!reply) return reply.status();
     std::optional<wire::Answer> answer = wire::read_answer(reply->body);
     if (!answer) {
@@ -198,8 +198,7 @@ class HttpBackend final : public Backend {
     return Status(errc, message);
   }
 
-  wire::HttpUrl url_;
-  std::string token_;
+  wire::HttpClient client_;
 };
 
 Result<std::string> read_token(const std::string& path) {
@@ -221,10 +220,18 @@ Result<std::string> read_token(const std::string& path) {
 
 }  // namespace
 
+Result<wire::HttpEndpoint> parse_url_flag(std::string_view text) {
+  auto url = wire::parse_http_url(text);
+  if (url) return url;
+  return Status(Errc::invalid_argument,
+                "bad --url '" + std::string(text) + "': " + url.status().message() +
+                    " (expected http://HOST:PORT, e.g. http://127.0.0.1:9277)");
+}
+
 Result<std::unique_ptr<Backend>> open_backend(const Target& target, Access access) {
   if (!target.store_dir.empty()) return open_store_backend(target, access);
   if (!target.redis_url.empty()) return open_redis_backend(target);
-  auto url = wire::parse_http_url(target.url);
+  auto url = parse_url_flag(target.url);
   if (!url) return url.status();
   std::string token;
   if (!target.token_file.empty()) {

@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "cli/backend.h"
-#include "wire/http_client.h"
 #include "cli/parse.h"
 #include "wire/json.h"
 
@@ -642,7 +641,7 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   if (f.contains("redis") && target.redis_url.empty())
     return usage(io, {"--redis needs a URL", command});
   if (f.contains("url")) {
-    if (auto u = wire::parse_http_url(target.url); !u) return usage(io, {u.status().message(), command});
+    if (auto u = parse_url_flag(target.url); !u) return usage(io, {u.status().message(), command});
   }
   if (f.contains("shards")) {
     auto n = parse_count(f["shards"], 1, 1024);
