@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/backend.h"
+#include "cli/format.h"
 #include "cli/parse.h"
 #include "cli_harness.h"
 #include "delayq/redis.h"
