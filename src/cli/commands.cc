@@ -131,12 +131,21 @@ int usage(const Streams& io, const UsageError& u) {
   return kExitUsage;
 }
 
+// Reads --<flag> with `parse` into `into` when it is given; a bad value is a UsageError that
+// names the flag.
+template <typename Parse, typename Into>
+std::optional<UsageError> read_flag(Context& c, const std::string& flag, Parse parse, Into& into) {
+  const auto it = c.inv.flags.find(flag);
+  if (it == c.inv.flags.end()) return std::nullopt;
+  auto value = parse(it->second);
+  if (!value) return UsageError{"--" + flag + ": " + value.status().message(), &c.command};
+  into = std::move(*value);
+  return std::nullopt;
+}
+
 // Builds the push's JobSpec from the flags; a UsageError names the flag that is wrong.
 std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
   auto& f = c.inv.flags;
-  const auto bad = [&](const std::string& flag, const Status& s) {
-    return UsageError{"--" + flag + ": " + s.message(), &c.command};
-  };
   spec.topic = c.inv.positional[1];
   if (spec.topic.empty()) return UsageError{"the TOPIC is empty", &c.command};
   if (f.contains("id")) {
@@ -145,26 +154,10 @@ std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
   }
   if (f.contains("delay") && f.contains("due-at"))
     return UsageError{"give --delay or --due-at, not both", &c.command};
-  if (f.contains("delay")) {
-    auto d = parse_duration(f["delay"]);
-    if (!d) return bad("delay", d.status());
-    spec.delay = *d;
-  }
-  if (f.contains("due-at")) {
-    auto t = parse_time(f["due-at"]);
-    if (!t) return bad("due-at", t.status());
-    spec.due_at = *t;
-  }
-  if (f.contains("ttr")) {
-    auto d = parse_duration(f["ttr"]);
-    if (!d) return bad("ttr", d.status());
-    spec.ttr = *d;
-  }
-  if (f.contains("retry")) {
-    auto p = parse_retry(f["retry"]);
-    if (!p) return bad("retry", p.status());
-    spec.retry = std::move(*p);
-  }
+  if (auto u = read_flag(c, "delay", parse_duration, spec.delay)) return u;
+  if (auto u = read_flag(c, "due-at", parse_time, spec.due_at)) return u;
+  if (auto u = read_flag(c, "ttr", parse_duration, spec.ttr)) return u;
+  if (auto u = read_flag(c, "retry", parse_retry, spec.retry)) return u;
   if (f.contains("body") && f.contains("body-file"))
     return UsageError{"give --body or --body-file, not both", &c.command};
   if (f.contains("body")) spec.body = f["body"];
@@ -181,6 +174,19 @@ std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
     }
   }
   return std::nullopt;
+}
+
+// A command's outcome: with --json one object {"<key>": value}, else `text`, each on a line.
+template <typename Value>
+int report(Context& c, std::string_view key, const Value& value, const std::string& text) {
+  if (c.inv.json) {
+    json::Writer w;
+    w.begin_object().key(key).value(value).end_object();
+    c.out << w.str() << "\n";
+  } else {
+    c.out << text << "\n";
+  }
+  return kExitOk;
 }
 
 int do_push(Context& c, Backend& b, JobSpec spec) {
@@ -345,46 +351,28 @@ int do_requeue(Context& c, Backend& b) {
   } else if (Status s = b.requeue_dead(c.inv.positional[2]); !s.ok()) {
     return failed(c, s);
   }
-  if (c.inv.json) {
-    json::Writer w;
-    w.begin_object().key("requeued").value(n).end_object();
-    c.out << w.str() << "\n";
-  } else if (by_topic) {
-    c.out << "requeued " << n << " dead letter" << (n == 1 ? "" : "s") << " of topic "
-          << printable(c.inv.flags["topic"]) << "\n";
-  } else {
-    c.out << "requeued " << printable(c.inv.positional[2]) << "\n";
-  }
-  return kExitOk;
+  const std::string text = by_topic ? "requeued " + std::to_string(n) + " dead letter" +
+                                          (n == 1 ? "" : "s") + " of topic " +
+                                          printable(c.inv.flags["topic"])
+                                    : "requeued " + printable(c.inv.positional[2]);
+  return report(c, "requeued", n, text);
 }
 
 int do_purge(Context& c, Backend& b, const std::string& topic) {
   auto n = b.purge_dead(topic);
   if (!n) return failed(c, n.status());
-  if (c.inv.json) {
-    json::Writer w;
-    w.begin_object().key("purged").value(*n).end_object();
-    c.out << w.str() << "\n";
-  } else {
-    c.out << "purged " << *n << " dead letter" << (*n == 1 ? "" : "s") << " of topic "
-          << printable(topic) << "\n";
-  }
-  return kExitOk;
+  return report(c, "purged", *n,
+                "purged " + std::to_string(*n) + " dead letter" + (*n == 1 ? "" : "s") +
+                    " of topic " + printable(topic));
 }
 
 int do_backup(Context& c, Backend& b, const std::string& dir) {
   auto written = b.backup(dir);
   if (!written) return failed(c, written.status());
-  if (c.inv.json) {
-    json::Writer w;
-    w.begin_object().key("dir").value(*written).end_object();
-    c.out << w.str() << "\n";
-  } else {
-    c.out << "backed up to " << printable(*written)
-          << " (a consistent copy; to restore it, stop the daemon, put the copy in the store's "
-             "place, start it)\n";
-  }
-  return kExitOk;
+  return report(c, "dir", *written,
+                "backed up to " + printable(*written) +
+                    " (a consistent copy; to restore it, stop the daemon, put the copy in the "
+                    "store's place, start it)");
 }
 
 // Help, and the command lines that name no command, an unknown one, or "dead" alone: the exit
@@ -438,9 +426,10 @@ std::optional<UsageError> check_values(Context& c, JobSpec& spec) {
     if (auto n = parse_count(f.at("limit"), 1, 10'000); !n)
       return UsageError{"bad --limit: " + n.status().message(), &c.command};
   if (c.inv.name == "backup" && f.contains("redis"))
-    return UsageError{"backup takes --store or --url: a Redis queue is backed up by Redis itself "
-                      "(BGSAVE, or redis-cli --rdb FILE)",
-                      &c.command};
+    return UsageError{
+        "backup takes --store or --url: a Redis queue is backed up by Redis itself "
+        "(BGSAVE, or redis-cli --rdb FILE)",
+        &c.command};
   return std::nullopt;
 }
 
