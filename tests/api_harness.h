@@ -32,6 +32,11 @@ struct Answer {
   }
 };
 
+// Whether `s` holds `part`: the messages are checked by the words that matter in them.
+inline bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
 // One request through `api`, answered within a generous bound (the machine may be loaded).
 inline Answer call(http::Api& api, const std::string& target, const std::string& body,
                    const std::string& method = "POST", const std::string& auth = "") {

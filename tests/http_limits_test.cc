@@ -18,10 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
 class HttpLimitsTest : public ApiTest {};
 
 // The reported bug: 8e9 s (or 8e12 ms) from now wrapped past the year 2262 into the past, and
