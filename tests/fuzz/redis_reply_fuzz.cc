@@ -66,7 +66,8 @@ void read_script_reply(Reply r) {
 // The typed outcomes of whole script replies, and the wording of every refusal for every kind
 // of call about one job.
 void read_outcomes(const Reply& r) {
-  static const Rules rules(Limits{std::chrono::hours(24), 1024, std::chrono::seconds(30), {}});
+  static const Rules rules(
+      delayq::Limits{std::chrono::hours(24), 1024, std::chrono::seconds(30), {}});
   const delayq::Token token{"j", 1};
   for (ScriptId s : {kAck, kTouch, kCancel, kGet, kReschedule, kRequeueDead}) {
     delayq::Result<JobAnswer> a = read_job_answer(r, s);
