@@ -1,7 +1,8 @@
 // delayq-http-bench: a load client for delayqd (the HTTP daemon). Blocking sockets, HTTP/1.1
-// keep-alive, one connection per thread, no HTTP library: what it measures is the daemon plus the
-// kernel's loopback, not a client framework. One JSON line per run on stdout (the shape of
-// ../shared/workloads.md), notes on stderr. The daemon is started by the caller (bench/http.sh).
+// keep-alive, one connection per thread, through the wire's small client (src/wire): what it
+// measures is the daemon plus the kernel's loopback, not a client framework. One JSON line per
+// run on stdout (the shape of ../shared/workloads.md), notes on stderr. The daemon is started by
+// the caller (bench/http.sh).
 //
 //   delayq-http-bench --port P --workload push --jobs 20000 --connections 4 [--delay 0]
 //   delayq-http-bench --port P --workload pop-finish --jobs 20000 --connections 4
@@ -16,11 +17,6 @@
 //             moment a pop answer arrived minus (the moment its push was sent + its delay).
 // health:     N GET /health: the same client and server with no queue behind the route, the
 //             floor under every figure above.
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,8 +35,10 @@
 #include <thread>
 #include <vector>
 
-#include "delayqd/json.h"
 #include "report.h"
+#include "wire/answer.h"
+#include "wire/http_client.h"
+#include "wire/jobs.h"
 
 namespace {
 
@@ -49,7 +47,6 @@ using delayq::bench::num;
 using delayq::bench::seconds;
 using delayq::bench::summary_json;
 using Wall = std::chrono::system_clock;
-namespace json = delayq::http::json;
 
 struct Args {
   std::string workload = "push";
@@ -127,7 +124,9 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// One keep-alive connection. Blocking I/O; the thread that owns it is the only user.
+// One keep-alive connection: the wire's client (the one the CLI and the tests use), which
+// reconnects when the server closed an idle connection. The thread that owns it is its only
+// user.
 class Connection {
  public:
   struct Answer {
@@ -135,105 +134,20 @@ class Connection {
     std::string body;
   };
 
-  Connection(const Args& a) : a_(a) {}
-  ~Connection() { close(); }
+  explicit Connection(const Args& a)
+      : client_({.host = a.host, .port = static_cast<uint16_t>(a.port)},
+                {.token = a.token,
+                 .timeout = std::chrono::seconds(static_cast<int64_t>(a.time_limit_s) + 60),
+                 .user_agent = "delayq-http-bench"}) {}
 
-  // Sends one request and reads its answer; on a broken connection, reconnects once (the
-  // server closes idle keep-alive connections after --idle-timeout).
   Answer call(std::string_view method, std::string_view path, std::string_view body) {
-    req_.clear();
-    req_.append(method).append(" ").append(path).append(" HTTP/1.1\r\nHost: ");
-    req_.append(a_.host).append("\r\n");
-    if (!a_.token.empty()) req_.append("Authorization: Bearer ").append(a_.token).append("\r\n");
-    if (method != "GET") {
-      req_.append("Content-Type: application/json\r\nContent-Length: ");
-      req_.append(std::to_string(body.size())).append("\r\n");
-    }
-    req_.append("\r\n").append(body);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (fd_ < 0 && !open()) continue;
-      Answer ans;
-      if (send_all() && read_answer(ans)) return ans;
-      close();
-    }
-    return {};
+    auto r = client_.request(method, path, body);
+    if (!r) return {};
+    return {r->status, std::move(r->body)};
   }
 
  private:
-  bool open() {
-    addrinfo hints{}, *res = nullptr;
-    hints.ai_socktype = SOCK_STREAM;
-    const std::string port = std::to_string(a_.port);
-    if (::getaddrinfo(a_.host.c_str(), port.c_str(), &hints, &res) != 0) return false;
-    fd_ = ::socket(res->ai_family, SOCK_STREAM, 0);
-    bool ok = fd_ >= 0 && ::connect(fd_, res->ai_addr, res->ai_addrlen) == 0;
-    ::freeaddrinfo(res);
-    if (!ok) {
-      close();
-      return false;
-    }
-    // Requests are written in one send(); without this, Nagle would hold the next request
-    // until the previous answer's ACK, adding 40 ms stalls that measure the kernel, not us.
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    buf_.clear();
-    return true;
-  }
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-    buf_.clear();
-  }
-  bool send_all() {
-    size_t off = 0;
-    while (off < req_.size()) {
-      const ssize_t n = ::send(fd_, req_.data() + off, req_.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  bool fill() {
-    char tmp[16384];
-    const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
-    if (n <= 0) return false;
-    buf_.append(tmp, static_cast<size_t>(n));
-    return true;
-  }
-  // Status line, headers (only Content-Length and Connection matter), body.
-  bool read_answer(Answer& ans) {
-    size_t end;
-    while ((end = buf_.find("\r\n\r\n")) == std::string::npos)
-      if (!fill()) return false;
-    if (buf_.compare(0, 7, "HTTP/1.") != 0 || end < 12) return false;
-    ans.status = std::atoi(buf_.c_str() + 9);
-    size_t length = 0;
-    bool close_after = false;
-    for (size_t at = buf_.find("\r\n"); at < end;) {
-      const size_t next = buf_.find("\r\n", at + 2);
-      const std::string_view line(buf_.data() + at + 2, next - at - 2);
-      auto is = [&](std::string_view name) {
-        if (line.size() <= name.size() || line[name.size()] != ':') return false;
-        for (size_t i = 0; i < name.size(); ++i)
-          if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
-        return true;
-      };
-      if (is("content-length")) length = std::strtoul(line.data() + 15, nullptr, 10);
-      if (is("connection") && line.find("close") != std::string_view::npos) close_after = true;
-      at = next;
-    }
-    buf_.erase(0, end + 4);
-    while (buf_.size() < length)
-      if (!fill()) return false;
-    ans.body.assign(buf_, 0, length);
-    buf_.erase(0, length);
-    if (close_after) close();
-    return true;
-  }
-
-  const Args& a_;
-  int fd_ = -1;
-  std::string req_, buf_;
+  delayq::wire::HttpClient client_;
 };
 
 double ms_since(Steady::time_point t) {
@@ -340,17 +254,14 @@ int run_push(const Args& a) {
   return errors ? 1 : 0;
 }
 
-// The token of a /pop answer, or "" when the answer carries no job (data null).
+// The token and id of a /pop answer; false when it carries no job (data null).
 bool parse_delivery(const std::string& body, std::string& token, std::string& id) {
-  auto v = json::parse(body);
-  if (!v) return false;
-  const json::Value* d = v->find("data");
-  if (!d || !d->is_object()) return false;
-  const json::Value* t = d->find("token");
-  const json::Value* i = d->find("id");
-  if (!t || !i || !t->is_string() || !i->is_string()) return false;
-  token = t->as_string();
-  id = i->as_string();
+  auto answer = delayq::wire::read_answer(body);
+  if (!answer) return false;
+  auto d = delayq::wire::read_delivery(answer->data);
+  if (!d) return false;
+  token = d->token.to_string();
+  id = std::move(d->id);
   return true;
 }
 

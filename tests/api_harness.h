@@ -12,25 +12,30 @@
 
 #include "delayq/engine.h"
 #include "delayqd/api.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 namespace delayq::testing {
 
 struct Answer {
   int status = 0;
-  http::json::Value body;  // null for answers that are not JSON
+  wire::json::Value body;  // null for answers that are not JSON
   std::string text;
   int code() const { return static_cast<int>(body.find("code")->as_int()); }
-  const http::json::Value& data() const { return *body.find("data"); }
+  const wire::json::Value& data() const { return *body.find("data"); }
   std::string error() const {
-    const http::json::Value* e = body.find("error");
+    const wire::json::Value* e = body.find("error");
     return e ? e->as_string() : "";
   }
   std::string message() const {
-    const http::json::Value* m = body.find("message");
+    const wire::json::Value* m = body.find("message");
     return m ? m->as_string() : "";
   }
 };
+
+// Whether `s` holds `part`: the messages are checked by the words that matter in them.
+inline bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // One request through `api`, answered within a generous bound (the machine may be loaded).
 inline Answer call(http::Api& api, const std::string& target, const std::string& body,
@@ -45,7 +50,7 @@ inline Answer call(http::Api& api, const std::string& target, const std::string&
   a.status = r.status;
   a.text = r.body;
   if (r.content_type == "application/json") {
-    auto parsed = http::json::parse(r.body, http::json::kReplyLimits);
+    auto parsed = wire::json::parse(r.body, wire::json::kReplyLimits);
     EXPECT_TRUE(parsed.ok()) << r.body;
     if (parsed) a.body = std::move(*parsed);
     EXPECT_NE(a.body.find("code"), nullptr) << r.body;

@@ -1,6 +1,7 @@
-// Running the delayq CLI and delayqd as child processes for the CLI tests: a run's exit status,
-// stdout and stderr; a temporary directory; a daemon on a free loopback port. Needs
-// DELAYQ_CLI_PATH and DELAYQD_PATH (tests/CMakeLists.txt defines them).
+// Running the delayq CLI (and delayqd's flag checks) as child processes for the CLI tests: a
+// run's exit status, stdout and stderr. The daemon on a port, and temporary directories, are
+// tests/daemon_process.h's. Needs DELAYQ_CLI_PATH and DELAYQD_PATH (tests/CMakeLists.txt defines
+// them).
 #pragma once
 
 #include <fcntl.h>
@@ -18,11 +19,12 @@
 #include <string_view>
 #include <vector>
 
-#include "delayqd/json.h"
+#include "daemon_process.h"
+#include "wire/json.h"
 
 namespace delayq::testing {
 
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -106,73 +108,11 @@ inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/delayq_cli_test.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 inline const json::Value& at(const json::Value& v, std::string_view key) {
   static const json::Value null;
   const json::Value* m = v.find(key);
   EXPECT_NE(m, nullptr) << "no member " << key;
   return m != nullptr ? *m : null;
 }
-
-// delayqd as a child process on a free loopback port (the daemon prints the address on stdout).
-class Daemon {
- public:
-  ~Daemon() { stop(); }
-  int start(const std::vector<std::string>& args, const fs::path& log) {
-    int out[2];
-    if (::pipe(out) != 0) return 0;
-    std::vector<std::string> copy = args;
-    std::string bin = DELAYQD_PATH;
-    std::vector<char*> argv{bin.data()};
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string log_path = log.string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      const int err = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(err, 2);
-      ::close(out[0]);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{out[0], POLLIN, 0};
-      if (::poll(&p, 1, 500) <= 0) continue;
-      char buf[256];
-      const ssize_t n = ::read(out[0], buf, sizeof buf);
-      if (n <= 0) break;
-      line.append(buf, static_cast<size_t>(n));
-    }
-    ::close(out[0]);
-    const size_t colon = line.rfind(':');
-    if (!contains(line, "listening on") || colon == std::string::npos) return 0;
-    return std::atoi(line.c_str() + colon + 1);
-  }
-  pid_t pid() const { return pid_; }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 }  // namespace delayq::testing

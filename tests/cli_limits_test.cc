@@ -57,10 +57,9 @@ TEST(CliTimes, AFarDueAtIsRefusedAndNothingIsPushed) {
 // Through delayqd the daemon checks due_at_ms against its queue's max_delay, in the same words.
 TEST(CliTimes, ThroughTheDaemonTheSameRefusal) {
   TempDir dir;
-  Daemon daemon;
+  DaemonProcess daemon(DELAYQD_PATH, dir.path / "delayqd.log");
   const int port = daemon.start(
-      {"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string(), "--sync", "none"},
-      dir.path / "delayqd.log");
+      {"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string(), "--sync", "none"});
   ASSERT_GT(port, 0) << "delayqd did not start";
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   CliRun beyond = cli({"--url", url, "push", "t", "--due-at", "2200-01-01T00:00:00Z"});
@@ -77,10 +76,9 @@ TEST(CliTimes, ThroughTheDaemonTheSameRefusal) {
 // --max-job-bytes reaches the queue and the daemon's checks, and its refusal names the flag.
 TEST(DelayqdSettings, MaxJobBytesIsTheQueuesLimitAndIsNamed) {
   TempDir dir;
-  Daemon daemon;
+  DaemonProcess daemon(DELAYQD_PATH, dir.path / "delayqd.log");
   const int port = daemon.start({"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string(),
-                                 "--sync", "none", "--max-job-bytes", "100"},
-                                dir.path / "delayqd.log");
+                                 "--sync", "none", "--max-job-bytes", "100"});
   ASSERT_GT(port, 0) << "delayqd did not start";
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   CliRun big = cli({"--url", url, "push", "t", "--body", std::string(101, 'x')});
@@ -128,10 +126,8 @@ TEST(DelayqdSettings, BadValuesNameTheFlagOrTheFileAndLine) {
 TEST(DelayqdSettings, ASecondDaemonOnALockedStoreNamesTheHolder) {
   TempDir dir;
   const std::string store = (dir.path / "s").string();
-  Daemon first;
-  ASSERT_GT(first.start({"--listen", "127.0.0.1:0", "--store", store, "--sync", "none"},
-                        dir.path / "first.log"),
-            0);
+  DaemonProcess first(DELAYQD_PATH, dir.path / "first.log");
+  ASSERT_GT(first.start({"--listen", "127.0.0.1:0", "--store", store, "--sync", "none"}), 0);
   CliRun second = delayqd({"--listen", "127.0.0.1:0", "--store", store});
   EXPECT_EQ(second.exit, 1) << describe(second);
   EXPECT_TRUE(contains(second.err, "store directory " + store + " is locked by process " +

@@ -4,11 +4,7 @@
 // The CLI cannot reserve jobs, so the tests make dead letters through the library (or the
 // daemon's /pop and /nack) and inspect them with the CLI. Timeouts are generous and nothing
 // asserts on durations: the machine may be slow and shared.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -22,18 +18,21 @@
 #include <thread>
 #include <vector>
 
-#include "cli/http_client.h"
+#include "cli/backend.h"
+#include "cli/format.h"
 #include "cli/parse.h"
+#include "cli_harness.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
-#include "delayqd/json.h"
-#include "cli_harness.h"
+#include "http_client.h"
 #include "redis_server.h"
+#include "wire/http_client.h"
+#include "wire/json.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 namespace fs = std::filesystem;
 using delayq::Duration;
 using delayq::Errc;
@@ -160,6 +159,7 @@ TEST(CliParse, CountsAndUrls) {
   EXPECT_FALSE(parse_count("0", 1, 100).ok());
   EXPECT_FALSE(parse_count("101", 1, 100).ok());
   EXPECT_FALSE(parse_count("1x", 1, 100).ok());
+  using delayq::wire::parse_http_url;
   auto u = parse_http_url("http://127.0.0.1:9277");
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->host, "127.0.0.1");
@@ -173,6 +173,9 @@ TEST(CliParse, CountsAndUrls) {
   for (const char* bad :
        {"127.0.0.1:9277", "https://h:1", "http://:1", "http://h:0", "http://h:x", "http://h:"})
     EXPECT_FALSE(parse_http_url(bad).ok()) << bad;
+  EXPECT_EQ(parse_url_flag("127.0.0.1:9277").status().message(),
+            "bad --url '127.0.0.1:9277': it does not start with http:// (expected "
+            "http://HOST:PORT, e.g. http://127.0.0.1:9277)");
 }
 
 TEST(CliFormat, TimesAndSpans) {
@@ -467,17 +470,14 @@ TEST(CliUsage, BadInputExitsTwoAndSaysWhy) {
 
 // ---- (b) a running delayqd --------------------------------------------------------------------
 
-
-class CliDaemonTest : public ::testing::Test {
+class CliDaemonTest : public StoreDaemonTest {
  protected:
   void SetUp() override {
     token_file_ = (dir_.path / "token").string();
     std::ofstream(token_file_) << "s3cret\n";
     ::chmod(token_file_.c_str(), 0600);
     store_ = (dir_.path / "store").string();
-    port_ = daemon_.start({"--listen", "127.0.0.1:0", "--store", store_, "--sync", "none",
-                           "--token-file", token_file_},
-                          dir_.path / "delayqd.log");
+    port_ = start({"--token-file", token_file_});
     ASSERT_GT(port_, 0) << "delayqd did not start";
     url_ = "http://127.0.0.1:" + std::to_string(port_);
   }
@@ -485,17 +485,12 @@ class CliDaemonTest : public ::testing::Test {
 
   // A daemon route, for what the CLI cannot do (pop, nack).
   json::Value post(const std::string& path, const std::string& body) {
-    auto url = parse_http_url(url_);
-    auto r = http_request(*url, "POST", path, body, "s3cret", 120s);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    if (!r.ok()) return {};
-    auto v = json::parse(r->body);
-    EXPECT_TRUE(v.ok()) << r->body;
-    return v.ok() ? *v : json::Value();
+    HttpAnswer a = HttpClient(port_, "s3cret").post(path, body);
+    EXPECT_NE(a.status, 0) << "no answer from " << path;
+    EXPECT_TRUE(a.json.is_object()) << a.body;
+    return a.json;
   }
 
-  TempDir dir_;
-  Daemon daemon_;
   std::string token_file_, store_, url_;
   int port_ = 0;
 };
@@ -536,7 +531,7 @@ TEST_F(CliDaemonTest, TokenAndLockedStore) {
       << locked.err;
   EXPECT_TRUE(contains(locked.err, "--url")) << locked.err;
 
-  daemon_.stop();
+  daemon_.kill9();
   CliRun down = cli({"--url", url_, "--token-file", token_file_, "stats"});
   EXPECT_EQ(down.exit, 1) << describe(down);
   EXPECT_TRUE(contains(down.err, "delayq: stats: unavailable: ")) << down.err;
@@ -577,8 +572,8 @@ TEST(CliBackup, OfAStoreDirectory) {
   EXPECT_EQ(at(again.json(), "error").as_string(), "invalid_argument");
   EXPECT_TRUE(contains(again.err, copy + " already exists")) << again.err;
 
-  Daemon daemon;
-  ASSERT_GT(daemon.start({"--listen", "127.0.0.1:0", "--store", store}, dir.path / "d.log"), 0);
+  DaemonProcess daemon(DELAYQD_PATH, dir.path / "d.log");
+  ASSERT_GT(daemon.start({"--listen", "127.0.0.1:0", "--store", store}), 0);
   const std::string locked_copy = (dir.path / "copies" / "two").string();
   CliRun locked = cli({"--store", store, "backup", locked_copy});
   EXPECT_EQ(locked.exit, 1) << describe(locked);
@@ -602,9 +597,9 @@ TEST(CliBackup, ThroughTheDaemonOnlyUnderItsBackupDir) {
   std::ofstream(token) << "s3cret\n";
   ::chmod(token.c_str(), 0600);
   {
-    Daemon off;
-    const int port = off.start({"--listen", "127.0.0.1:0", "--store", store, "--token-file", token},
-                               dir.path / "off.log");
+    DaemonProcess off(DELAYQD_PATH, dir.path / "off.log");
+    const int port =
+        off.start({"--listen", "127.0.0.1:0", "--store", store, "--token-file", token});
     ASSERT_GT(port, 0);
     const std::string url = "http://127.0.0.1:" + std::to_string(port);
     CliRun refused = cli({"--url", url, "--token-file", token, "backup", "n"});
@@ -614,10 +609,9 @@ TEST(CliBackup, ThroughTheDaemonOnlyUnderItsBackupDir) {
     CliRun no_token = cli({"--url", url, "backup", "n"});
     EXPECT_TRUE(contains(no_token.err, "401 unauthorized")) << no_token.err;
   }
-  Daemon daemon;
+  DaemonProcess daemon(DELAYQD_PATH, dir.path / "d.log");
   const int port = daemon.start(
-      {"--listen", "127.0.0.1:0", "--store", store, "--token-file", token, "--backup-dir", root},
-      dir.path / "d.log");
+      {"--listen", "127.0.0.1:0", "--store", store, "--token-file", token, "--backup-dir", root});
   ASSERT_GT(port, 0);
   const std::vector<std::string> target = {"--url", "http://127.0.0.1:" + std::to_string(port),
                                            "--token-file", token};

@@ -18,32 +18,22 @@
 #include <thread>
 #include <vector>
 
+#include "daemon_process.h"
 #include "http_client.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-using delayq::testing::DaemonProcess;
 using delayq::testing::HttpAnswer;
 using delayq::testing::HttpClient;
 using delayq::testing::RawConnection;
-using delayq::testing::ScratchDir;
 
 constexpr const char* kToken = "s3cret-token";
 
-class DelayqdConnectionTest : public ::testing::Test {
+class DelayqdConnectionTest : public delayq::testing::StoreDaemonTest {
  protected:
-  // Starts the daemon on a fresh store with `extra` flags; returns its port (0 on failure).
-  int start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {
-        "--listen", "127.0.0.1:0", "--store", (dir_.path() / "store").string(), "--sync", "none"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const int port = daemon_.start(args);
-    EXPECT_GT(port, 0) << daemon_.log();
-    return port;
-  }
   std::vector<std::string> token_flag() {
-    const auto file = dir_.path() / "token";
+    const auto file = dir_.path / "token";
     std::ofstream(file) << kToken << "\n";
     ::chmod(file.c_str(), 0600);
     return {"--token-file", file.string()};
@@ -64,20 +54,12 @@ class DelayqdConnectionTest : public ::testing::Test {
     }
     return pred();
   }
-
-  ScratchDir dir_{"delayqd-conn-test"};
-  DaemonProcess daemon_{DELAYQD_PATH, dir_.path() / "delayqd.log"};
 };
 
 std::string headers(const std::string& request_line, size_t content_length,
                     const std::string& extra = "") {
   return request_line + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
          "Content-Length: " + std::to_string(content_length) + "\r\n" + extra + "\r\n";
-}
-
-std::string message(const HttpAnswer& a) {
-  const auto* m = a.json.find("message");
-  return m && m->is_string() ? m->as_string() : std::string();
 }
 
 // 401, 404, 405 and 413 are decided by the headers: they come before the body is sent (the
@@ -113,7 +95,7 @@ TEST_F(DelayqdConnectionTest, RefusalsComeWithTheHeadersBeforeAnyBody) {
     HttpAnswer a = c.answer();
     EXPECT_EQ(a.status, k.status) << a.headers << "\n" << a.body;
     EXPECT_EQ(a.error(), k.error) << a.body;
-    EXPECT_NE(message(a).find(k.says), std::string::npos) << a.body;
+    EXPECT_NE(a.message().find(k.says), std::string::npos) << a.body;
     EXPECT_TRUE(c.closed_within(30s)) << "the server waits for a body it will not use";
   }
   // Without a body the same checks answer, on a connection that stays open.
@@ -123,7 +105,7 @@ TEST_F(DelayqdConnectionTest, RefusalsComeWithTheHeadersBeforeAnyBody) {
                        "\r\n\r\n"));
   HttpAnswer bare = get.answer();
   EXPECT_EQ(bare.status, 401);
-  EXPECT_NE(message(bare).find("\"Bearer \" prefix"), std::string::npos) << bare.body;
+  EXPECT_NE(bare.message().find("\"Bearer \" prefix"), std::string::npos) << bare.body;
   // A request that passes gets its "100 Continue", then its answer.
   RawConnection ok(port);
   const std::string body = R"({"topic":"t"})";
@@ -206,8 +188,8 @@ TEST_F(DelayqdConnectionTest, ConnectionsAreCappedPerClientAddress) {
   HttpAnswer over = third.answer();
   EXPECT_EQ(over.status, 503) << over.headers;
   EXPECT_EQ(over.error(), "overloaded");
-  EXPECT_NE(message(over).find("127.0.0.1"), std::string::npos) << over.body;
-  EXPECT_NE(message(over).find("--max-connections-per-client"), std::string::npos) << over.body;
+  EXPECT_NE(over.message().find("127.0.0.1"), std::string::npos) << over.body;
+  EXPECT_NE(over.message().find("--max-connections-per-client"), std::string::npos) << over.body;
   EXPECT_TRUE(third.closed_within(30s));
 
   RawConnection other(port, "127.0.0.2");

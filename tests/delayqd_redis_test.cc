@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "daemon_process.h"
+#include "http_client.h"
 #include "kill_load.h"
 #include "redis_server.h"
 
@@ -24,7 +26,7 @@ using delayq::testing::DaemonProcess;
 using delayq::testing::HttpAnswer;
 using delayq::testing::HttpClient;
 using delayq::testing::RedisServer;
-using delayq::testing::ScratchDir;
+using delayq::testing::TempDir;
 
 class DelayqdRedisTest : public ::testing::Test {
  protected:
@@ -42,13 +44,13 @@ class DelayqdRedisTest : public ::testing::Test {
   long redis_keys() const { return std::atol(redis_.command("DBSIZE").c_str() + 1); }
 
   RedisServer redis_;
-  ScratchDir dir_{"delayqd-redis-test"};
-  DaemonProcess daemon_{DELAYQD_PATH, dir_.path() / "delayqd.log"};
+  TempDir dir_{"delayqd-redis-test"};
+  DaemonProcess daemon_{DELAYQD_PATH, dir_.path / "delayqd.log"};
 };
 
 std::string field(const HttpAnswer& a, const std::string& name) { return a.data_string(name); }
 int64_t int_field(const HttpAnswer& a, const std::string& name) {
-  const auto* v = a.data().is_object() ? a.data().find(name) : nullptr;
+  const auto* v = a.data().find(name);
   return v && v->is_number() ? v->as_int() : -1;
 }
 

@@ -1,283 +1,39 @@
 // delayqd end to end: the real binary on a free loopback port with a temporary store, driven by
-// a small HTTP/1.1 client over plain sockets, as an ouqiang/delay-queue client would drive it.
+// the wire's HTTP/1.1 client (tests/http_client.h), as an ouqiang/delay-queue client would drive
+// it.
 // Also: the extensions, the bad-request table, kill -9 under load, SIGTERM draining, bad flags.
 // Timeouts are generous and nothing asserts on durations: the machine may be slow and shared.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <set>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "delayqd/json.h"
+#include "daemon_process.h"
+#include "http_client.h"
 #include "kill_load.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-namespace json = delayq::http::json;
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/delayqd_test.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-// The daemon as a child process. Its stdout is a pipe that carries one line: the address.
-class Daemon {
- public:
-  ~Daemon() { kill9(); }
-
-  // Starts delayqd with `args`; returns the port, or 0 (with the exit status in exit_code()) if
-  // it exited before listening.
-  int start(const std::vector<std::string>& args, const fs::path& log) {
-    int out[2];
-    if (::pipe(out) != 0) return 0;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      const int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(err, 2);
-      ::close(out[0]);
-      std::vector<char*> argv;
-      std::string bin = DELAYQD_PATH;
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{out[0], POLLIN, 0};
-      if (::poll(&p, 1, 500) <= 0) continue;
-      char buf[256];
-      const ssize_t n = ::read(out[0], buf, sizeof buf);
-      if (n <= 0) break;  // exited
-      line.append(buf, static_cast<size_t>(n));
-    }
-    ::close(out[0]);
-    const size_t colon = line.rfind(':');
-    if (line.find("listening on") == std::string::npos || colon == std::string::npos) {
-      wait(60s);
-      return 0;
-    }
-    port_ = std::atoi(line.c_str() + colon + 1);
-    return port_;
-  }
-
-  void signal(int sig) {
-    if (pid_ > 0) ::kill(pid_, sig);
-  }
-  // Waits for the exit; true if it exited in time (status in exit_code()).
-  bool wait(std::chrono::seconds timeout) {
-    if (pid_ <= 0) return true;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        pid_ = -1;
-        return true;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
-  }
-  void kill9() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    wait(60s);
-  }
-  int exit_code() const { return exit_code_; }
-  int port() const { return port_; }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-  int exit_code_ = -1;
-};
-
-struct Reply {
-  int status = 0;  // 0: no answer (connection failed or closed)
-  std::string headers;
-  std::string body;
-  json::Value json;
-  int64_t code() const {
-    const json::Value* c = json.find("code");
-    return c ? c->as_int() : -1;
-  }
-  const json::Value& data() const {
-    static const json::Value null;
-    const json::Value* d = json.find("data");
-    return d ? *d : null;
-  }
-  std::string error() const {
-    const json::Value* e = json.find("error");
-    return e && e->is_string() ? e->as_string() : "";
-  }
-};
-
-// A keep-alive HTTP/1.1 client on one connection; reconnects when the server closed it.
-class Client {
- public:
-  explicit Client(int port, std::string token = "") : port_(port), token_(std::move(token)) {}
-  ~Client() { disconnect(); }
-
-  bool connect() {
-    disconnect();
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval tv{240, 0};  // a pop may wait up to its timeout; the machine may be slow
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      disconnect();
-      return false;
-    }
-    return true;
-  }
-  void disconnect() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-    buf_.clear();
-  }
-
-  Reply post(const std::string& path, const std::string& body) {
-    return request("POST", path, body);
-  }
-  Reply get(const std::string& path) { return request("GET", path, ""); }
-
-  Reply request(const std::string& method, const std::string& path, const std::string& body,
-                const std::string& extra_headers = "") {
-    std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
-    if (!token_.empty()) req += "Authorization: Bearer " + token_ + "\r\n";
-    if (method != "GET")
-      req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-             "\r\n";
-    req += extra_headers + "\r\n" + body;
-    return raw(req);
-  }
-
-  // Sends bytes as they are and reads one answer.
-  Reply raw(const std::string& bytes) {
-    Reply r;
-    if (fd_ < 0 && !connect()) return r;
-    if (!send_all(bytes)) {
-      // The server may have closed an idle keep-alive connection: one retry on a new one.
-      if (!connect() || !send_all(bytes)) return r;
-    }
-    read_reply(r);
-    if (r.status == 0) disconnect();
-    return r;
-  }
-
-  // Whether the server closed the connection (a read finds EOF).
-  bool closed_by_server() {
-    if (fd_ < 0) return true;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 30000) <= 0) return false;
-    char c;
-    return ::recv(fd_, &c, 1, MSG_PEEK) == 0;
-  }
-
- private:
-  bool send_all(const std::string& s) {
-    size_t off = 0;
-    while (off < s.size()) {
-      const ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  bool fill() {
-    char tmp[65536];
-    const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
-    if (n <= 0) return false;
-    buf_.append(tmp, static_cast<size_t>(n));
-    return true;
-  }
-  void read_reply(Reply& r) {
-    size_t end;
-    while ((end = buf_.find("\r\n\r\n")) == std::string::npos)
-      if (!fill()) return;
-    r.headers = buf_.substr(0, end);
-    buf_.erase(0, end + 4);
-    if (r.headers.rfind("HTTP/1.", 0) != 0 || r.headers.size() < 12) return;
-    const int status = std::atoi(r.headers.c_str() + 9);
-    size_t length = 0;
-    std::string lower = r.headers;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (const size_t cl = lower.find("content-length:"); cl != std::string::npos)
-      length = std::strtoul(lower.c_str() + cl + 15, nullptr, 10);
-    while (buf_.size() < length)
-      if (!fill()) return;
-    r.body = buf_.substr(0, length);
-    buf_.erase(0, length);
-    r.status = status;
-    if (auto j = json::parse(r.body)) r.json = std::move(*j);
-    if (lower.find("connection: close") != std::string::npos) disconnect();
-  }
-
-  int port_;
-  std::string token_;
-  int fd_ = -1;
-  std::string buf_;
-};
-
-class DelayqdTest : public ::testing::Test {
- protected:
-  int start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--store",
-                                     (dir_.path / "store").string(), "--sync", "none"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const int port = daemon_.start(args, dir_.path / "delayqd.log");
-    EXPECT_GT(port, 0) << log();
-    return port;
-  }
-  std::string log() const {
-    std::ifstream in(dir_.path / "delayqd.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
-  TempDir dir_;
-  Daemon daemon_;
-};
+using delayq::testing::DaemonProcess;
+using delayq::testing::HttpAnswer;
+using delayq::testing::HttpClient;
+using delayq::testing::RawConnection;
+using delayq::testing::TempDir;
+using DelayqdTest = delayq::testing::StoreDaemonTest;
 
 // A disk that fills up (a 16 MiB tmpfs mounted for the test): the push that cannot be written
 // gets a 500 io_error, the store stops, and /health answers 503 with the reason, so that a load
@@ -293,13 +49,12 @@ TEST_F(DelayqdTest, AFullDiskMakesHealthAnswer503WithTheReason) {
     fs::path path;
     ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
   } unmount{disk};
-  const int port = daemon_.start({"--listen", "127.0.0.1:0", "--store", (disk / "store").string()},
-                                 dir_.path / "delayqd.log");
-  ASSERT_GT(port, 0) << log();
-  Client c(port);
+  const int port = daemon_.start({"--listen", "127.0.0.1:0", "--store", (disk / "store").string()});
+  ASSERT_GT(port, 0) << daemon_.log();
+  HttpClient c(port);
   ASSERT_EQ(c.get("/health").status, 200);
   const std::string body(60 << 10, 'b');
-  Reply refused;
+  HttpAnswer refused;
   for (int i = 0; i < 1000; ++i) {
     refused = c.post("/push", R"({"topic":"t","body":")" + body + R"("})");
     if (refused.code() != 0) break;
@@ -307,7 +62,7 @@ TEST_F(DelayqdTest, AFullDiskMakesHealthAnswer503WithTheReason) {
   ASSERT_NE(refused.code(), 0) << "16 MiB never filled up";
   EXPECT_EQ(refused.status, 500) << refused.body;
   EXPECT_EQ(refused.error(), "io_error") << refused.body;
-  Reply health = c.get("/health");
+  HttpAnswer health = c.get("/health");
   EXPECT_EQ(health.status, 503) << health.body;
   EXPECT_EQ(health.error(), "io_error") << health.body;
   EXPECT_NE(health.body.find("No space left"), std::string::npos)
@@ -320,28 +75,28 @@ TEST_F(DelayqdTest, AFullDiskMakesHealthAnswer503WithTheReason) {
 TEST_F(DelayqdTest, OuqiangClientFlow) {
   const int port = start();
   ASSERT_GT(port, 0);
-  Client c(port);
+  HttpClient c(port);
   // The request shapes of ouqiang/delay-queue's README: POST, JSON, delay and ttr in seconds.
-  Reply push = c.post("/push", R"({"topic":"order","id":"15702398321","delay":1,"ttr":120,
+  HttpAnswer push = c.post("/push", R"({"topic":"order","id":"15702398321","delay":1,"ttr":120,
                                    "body":"{\"uid\": 10829378,\"created\": 1498657365 }"})");
   ASSERT_EQ(push.status, 200) << push.body;
   EXPECT_EQ(push.code(), 0);
 
-  Reply get = c.post("/get", R"({"id":"15702398321"})");
+  HttpAnswer get = c.post("/get", R"({"id":"15702398321"})");
   ASSERT_EQ(get.code(), 0) << get.body;
   EXPECT_EQ(get.data().find("topic")->as_string(), "order");
   EXPECT_EQ(get.data().find("ttr")->as_int(), 120);
   EXPECT_GT(get.data().find("delay")->as_int(), 1'700'000'000);  // a unix timestamp
 
   // Long poll: the job is due in a second; the pop holds until then.
-  Reply pop = c.post("/pop", R"({"topic":"order"})");
+  HttpAnswer pop = c.post("/pop", R"({"topic":"order"})");
   ASSERT_EQ(pop.code(), 0) << pop.body;
   ASSERT_TRUE(pop.data().is_object()) << pop.body;
   EXPECT_EQ(pop.data().find("id")->as_string(), "15702398321");
   EXPECT_EQ(pop.data().find("body")->as_string(), "{\"uid\": 10829378,\"created\": 1498657365 }");
 
   EXPECT_EQ(c.post("/finish", R"({"id":"15702398321"})").code(), 0);
-  Reply gone = c.post("/get", R"({"id":"15702398321"})");
+  HttpAnswer gone = c.post("/get", R"({"id":"15702398321"})");
   EXPECT_EQ(gone.code(), 0);
   EXPECT_TRUE(gone.data().is_null());
 
@@ -352,7 +107,7 @@ TEST_F(DelayqdTest, OuqiangClientFlow) {
   EXPECT_TRUE(c.post("/get", R"({"id":"o2"})").data().is_null());
 
   // An empty queue: the pop answers data null after its timeout.
-  Reply empty = c.post("/pop", R"({"topic":"order","timeout":1})");
+  HttpAnswer empty = c.post("/pop", R"({"topic":"order","timeout":1})");
   EXPECT_EQ(empty.status, 200);
   EXPECT_EQ(empty.code(), 0);
   EXPECT_TRUE(empty.data().is_null());
@@ -361,42 +116,47 @@ TEST_F(DelayqdTest, OuqiangClientFlow) {
 TEST_F(DelayqdTest, Extensions) {
   const int port = start();
   ASSERT_GT(port, 0);
-  Client c(port);
+  HttpClient c(port);
   ASSERT_EQ(c.post("/push", R"({"topic":"x","id":"a","delay_ms":50,"ttr_ms":60000,
                                 "retry":{"kind":"fixed","delay_ms":0,"max_attempts":2}})")
                 .code(), 0);
-  Reply pop = c.post("/pop", R"({"topic":"x","timeout":60})");
+  HttpAnswer pop = c.post("/pop", R"({"topic":"x","timeout":60})");
   ASSERT_TRUE(pop.data().is_object()) << pop.body;
   const std::string token = pop.data().find("token")->as_string();
   EXPECT_EQ(c.post("/touch", R"({"token":")" + token + R"("})").code(), 0);
   EXPECT_EQ(c.post("/nack", R"({"token":")" + token + R"("})").code(), 0);
-  Reply stale = c.post("/finish", R"({"token":")" + token + R"("})");
+  HttpAnswer stale = c.post("/finish", R"({"token":")" + token + R"("})");
   EXPECT_EQ(stale.status, 409);
   EXPECT_EQ(stale.error(), "stale_token");
-  Reply again = c.post("/pop", R"({"topic":"x","timeout":60})");
+  HttpAnswer again = c.post("/pop", R"({"topic":"x","timeout":60})");
   ASSERT_TRUE(again.data().is_object()) << again.body;
   EXPECT_EQ(c.post("/nack", R"({"id":"a"})").code(), 0);  // the last attempt: dead now
-  Reply dead = c.post("/dead/list", R"({"topic":"x"})");
+  HttpAnswer dead = c.post("/dead/list", R"({"topic":"x"})");
   ASSERT_EQ(dead.data().find("jobs")->as_array().size(), 1u) << dead.body;
   EXPECT_EQ(c.post("/dead/requeue", R"({"topic":"x"})").data().find("requeued")->as_int(), 1);
 
-  Reply batch = c.post("/push_batch", R"({"jobs":[{"topic":"y"},{"topic":"y","delay":100}]})");
+  HttpAnswer batch = c.post("/push_batch", R"({"jobs":[{"topic":"y"},{"topic":"y","delay":100}]})");
   EXPECT_EQ(batch.code(), 0) << batch.body;
-  Reply stats = c.get("/stats");
+  HttpAnswer stats = c.get("/stats");
   ASSERT_EQ(stats.code(), 0) << stats.body;
   EXPECT_EQ(stats.data().find("topics")->find("y")->find("delayed")->as_int(), 1);
-  Reply metrics = c.get("/metrics");
+  HttpAnswer metrics = c.get("/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("delayq_pushed_total 3"), std::string::npos) << metrics.body;
   EXPECT_NE(metrics.body.find("delayqd_http_requests_total{route=\"pop\",status=\"200\"}"),
             std::string::npos);
   EXPECT_EQ(c.get("/health").status, 200);
 
-  // A client that announces its body with Expect: 100-continue (curl does for large bodies).
+  // A client that announces its body with Expect: 100-continue (curl does for large bodies), and
+  // sends it without waiting.
   const std::string big = R"({"topic":"z","body":")" + std::string(5000, 'b') + R"("})";
-  Reply cont = c.request("POST", "/push", big, "Expect: 100-continue\r\n");
+  RawConnection expecting(port);
+  ASSERT_TRUE(expecting.send("POST /push HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             "Content-Length: " + std::to_string(big.size()) +
+                             "\r\nExpect: 100-continue\r\n\r\n" + big));
   // The interim "100 Continue" comes first; the real answer follows.
-  if (cont.status == 100) cont = c.raw("");
+  HttpAnswer cont = expecting.answer();
+  if (cont.status == 100) cont = expecting.answer();
   EXPECT_EQ(cont.status, 200) << cont.headers;
 }
 
@@ -407,7 +167,7 @@ TEST_F(DelayqdTest, BadRequestsAreAnsweredAndTheServerKeepsServing) {
   const int port = start({"--token-file", token_file.string(), "--max-body-bytes", "2048",
                           "--max-connections", "4"});
   ASSERT_GT(port, 0);
-  Client c(port, "t0ken");
+  HttpClient c(port, "t0ken");
   struct Case {
     std::string method, path, body;
     int status;
@@ -424,36 +184,37 @@ TEST_F(DelayqdTest, BadRequestsAreAnsweredAndTheServerKeepsServing) {
       {"PUT", "/pop", "{}", 405, "method_not_allowed"},
   };
   for (const Case& k : cases) {
-    Reply r = c.request(k.method, k.path, k.body);
+    HttpAnswer r = c.request(k.method, k.path, k.body);
     EXPECT_EQ(r.status, k.status) << k.method << " " << k.path << " " << k.body << ": " << r.body;
     EXPECT_EQ(r.code(), 1) << r.body;
     EXPECT_EQ(r.error(), k.error) << r.body;
   }
   // Oversized body: 413, connection closed.
-  Reply big = c.post("/push", R"({"topic":"t","body":")" + std::string(4096, 'x') + R"("})");
+  HttpAnswer big = c.post("/push", R"({"topic":"t","body":")" + std::string(4096, 'x') + R"("})");
   EXPECT_EQ(big.status, 413) << big.body;
   EXPECT_EQ(big.error(), "too_large");
   // Bad or missing token.
-  Client wrong(port, "nope");
+  HttpClient wrong(port, "nope");
   EXPECT_EQ(wrong.post("/push", R"({"topic":"t"})").status, 401);
-  Client none(port);
+  HttpClient none(port);
   EXPECT_EQ(none.post("/push", R"({"topic":"t"})").status, 401);
   EXPECT_EQ(none.get("/health").status, 200);
   // Not HTTP at all.
-  Client garbage(port);
-  Reply g = garbage.raw("HELLO THERE\r\n\r\n");
+  RawConnection garbage(port);
+  ASSERT_TRUE(garbage.send("HELLO THERE\r\n\r\n"));
+  HttpAnswer g = garbage.answer();
   EXPECT_EQ(g.status, 400) << g.headers;
   // Too many connections: the fifth is told so. The server notices the connections above
   // closing a moment later, so each of the four may need a few tries.
   c.disconnect();
   wrong.disconnect();
   none.disconnect();
-  garbage.disconnect();
-  std::vector<std::unique_ptr<Client>> held;
+  garbage.close();
+  std::vector<std::unique_ptr<HttpClient>> held;
   for (int i = 0; i < 4; ++i) {
     int status = 0;
     for (int tries = 0; tries < 400 && status != 200; ++tries) {
-      held.push_back(std::make_unique<Client>(port, "t0ken"));
+      held.push_back(std::make_unique<HttpClient>(port, "t0ken"));
       status = held.back()->get("/health").status;
       if (status != 200) {
         held.pop_back();
@@ -462,15 +223,15 @@ TEST_F(DelayqdTest, BadRequestsAreAnsweredAndTheServerKeepsServing) {
     }
     ASSERT_EQ(status, 200);
   }
-  Client extra(port, "t0ken");
-  Reply over = extra.get("/health");
+  HttpClient extra(port, "t0ken");
+  HttpAnswer over = extra.get("/health");
   EXPECT_EQ(over.status, 503) << over.headers;
   EXPECT_EQ(over.error(), "overloaded");
   held.clear();
   // Still serving, on a new connection once the others are gone.
   bool served = false;
   for (int i = 0; i < 200 && !served; ++i) {
-    Client after(port, "t0ken");
+    HttpClient after(port, "t0ken");
     served = after.post("/push", R"({"topic":"t"})").code() == 0;
     if (!served) std::this_thread::sleep_for(50ms);
   }
@@ -495,8 +256,8 @@ TEST_F(DelayqdTest, Kill9UnderLoadLosesNothingAcknowledged) {
   ASSERT_GT(load.finished(), 0u);
 
   const int port2 = start();
-  ASSERT_GT(port2, 0) << log();
-  delayq::testing::HttpClient c(port2);
+  ASSERT_GT(port2, 0) << daemon_.log();
+  HttpClient c(port2);
   EXPECT_TRUE(load.holds(load.verdict(c)));
   EXPECT_EQ(c.get("/stats").code(), 0);
 }
@@ -504,11 +265,11 @@ TEST_F(DelayqdTest, Kill9UnderLoadLosesNothingAcknowledged) {
 TEST_F(DelayqdTest, SigtermDrainsWaitingPops) {
   const int port = start();
   ASSERT_GT(port, 0);
-  Client c(port);
+  HttpClient c(port);
   ASSERT_EQ(c.post("/push", R"({"topic":"keep","id":"k1","delay":3600})").code(), 0);
-  Reply answer;
+  HttpAnswer answer;
   std::thread waiter([&] {
-    Client w(port);
+    HttpClient w(port);
     answer = w.post("/pop", R"({"topic":"idle","timeout":170})");
   });
   // Wait until the pop is registered (metrics say so), then SIGTERM.
@@ -524,13 +285,13 @@ TEST_F(DelayqdTest, SigtermDrainsWaitingPops) {
   EXPECT_EQ(answer.status, 200) << answer.body;
   EXPECT_EQ(answer.code(), 0);
   EXPECT_TRUE(answer.data().is_null());
-  ASSERT_TRUE(daemon_.wait(120s)) << log();
-  EXPECT_EQ(daemon_.exit_code(), 0) << log();
+  ASSERT_TRUE(daemon_.wait(120s)) << daemon_.log();
+  EXPECT_EQ(daemon_.exit_code(), 0) << daemon_.log();
   // The job pushed before is still there after a restart.
   const int port2 = start();
   ASSERT_GT(port2, 0);
-  Client c2(port2);
-  Reply get = c2.post("/get", R"({"id":"k1"})");
+  HttpClient c2(port2);
+  HttpAnswer get = c2.post("/get", R"({"id":"k1"})");
   ASSERT_TRUE(get.data().is_object()) << get.body;
   EXPECT_EQ(get.data().find("state")->as_string(), "delayed");
 }
@@ -538,8 +299,8 @@ TEST_F(DelayqdTest, SigtermDrainsWaitingPops) {
 TEST(DelayqdFlags, BadFlagsAndConfigExitWith2) {
   TempDir dir;
   const auto run = [&](std::vector<std::string> args) {
-    Daemon d;
-    EXPECT_EQ(d.start(args, dir.path / "log"), 0);
+    DaemonProcess d(DELAYQD_PATH, dir.path / "log");
+    EXPECT_EQ(d.start(args), 0);
     return d.exit_code();
   };
   EXPECT_EQ(run({"--bogus", "1"}), 2);
@@ -564,11 +325,10 @@ TEST(DelayqdFlags, ConfigFileWorksAndFlagsWin) {
   TempDir dir;
   std::ofstream(dir.path / "d.conf") << "listen = 127.0.0.1:1\nstore = "
                                       << (dir.path / "s").string() << "\nsync = batch\n";
-  Daemon d;
-  const int port = d.start({"--config", (dir.path / "d.conf").string(), "--listen", "127.0.0.1:0"},
-                           dir.path / "log");
+  DaemonProcess d(DELAYQD_PATH, dir.path / "log");
+  const int port = d.start({"--config", (dir.path / "d.conf").string(), "--listen", "127.0.0.1:0"});
   ASSERT_GT(port, 1);
-  Client c(port);
+  HttpClient c(port);
   EXPECT_EQ(c.get("/health").status, 200);
   d.signal(SIGTERM);
   ASSERT_TRUE(d.wait(120s));

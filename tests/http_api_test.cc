@@ -9,7 +9,7 @@
 
 #include "api_harness.h"
 #include "delayq/engine.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 namespace {
 
@@ -18,7 +18,7 @@ using delayq::http::Api;
 using delayq::http::ApiOptions;
 using delayq::http::Request;
 using delayq::http::Response;
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 
 using HttpApiTest = delayq::testing::ApiTest;
 

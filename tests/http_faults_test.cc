@@ -18,10 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
 // A store whose writes fail on command (as tests/engine_store_failure_test.cc): the real Engine
 // on top of it stops serving after the first failed write (fail-stop).
 struct FailingStore final : engine::Persistence {

@@ -18,10 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
 class HttpInputTest : public ApiTest {};
 
 // The reported bug: {"topic":"order","dealy":1800} pushed a job due at once and answered success.

@@ -1,12 +1,12 @@
 // The strict JSON reader and the writer of delayqd, against good and hostile input.
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
 
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 
 namespace {
 

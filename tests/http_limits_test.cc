@@ -11,15 +11,12 @@
 #include <vector>
 
 #include "api_harness.h"
+#include "common/rules.h"
 
 namespace delayq::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 class HttpLimitsTest : public ApiTest {};
 
@@ -38,6 +35,33 @@ TEST_F(HttpLimitsTest, FarReschedulesAreRefusedNotWrapped) {
     EXPECT_EQ(queue_->get("j")->due, due) << body;
   }
   EXPECT_TRUE(queue_->reserve("t", 0ms).is(Errc::timeout)) << "nothing may be ready";
+}
+
+// The reported bug: a due_at_ms of a whole millisecond became a due time up to 128 ns before it
+// (the milliseconds were multiplied into nanoseconds as a double), so that /get showed a due_ms
+// one less than was sent, for about a third of the values. Whole milliseconds now stay exact, in
+// times and in durations past 2^53 ns (104 days).
+TEST_F(HttpLimitsTest, WholeMillisecondsStayExact) {
+  const int64_t base = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch() + 24h)
+                           .count();
+  for (int64_t ms = base; ms < base + 1000; ++ms) {
+    const std::string id = "j" + std::to_string(ms);
+    const std::string push =
+        R"({"topic":"t","id":")" + id + R"(","due_at_ms":)" + std::to_string(ms) + "}";
+    ASSERT_EQ(call("/push", push).code(), 0);
+    ASSERT_EQ(call("/get", R"({"id":")" + id + R"("})").data().find("due_ms")->as_int(), ms);
+    ASSERT_EQ(queue_->get(id)->due, TimePoint(std::chrono::milliseconds(ms)));
+  }
+  const int64_t far = 200LL * 86'400'000 + 1;  // 200 days and a millisecond
+  auto d = rules::user_duration("delay_ms", static_cast<double>(far), rules::Unit::milliseconds,
+                                std::chrono::hours(24 * 3650));
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(*d, std::chrono::milliseconds(far));
+  auto t = rules::user_time("due_at_ms", static_cast<double>(base), rules::Unit::milliseconds,
+                            SystemClock::instance().now(), std::chrono::hours(24 * 3650));
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(*t, TimePoint(std::chrono::milliseconds(base)));
 }
 
 // Every duration and time a request can carry, far beyond max_delay: refused, naming the field.

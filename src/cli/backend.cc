@@ -7,18 +7,21 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/http_client.h"
 #include "delayq/queue.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
-#include "delayqd/json.h"
 #include "wal/lock.h"
+#include "wire/answer.h"
+#include "wire/jobs.h"
+#include "wire/json.h"
+#include "wire/spec.h"
+#include "wire/stats.h"
 
 namespace delayq::cli {
 
 namespace {
 
-namespace json = delayq::http::json;
+namespace json = delayq::wire::json;
 using namespace std::chrono;
 
 // ---- the Queue interface ---------------------------------------------------------------------
@@ -93,111 +96,17 @@ Result<std::unique_ptr<Backend>> open_redis_backend(const Target& t) {
 
 // ---- delayqd over HTTP -----------------------------------------------------------------------
 
-// The Errc of an error word in delayqd's answer: an Errc's own name, or one of the words only the
-// daemon uses (HTTP-level refusals); unavailable for any other.
-Errc errc_from_name(std::string_view name) {
-  static constexpr std::pair<std::string_view, Errc> kDaemonWords[] = {
-      {"bad_request", Errc::invalid_argument}, {"bad_json", Errc::invalid_argument},
-      {"too_large", Errc::invalid_argument},   {"overloaded", Errc::unavailable},
-      {"shutting_down", Errc::unavailable},
-      {"forbidden", Errc::invalid_argument},      // /backup without --backup-dir
-      {"not_supported", Errc::invalid_argument},  // /backup of a Redis queue
-  };
-  for (const auto& [n, e] : kDaemonWords)
-    if (n == name) return e;
-  const Result<Errc> e = parse_errc(name);
-  return e.ok() && *e != Errc::ok ? *e : Errc::unavailable;
-}
-
-TimePoint from_ms(int64_t ms) {
-  return TimePoint(milliseconds(ms));
-}
-
-int64_t member_int(const json::Value& v, std::string_view key) {
-  const json::Value* m = v.find(key);
-  return m != nullptr && m->is_int() ? m->as_int() : 0;
-}
-
-std::string member_string(const json::Value& v, std::string_view key) {
-  const json::Value* m = v.find(key);
-  return m != nullptr && m->is_string() ? m->as_string() : std::string();
-}
-
-JobInfo job_from_json(const json::Value& v) {
-  JobInfo j;
-  j.id = member_string(v, "id");
-  j.topic = member_string(v, "topic");
-  const std::string state = member_string(v, "state");
-  j.state = state == "ready"      ? JobState::ready
-            : state == "reserved" ? JobState::reserved
-            : state == "dead"     ? JobState::dead
-                                  : JobState::delayed;
-  j.attempts = static_cast<uint32_t>(member_int(v, "attempts"));
-  j.max_attempts = static_cast<uint32_t>(member_int(v, "max_attempts"));
-  j.due = from_ms(member_int(v, "due_ms"));
-  j.lease_deadline = from_ms(member_int(v, "lease_deadline_ms"));
-  j.ttr = milliseconds(member_int(v, "ttr_ms"));
-  j.body = member_string(v, "body");
-  return j;
-}
-
-int64_t to_ms(Duration d) {
-  return duration_cast<milliseconds>(d).count();
-}
-
-// A duration as the daemon takes it: whole milliseconds exactly, anything finer in seconds.
-void write_duration(json::Writer& w, std::string_view name, Duration d) {
-  if (d % milliseconds(1) == Duration(0)) {
-    w.key(std::string(name) + "_ms").value(to_ms(d));
-  } else {
-    w.key(name).value(duration_cast<duration<double>>(d).count());
-  }
-}
-
-void write_retry(json::Writer& w, const RetryPolicy& p) {
-  w.key("retry").begin_object();
-  switch (p.kind) {
-    case RetryPolicy::Kind::fixed:
-      w.key("kind").value("fixed");
-      write_duration(w, "delay", p.base);
-      w.key("max_attempts").value(p.max_attempts);
-      break;
-    case RetryPolicy::Kind::list:
-      w.key("kind").value("list").key("delays_ms").begin_array();
-      for (Duration d : p.delays) w.value(to_ms(d));
-      w.end_array().key("max_attempts").value(p.max_attempts);
-      break;
-    case RetryPolicy::Kind::exponential:
-      w.key("kind").value("exponential");
-      write_duration(w, "base", p.base);
-      write_duration(w, "cap", p.cap);
-      w.key("factor").value(p.factor).key("jitter").value(p.jitter);
-      w.key("max_attempts").value(p.max_attempts);
-      break;
-  }
-  w.end_object();
-}
-
 class HttpBackend final : public Backend {
  public:
-  HttpBackend(HttpUrl url, std::string token) : url_(std::move(url)), token_(std::move(token)) {}
+  HttpBackend(wire::HttpEndpoint url, std::string token)
+      : client_(std::move(url), {.token = std::move(token), .user_agent = "delayq-cli"}) {}
 
   Result<std::string> push(JobSpec spec) override {
     json::Writer w;
-    w.begin_object().key("topic").value(spec.topic);
-    if (!spec.id.empty()) w.key("id").value(spec.id);
-    if (spec.delay) write_duration(w, "delay", *spec.delay);
-    if (spec.due_at) {
-      // Rounded up: a job must never be due earlier than asked.
-      w.key("due_at_ms").value(ceil<milliseconds>(spec.due_at->time_since_epoch()).count());
-    }
-    if (spec.ttr != Duration(0)) write_duration(w, "ttr", spec.ttr);
-    w.key("body").value(spec.body);
-    if (spec.retry) write_retry(w, *spec.retry);
-    w.end_object();
+    wire::write_spec(w, spec);
     auto data = call("POST", "/push", w.str());
     if (!data) return data.status();
-    return member_string(*data, "id");
+    return json::member_string(*data, "id");
   }
 
   Result<JobInfo> get(const std::string& id) override {
@@ -205,7 +114,7 @@ class HttpBackend final : public Backend {
     if (!data) return data.status();
     // The ouqiang-compatible /get answers success with data null for an unknown id.
     if (data->is_null()) return Status(Errc::not_found, "no job with id '" + id + "'");
-    return job_from_json(*data);
+    return wire::read_job(*data);
   }
 
   Status cancel(const std::string& id) override {
@@ -222,26 +131,7 @@ class HttpBackend final : public Backend {
   Result<Stats> stats() override {
     auto data = call("GET", "/stats", "");
     if (!data) return data.status();
-    Stats s;
-    s.pushed = member_int(*data, "pushed");
-    s.delivered = member_int(*data, "delivered");
-    s.acked = member_int(*data, "acked");
-    s.retried = member_int(*data, "retried");
-    s.dead_lettered = member_int(*data, "dead_lettered");
-    s.leases_expired = member_int(*data, "leases_expired");
-    s.cancelled = member_int(*data, "cancelled");
-    s.requeued = member_int(*data, "requeued");
-    s.purged = member_int(*data, "purged");
-    if (const json::Value* topics = data->find("topics"); topics && topics->is_object()) {
-      for (const auto& [name, t] : topics->as_object()) {
-        TopicStats& ts = s.topics[name];
-        ts.delayed = member_int(t, "delayed");
-        ts.ready = member_int(t, "ready");
-        ts.reserved = member_int(t, "reserved");
-        ts.dead = member_int(t, "dead");
-      }
-    }
-    return s;
+    return wire::read_stats(*data);
   }
 
   Result<std::vector<JobInfo>> list_dead(const std::string& topic, size_t limit) override {
@@ -252,7 +142,7 @@ class HttpBackend final : public Backend {
     if (!data) return data.status();
     std::vector<JobInfo> jobs;
     if (const json::Value* list = data->find("jobs"); list && list->is_array())
-      for (const json::Value& j : list->as_array()) jobs.push_back(job_from_json(j));
+      for (const json::Value& j : list->as_array()) jobs.push_back(wire::read_job(j));
     return jobs;
   }
 
@@ -262,17 +152,17 @@ class HttpBackend final : public Backend {
   Result<uint64_t> requeue_dead_topic(const std::string& topic) override {
     auto data = call("POST", "/dead/requeue", id_body("topic", topic));
     if (!data) return data.status();
-    return static_cast<uint64_t>(member_int(*data, "requeued"));
+    return static_cast<uint64_t>(json::member_int(*data, "requeued"));
   }
   Result<uint64_t> purge_dead(const std::string& topic) override {
     auto data = call("POST", "/dead/purge", id_body("topic", topic));
     if (!data) return data.status();
-    return static_cast<uint64_t>(member_int(*data, "purged"));
+    return static_cast<uint64_t>(json::member_int(*data, "purged"));
   }
   Result<std::string> backup(const std::string& name) override {
     auto data = call("POST", "/backup", id_body("name", name));
     if (!data) return data.status();
-    return member_string(*data, "dir");
+    return json::member_string(*data, "dir");
   }
 
  private:
@@ -285,34 +175,30 @@ class HttpBackend final : public Backend {
   // One route: the "data" member of a success, or the failure as a Status of the matching Errc.
   Result<json::Value> call(std::string_view method, std::string_view path,
                            const std::string& body) {
-    auto reply = http_request(url_, method, path, body, token_, seconds(60));
+    auto reply = client_.request(method, path, body);
     if (!reply) return reply.status();
-    auto doc = json::parse(reply->body, json::kReplyLimits);  // a long dead-letter list
-    if (!doc || !doc->is_object()) {
+    std::optional<wire::Answer> answer = wire::read_answer(reply->body);
+    if (!answer) {
       std::string text = reply->body.substr(0, 200);
       return Status(Errc::io_error, "HTTP " + std::to_string(reply->status) + " from " +
                                         std::string(path) +
                                         " with an answer that is not delayqd's JSON: " + text);
     }
-    const json::Value* code = doc->find("code");
-    if (code != nullptr && code->is_int() && code->as_int() == 0 && reply->status == 200) {
-      const json::Value* data = doc->find("data");
-      return data != nullptr ? *data : json::Value();
-    }
-    const std::string name = member_string(*doc, "error");
-    std::string message = member_string(*doc, "message");
+    if (answer->ok() && reply->status == 200) return std::move(answer->data);
+    const std::string& name = answer->error;
+    const Errc errc = wire::errc_of(name);
+    std::string message = answer->message;
     if (name == "unauthorized")
       message = "delayqd refused the request (HTTP 401 unauthorized: " + message +
                 "); give its bearer token with --token-file FILE";
-    else if ((errc_from_name(name) == Errc::unavailable && name != "unavailable") ||
-             name == "forbidden" || name == "not_supported")
+    else if ((errc == Errc::unavailable && name != "unavailable") || name == "forbidden" ||
+             name == "not_supported")
       message =
           "delayqd answered HTTP " + std::to_string(reply->status) + " " + name + ": " + message;
-    return Status(errc_from_name(name), message);
+    return Status(errc, message);
   }
 
-  HttpUrl url_;
-  std::string token_;
+  wire::HttpClient client_;
 };
 
 Result<std::string> read_token(const std::string& path) {
@@ -334,10 +220,18 @@ Result<std::string> read_token(const std::string& path) {
 
 }  // namespace
 
+Result<wire::HttpEndpoint> parse_url_flag(std::string_view text) {
+  auto url = wire::parse_http_url(text);
+  if (url) return url;
+  return Status(Errc::invalid_argument,
+                "bad --url '" + std::string(text) + "': " + url.status().message() +
+                    " (expected http://HOST:PORT, e.g. http://127.0.0.1:9277)");
+}
+
 Result<std::unique_ptr<Backend>> open_backend(const Target& target, Access access) {
   if (!target.store_dir.empty()) return open_store_backend(target, access);
   if (!target.redis_url.empty()) return open_redis_backend(target);
-  auto url = parse_http_url(target.url);
+  auto url = parse_url_flag(target.url);
   if (!url) return url.status();
   std::string token;
   if (!target.token_file.empty()) {

@@ -10,6 +10,7 @@
 
 #include "delayq/error.h"
 #include "delayq/job.h"
+#include "wire/http_client.h"
 
 namespace delayq::cli {
 
@@ -43,6 +44,10 @@ struct Target {
   std::string queue;    // --redis only; empty: "default"
   uint32_t shards = 0;  // --redis only; 0: 1
 };
+
+// The value of --url: http://HOST:PORT[/PREFIX]. Errors: invalid_argument, "bad --url '...': "
+// what is wrong with it, and what a good one looks like.
+Result<wire::HttpEndpoint> parse_url_flag(std::string_view text);
 
 // Opens the target for `access`.
 // Errors: unavailable (a store directory in use by a running process, a server that cannot be

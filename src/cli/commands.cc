@@ -1,6 +1,8 @@
 // The delayq command-line tool (see commands.h and docs/cli.md): push, get, cancel, stats, the
-// dead-letter commands and backup against a store directory, a running delayqd, or Redis.
-// Long: each command's argument checks and its text and JSON output are kept together here.
+// dead-letter commands and backup against a store directory, a running delayqd, or Redis; each
+// command's text and JSON output. What the command line asks for is read in invocation.cc.
+// Over 400 lines: each command's call and its two outputs (a table for people, --json for
+// scripts) stay side by side, so that the two cannot drift apart.
 #include "cli/commands.h"
 
 #include <algorithm>
@@ -15,170 +17,16 @@
 #include <sstream>
 
 #include "cli/backend.h"
-#include "cli/http_client.h"
+#include "cli/format.h"
+#include "cli/invocation.h"
 #include "cli/parse.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 namespace delayq::cli {
 
 namespace {
 
-namespace json = delayq::http::json;
-
-constexpr const char* kTargetHelp =
-    R"(TARGET is one of:
-  --store DIR                  the embedded store in DIR (no delayqd may have it open;
-                               get, stats and dead list open it read-only)
-  --url http://HOST:PORT       a running delayqd   [--token-file FILE: its bearer token]
-  --redis URL                  a Redis queue (redis://host:port or unix:///path)
-                               [--queue NAME (default "default")] [--shards N (default 1)]
-Add --json to any command for one JSON document on stdout instead of text.
-)";
-
-struct CommandInfo {
-  const char* name;
-  const char* usage;  // after "delayq TARGET "
-  const char* summary;
-  std::set<std::string> flags;  // command flags it takes (the target flags are always allowed)
-  Access access;
-};
-
-const std::vector<CommandInfo>& commands() {
-  static const std::vector<CommandInfo> kCommands = {
-      {"push",
-       "push TOPIC [--id ID] [--delay DUR | --due-at TIME] [--ttr DUR]\n"
-       "            [--body TEXT | --body-file FILE (- for stdin)] [--retry POLICY]",
-       "add a job; prints its id. DUR: 1500ms, 90s, 5min, 2h30m, 3d. TIME: RFC 3339\n"
-       "  (2026-11-21T14:03:05Z, ...+01:00) or unix seconds. POLICY: list:2m,10m,1h |\n"
-       "  fixed:30s:5 (delay, attempts) | exp:1s:2:1h:10[:0.2] (base, factor, cap,\n"
-       "  attempts, jitter)",
-       {"id", "delay", "due-at", "ttr", "body", "body-file", "retry"},
-       Access::create},
-      {"get", "get ID", "show one job", {}, Access::read},
-      {"cancel", "cancel ID", "remove a job, in any state", {}, Access::write},
-      {"stats", "stats", "jobs per topic and state, and the queue's totals", {}, Access::read},
-      {"dead list",
-       "dead list TOPIC [--limit N]",
-       "the dead letters of a topic, oldest first (at most N, default 100)",
-       {"limit"},
-       Access::read},
-      {"dead requeue",
-       "dead requeue ID | dead requeue --topic TOPIC",
-       "put one dead job, or every dead job of a topic, back as ready now",
-       {"topic"},
-       Access::write},
-      {"dead purge", "dead purge TOPIC", "delete every dead job of a topic", {}, Access::write},
-      {"backup",
-       "backup DIR",
-       "a consistent copy of the queue, taken while it serves: with --store, into the new\n"
-       "  directory DIR (no process may hold the store); with --url, into DIR, a name under\n"
-       "  the daemon's --backup-dir. Restore: stop the daemon, put the copy in the store's\n"
-       "  place, start it",
-       {},
-       Access::write},
-      {"help", "help [COMMAND]", "this text, or one command's", {}, Access::read},
-  };
-  return kCommands;
-}
-
-const CommandInfo* find_command(const std::string& name) {
-  for (const CommandInfo& c : commands())
-    if (name == c.name) return &c;
-  return nullptr;
-}
-
-const std::set<std::string> kTargetFlags = {"store", "url",   "token-file",
-                                            "redis", "queue", "shards"};
-const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", "redis",  "queue",
-                                           "shards", "id",        "delay",      "due-at", "ttr",
-                                           "body",   "body-file", "retry",      "limit",  "topic"};
-
-std::string full_usage() {
-  std::string s = "usage: delayq TARGET COMMAND [ARGS] [--json]\n\nCommands:\n";
-  for (const CommandInfo& c : commands()) {
-    std::string summary = c.summary;
-    for (size_t at = 0; (at = summary.find('\n', at)) != std::string::npos; at += 5)
-      summary.replace(at, 1, "\n    ");
-    s += "  " + std::string(c.usage) + "\n      " + summary + "\n";
-  }
-  return s + "\n" + kTargetHelp +
-         "\nExit status: 0 ok, 1 the call failed, 2 bad usage. docs/cli.md has examples.\n";
-}
-
-std::string command_usage(const CommandInfo& c) {
-  return "usage: delayq TARGET " + std::string(c.usage) + "\n";
-}
-
-// A bad-usage exit: the message, then the usage line of the command when it is known.
-struct UsageError {
-  std::string message;
-  const CommandInfo* command = nullptr;
-};
-
-struct Invocation {
-  std::map<std::string, std::string> flags;
-  std::vector<std::string> positional;
-  bool json = false;
-  bool help = false;
-};
-
-// Splits flags from positional arguments. Keeps going after a problem so that the command (a
-// positional argument) is known for the usage line; returns the first problem.
-std::optional<UsageError> split_args(const std::vector<std::string>& args, Invocation& inv) {
-  std::optional<UsageError> problem;
-  const auto note = [&](std::string message) {
-    if (!problem) problem = UsageError{std::move(message)};
-  };
-  bool only_positional = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (only_positional || a.size() < 2 || a[0] != '-') {
-      inv.positional.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      only_positional = true;
-      continue;
-    }
-    if (a == "-h" || a == "--help") {
-      inv.help = true;
-      continue;
-    }
-    if (a.rfind("--", 0) != 0) {
-      note("unknown flag '" + a + "'");
-      continue;
-    }
-    std::string name = a.substr(2), value;
-    const size_t eq = name.find('=');
-    const bool inline_value = eq != std::string::npos;
-    if (inline_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    if (name == "json") {
-      if (inline_value) note("--json takes no value");
-      inv.json = true;
-      continue;
-    }
-    if (!kValueFlags.contains(name)) {
-      note("unknown flag '--" + name + "'");
-      continue;
-    }
-    if (!inline_value) {
-      if (i + 1 >= args.size()) {
-        note("--" + name + " needs a value");
-        continue;
-      }
-      value = args[++i];
-    }
-    if (inv.flags.contains(name)) {
-      note("--" + name + " given twice");
-      continue;
-    }
-    inv.flags[name] = value;
-  }
-  return problem;
-}
+namespace json = delayq::wire::json;
 
 // ---- output helpers --------------------------------------------------------------------------
 
@@ -283,12 +131,21 @@ int usage(const Streams& io, const UsageError& u) {
   return kExitUsage;
 }
 
+// Reads --<flag> with `parse` into `into` when it is given; a bad value is a UsageError that
+// names the flag.
+template <typename Parse, typename Into>
+std::optional<UsageError> read_flag(Context& c, const std::string& flag, Parse parse, Into& into) {
+  const auto it = c.inv.flags.find(flag);
+  if (it == c.inv.flags.end()) return std::nullopt;
+  auto value = parse(it->second);
+  if (!value) return UsageError{"--" + flag + ": " + value.status().message(), &c.command};
+  into = std::move(*value);
+  return std::nullopt;
+}
+
 // Builds the push's JobSpec from the flags; a UsageError names the flag that is wrong.
 std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
   auto& f = c.inv.flags;
-  const auto bad = [&](const std::string& flag, const Status& s) {
-    return UsageError{"--" + flag + ": " + s.message(), &c.command};
-  };
   spec.topic = c.inv.positional[1];
   if (spec.topic.empty()) return UsageError{"the TOPIC is empty", &c.command};
   if (f.contains("id")) {
@@ -297,26 +154,10 @@ std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
   }
   if (f.contains("delay") && f.contains("due-at"))
     return UsageError{"give --delay or --due-at, not both", &c.command};
-  if (f.contains("delay")) {
-    auto d = parse_duration(f["delay"]);
-    if (!d) return bad("delay", d.status());
-    spec.delay = *d;
-  }
-  if (f.contains("due-at")) {
-    auto t = parse_time(f["due-at"]);
-    if (!t) return bad("due-at", t.status());
-    spec.due_at = *t;
-  }
-  if (f.contains("ttr")) {
-    auto d = parse_duration(f["ttr"]);
-    if (!d) return bad("ttr", d.status());
-    spec.ttr = *d;
-  }
-  if (f.contains("retry")) {
-    auto p = parse_retry(f["retry"]);
-    if (!p) return bad("retry", p.status());
-    spec.retry = std::move(*p);
-  }
+  if (auto u = read_flag(c, "delay", parse_duration, spec.delay)) return u;
+  if (auto u = read_flag(c, "due-at", parse_time, spec.due_at)) return u;
+  if (auto u = read_flag(c, "ttr", parse_duration, spec.ttr)) return u;
+  if (auto u = read_flag(c, "retry", parse_retry, spec.retry)) return u;
   if (f.contains("body") && f.contains("body-file"))
     return UsageError{"give --body or --body-file, not both", &c.command};
   if (f.contains("body")) spec.body = f["body"];
@@ -333,6 +174,19 @@ std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
     }
   }
   return std::nullopt;
+}
+
+// A command's outcome: with --json one object {"<key>": value}, else `text`, each on a line.
+template <typename Value>
+int report(Context& c, std::string_view key, const Value& value, const std::string& text) {
+  if (c.inv.json) {
+    json::Writer w;
+    w.begin_object().key(key).value(value).end_object();
+    c.out << w.str() << "\n";
+  } else {
+    c.out << text << "\n";
+  }
+  return kExitOk;
 }
 
 int do_push(Context& c, Backend& b, JobSpec spec) {
@@ -497,46 +351,99 @@ int do_requeue(Context& c, Backend& b) {
   } else if (Status s = b.requeue_dead(c.inv.positional[2]); !s.ok()) {
     return failed(c, s);
   }
-  if (c.inv.json) {
-    json::Writer w;
-    w.begin_object().key("requeued").value(n).end_object();
-    c.out << w.str() << "\n";
-  } else if (by_topic) {
-    c.out << "requeued " << n << " dead letter" << (n == 1 ? "" : "s") << " of topic "
-          << printable(c.inv.flags["topic"]) << "\n";
-  } else {
-    c.out << "requeued " << printable(c.inv.positional[2]) << "\n";
-  }
-  return kExitOk;
+  const std::string text = by_topic ? "requeued " + std::to_string(n) + " dead letter" +
+                                          (n == 1 ? "" : "s") + " of topic " +
+                                          printable(c.inv.flags["topic"])
+                                    : "requeued " + printable(c.inv.positional[2]);
+  return report(c, "requeued", n, text);
 }
 
 int do_purge(Context& c, Backend& b, const std::string& topic) {
   auto n = b.purge_dead(topic);
   if (!n) return failed(c, n.status());
-  if (c.inv.json) {
-    json::Writer w;
-    w.begin_object().key("purged").value(*n).end_object();
-    c.out << w.str() << "\n";
-  } else {
-    c.out << "purged " << *n << " dead letter" << (*n == 1 ? "" : "s") << " of topic "
-          << printable(topic) << "\n";
-  }
-  return kExitOk;
+  return report(c, "purged", *n,
+                "purged " + std::to_string(*n) + " dead letter" + (*n == 1 ? "" : "s") +
+                    " of topic " + printable(topic));
 }
 
 int do_backup(Context& c, Backend& b, const std::string& dir) {
   auto written = b.backup(dir);
   if (!written) return failed(c, written.status());
-  if (c.inv.json) {
-    json::Writer w;
-    w.begin_object().key("dir").value(*written).end_object();
-    c.out << w.str() << "\n";
-  } else {
-    c.out << "backed up to " << printable(*written)
-          << " (a consistent copy; to restore it, stop the daemon, put the copy in the store's "
-             "place, start it)\n";
+  return report(c, "dir", *written,
+                "backed up to " + printable(*written) +
+                    " (a consistent copy; to restore it, stop the daemon, put the copy in the "
+                    "store's place, start it)");
+}
+
+// Help, and the command lines that name no command, an unknown one, or "dead" alone: the exit
+// status once answered, or nothing when the command (inv.name) is to run.
+std::optional<int> answer_without_command(Invocation& inv, std::optional<UsageError>& problem,
+                                          const Streams& io) {
+  if (!take_command_name(inv)) {
+    if (problem) return usage(io, *problem);
+    io.err << "delayq: dead needs a subcommand: list, requeue or purge\n";
+    for (const char* sub : {"dead list", "dead requeue", "dead purge"})
+      io.err << command_usage(*find_command(sub));
+    json_error(io, "usage", "dead needs a subcommand: list, requeue or purge");
+    return kExitUsage;
   }
-  return kExitOk;
+  const auto print = [&](const std::string& text) {
+    io.out << text;
+    return kExitOk;
+  };
+  const CommandInfo* command = inv.name.empty() ? nullptr : find_command(inv.name);
+  if (problem) {
+    problem->command = command;
+    return usage(io, *problem);
+  }
+  if (inv.name.empty() && inv.help) return print(full_usage());
+  if (inv.name.empty()) {
+    io.err << "delayq: no command given\n" << full_usage();
+    json_error(io, "usage", "no command given");
+    return kExitUsage;
+  }
+  if (command == nullptr)
+    return usage(io, {"unknown command '" + inv.name + "' (delayq help lists the commands)"});
+  if (inv.name == "help" && inv.positional.size() > 1) {
+    std::string topic = inv.positional[1];
+    if (topic == "dead" && inv.positional.size() > 2) topic += " " + inv.positional[2];
+    const CommandInfo* about = find_command(topic);
+    if (about == nullptr) return usage(io, {"no command '" + topic + "'", command});
+    return print(command_help(*about));
+  }
+  if (inv.name == "help") return print(full_usage());
+  if (inv.help) return print(command_help(*command));
+  return std::nullopt;
+}
+
+// What the command needs beyond its flags, checked before the target is opened (a typo must not
+// cost a Redis connection or a store open): the job to push, the --limit, a target that can
+// take a backup.
+std::optional<UsageError> check_values(Context& c, JobSpec& spec) {
+  const auto& f = c.inv.flags;
+  if (c.inv.name == "push") return push_spec(c, spec);
+  if (c.inv.name == "dead list" && f.contains("limit"))
+    if (auto n = parse_count(f.at("limit"), 1, 10'000); !n)
+      return UsageError{"bad --limit: " + n.status().message(), &c.command};
+  if (c.inv.name == "backup" && f.contains("redis"))
+    return UsageError{
+        "backup takes --store or --url: a Redis queue is backed up by Redis itself "
+        "(BGSAVE, or redis-cli --rdb FILE)",
+        &c.command};
+  return std::nullopt;
+}
+
+int perform(Context& c, Backend& b, JobSpec spec) {
+  const std::string& name = c.inv.name;
+  const std::vector<std::string>& rest = c.inv.rest;
+  if (name == "push") return do_push(c, b, std::move(spec));
+  if (name == "get") return do_get(c, b, rest[0]);
+  if (name == "cancel") return do_cancel(c, b, rest[0]);
+  if (name == "stats") return do_stats(c, b);
+  if (name == "dead list") return do_dead_list(c, b, rest[0]);
+  if (name == "dead requeue") return do_requeue(c, b);
+  if (name == "dead purge") return do_purge(c, b, rest[0]);
+  return do_backup(c, b, rest[0]);
 }
 
 }  // namespace
@@ -546,143 +453,23 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   Invocation inv;
   std::optional<UsageError> problem = split_args(args, inv);
   const Streams io{out, err, inv.json};
-
-  // The command: "dead" takes a subcommand.
-  std::string name = inv.positional.empty() ? "" : inv.positional[0];
-  size_t consumed = inv.positional.empty() ? 0 : 1;
-  if (name == "dead") {
-    if (inv.positional.size() < 2) {
-      if (problem) return usage(io, *problem);
-      err << "delayq: dead needs a subcommand: list, requeue or purge\n";
-      for (const char* sub : {"dead list", "dead requeue", "dead purge"})
-        err << command_usage(*find_command(sub));
-      json_error(io, "usage", "dead needs a subcommand: list, requeue or purge");
-      return kExitUsage;
-    }
-    name += " " + inv.positional[1];
-    consumed = 2;
-  }
-  const CommandInfo* command = name.empty() ? nullptr : find_command(name);
-  if (problem) {
-    problem->command = command;
-    return usage(io, *problem);
-  }
-  if (name.empty()) {
-    if (inv.help) {
-      out << full_usage();
-      return kExitOk;
-    }
-    err << "delayq: no command given\n" << full_usage();
-    json_error(io, "usage", "no command given");
-    return kExitUsage;
-  }
-  if (command == nullptr)
-    return usage(io, {"unknown command '" + name + "' (delayq help lists the commands)"});
-  if (inv.help || name == "help") {
-    if (name == "help" && inv.positional.size() > 1) {
-      std::string topic = inv.positional[1];
-      if (topic == "dead" && inv.positional.size() > 2) topic += " " + inv.positional[2];
-      const CommandInfo* about = find_command(topic);
-      if (about == nullptr) return usage(io, {"no command '" + topic + "'", command});
-      out << command_usage(*about) << "  " << about->summary << "\n\n" << kTargetHelp;
-      return kExitOk;
-    }
-    if (name == "help") {
-      out << full_usage();
-      return kExitOk;
-    }
-    out << command_usage(*command) << "  " << command->summary << "\n\n" << kTargetHelp;
-    return kExitOk;
-  }
-
-  // Flags that do not belong to this command.
-  for (const auto& [flag, value] : inv.flags)
-    if (!kTargetFlags.contains(flag) && !command->flags.contains(flag))
-      return usage(io, {"--" + flag + " does not apply to " + name, command});
-
-  // Positional arguments.
-  const std::vector<std::string> rest(inv.positional.begin() + static_cast<long>(consumed),
-                                      inv.positional.end());
-  size_t want = 1;
-  if (name == "stats") want = 0;
-  if (name == "dead requeue") {
-    if (inv.flags.contains("topic") && !rest.empty())
-      return usage(io, {"give an ID or --topic TOPIC, not both", command});
-    if (inv.flags.contains("topic")) want = 0;
-  }
-  if (rest.size() < want) {
-    const std::string what = name == "get" || name == "cancel" || name == "dead requeue" ? "ID"
-                             : name == "backup"                                          ? "DIR"
-                                                                                         : "TOPIC";
-    return usage(io, {name + " needs " + (what == "ID" ? "an " : "a ") + what, command});
-  }
-  if (rest.size() > want) return usage(io, {"unexpected argument '" + rest[want] + "'", command});
-  if (want == 1 && rest[0].empty()) return usage(io, {"an empty argument", command});
-
-  // The target: exactly one.
-  auto& f = inv.flags;
-  const int targets = f.contains("store") + f.contains("url") + f.contains("redis");
-  if (targets == 0)
-    return usage(io,
-                 {"no target: give --store DIR, --url http://HOST:PORT or --redis URL", command});
-  if (targets > 1)
-    return usage(io, {"give one target: --store, --url or --redis, not several", command});
-  if (f.contains("token-file") && !f.contains("url"))
-    return usage(io, {"--token-file applies to --url only", command});
-  if ((f.contains("queue") || f.contains("shards")) && !f.contains("redis"))
-    return usage(io, {"--queue and --shards apply to --redis only", command});
+  if (std::optional<int> exit = answer_without_command(inv, problem, io)) return *exit;
+  const CommandInfo& command = *find_command(inv.name);
+  if (auto u = check_args(inv, command)) return usage(io, *u);
   Target target;
-  target.store_dir = f.contains("store") ? f["store"] : "";
-  target.url = f.contains("url") ? f["url"] : "";
-  target.token_file = f.contains("token-file") ? f["token-file"] : "";
-  target.redis_url = f.contains("redis") ? f["redis"] : "";
-  target.queue = f.contains("queue") ? f["queue"] : "";
-  if (f.contains("store") && target.store_dir.empty())
-    return usage(io, {"--store needs a directory", command});
-  if (f.contains("redis") && target.redis_url.empty())
-    return usage(io, {"--redis needs a URL", command});
-  if (f.contains("url")) {
-    if (auto u = parse_http_url(target.url); !u) return usage(io, {u.status().message(), command});
-  }
-  if (f.contains("shards")) {
-    auto n = parse_count(f["shards"], 1, 1024);
-    if (!n) return usage(io, {"bad --shards: " + n.status().message(), command});
-    target.shards = static_cast<uint32_t>(*n);
-  }
+  if (auto u = read_target(inv, command, target)) return usage(io, *u);
 
-  Context c{inv, *command, in, out, err, name};
-  if (name == "dead requeue" && f.contains("topic"))
-    c.what += " --topic " + f["topic"];
-  else if (!rest.empty())
-    c.what += " " + rest[0];
-
-  // Everything about the arguments is checked before the target is opened: a typo must not
-  // cost a Redis connection or a store open.
+  Context c{inv, command, in, out, err, inv.name};
+  if (inv.name == "dead requeue" && inv.flags.contains("topic"))
+    c.what += " --topic " + inv.flags["topic"];
+  else if (!inv.rest.empty())
+    c.what += " " + inv.rest[0];
   JobSpec spec;
-  if (name == "push") {
-    if (auto u = push_spec(c, spec)) return usage(io, *u);
-  }
-  if (name == "dead list" && f.contains("limit")) {
-    if (auto n = parse_count(f["limit"], 1, 10'000); !n)
-      return usage(io, {"bad --limit: " + n.status().message(), command});
-  }
-  if (name == "backup" && f.contains("redis"))
-    return usage(io, {"backup takes --store or --url: a Redis queue is backed up by Redis "
-                      "itself (BGSAVE, or redis-cli --rdb FILE)",
-                      command});
+  if (auto u = check_values(c, spec)) return usage(io, *u);
 
-  auto backend = open_backend(target, command->access);
+  auto backend = open_backend(target, command.access);
   if (!backend) return failed(c, backend.status());
-  Backend& b = **backend;
-  if (name == "push") return do_push(c, b, std::move(spec));
-  if (name == "get") return do_get(c, b, rest[0]);
-  if (name == "cancel") return do_cancel(c, b, rest[0]);
-  if (name == "stats") return do_stats(c, b);
-  if (name == "dead list") return do_dead_list(c, b, rest[0]);
-  if (name == "dead requeue") return do_requeue(c, b);
-  if (name == "dead purge") return do_purge(c, b, rest[0]);
-  if (name == "backup") return do_backup(c, b, rest[0]);
-  return usage(io, {"unknown command '" + name + "'"});
+  return perform(c, **backend, std::move(spec));
 }
 
 }  // namespace delayq::cli

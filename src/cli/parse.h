@@ -1,7 +1,7 @@
-// Text <-> value helpers of the delayq command-line tool: durations ("90s", "1h30m"), points in
-// time (RFC 3339 or unix seconds), retry policies ("list:2m,10m,1h"), and the human renderings
-// of times, durations and bodies. Kept apart from the commands so that tests can check them
-// without running the binary.
+// Reading what people type into the delayq command-line tool: durations ("90s", "1h30m"), points
+// in time (RFC 3339 or unix seconds), retry policies ("list:2m,10m,1h"), counts. Kept apart from
+// the commands so that tests can check them without running the binary; format.h shows values
+// back to people.
 #pragma once
 
 #include <string>
@@ -33,22 +33,5 @@ Result<RetryPolicy> parse_retry(std::string_view text);
 
 // A whole number in [min, max]. Errors: invalid_argument.
 Result<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max);
-
-// "2026-11-21T14:03:05+01:00" in the local time zone (TZ), with ".250" when the instant has
-// milliseconds.
-std::string format_local_time(TimePoint t);
-// "2026-11-21T13:03:05.250Z": the same in UTC, for JSON output.
-std::string format_utc_time(TimePoint t);
-// How far `t` is from `now`, for people: "in 29m58s", "3s ago", "in 250ms", "now". At most the
-// two largest units ("in 2d3h"), so that the text stays short.
-std::string format_relative(TimePoint t, TimePoint now);
-// A duration for people: "30s", "1h30m", "1500ms", "0s".
-std::string format_span(Duration d);
-
-// A body for a terminal: valid UTF-8 text without control characters is shown as it is; other
-// bytes are escaped (\n, \t, \r, \\, \xNN) so that a table stays one line per row and binary
-// bodies cannot send escape sequences to the terminal. With max_chars > 0, cut to that many
-// characters and marked with "...".
-std::string printable(std::string_view body, size_t max_chars = 0);
 
 }  // namespace delayq::cli

@@ -55,6 +55,17 @@ Status bad(std::string m) { return Status(Errc::invalid_argument, std::move(m));
 double scale(Unit u) { return u == Unit::seconds ? 1e9 : 1e6; }
 const char* suffix(Unit u) { return u == Unit::seconds ? "s" : "ms"; }
 
+// `amount` of `unit` in nanoseconds, the nearest one. The whole units are multiplied as integers:
+// in a double, amount * scale is off by up to 128 ns past 2^53 ns (104 days), which made a
+// due_at_ms of a whole millisecond a due time just before that millisecond. Precondition: the
+// result fits an int64 (the callers have checked the range).
+int64_t nanoseconds(double amount, Unit unit) {
+  double whole = 0;
+  const double fraction = std::modf(amount, &whole);
+  const int64_t per_unit = unit == Unit::seconds ? 1'000'000'000 : 1'000'000;
+  return static_cast<int64_t>(whole) * per_unit + std::llround(fraction * scale(unit));
+}
+
 // A user's number as a person reads it: as a duration when it fits one ("-5s", "1h30m"),
 // else the number itself with its unit ("9.5e+09s").
 std::string shown(double amount, Unit unit) {
@@ -97,7 +108,7 @@ Result<Duration> user_duration(std::string_view what, double amount, Unit unit, 
   // Compared as doubles first: the value may be far beyond what a Duration holds.
   if (ns > static_cast<double>(max_delay.count()))
     return beyond_max_delay(what, shown(amount, unit), max_delay);
-  const Duration d(static_cast<int64_t>(std::llround(ns)));  // <= max_delay (<= 100 years) + 1ns
+  const Duration d(nanoseconds(amount, unit));  // <= max_delay (<= 100 years) + 1ns
   if (d > max_delay) return beyond_max_delay(what, shown(amount, unit), max_delay);
   return d;
 }
@@ -113,7 +124,7 @@ Result<TimePoint> user_time(std::string_view what, double amount, Unit unit, Tim
   if (away > static_cast<double>(max_delay.count()))
     return due_beyond_max_delay(what, shown(away / scale(unit), unit), max_delay);
   // now + max_delay fits (max_delay is at most 100 years), so ns does too.
-  const TimePoint t{Duration(static_cast<int64_t>(std::llround(ns)))};
+  const TimePoint t{Duration(nanoseconds(amount, unit))};
   if (t > plus(now, max_delay)) return due_beyond_max_delay(what, shown(away / scale(unit), unit), max_delay);
   return t;
 }

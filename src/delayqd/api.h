@@ -4,24 +4,22 @@
 //
 // The routes are those of ouqiang/delay-queue (/push, /pop, /finish, /delete, /get: POST with a
 // JSON body, answers {code, message, data}) plus delayq's extensions. docs/http-api.md is the
-// reference; this header is the contract with the server (server.cc).
+// reference; this header is the contract with the server (server.cc). The Api checks what the
+// headers decide and reads the body; the routes themselves are in routes.h, one function each.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
 #include "delayq/queue.h"
-#include "delayqd/request.h"
+#include "wire/answer.h"
+#include "wire/fields.h"
 
 namespace delayq::http {
 
@@ -80,7 +78,7 @@ struct ApiOptions {
   size_t max_metric_topics = 1000;
 };
 
-// The routes, for metrics.
+// The routes (/ack is /finish), for metrics and the route table (routes.h).
 enum class Route : uint8_t {
   push,
   push_batch,
@@ -103,6 +101,10 @@ enum class Route : uint8_t {
   count_  // number of routes
 };
 const char* route_name(Route r) noexcept;
+
+struct RouteContext;
+class Metrics;
+class TokenMemory;
 
 class Api {
  public:
@@ -129,7 +131,7 @@ class Api {
 
   // A JSON error answer in the common shape, for errors the server finds before a request
   // reaches handle() (oversized body, bad HTTP, too many connections). Counted in the metrics.
-  Response error(int status, std::string_view error, std::string_view message);
+  Response error(int status, wire::Refusal why, std::string_view message);
 
   // Shutdown, step 1: from now on every new request is answered 503 ("shutting_down") with
   // `close` set. Waiting pops are answered when the queue is closed (step 2, by the caller,
@@ -145,36 +147,16 @@ class Api {
   void connection_closed() noexcept { --connections_; }
 
  private:
-  struct Metrics;
-  class Call;
-  void dispatch(Route route, const Request& request, Done& done);
-  void health(Done& done);
-  void push_batch(const json::Value& body, Done& done);
-  void settle(Route route, Fields& f, Done& done);
-  std::optional<Token> implicit_token(Route route, const std::string& id, Done& done);
-  void dead_list(Fields& f, Done& done);
-  void backup(Fields& f, Done& done);
-  void pop(const Request& request, Done done, std::chrono::steady_clock::time_point start);
-  // The answer to a pop that got `d`, which gives it back if it cannot be written.
-  Response deliver(const Delivery& d);
-  void observe(Route route, int status, std::chrono::steady_clock::time_point start);
-  std::string metrics_text();
-
-  // The latest token handed out per job id, for /finish, /nack, /touch without a token.
-  void remember(const Token& token);
-  std::optional<Token> remembered(const std::string& id);
-  void forget(const std::string& id);
-
-  Queue& queue_;
-  ApiOptions options_;
-  RequestLimits limits_;
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
   std::atomic<size_t> waiting_pops_{0};
   std::atomic<int64_t> connections_{0};
-  std::mutex tokens_mu_;
-  std::unordered_map<std::string, uint64_t> tokens_;
+  ApiOptions options_;
+  wire::InputLimits limits_;
+  std::unique_ptr<TokenMemory> tokens_;
   std::unique_ptr<Metrics> metrics_;
+  // What the routes work with (routes.h): the queue, and the members above.
+  std::unique_ptr<RouteContext> context_;
 };
 
 }  // namespace delayq::http

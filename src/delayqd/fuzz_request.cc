@@ -12,7 +12,7 @@
 
 #include "delayq/engine.h"
 #include "delayqd/api.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 
 namespace {
 
@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   req.body.assign(reinterpret_cast<const char*>(data + 1), size - 1);
 
   // The reader alone, on the same bytes.
-  (void)delayq::http::json::parse(req.body);
+  (void)delayq::wire::json::parse(req.body);
 
   // Shared: should a pop be answered late, from the engine's thread, the flag is still alive.
   auto answered = std::make_shared<std::atomic<bool>>(false);
@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     answered->store(true);
     if (r.content_type != "application/json") return;
     // Answers may be larger than a request may be (/stats of many topics): the reply limits.
-    auto body = delayq::http::json::parse(r.body, delayq::http::json::kReplyLimits);
+    auto body = delayq::wire::json::parse(r.body, delayq::wire::json::kReplyLimits);
     if (!body || body->find("code") == nullptr || body->find("message") == nullptr ||
         body->find("data") == nullptr)
       std::abort();  // every JSON answer must be valid and in the common shape

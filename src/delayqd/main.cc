@@ -1,288 +1,70 @@
-// delayqd: the delayq HTTP daemon. Parses flags and the config file, opens the queue (the
-// embedded durable store, or Redis), and runs the server until SIGTERM/SIGINT.
-// docs/operations.md describes the flags; docs/http-api.md the routes.
-#include <sys/stat.h>
-#include <cerrno>
-#include <charconv>
-#include <cstring>
+// delayqd: the delayq HTTP daemon. Reads its settings (config.h), opens the queue (the embedded
+// durable store, or Redis), and runs the server until SIGTERM/SIGINT. docs/operations.md
+// describes the flags; docs/http-api.md the routes.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <optional>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "delayq/redis.h"
 #include "delayq/store.h"
 #include "delayqd/api.h"
+#include "delayqd/config.h"
 #include "delayqd/server.h"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: delayqd [flags]
+using delayq::http::Config;
 
-An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue API.
-
-  --listen HOST:PORT        where to listen (default 127.0.0.1:9277; [::1]:9277 for IPv6;
-                            port 0 picks a free one)
-  --store DIR               the embedded durable store's directory (default ./delayq-data)
-  --sync MODE               store sync mode: always (default), batch, periodic, none
-  --backup-dir DIR          allow POST /backup: consistent copies of the live store, written
-                            only into new directories directly under DIR
-  --redis URL               use a Redis server instead: redis://host:port or unix:///path
-  --queue NAME              Redis queue name (default "default")
-  --shards N                Redis shards, 1 to 1024 (default 1)
-  --token-file FILE         require "Authorization: Bearer <token>", the token read from FILE
-  --threads N               server threads (default 4)
-  --max-connections N       open connections (default 1024)
-  --max-connections-per-client N
-                            open connections from one remote address (default 0: no cap
-                            but --max-connections; behind a proxy all share its address)
-  --max-body-bytes N        largest request body (default 4194304)
-  --max-job-bytes N         largest job body the queue takes (default 1048576)
-  --max-waiting-pops N      pops waiting at once (default 1024)
-  --pop-timeout SECONDS     how long /pop waits by default, and at most (default 180)
-  --idle-timeout SECONDS    close keep-alive connections idle this long (default 60)
-  --header-timeout SECONDS  a request's headers must arrive within this (default 10)
-  --body-timeout SECONDS    a request's body must arrive within this (default 60)
-  --drain-timeout SECONDS   on SIGTERM, wait this long for requests in flight (default 30)
-  --metrics-topics N        topics with their own delayq_jobs series on /metrics, 0 to
-                            100000 (default 1000); the others are summed as overflow="true"
-  --config FILE             read "name = value" lines (the flag names without "--");
-                            flags given on the command line win
-  --help                    this text
-
-Exit status: 0 after a clean shutdown, 1 if the queue or the socket could not be opened,
-2 for a bad flag or config line.
-)";
-
-const std::vector<std::string> kKeys = {
-    "listen",          "store",          "sync",          "redis",
-    "queue",           "shards",         "token-file",    "threads",
-    "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops",
-    "pop-timeout",     "idle-timeout",   "drain-timeout", "metrics-topics",
-    "backup-dir",      "config",         "max-connections-per-client",
-    "header-timeout",  "body-timeout"};
-
-// A setting's value and where it came from, for messages: "--threads" for a flag,
-// "delayqd.conf:3: threads" for a config line.
-struct Setting {
-  std::string value;
-  std::string where;
-};
-using Settings = std::map<std::string, Setting>;
-
-bool known(const std::string& key) {
-  for (const auto& k : kKeys)
-    if (k == key) return true;
-  return false;
+// The Redis queue, or nullptr after saying why not.
+std::unique_ptr<delayq::Queue> open_redis_queue(const Config& c) {
+  auto q = delayq::open_redis(c.redis_options);
+  if (q) return std::move(*q);
+  std::cerr << "delayqd: cannot open the Redis queue: " << q.status().to_string() << "\n";
+  return nullptr;
 }
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  const size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-[[noreturn]] void usage_error(const std::string& message) {
-  std::cerr << "delayqd: " << message << "\n(delayqd --help lists the flags)\n";
-  std::exit(2);
-}
-
-// Command line: "--name value" or "--name=value".
-Settings parse_flags(int argc, char** argv) {
-  Settings flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    }
-    if (arg.rfind("--", 0) != 0) usage_error("unexpected argument '" + arg + "'");
-    std::string key = arg.substr(2), value;
-    if (const size_t eq = key.find('='); eq != std::string::npos) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    } else {
-      if (i + 1 >= argc) usage_error("flag --" + key + " needs a value");
-      value = argv[++i];
-    }
-    if (!known(key)) usage_error("unknown flag --" + key);
-    if (flags.contains(key)) usage_error("flag --" + key + " given twice");
-    flags[key] = {value, "--" + key};
+// The store, or nullptr after saying why not. With --backup-dir, POST /backup writes each backup
+// to a new directory right under it (the Api checks the name).
+std::unique_ptr<delayq::Queue> open_store_queue(Config& c) {
+  auto q = delayq::open_store(c.store);
+  if (!q) {
+    std::cerr << "delayqd: cannot open the store " << c.store.dir << ": " << q.status().to_string()
+              << "\n";
+    if (q.is(delayq::Errc::unavailable))
+      std::cerr << "delayqd: one process at a time opens a store: stop the one that holds it "
+                   "(another delayqd?), or start this one with another --store\n";
+    return nullptr;
   }
-  return flags;
-}
-
-// Config file: "name = value" lines; '#' starts a comment line; blank lines are skipped.
-Settings parse_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) usage_error("cannot read config file " + path + ": " + std::strerror(errno));
-  Settings values;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    const std::string where = path + ":" + std::to_string(n) + ": ";
-    const std::string t = trim(line);
-    if (t.empty() || t[0] == '#') continue;
-    const size_t eq = t.find('=');
-    if (eq == std::string::npos) usage_error(where + "expected 'name = value', got '" + t + "'");
-    const std::string key = trim(t.substr(0, eq));
-    const std::string value = trim(t.substr(eq + 1));
-    if (!known(key) || key == "config") usage_error(where + "unknown setting '" + key + "'");
-    if (value.empty()) usage_error(where + "setting '" + key + "' has no value");
-    if (values.contains(key)) usage_error(where + "setting '" + key + "' given twice");
-    values[key] = {value, where + key};
+  if (!c.backup_dir.empty()) {
+    c.api.backup = [store = q->get(),
+                    root = c.backup_dir](const std::string& name) -> delayq::Result<std::string> {
+      const std::string dir = (std::filesystem::absolute(root) / name).lexically_normal();
+      if (delayq::Status st = delayq::backup_store(*store, dir); !st.ok()) return st;
+      return dir;
+    };
   }
-  return values;
-}
-
-// A whole number in [min, max], range-checked before anything is computed from it; `unit` names
-// what it counts ("seconds") in the message.
-uint64_t number(const Settings& s, const std::string& key, uint64_t fallback, uint64_t min,
-                uint64_t max, const std::string& unit = "") {
-  auto it = s.find(key);
-  if (it == s.end()) return fallback;
-  uint64_t v = 0;
-  const std::string& text = it->second.value;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max)
-    usage_error(it->second.where + " must be a whole number " + (unit.empty() ? "" : "of " + unit + " ") +
-                "from " + std::to_string(min) + " to " + std::to_string(max) + ", not '" + text + "'");
-  return v;
-}
-
-// A duration setting in whole seconds: checked against [min, max] before it becomes a Duration.
-std::chrono::seconds seconds(const Settings& s, const std::string& key, uint64_t fallback,
-                             uint64_t min, uint64_t max) {
-  return std::chrono::seconds(number(s, key, fallback, min, max, "seconds"));
-}
-
-const std::string& value(const Settings& s, const std::string& key) { return s.at(key).value; }
-
-std::string read_token(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) usage_error("cannot read --token-file " + path + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string token = trim(ss.str());
-  if (token.empty()) usage_error("--token-file " + path + " is empty");
-  if (token.find_first_of(" \t\r\n") != std::string::npos)
-    usage_error("--token-file " + path + " must hold one token (no spaces or line breaks)");
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH))
-    std::cerr << "delayqd: warning: " << path << " is readable by every user\n";
-  return token;
+  std::cerr << "delayqd: store " << c.store.dir << " (sync " << delayq::to_string(c.store.sync)
+            << ")\n";
+  return std::move(*q);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Settings s = parse_flags(argc, argv);
-  if (auto it = s.find("config"); it != s.end()) {
-    for (auto& [k, v] : parse_config(it->second.value)) s.try_emplace(k, v);  // flags win
-  }
+  Config c = delayq::http::read_config(argc, argv);
+  std::unique_ptr<delayq::Queue> queue = c.redis ? open_redis_queue(c) : open_store_queue(c);
+  if (!queue) return 1;
 
-  delayq::http::ServerOptions server;
-  const std::string listen = s.contains("listen") ? value(s, "listen") : "127.0.0.1:9277";
-  {
-    const std::string where = s.contains("listen") ? s["listen"].where : "--listen";
-    const size_t colon = listen.rfind(':');
-    if (colon == std::string::npos || colon == 0)
-      usage_error(where + " must be HOST:PORT, not '" + listen + "'");
-    std::string host = listen.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-      host = host.substr(1, host.size() - 2);
-    server.host = host;
-    Settings port{{"listen", {listen.substr(colon + 1), where + " (the port)"}}};
-    server.port = static_cast<uint16_t>(number(port, "listen", 0, 0, 65535));
-  }
-  server.threads = number(s, "threads", 4, 1, 256);
-  server.max_connections = number(s, "max-connections", 1024, 1, 1'000'000);
-  server.max_body_bytes = number(s, "max-body-bytes", size_t{4} << 20, 1024, size_t{1} << 30);
-  server.max_connections_per_client = number(s, "max-connections-per-client", 0, 0, 1'000'000);
-  server.idle_timeout = seconds(s, "idle-timeout", 60, 1, 86400);
-  server.header_timeout = seconds(s, "header-timeout", 10, 1, 3600);
-  server.body_timeout = seconds(s, "body-timeout", 60, 1, 86400);
-  server.drain_timeout = seconds(s, "drain-timeout", 30, 0, 86400);
-
-  delayq::http::ApiOptions api_options;
-  api_options.max_waiting_pops = number(s, "max-waiting-pops", 1024, 0, 1'000'000);
-  api_options.default_pop_timeout = api_options.max_pop_timeout =
-      seconds(s, "pop-timeout", 180, 0, 3600);
-  // The queue's limits, the same for either backend; the Api checks requests against them.
-  api_options.max_job_bytes = number(s, "max-job-bytes", size_t{1} << 20, 1, size_t{64} << 20, "bytes");
-  if (s.contains("token-file")) api_options.bearer_token = read_token(value(s, "token-file"));
-  api_options.max_metric_topics = number(s, "metrics-topics", 1000, 0, 100'000, "topics");
-
-  const bool redis = s.contains("redis");
-  if (redis && s.contains("store")) usage_error("give --store or --redis, not both");
-  if (redis && s.contains("sync")) usage_error("--sync applies to --store, not to --redis");
-  if (redis && s.contains("backup-dir"))
-    usage_error("--backup-dir applies to --store; a Redis queue is backed up by Redis itself");
-  if (!redis && (s.contains("queue") || s.contains("shards")))
-    usage_error("--queue and --shards apply to --redis only");
-
-  std::unique_ptr<delayq::Queue> queue;
-  if (redis) {
-    delayq::RedisOptions opt;
-    opt.url = value(s, "redis");
-    if (s.contains("queue")) opt.queue = value(s, "queue");
-    opt.limits.max_body_bytes = api_options.max_job_bytes;
-    api_options.max_delay = opt.limits.max_delay;
-    opt.shards = static_cast<uint32_t>(number(s, "shards", 1, 1, 1024));
-    api_options.backend = "redis";
-    auto q = delayq::open_redis(opt);
-    if (!q) {
-      std::cerr << "delayqd: cannot open the Redis queue: " << q.status().to_string() << "\n";
-      return 1;
-    }
-    queue = std::move(*q);
-  } else {
-    delayq::StoreOptions opt;
-    opt.dir = s.contains("store") ? value(s, "store") : "delayq-data";
-    if (s.contains("sync")) {
-      auto mode = delayq::parse_sync(value(s, "sync"));
-      if (!mode) usage_error(s["sync"].where + ": " + mode.status().message());
-      opt.sync = *mode;
-    }
-    opt.engine.limits.max_body_bytes = api_options.max_job_bytes;
-    api_options.max_delay = opt.engine.limits.max_delay;
-    auto q = delayq::open_store(opt);
-    if (!q) {
-      std::cerr << "delayqd: cannot open the store " << opt.dir << ": "
-                << q.status().to_string() << "\n";
-      if (q.is(delayq::Errc::unavailable))
-        std::cerr << "delayqd: one process at a time opens a store: stop the one that holds it "
-                     "(another delayqd?), or start this one with another --store\n";
-      return 1;
-    }
-    if (s.contains("backup-dir")) {
-      // Each backup goes to a new directory right under this one: the Api checks the name.
-      api_options.backup = [store = q->get(), root = value(s, "backup-dir")](
-                               const std::string& name) -> delayq::Result<std::string> {
-        const std::string dir = (std::filesystem::absolute(root) / name).lexically_normal();
-        if (delayq::Status st = delayq::backup_store(*store, dir); !st.ok()) return st;
-        return dir;
-      };
-    }
-    queue = std::move(*q);
-    std::cerr << "delayqd: store " << opt.dir << " (sync " << delayq::to_string(opt.sync)
-              << ")\n";
-  }
-
-  if (api_options.bearer_token.empty() && server.host != "127.0.0.1" && server.host != "::1" &&
-      server.host != "localhost")
-    std::cerr << "delayqd: warning: listening on " << server.host
+  const std::string& host = c.server.host;
+  if (c.api.bearer_token.empty() && host != "127.0.0.1" && host != "::1" && host != "localhost")
+    std::cerr << "delayqd: warning: listening on " << host
               << " without --token-file: anyone who can reach it can use the queue\n";
 
-  delayq::http::Api api(*queue, api_options);
+  delayq::http::Api api(*queue, c.api);
   std::string error;
   const bool ok = delayq::http::run_server(
-      api, *queue, server,
+      api, *queue, c.server,
       [](const std::string& where) {
         // On stdout, alone: scripts and tests read the port from it (with --listen HOST:0).
         std::cout << "delayqd: listening on " << where << std::endl;

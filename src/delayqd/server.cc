@@ -107,7 +107,7 @@ class Session : public std::enable_shared_from_this<Session> {
       shared_.sessions.emplace(this, weak_from_this());
     }
     // Over a connection limit: answer at once and close, so the client learns why.
-    if (!refusal_.empty()) return write(shared_.api.error(503, "overloaded", refusal_));
+    if (!refusal_.empty()) return write(shared_.api.error(503, wire::Refusal::overloaded, refusal_));
     read();
   }
 
@@ -196,7 +196,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   Response too_large() {
-    return shared_.api.error(413, "too_large",
+    return shared_.api.error(413, wire::Refusal::too_large,
                              "the request body is larger than " +
                                  std::to_string(shared_.options.max_body_bytes) +
                                  " bytes (--max-body-bytes)");
@@ -210,9 +210,9 @@ class Session : public std::enable_shared_from_this<Session> {
       return close();
     if (ec == bhttp::error::body_limit) return write(too_large());
     if (ec == bhttp::error::header_limit)
-      return write(shared_.api.error(431, "too_large", "the request headers are too large"));
+      return write(shared_.api.error(431, wire::Refusal::too_large, "the request headers are too large"));
     // Anything else is malformed HTTP: say so, then close (the stream is out of step).
-    return write(shared_.api.error(400, "bad_http", "malformed HTTP request: " + ec.message()));
+    return write(shared_.api.error(400, wire::Refusal::bad_http, "malformed HTTP request: " + ec.message()));
   }
 
   void on_read(beast::error_code ec, size_t) {
@@ -248,7 +248,7 @@ class Session : public std::enable_shared_from_this<Session> {
       const bool memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
       std::cerr << "delayqd: error while answering " << target << ": " << e.what() << "\n";
       answer(shared_.api.error(
-          memory ? 503 : 500, memory ? "overloaded" : "internal",
+          memory ? 503 : 500, memory ? wire::Refusal::overloaded : wire::Refusal::internal_error,
           memory ? "out of memory; retry later" : std::string("internal error: ") + e.what()));
     }
     if (!answered_->load()) watch();

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "common/totals.h"
+
 namespace delayq::redis {
 
 int64_t code_of(const Reply& r) {
@@ -89,23 +91,11 @@ TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e) {
 }
 
 void read_totals(const Reply& kv, Stats& st) {
-  // The stats hash's field names (lua/*.lua, count()) and the totals they add to.
-  static constexpr std::pair<std::string_view, uint64_t Stats::*> kTotals[] = {
-      {"pushed", &Stats::pushed},
-      {"delivered", &Stats::delivered},
-      {"acked", &Stats::acked},
-      {"retried", &Stats::retried},
-      {"dead_lettered", &Stats::dead_lettered},
-      {"leases_expired", &Stats::leases_expired},
-      {"cancelled", &Stats::cancelled},
-      {"requeued", &Stats::requeued},
-      {"purged", &Stats::purged},
-      {"released", &Stats::released},
-  };
+  // The stats hash's field names (lua/*.lua, count()) are the totals' names.
   for (size_t i = 0; i + 1 < kv.elements.size(); i += 2) {
     const std::string& k = kv.elements[i].str;
     const uint64_t v = static_cast<uint64_t>(kv.elements[i + 1].as_int());
-    for (const auto& [name, total] : kTotals)
+    for (const auto& [name, total] : kTotalNames)
       if (k == name) st.*total += v;
   }
 }

@@ -1,8 +1,8 @@
-// Reading the members of a delayqd request object into typed values, with the refusals a client
-// sees (docs/http-api.md): a member a route does not know is refused, naming the closest known
-// one; every duration and time is range-checked against the queue's max_delay before it becomes
-// a Duration or a TimePoint (common/rules words the refusals, as the library does), so that no
-// value, however large, can wrap into a job due now.
+// Reading the members of a JSON object (a delayqd request) into typed values, with the refusals a
+// client sees (docs/http-api.md): a member a route does not know is refused, naming the closest
+// known one; every duration and time is range-checked against the queue's max_delay before it
+// becomes a Duration or a TimePoint (common/rules words the refusals, as the library does), so
+// that no value, however large, can wrap into a job due now.
 #pragma once
 
 #include <initializer_list>
@@ -11,12 +11,12 @@
 #include <string_view>
 
 #include "delayq/job.h"
-#include "delayqd/json.h"
+#include "wire/json.h"
 
-namespace delayq::http {
+namespace delayq::wire {
 
 // What the readers check values against: the queue's own limits.
-struct RequestLimits {
+struct InputLimits {
   Duration max_delay = std::chrono::hours(24 * 3650);
   size_t max_body_bytes = size_t{1} << 20;  // a job's body
   // Named in the refusal of a job body over max_body_bytes: what the operator changes.
@@ -27,7 +27,7 @@ struct RequestLimits {
 // then return nothing. Member names in messages carry `prefix` ("retry.").
 class Fields {
  public:
-  Fields(const json::Value& obj, const RequestLimits& limits, std::string prefix = {});
+  Fields(const json::Value& obj, const InputLimits& limits, std::string prefix = {});
 
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
@@ -58,13 +58,13 @@ class Fields {
 
   // The full name of a member in messages: prefix + key.
   std::string full(std::string_view key) const { return prefix_ + std::string(key); }
-  const RequestLimits& limits() const { return limits_; }
+  const InputLimits& limits() const { return limits_; }
 
  private:
   std::string type_error(std::string_view key, std::string_view want, const json::Value& got) const;
 
   const json::Value& obj_;
-  const RequestLimits& limits_;
+  const InputLimits& limits_;
   std::string prefix_;
   std::string error_;
 };
@@ -73,14 +73,11 @@ class Fields {
 // neighbours each count 1): "dealy" is 1 from "delay".
 size_t edit_distance(std::string_view a, std::string_view b);
 
-// One job of /push or /push_batch. Errors: invalid_argument, the message naming the field.
-Status parse_spec(const json::Value& v, JobSpec& spec, const RequestLimits& limits);
+// `s` in double quotes, cut to 64 bytes ("..." marks the cut): a name as a client wrote it, for
+// a refusal; a hostile 4 MiB key must not come back whole.
+std::string quoted(std::string_view s);
 
-// Why `topic` cannot be pushed through delayqd, beyond the queue's own rules: /pop splits its
-// "topic" member on commas (as ouqiang/delay-queue does), so a name with a comma could never be
-// popped by that name. Empty when fine.
-std::string topic_name_problem(std::string_view topic);
-
+// `s` without the spaces, tabs and line breaks around it.
 std::string_view trim(std::string_view s);
 
-}  // namespace delayq::http
+}  // namespace delayq::wire

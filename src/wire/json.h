@@ -1,4 +1,5 @@
-// A small strict JSON reader and writer for delayqd (RFC 8259; Boost 1.74 has no Boost.JSON).
+// A small strict JSON reader and writer for delayqd and its clients (RFC 8259; Boost 1.74 has no
+// Boost.JSON).
 //
 // The reader accepts exactly the JSON grammar: no comments, no trailing commas, no NaN, no
 // leading zeros, no unescaped control characters, strings that are valid UTF-8 (escapes included:
@@ -18,7 +19,7 @@
 
 #include "delayq/error.h"
 
-namespace delayq::http::json {
+namespace delayq::wire::json {
 
 enum class Type : uint8_t { null, boolean, number, string, array, object };
 const char* to_string(Type t) noexcept;
@@ -60,6 +61,11 @@ class Value {
   std::vector<std::pair<std::string, Value>> object_;  // in document order
 };
 
+// The member `key` of an object as an integer or a string: 0 or "" when it is missing, of another
+// type, or `v` is not an object. For answers whose shape the reader trusts.
+int64_t member_int(const Value& v, std::string_view key);
+std::string member_string(const Value& v, std::string_view key);
+
 // What one document may hold. The defaults are delayqd's caps for a request: far above what any
 // route needs (a batch of 1000 jobs, a retry list of 1000 delays), far below what a 4 MiB body
 // of tiny values would otherwise make the server allocate (about 100 bytes per value).
@@ -94,10 +100,10 @@ void append_string(std::string& out, std::string_view s);
 //   Writer w; w.begin_object().key("code").value(0).key("data").null().end_object();
 class Writer {
  public:
-  Writer& begin_object();
-  Writer& end_object();
-  Writer& begin_array();
-  Writer& end_array();
+  Writer& begin_object() { return open('{'); }
+  Writer& end_object() { return close('}'); }
+  Writer& begin_array() { return open('['); }
+  Writer& end_array() { return close(']'); }
   Writer& key(std::string_view k);
   Writer& value(std::string_view s);
   Writer& value(const char* s) { return value(std::string_view(s)); }
@@ -117,9 +123,11 @@ class Writer {
 
  private:
   void before_value();
+  Writer& open(char bracket);
+  Writer& close(char bracket);
   std::string out_;
   std::vector<bool> first_;  // per open container: no element written yet
   bool after_key_ = false;
 };
 
-}  // namespace delayq::http::json
+}  // namespace delayq::wire::json

@@ -1,6 +1,6 @@
-// The strict JSON reader and writer of delayqd (see json.h for what "strict" means here). A little
-// over 400 lines: reader and writer share the UTF-8 and escaping rules, and stay together.
-#include "delayqd/json.h"
+// The strict JSON reader (see json.h for what "strict" means here): a recursive descent that
+// counts what it makes against the caps as it goes.
+#include "wire/json.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,7 +11,7 @@
 
 #include "common/format.h"
 
-namespace delayq::http::json {
+namespace delayq::wire::json {
 
 const char* to_string(Type t) noexcept {
   switch (t) {
@@ -30,6 +30,16 @@ const Value* Value::find(std::string_view key) const noexcept {
   for (const auto& [k, v] : object_)
     if (k == key) return &v;
   return nullptr;
+}
+
+int64_t member_int(const Value& v, std::string_view key) {
+  const Value* m = v.find(key);
+  return m != nullptr && m->is_int() ? m->as_int() : 0;
+}
+
+std::string member_string(const Value& v, std::string_view key) {
+  const Value* m = v.find(key);
+  return m != nullptr && m->is_string() ? m->as_string() : std::string();
 }
 
 namespace {
@@ -116,42 +126,51 @@ class Parser {
     }
   }
 
-  bool parse_object(Value& v, size_t depth) {
-    if (depth > limits_.max_depth) return error("nested deeper than " + std::to_string(limits_.max_depth));
-    v.type_ = Type::object;
-    ++pos_;  // '{'
+  bool at(char c) const { return pos_ < s_.size() && s_[pos_] == c; }
+
+  // At the '{' or '[' of a container: checks the depth and makes `v` one; `more` says whether a
+  // member or element follows (false when the container closes at once).
+  bool enter(Value& v, Type type, size_t depth, char close, bool& more) {
+    if (depth > limits_.max_depth)
+      return error("nested deeper than " + std::to_string(limits_.max_depth));
+    v.type_ = type;
+    ++pos_;
     skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-      return true;
-    }
+    more = !at(close);
+    if (!more) ++pos_;
+    return true;
+  }
+  // After a member or an element: a ',' (`more`), or `close`, which ends the container.
+  bool after_item(char close, bool& more, std::string_view container) {
+    skip_ws();
+    if (!at(',') && !at(close))
+      return error(std::string("expected ',' or '") + close + "' in " + std::string(container));
+    more = s_[pos_++] == ',';
+    return true;
+  }
+
+  bool parse_object(Value& v, size_t depth) {
+    bool more = false;
+    if (!enter(v, Type::object, depth, '}', more)) return false;
     std::vector<size_t> key_pos;  // where each member's key starts, for the duplicate check
-    for (;;) {
+    while (more) {
       skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != '"') return error("expected a string key");
+      if (!at('"')) return error("expected a string key");
       if (v.object_.size() == limits_.max_members)
         return over_cap(limits_.max_members, "members in one object");
       key_pos.push_back(pos_);
       std::string key;
       if (!parse_string(key)) return false;
       skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != ':') return error("expected ':' after a key");
+      if (!at(':')) return error("expected ':' after a key");
       ++pos_;
       skip_ws();
       Value member;
       if (!parse_value(member, depth)) return false;
       v.object_.emplace_back(std::move(key), std::move(member));
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return unique_keys(v, key_pos);
-      }
-      return error("expected ',' or '}' in an object");
+      if (!after_item('}', more, "an object")) return false;
     }
+    return unique_keys(v, key_pos);
   }
 
   // Two members with one key make a request ambiguous. Found by sorting the keys (n log n
@@ -181,32 +200,18 @@ class Parser {
   }
 
   bool parse_array(Value& v, size_t depth) {
-    if (depth > limits_.max_depth) return error("nested deeper than " + std::to_string(limits_.max_depth));
-    v.type_ = Type::array;
-    ++pos_;  // '['
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == ']') {
-      ++pos_;
-      return true;
-    }
-    for (;;) {
+    bool more = false;
+    if (!enter(v, Type::array, depth, ']', more)) return false;
+    while (more) {
       skip_ws();
       if (v.array_.size() == limits_.max_elements)
         return over_cap(limits_.max_elements, "elements in one array");
       Value element;
       if (!parse_value(element, depth)) return false;
       v.array_.push_back(std::move(element));
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        return true;
-      }
-      return error("expected ',' or ']' in an array");
+      if (!after_item(']', more, "an array")) return false;
     }
+    return true;
   }
 
   bool hex4(uint32_t& out) {
@@ -329,117 +334,4 @@ Result<Value> parse(std::string_view text, const Limits& limits, ParseCounts* co
   return Parser(text, limits, counts != nullptr ? *counts : local).run();
 }
 
-void append_string(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    switch (c) {
-      case '"': out += "\\\""; ++i; continue;
-      case '\\': out += "\\\\"; ++i; continue;
-      case '\n': out += "\\n"; ++i; continue;
-      case '\r': out += "\\r"; ++i; continue;
-      case '\t': out += "\\t"; ++i; continue;
-      default: break;
-    }
-    if (c < 0x20 || c == 0x7F) {
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-      ++i;
-      continue;
-    }
-    const size_t n = utf8_sequence(s, i);
-    if (n == 0) {
-      out += "\\ufffd";
-      ++i;
-      continue;
-    }
-    out.append(s.data() + i, n);
-    i += n;
-  }
-  out += '"';
-}
-
-void Writer::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-  }
-}
-
-Writer& Writer::begin_object() {
-  before_value();
-  out_ += '{';
-  first_.push_back(true);
-  return *this;
-}
-Writer& Writer::end_object() {
-  out_ += '}';
-  first_.pop_back();
-  return *this;
-}
-Writer& Writer::begin_array() {
-  before_value();
-  out_ += '[';
-  first_.push_back(true);
-  return *this;
-}
-Writer& Writer::end_array() {
-  out_ += ']';
-  first_.pop_back();
-  return *this;
-}
-Writer& Writer::key(std::string_view k) {
-  before_value();
-  append_string(out_, k);
-  out_ += ':';
-  after_key_ = true;
-  return *this;
-}
-Writer& Writer::value(std::string_view s) {
-  before_value();
-  append_string(out_, s);
-  return *this;
-}
-Writer& Writer::value(int64_t n) {
-  before_value();
-  out_ += std::to_string(n);
-  return *this;
-}
-Writer& Writer::value(uint64_t n) {
-  before_value();
-  out_ += std::to_string(n);
-  return *this;
-}
-Writer& Writer::value(double d) {
-  if (!std::isfinite(d)) return null();
-  before_value();
-  char buf[64];
-  // The shortest text that reads back as the same double (0.1, not 0.10000000000000001).
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  out_.append(buf, ec == std::errc() ? end : buf);
-  return *this;
-}
-Writer& Writer::value(bool b) {
-  before_value();
-  out_ += b ? "true" : "false";
-  return *this;
-}
-Writer& Writer::null() {
-  before_value();
-  out_ += "null";
-  return *this;
-}
-Writer& Writer::raw(std::string_view json) {
-  before_value();
-  out_ += json;
-  return *this;
-}
-
-}  // namespace delayq::http::json
+}  // namespace delayq::wire::json

@@ -1,0 +1,30 @@
+// Showing values to people in the delayq command-line tool: times (local, or UTC for JSON),
+// distances in time ("in 29m58s"), durations, and bodies made safe for a terminal. The
+// counterpart of parse.h; tests check them without running the binary.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "delayq/clock.h"
+
+namespace delayq::cli {
+
+// "2026-11-21T14:03:05+01:00" in the local time zone (TZ), with ".250" when the instant has
+// milliseconds.
+std::string format_local_time(TimePoint t);
+// "2026-11-21T13:03:05.250Z": the same in UTC, for JSON output.
+std::string format_utc_time(TimePoint t);
+// How far `t` is from `now`, for people: "in 29m58s", "3s ago", "in 250ms", "now". At most the
+// two largest units ("in 2d3h"), so that the text stays short.
+std::string format_relative(TimePoint t, TimePoint now);
+// A duration for people: "30s", "1h30m", "1500ms", "0s".
+std::string format_span(Duration d);
+
+// A body for a terminal: valid UTF-8 text without control characters is shown as it is; other
+// bytes are escaped (\n, \t, \r, \\, \xNN) so that a table stays one line per row and binary
+// bodies cannot send escape sequences to the terminal. With max_chars > 0, cut to that many
+// characters and marked with "...".
+std::string printable(std::string_view body, size_t max_chars = 0);
+
+}  // namespace delayq::cli

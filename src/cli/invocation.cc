@@ -1,0 +1,212 @@
+// What a delayq command line asks for (see invocation.h).
+#include "cli/invocation.h"
+
+#include "cli/parse.h"
+
+namespace delayq::cli {
+
+namespace {
+
+constexpr const char* kTargetHelp =
+    R"(TARGET is one of:
+  --store DIR                  the embedded store in DIR (no delayqd may have it open;
+                               get, stats and dead list open it read-only)
+  --url http://HOST:PORT       a running delayqd   [--token-file FILE: its bearer token]
+  --redis URL                  a Redis queue (redis://host:port or unix:///path)
+                               [--queue NAME (default "default")] [--shards N (default 1)]
+Add --json to any command for one JSON document on stdout instead of text.
+)";
+
+const std::vector<CommandInfo>& commands() {
+  static const std::vector<CommandInfo> kCommands = {
+      {"push",
+       "push TOPIC [--id ID] [--delay DUR | --due-at TIME] [--ttr DUR]\n"
+       "            [--body TEXT | --body-file FILE (- for stdin)] [--retry POLICY]",
+       "add a job; prints its id. DUR: 1500ms, 90s, 5min, 2h30m, 3d. TIME: RFC 3339\n"
+       "  (2026-11-21T14:03:05Z, ...+01:00) or unix seconds. POLICY: list:2m,10m,1h |\n"
+       "  fixed:30s:5 (delay, attempts) | exp:1s:2:1h:10[:0.2] (base, factor, cap,\n"
+       "  attempts, jitter)",
+       {"id", "delay", "due-at", "ttr", "body", "body-file", "retry"},
+       Access::create},
+      {"get", "get ID", "show one job", {}, Access::read},
+      {"cancel", "cancel ID", "remove a job, in any state", {}, Access::write},
+      {"stats", "stats", "jobs per topic and state, and the queue's totals", {}, Access::read},
+      {"dead list",
+       "dead list TOPIC [--limit N]",
+       "the dead letters of a topic, oldest first (at most N, default 100)",
+       {"limit"},
+       Access::read},
+      {"dead requeue",
+       "dead requeue ID | dead requeue --topic TOPIC",
+       "put one dead job, or every dead job of a topic, back as ready now",
+       {"topic"},
+       Access::write},
+      {"dead purge", "dead purge TOPIC", "delete every dead job of a topic", {}, Access::write},
+      {"backup",
+       "backup DIR",
+       "a consistent copy of the queue, taken while it serves: with --store, into the new\n"
+       "  directory DIR (no process may hold the store); with --url, into DIR, a name under\n"
+       "  the daemon's --backup-dir. Restore: stop the daemon, put the copy in the store's\n"
+       "  place, start it",
+       {},
+       Access::write},
+      {"help", "help [COMMAND]", "this text, or one command's", {}, Access::read},
+  };
+  return kCommands;
+}
+
+const std::set<std::string> kTargetFlags = {"store", "url",   "token-file",
+                                            "redis", "queue", "shards"};
+const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", "redis",  "queue",
+                                           "shards", "id",        "delay",      "due-at", "ttr",
+                                           "body",   "body-file", "retry",      "limit",  "topic"};
+
+}  // namespace
+
+const CommandInfo* find_command(const std::string& name) {
+  for (const CommandInfo& c : commands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::string full_usage() {
+  std::string s = "usage: delayq TARGET COMMAND [ARGS] [--json]\n\nCommands:\n";
+  for (const CommandInfo& c : commands()) {
+    std::string summary = c.summary;
+    for (size_t at = 0; (at = summary.find('\n', at)) != std::string::npos; at += 5)
+      summary.replace(at, 1, "\n    ");
+    s += "  " + std::string(c.usage) + "\n      " + summary + "\n";
+  }
+  return s + "\n" + kTargetHelp +
+         "\nExit status: 0 ok, 1 the call failed, 2 bad usage. docs/cli.md has examples.\n";
+}
+
+std::string command_usage(const CommandInfo& c) {
+  return "usage: delayq TARGET " + std::string(c.usage) + "\n";
+}
+
+std::string command_help(const CommandInfo& c) {
+  return command_usage(c) + "  " + c.summary + "\n\n" + kTargetHelp;
+}
+
+std::optional<UsageError> split_args(const std::vector<std::string>& args, Invocation& inv) {
+  std::optional<UsageError> problem;
+  const auto note = [&](std::string message) {
+    if (!problem) problem = UsageError{std::move(message)};
+  };
+  bool only_positional = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (only_positional || a.size() < 2 || a[0] != '-') {
+      inv.positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_positional = true;
+      continue;
+    }
+    if (a == "-h" || a == "--help") {
+      inv.help = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) {
+      note("unknown flag '" + a + "'");
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    const size_t eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (name == "json") {
+      if (inline_value) note("--json takes no value");
+      inv.json = true;
+      continue;
+    }
+    if (!kValueFlags.contains(name)) {
+      note("unknown flag '--" + name + "'");
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) {
+        note("--" + name + " needs a value");
+        continue;
+      }
+      value = args[++i];
+    }
+    if (inv.flags.contains(name)) {
+      note("--" + name + " given twice");
+      continue;
+    }
+    inv.flags[name] = value;
+  }
+  return problem;
+}
+
+bool take_command_name(Invocation& inv) {
+  const std::vector<std::string>& p = inv.positional;
+  size_t consumed = p.empty() ? 0 : 1;
+  inv.name = p.empty() ? "" : p[0];
+  if (inv.name == "dead") {
+    if (p.size() < 2) return false;
+    inv.name += " " + p[1];
+    consumed = 2;
+  }
+  inv.rest.assign(p.begin() + static_cast<long>(consumed), p.end());
+  return true;
+}
+
+std::optional<UsageError> check_args(const Invocation& inv, const CommandInfo& command) {
+  const std::string& name = inv.name;
+  const auto bad = [&](std::string why) { return UsageError{std::move(why), &command}; };
+  for (const auto& [flag, value] : inv.flags)
+    if (!kTargetFlags.contains(flag) && !command.flags.contains(flag))
+      return bad("--" + flag + " does not apply to " + name);
+  const std::vector<std::string>& rest = inv.rest;
+  const bool by_topic = name == "dead requeue" && inv.flags.contains("topic");
+  if (by_topic && !rest.empty()) return bad("give an ID or --topic TOPIC, not both");
+  const size_t want = name == "stats" || by_topic ? 0 : 1;
+  if (rest.size() < want) {
+    const std::string what = name == "get" || name == "cancel" || name == "dead requeue" ? "ID"
+                             : name == "backup"                                          ? "DIR"
+                                                                                         : "TOPIC";
+    return bad(name + " needs " + (what == "ID" ? "an " : "a ") + what);
+  }
+  if (rest.size() > want) return bad("unexpected argument '" + rest[want] + "'");
+  if (want == 1 && rest[0].empty()) return bad("an empty argument");
+  return std::nullopt;
+}
+
+std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& command,
+                                      Target& target) {
+  const auto bad = [&](std::string why) { return UsageError{std::move(why), &command}; };
+  const auto& f = inv.flags;
+  const auto flag = [&](const char* name) { return f.contains(name) ? f.at(name) : ""; };
+  const int targets = f.contains("store") + f.contains("url") + f.contains("redis");
+  if (targets == 0)
+    return bad("no target: give --store DIR, --url http://HOST:PORT or --redis URL");
+  if (targets > 1) return bad("give one target: --store, --url or --redis, not several");
+  if (f.contains("token-file") && !f.contains("url"))
+    return bad("--token-file applies to --url only");
+  if ((f.contains("queue") || f.contains("shards")) && !f.contains("redis"))
+    return bad("--queue and --shards apply to --redis only");
+  target.store_dir = flag("store");
+  target.url = flag("url");
+  target.token_file = flag("token-file");
+  target.redis_url = flag("redis");
+  target.queue = flag("queue");
+  if (f.contains("store") && target.store_dir.empty()) return bad("--store needs a directory");
+  if (f.contains("redis") && target.redis_url.empty()) return bad("--redis needs a URL");
+  if (f.contains("url"))
+    if (auto u = parse_url_flag(target.url); !u) return bad(u.status().message());
+  if (f.contains("shards")) {
+    auto n = parse_count(flag("shards"), 1, 1024);
+    if (!n) return bad("bad --shards: " + n.status().message());
+    target.shards = static_cast<uint32_t>(*n);
+  }
+  return std::nullopt;
+}
+
+}  // namespace delayq::cli

@@ -1,0 +1,157 @@
+// delayqd's /metrics text (see metrics.h).
+#include "delayqd/metrics.h"
+
+#include <cstdio>
+#include <string_view>
+
+#include "common/format.h"
+#include "wire/json.h"
+
+namespace delayq::http {
+
+namespace {
+
+void line(std::string& out, std::string_view s) {
+  out += s;
+  out += '\n';
+}
+
+void counter(std::string& out, const char* name, const char* help, uint64_t v) {
+  line(out, std::string("# HELP ") + name + " " + help);
+  line(out, std::string("# TYPE ") + name + " counter");
+  line(out, std::string(name) + " " + std::to_string(v));
+}
+
+void gauge(std::string& out, const char* name, const char* help, int64_t v) {
+  line(out, std::string("# HELP ") + name + " " + help);
+  line(out, std::string("# TYPE ") + name + " gauge");
+  line(out, std::string(name) + " " + std::to_string(v));
+}
+
+// A number as Prometheus reads it: the shortest text that reads back as the same double.
+std::string number(double d) {
+  wire::json::Writer w;
+  w.value(d);
+  return w.take();
+}
+
+// Prometheus label values: backslash, quote and newline escaped, and the text kept valid UTF-8
+// (the format requires it): a byte that is not part of valid UTF-8 (a topic stored before topics
+// had to be text) is shown as the four characters \xNN, its backslash escaped like any other.
+std::string label(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\\\x%02x",
+                    static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += hex;
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
+void totals(std::string& out, const Stats& st) {
+  counter(out, "delayq_pushed_total", "Jobs pushed (since the store was created).", st.pushed);
+  counter(out, "delayq_delivered_total", "Deliveries handed out (reservations).", st.delivered);
+  counter(out, "delayq_acked_total", "Deliveries acknowledged (finished).", st.acked);
+  counter(out, "delayq_retried_total", "Failed attempts scheduled again.", st.retried);
+  counter(out, "delayq_dead_lettered_total", "Jobs moved to the dead letters.", st.dead_lettered);
+  counter(out, "delayq_leases_expired_total", "Reservations whose ttr ran out.", st.leases_expired);
+  counter(out, "delayq_cancelled_total", "Jobs deleted.", st.cancelled);
+  counter(out, "delayq_requeued_total", "Dead letters put back.", st.requeued);
+  counter(out, "delayq_purged_total", "Dead letters purged.", st.purged);
+  counter(out, "delayq_released_total",
+          "Deliveries given back uncounted (their client left before the answer).", st.released);
+}
+
+void jobs(std::string& out, const std::string& labels, const TopicStats& t) {
+  const std::string l = "delayq_jobs{" + labels + ",state=\"";
+  line(out, l + "delayed\"} " + std::to_string(t.delayed));
+  line(out, l + "ready\"} " + std::to_string(t.ready));
+  line(out, l + "reserved\"} " + std::to_string(t.reserved));
+  line(out, l + "dead\"} " + std::to_string(t.dead));
+}
+
+}  // namespace
+
+void Metrics::observe(Route route, int status, std::chrono::steady_clock::time_point start) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard lock(mu_);
+  ++requests_[{route, status}];
+  Histogram& h = latency_[static_cast<size_t>(route)];
+  ++h.count;
+  h.sum += seconds;
+  for (size_t i = 0; i < std::size(kBuckets); ++i) {
+    if (seconds <= kBuckets[i]) {
+      ++h.buckets[i];
+      break;
+    }
+  }
+}
+
+void Metrics::queue_part(std::string& out, const Stats& st) {
+  totals(out, st);
+  line(out,
+       "# HELP delayq_jobs Jobs per topic and state (a topic seen since the start reads 0 when "
+       "it empties; topics past --metrics-topics are summed under overflow=\"true\").");
+  line(out, "# TYPE delayq_jobs gauge");
+  const TopicSeries::View topics = topics_.update(st.topics);
+  for (const auto& [name, t] : topics.named) jobs(out, "topic=\"" + label(name) + "\"", t);
+  jobs(out, "overflow=\"true\"", topics.overflow);
+  gauge(out, "delayq_overflow_topics",
+        "Topics with jobs that have no delayq_jobs series of their own (over --metrics-topics).",
+        static_cast<int64_t>(topics.overflow_topics));
+}
+
+void Metrics::requests_part(std::string& out) {
+  std::lock_guard lock(mu_);
+  line(out, "# HELP delayqd_http_requests_total HTTP requests answered, by route and status.");
+  line(out, "# TYPE delayqd_http_requests_total counter");
+  for (const auto& [key, n] : requests_)
+    line(out, std::string("delayqd_http_requests_total{route=\"") + route_name(key.first) +
+                  "\",status=\"" + std::to_string(key.second) + "\"} " + std::to_string(n));
+  line(out,
+       "# HELP delayqd_http_request_duration_seconds Time to answer, by route (a pop includes "
+       "its wait).");
+  line(out, "# TYPE delayqd_http_request_duration_seconds histogram");
+  for (size_t r = 0; r < latency_.size(); ++r) {
+    const Histogram& h = latency_[r];
+    if (h.count == 0) continue;
+    const std::string name = "delayqd_http_request_duration_seconds";
+    const std::string route = std::string("{route=\"") + route_name(static_cast<Route>(r)) + "\"";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < std::size(kBuckets); ++i) {
+      cumulative += h.buckets[i];
+      line(out, name + "_bucket" + route + ",le=\"" + number(kBuckets[i]) + "\"} " +
+                    std::to_string(cumulative));
+    }
+    line(out, name + "_bucket" + route + ",le=\"+Inf\"} " + std::to_string(h.count));
+    line(out, name + "_sum" + route + "} " + number(h.sum));
+    line(out, name + "_count" + route + "} " + std::to_string(h.count));
+  }
+}
+
+std::string Metrics::text(const Stats& stats, Gauges gauges) {
+  std::string out;
+  queue_part(out, stats);
+  gauge(out, "delayqd_waiting_pops", "Pops waiting for a job.",
+        static_cast<int64_t>(gauges.waiting_pops));
+  gauge(out, "delayqd_connections", "Open HTTP connections.", gauges.connections);
+  requests_part(out);
+  return out;
+}
+
+}  // namespace delayq::http

@@ -1,0 +1,106 @@
+// /stats, /backup, /metrics, /health: the queue as a whole, and the daemon (see routes.h,
+// docs/http-api.md, docs/operations.md).
+#include <cctype>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+#include "delayq/clock.h"
+#include "delayqd/answers.h"
+#include "delayqd/routes.h"
+#include "wire/stats.h"
+
+namespace delayq::http::routes {
+
+namespace {
+
+using wire::Fields;
+using wire::json::Value;
+using wire::json::Writer;
+
+// Why `name` cannot name a backup directory, or "" when it can: one path component of letters,
+// digits, '.', '-' and '_', not starting with '.' (no "..", no hidden names), at most 128 bytes.
+std::string backup_name_problem(std::string_view name) {
+  if (name.empty() || name.size() > 128) return "must be 1 to 128 characters long";
+  for (const char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
+      return "may hold only letters, digits, '.', '-' and '_' (one directory name, not a path)";
+  if (name.front() == '.') return "must not start with '.'";
+  return {};
+}
+
+// "20261121T190823.123Z": a UTC time for a generated backup name.
+std::string compact_utc_time(TimePoint t) {
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d%02d%02dT%02d%02d%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+// Why delayqd takes no backups: a Redis queue is Redis's to back up; a store needs --backup-dir.
+Response backups_off(const ApiOptions& options) {
+  if (options.backend == "redis")
+    return fail(501, wire::Refusal::not_supported,
+                "a Redis queue is backed up by Redis itself (BGSAVE, or redis-cli --rdb FILE), "
+                "not by delayqd");
+  return fail(403, wire::Refusal::forbidden,
+              "backups through delayqd are off: it writes them only under the directory given by "
+              "--backup-dir DIR, and was started without one");
+}
+
+}  // namespace
+
+void stats(RouteContext& ctx, const Request&, const Value& body, Done& done) {
+  Fields f(body, ctx.limits);
+  f.only({}, "/stats");
+  if (!f.ok()) return done(bad_request(f.error()));
+  Writer w;
+  wire::write_stats(w, ctx.queue.stats(), {{"waiting_pops", ctx.waiting_pops.load()}});
+  done(ok("ok", w.str()));
+}
+
+// A backup into the directory delayqd was given (--backup-dir), under the name the request
+// gives (or one made of the time): one directory name, so that no request can write anywhere
+// else.
+void backup(RouteContext& ctx, const Request&, const Value& body, Done& done) {
+  Fields f(body, ctx.limits);
+  f.only({"name"}, "/backup");
+  auto name = f.string("name");
+  if (!f.ok()) return done(bad_request(f.error()));
+  if (!ctx.options.backup) return done(backups_off(ctx.options));
+  if (!name) name = "backup-" + compact_utc_time(SystemClock::instance().now());
+  if (std::string why = backup_name_problem(*name); !why.empty())
+    return done(bad_request("\"name\" " + why +
+                            ": delayqd writes backups only directly under its --backup-dir"));
+  auto dir = ctx.options.backup(*name);
+  if (!dir) return done(fail(dir.status()));
+  Writer w;
+  w.begin_object().key("dir").value(*dir).end_object();
+  done(ok("backed up", w.str()));
+}
+
+void metrics(RouteContext& ctx, const Request&, const Value&, Done& done) {
+  const Metrics::Gauges gauges{ctx.waiting_pops.load(), ctx.connections.load()};
+  done(Response{200, "text/plain; version=0.0.4; charset=utf-8",
+                ctx.metrics.text(ctx.queue.stats(), gauges)});
+}
+
+// The queue's own answer: a store that stopped on a failed write, a closed queue or a Redis
+// server that does not answer make this 503, so that a load balancer or systemd acts on it.
+void health(RouteContext& ctx, const Request&, const Value&, Done& done) {
+  const Status s = ctx.queue.health();
+  Writer w;
+  w.begin_object().key("status").value(s.ok() ? "ok" : errc_name(s));
+  w.key("backend").value(ctx.options.backend);
+  if (!s.ok()) w.key("reason").value(s.message());
+  w.end_object();
+  if (s.ok()) return done(ok("ok", w.str()));
+  done(fail(503, errc_name(s), "the queue cannot serve: " + s.message(), w.str()));
+}
+
+}  // namespace delayq::http::routes

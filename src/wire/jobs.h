@@ -1,0 +1,32 @@
+// The JSON form of what the queue hands out and shows: a Delivery (a /pop answer's data) and a
+// JobInfo (/get, /dead/list), both directions, as docs/http-api.md documents them. Times travel
+// as unix milliseconds (due_ms, lease_deadline_ms), durations as milliseconds (ttr_ms); a job
+// also carries the fields ouqiang/delay-queue clients read (delay: the due time in unix seconds,
+// ttr: seconds).
+#pragma once
+
+#include <cstdint>
+
+#include "delayq/clock.h"
+#include "delayq/error.h"
+#include "delayq/job.h"
+#include "wire/json.h"
+
+namespace delayq::wire {
+
+int64_t to_unix_ms(TimePoint t);
+TimePoint from_unix_ms(int64_t ms);
+int64_t to_ms(Duration d);  // truncated to whole milliseconds
+
+void write_job(json::Writer& w, const JobInfo& j);
+// Reads what write_job wrote. Lenient, for answers from a delayqd the caller trusts: a member
+// that is missing or of another type reads as empty or 0 (a state it does not know as delayed).
+JobInfo read_job(const json::Value& v);
+
+void write_delivery(json::Writer& w, const Delivery& d);
+// Reads what write_delivery wrote. Errors: invalid_argument when `v` is not an object with a
+// string "id" and a "token" that Token::parse takes (e.g. data null: no job came); the other
+// members are read as read_job reads them.
+Result<Delivery> read_delivery(const json::Value& v);
+
+}  // namespace delayq::wire

@@ -1,0 +1,21 @@
+// The JSON form of the queue's Stats (/stats's data), both directions: the totals by name
+// ("pushed", ... "released"), then "topics", each topic's jobs per state.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+#include "delayq/job.h"
+#include "wire/json.h"
+
+namespace delayq::wire {
+
+// One object. `more` are counters the caller adds after the queue's own (delayqd: its pops
+// waiting now), before "topics".
+void write_stats(json::Writer& w, const Stats& s,
+                 std::initializer_list<std::pair<std::string_view, uint64_t>> more = {});
+// Reads what write_stats wrote; lenient as read_job is (a missing counter reads 0).
+Stats read_stats(const json::Value& v);
+
+}  // namespace delayq::wire
