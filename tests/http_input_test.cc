@@ -10,6 +10,7 @@
 #include "common/format.h"
 #include "delayq/redis.h"
 #include "engine/open.h"
+#include "forwarding_queue.h"
 #include "common/rules.h"
 #include "redis_server.h"
 
@@ -216,13 +217,70 @@ TEST_F(HttpInputTest, DeadListAnswersAreCapped) {
   EXPECT_TRUE(cut.data().find("truncated")->as_bool());
   EXPECT_LE(cut.text.size(), 2500u + 400u);
   EXPECT_TRUE(has(cut.message(),
-                  "only the first 2 of the 3 dead letters asked for fit in one "
-                  "answer (at most 2500 bytes)"))
+                  "only the first 2 dead letters fit in one answer (at most 2500 bytes)"))
       << cut.text;
   EXPECT_EQ(http::ApiOptions{}.max_list_bytes, size_t{16} << 20) << "docs/http-api.md says 16 MiB";
   Answer whole = call("/dead/list", R"({"topic":"t","limit":2})");
   EXPECT_FALSE(whole.data().find("truncated")->as_bool()) << whole.text;
   EXPECT_EQ(whole.message(), "ok");
+}
+
+// A queue that records the limit of every list_dead() call and makes dead letters.
+class ListWatchingQueue final : public ForwardingQueue {
+ public:
+  std::vector<size_t> limits;
+  Result<std::vector<JobInfo>> list_dead(std::string_view topic, size_t limit) override {
+    limits.push_back(limit);
+    return ForwardingQueue::list_dead(topic, limit);
+  }
+  void add_dead(const std::string& id, size_t body_bytes) {
+    ASSERT_TRUE(push({.topic = "t",
+                      .id = id,
+                      .body = std::string(body_bytes, 'b'),
+                      .retry = RetryPolicy::fixed(0s, 1)})
+                    .ok());
+    ASSERT_TRUE(dead_letter(reserve("t", 0ms)->token).ok());
+  }
+};
+
+// What a /dead/list request holds in memory is bounded, not only its answer: the jobs are asked
+// for in rounds, and no round asks for more new jobs than the answer's room could hold if each
+// body were as large as --max-job-bytes. Small bodies: more rounds, the same answer.
+TEST(DeadListMemory, NoRoundAsksForMoreThanTheAnswerCouldHoldAtTheLargestBody) {
+  ListWatchingQueue q;
+  for (int i = 0; i < 40; ++i) q.add_dead("d" + std::to_string(i), 10);
+  http::ApiOptions opt;
+  opt.max_list_bytes = 4096;
+  opt.max_job_bytes = 1024;  // so a round may add 4 jobs at the most
+  http::Api api(q, opt);
+  Answer all = call(api, "/dead/list", R"({"topic":"t","limit":40})");
+  ASSERT_EQ(all.status, 200) << all.text;
+  const size_t listed = all.data().find("jobs")->as_array().size();
+  EXPECT_TRUE(all.data().find("truncated")->as_bool()) << "40 jobs of ~150 bytes do not fit in 4096";
+  EXPECT_GT(listed, 4u) << "more than the first round's 4: the rounds grew " << all.text;
+  EXPECT_TRUE(has(all.message(), "only the first " + std::to_string(listed) + " dead letters"))
+      << all.text;
+  ASSERT_FALSE(q.limits.empty());
+  EXPECT_LE(q.limits.front(), 4u);
+  for (size_t i = 1; i < q.limits.size(); ++i) {
+    EXPECT_GT(q.limits[i], q.limits[i - 1]);
+    EXPECT_LE(q.limits[i] - q.limits[i - 1], 4u) << "round " << i;
+  }
+  // Fewer dead letters than asked for, all fitting: every one listed, not cut.
+  q.limits.clear();
+  Answer few = call(api, "/dead/list", R"({"topic":"t","limit":3})");
+  EXPECT_EQ(few.data().find("jobs")->as_array().size(), 3u) << few.text;
+  EXPECT_FALSE(few.data().find("truncated")->as_bool());
+  EXPECT_EQ(q.limits, std::vector<size_t>{3});
+  // The default --max-job-bytes (1 MiB) and answer cap (16 MiB): 16 jobs in the first round.
+  ListWatchingQueue d;
+  for (int i = 0; i < 20; ++i) d.add_dead("e" + std::to_string(i), 10);
+  http::Api defaults(d, http::ApiOptions{});
+  Answer twenty = call(defaults, "/dead/list", R"({"topic":"t"})");
+  EXPECT_EQ(twenty.data().find("jobs")->as_array().size(), 20u) << twenty.text;
+  EXPECT_FALSE(twenty.data().find("truncated")->as_bool());
+  ASSERT_FALSE(d.limits.empty());
+  EXPECT_EQ(d.limits.front(), 16u);
 }
 
 }  // namespace
