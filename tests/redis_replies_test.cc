@@ -130,5 +130,18 @@ TEST(RedisReplies, ARescheduleTooFarIsMeasuredFromTheServersNow) {
                                .to_string());
 }
 
+// A refusal whose server time is the earliest there is (the fuzzer's input: 3.15e18 µs before
+// the call) is worded without overflowing the distance to the new due time.
+TEST(RedisReplies, ARescheduleFromTheEarliestServerNowIsRefusedWithoutOverflow) {
+  const Rules rules(Limits{std::chrono::hours(1), 1024, std::chrono::seconds(30), RetryPolicy{}});
+  std::vector<Reply> r = *parse_resp("*2\r\n:1\r\n:3153153600200000001\r\n");
+  Result<JobAnswer> a = read_job_answer(r.at(0), kReschedule);
+  ASSERT_TRUE(a.ok() && std::holds_alternative<Refusal>(*a));
+  const JobCall call{.script = kReschedule, .id = "j", .when = from_us(0), .when_us = 0};
+  const Status s = refusal_status(std::get<Refusal>(*a), call, rules);
+  EXPECT_TRUE(s.is(Errc::invalid_argument)) << s.to_string();
+  EXPECT_NE(s.message().find("beyond max_delay (1h)"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace delayq::redis

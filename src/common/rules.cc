@@ -15,6 +15,19 @@ TimePoint plus(TimePoint t, Duration d) {
   return t + d;
 }
 
+namespace {
+
+// a - b, saturated at the ends of a Duration: a now read from a Redis server that sent an
+// absurd time may be the earliest TimePoint.
+Duration distance(TimePoint a, TimePoint b) {
+  Duration::rep d = 0;
+  if (__builtin_sub_overflow(a.time_since_epoch().count(), b.time_since_epoch().count(), &d))
+    return a > b ? Duration::max() : Duration::min();
+  return Duration(d);
+}
+
+}  // namespace
+
 std::string check_waits(const RetryPolicy& p, Duration max_delay) {
   Duration longest = p.base;
   if (p.kind == RetryPolicy::Kind::exponential) longest = p.cap;
@@ -175,7 +188,7 @@ Status check_nack_delay(std::optional<Duration> delay, Duration max_delay) {
 
 Status check_new_due(TimePoint when, TimePoint now, Duration max_delay) {
   if (when > plus(now, max_delay))
-    return due_beyond_max_delay("new due time", format_duration(when - now), max_delay);
+    return due_beyond_max_delay("new due time", format_duration(distance(when, now)), max_delay);
   return {};
 }
 
