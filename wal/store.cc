@@ -2,7 +2,9 @@
 #include "delayq/store.h"
 
 #include <cstdio>
+#include <optional>
 
+#include "engine/far.h"
 #include "engine/open.h"
 #include "wal/journal.h"
 #include "wal/store_testing.h"
@@ -10,29 +12,66 @@
 namespace delayq {
 namespace {
 
-class JournalSink final : public engine::Persistence {
+// The engine's store: the journal. With a disk tier (docs/tiered-store.md) it is the engine's
+// FarStore too.
+class JournalSink final : public engine::Persistence, public engine::FarStore {
  public:
   JournalSink(std::shared_ptr<wal::Journal> journal, const engine::Counters& recorded)
       : journal_(std::move(journal)), recorded_(recorded) {}
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const Stats& totals) override {
-    // Read after the engine's call issued what `changes` hold, so they are covered.
-    engine::Counters now;
-    if (fences_) now = {fences_->load(), next_id_->load()};
-    return journal_->append(changes, totals, now);
+    return journal_->append(changes, totals, counters_now());
   }
   Status wait_durable(uint64_t ticket) override { return journal_->sync_to(ticket); }
   engine::Counters recorded_counters() override { return recorded_; }
-  void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id) override {
+  void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id,
+             const std::atomic<uint64_t>* seqs) override {
     fences_ = fences;
     next_id_ = next_id;
+    seqs_ = seqs;
   }
   const std::shared_ptr<wal::Journal>& journal() const { return journal_; }
 
+  // The disk tier, once its stored state is read (give_tier()).
+  engine::FarStore* far() override { return tiered_ ? this : nullptr; }
+  void give_tier(Duration span, const engine::FarKey& horizon, engine::TopicCounts counts) {
+    tiered_ = true;
+    span_ = span;
+    horizon_ = horizon;
+    counts_ = std::move(counts);
+  }
+  Duration horizon_span() const override { return span_; }
+  engine::FarKey stored_horizon() const override { return horizon_; }
+  const engine::TopicCounts& stored_counts() const override { return counts_; }
+  Result<uint64_t> write(const std::vector<engine::Change>& changes, const engine::FarBatch& far,
+                         const Stats& totals) override {
+    return journal_->append(changes, totals, counters_now(), far);
+  }
+  bool written(uint64_t ticket) const override { return journal_->written() >= ticket; }
+  Result<std::optional<engine::JobRecord>> find(std::string_view id) override {
+    return journal_->find_far(id);
+  }
+  Status scan(const engine::FarKey& from, const engine::FarKey& below,
+              const std::function<bool(engine::JobRecord&&)>& fn) override {
+    return journal_->scan_far(from, below, fn);
+  }
+
  private:
+  // Read after the engine's call issued what its changes hold, so they are covered. Seqs only
+  // with a disk tier: without one every record is read at open, which is what restores them.
+  engine::Counters counters_now() const {
+    if (!fences_) return {};
+    return {fences_->load(), next_id_->load(), tiered_ ? seqs_->load() : 0};
+  }
+
   std::shared_ptr<wal::Journal> journal_;
   engine::Counters recorded_;
   const std::atomic<uint64_t>* fences_ = nullptr;
   const std::atomic<uint64_t>* next_id_ = nullptr;
+  const std::atomic<uint64_t>* seqs_ = nullptr;
+  bool tiered_ = false;
+  Duration span_ = Duration::max();
+  engine::FarKey horizon_;
+  engine::TopicCounts counts_;
 };
 
 }  // namespace
@@ -85,12 +124,17 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
     return Status(Errc::invalid_argument,
                   "store options: sync_interval must be positive with Sync::" +
                       std::string(to_string(o.sync)));
+  if (o.horizon < std::chrono::milliseconds(1))
+    return Status(Errc::invalid_argument,
+                  "store options: horizon must be at least 1 ms (Duration::max(): every job in "
+                  "memory), got " + std::to_string(o.horizon.count()) + " ns");
   wal::JournalOptions jo;
   jo.sync = {.mode = o.sync, .batch_ops = o.sync_batch_ops, .interval = o.sync_interval};
   jo.env = env;
   jo.tune = tune;
   jo.read_only = o.read_only;
   jo.tolerant = o.tolerant;
+  jo.tiered = o.horizon != Duration::max();
   jo.on_skip = o.on_skip;
   if (!jo.on_skip)
     jo.on_skip = [](const std::string& why) {
@@ -99,13 +143,29 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   Result<std::unique_ptr<wal::Journal>> opened = wal::Journal::open(o.dir, jo);
   if (!opened) return opened.status();
   std::shared_ptr<wal::Journal> journal = std::move(opened).value();
-  const engine::RecordSource records = [&journal](const auto& fn) { return journal->scan(fn); };
+  // Read-only, nothing can move between the tiers: every job is read, disk-only ones too.
+  const engine::RecordSource records = [&journal, &o](const auto& fn) {
+    Status st = journal->scan(fn);
+    if (!st.ok() || !o.read_only) return st;
+    Status read = journal->scan_far({}, {TimePoint::max(), UINT64_MAX}, [&](engine::JobRecord&& r) {
+      st = fn(std::move(r));
+      return st.ok();
+    });
+    return read.ok() ? st : read;
+  };
   Result<Stats> totals = journal->totals();
   if (!totals) return totals.status();
   Result<engine::Counters> counters = journal->counters();
   if (!counters) return counters.status();
-  std::unique_ptr<engine::Persistence> sink;
+  std::unique_ptr<JournalSink> sink;
   if (!o.read_only) sink = std::make_unique<JournalSink>(journal, *counters);
+  if (sink && journal->tiered()) {
+    Result<engine::FarKey> horizon = journal->horizon();
+    if (!horizon) return horizon.status();
+    Result<engine::TopicCounts> counts = journal->far_counts();
+    if (!counts) return counts.status();
+    sink->give_tier(o.horizon, *horizon, std::move(counts).value());
+  }
   // The engine's refusals of records (Core::restore) do not know the directory: add it.
   const std::string where = "store " + o.dir + ": ";
   engine::SkipReport skip;

@@ -63,6 +63,11 @@ struct StoreOptions {
   // or for unreadable totals), one call at a time, during open_store() (possibly on a thread it
   // started). Empty: printed on stderr.
   std::function<void(const std::string&)> on_skip;
+  // The disk tier (docs/tiered-store.md): jobs due further ahead than this live only on disk,
+  // and are loaded into memory before they fall due (the horizon is kept between half this and
+  // this far ahead of now), so that memory and the work of an open grow with the jobs due within
+  // it, not with all of them. At least 1 ms. Duration::max(): every job in memory, as before.
+  Duration horizon = Duration::max();
   EngineOptions engine;
 };
 

@@ -1,0 +1,156 @@
+// The disk tier's horizon and refill (tier.h; docs/tiered-store.md).
+#include "engine/tier.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "common/rules.h"
+#include "engine/open.h"
+#include "engine/shard.h"
+#include "engine/sharded_engine.h"
+
+namespace delayq::engine {
+
+namespace {
+
+int64_t ns(TimePoint t) {
+  return t.time_since_epoch().count();
+}
+
+bool by_key(const JobRecord& a, const JobRecord& b) {
+  return far_key(a) < far_key(b);
+}
+
+}  // namespace
+
+Tier::Tier(FarStore& store, Shards& shards)
+    : store_(store), shards_(shards), span_(store.horizon_span()) {
+  set_horizon(store.stored_horizon());
+}
+
+void Tier::set_horizon(const FarKey& k) {
+  horizon_ = k;
+  horizon_ns_.store(ns(k.due), std::memory_order_release);
+  // Refill once less than half the span is left; never again once the horizon is the end of time
+  // (a span of Duration::max(): every job in memory).
+  const int64_t at = k.due == TimePoint::max() ? std::numeric_limits<int64_t>::max()
+                                               : ns(k.due) - span_.count() / 2;
+  refill_at_ns_.store(at, std::memory_order_release);
+}
+
+bool Tier::refill_due() const {
+  return ns(shards_.clock().now()) >= refill_at_ns();
+}
+
+Status Tier::keep_ahead() {
+  if (!refill_due()) return Status();
+  std::lock_guard g(refill_mu_);
+  while (refill_due())
+    if (Status s = step(); !s.ok())
+      return shards_.stop(Status(s.is(Errc::corrupt) ? Errc::corrupt : Errc::io_error,
+                                 "the store's disk tier could not be loaded, so the queue "
+                                 "stopped (reopen it to continue from what was stored): " +
+                                     s.to_string()));
+  return Status();
+}
+
+Result<std::optional<JobRecord>> Tier::find(FarShard& s, std::string_view id) {
+  s.overlay.purge([this](uint64_t t) { return store_.written(t); });
+  if (const FarOverlay::Entry* e = s.overlay.find(id)) return e->record;
+  return store_.find(id);
+}
+
+Result<uint64_t> Tier::commit(FarShard& s, const Effects& fx) {
+  std::vector<Change> changes = std::move(s.jobs);
+  changes.insert(changes.end(), fx.changes.begin(), fx.changes.end());
+  Stats totals = fx.totals;
+  add_totals(totals, s.totals);
+  Result<uint64_t> w = store_.write(changes, s.far, totals);
+  if (w)
+    s.written_as(*w);
+  else
+    s.clear_staged();
+  return w;
+}
+
+// Loads the disk-only jobs keyed in [horizon, now + span), at most kStep of them, from the store
+// and from the overlays (whose entries speak for their ids), in key order; raises the horizon to
+// the first key not loaded.
+Status Tier::step() {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (const auto& s : shards_.all()) locks.emplace_back(s->mu);
+  const TimePoint now = shards_.clock().now();
+  const FarKey limit{rules::plus(now, span_), 0};
+  if (!(horizon_ < limit)) {
+    set_horizon(horizon_);
+    return Status();
+  }
+  std::vector<JobRecord> pending;
+  for (const auto& s : shards_.all()) {
+    s->far.overlay.purge([this](uint64_t t) { return store_.written(t); });
+    s->far.overlay.for_each([&](const std::string&, const FarOverlay::Entry& e) {
+      if (e.record && on_disk(far_key(*e.record)) && far_key(*e.record) < limit)
+        pending.push_back(*e.record);
+    });
+  }
+  std::sort(pending.begin(), pending.end(), by_key);
+  std::vector<JobRecord> stored;
+  Status read = store_.scan(horizon_, limit, [&](JobRecord&& r) {
+    if (shards_.of(r.id).far.overlay.find(r.id) != nullptr) return true;
+    stored.push_back(std::move(r));
+    return stored.size() <= kStep;
+  });
+  if (!read.ok()) return read;
+  std::vector<JobRecord> taken;
+  std::merge(std::make_move_iterator(pending.begin()), std::make_move_iterator(pending.end()),
+             std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
+             std::back_inserter(taken), by_key);
+  FarKey next = limit;
+  if (taken.size() > kStep) {
+    next = far_key(taken[kStep]);
+    taken.resize(kStep);
+  }
+
+  std::vector<Change> puts;
+  FarBatch moved;
+  for (JobRecord& r : taken) {
+    puts.push_back(Change{r.seq, r});
+    moved.changes.push_back(FarChange{false, r});
+    if (Status st = shards_.of(r.id).core.restore(std::move(r), now); !st.ok()) return st;
+  }
+  set_horizon(next);
+  std::optional<uint64_t> ticket;
+  if (!moved.changes.empty()) {
+    moved.horizon = next;
+    Result<uint64_t> w = store_.write(puts, moved, Stats());
+    if (!w) return w.status();
+    ticket = *w;
+    for (const FarChange& c : moved.changes) shards_.of(c.record.id).far.note(c, *ticket);
+  }
+  bool earlier = false;
+  for (const auto& s : shards_.all()) {
+    const Effects fx = s->core.take_effects();  // restores record no change: only the deadline
+    earlier = s->publish(fx.earliest_scheduled, now) || earlier;
+  }
+  locks.clear();
+  if (ticket)
+    if (Status d = shards_.store()->wait_durable(*ticket); !d.ok()) return d;
+  if (earlier && !shards_.clock().manual()) shards_.waiting().sooner();
+  return Status();
+}
+
+TierView tier_view(Engine& engine) {
+  TierView v;
+  auto* sharded = dynamic_cast<ShardedEngine*>(&engine);
+  if (sharded == nullptr) return v;
+  Shards& shards = sharded->shards();
+  for (const auto& s : shards.all()) {
+    std::lock_guard l(s->mu);
+    v.in_memory += s->core.jobs();
+    if (shards.tier()) v.horizon = shards.tier()->horizon();
+  }
+  return v;
+}
+
+}  // namespace delayq::engine

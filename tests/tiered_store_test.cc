@@ -1,0 +1,141 @@
+// The durable store's disk tier (docs/tiered-store.md), on a ManualClock with a tiny horizon:
+// far jobs live only on disk, are loaded into memory before they fall due and delivered on time
+// and in due order with the near ones; an open loads only what falls within the horizon.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "delayq/store.h"
+#include "engine/open.h"
+#include "temp_dir.h"
+
+namespace delayq {
+namespace {
+
+using namespace std::chrono_literals;
+using testutil::TempDir;
+
+class TieredStore : public ::testing::Test {
+ protected:
+  void open(Duration horizon = 1min) {
+    q_.reset();
+    StoreOptions o;
+    o.dir = dir_.path() + "/store";
+    o.sync = Sync::none;
+    o.horizon = horizon;
+    o.engine.clock = &clock_;
+    auto q = open_store(o);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    q_ = std::move(q).value();
+  }
+  void push(const std::string& id, Duration delay, const std::string& topic = "t") {
+    auto r = q_->push({.topic = topic, .id = id, .delay = delay, .body = "body of " + id});
+    ASSERT_TRUE(r.ok()) << id << ": " << r.status().to_string();
+  }
+  size_t in_memory() { return engine::tier_view(*q_).in_memory; }
+  // Every job ready now, in the order reserve() hands them out (each acked).
+  std::vector<std::string> drain(const std::string& topic = "t") {
+    std::vector<std::string> out;
+    for (;;) {
+      auto d = q_->reserve(topic, 0ms);
+      if (!d) break;
+      EXPECT_LE(d->due, clock_.now()) << d->id << " delivered early";
+      out.push_back(d->id);
+      EXPECT_TRUE(q_->ack(d->token).ok());
+    }
+    return out;
+  }
+
+  TempDir dir_;
+  ManualClock clock_;
+  std::unique_ptr<Engine> q_;
+};
+
+TEST_F(TieredStore, FarJobsStayOnDiskUntilTheHorizonReachesThemAndFireOnTime) {
+  open(1min);
+  for (int i = 0; i < 3; ++i) push("near-" + std::to_string(i), 10s);
+  for (int i = 1; i <= 100; ++i) push("far-" + std::to_string(i), i * 1h);
+  EXPECT_EQ(in_memory(), 3u) << "far jobs were loaded into memory";
+  EXPECT_EQ(q_->stats().topics["t"].delayed, 103u);
+  EXPECT_EQ(q_->stats().pushed, 103u);
+  auto far = q_->get("far-7");
+  ASSERT_TRUE(far.ok()) << far.status().to_string();
+  EXPECT_EQ(far->state, JobState::delayed);
+  EXPECT_EQ(far->body, "body of far-7");
+  EXPECT_EQ(far->due, clock_.now() + 7h);
+
+  clock_.advance(10s);
+  EXPECT_EQ(drain(), (std::vector<std::string>{"near-0", "near-1", "near-2"}));
+  for (int i = 1; i <= 100; ++i) {
+    clock_.advance(1h - 1ns - (i == 1 ? 10s : 0s));
+    EXPECT_TRUE(drain().empty()) << "far-" << i << " early";
+    EXPECT_LE(in_memory(), 1u) << "more than the horizon's jobs in memory";
+    clock_.advance(1ns);
+    EXPECT_EQ(drain(), std::vector<std::string>{"far-" + std::to_string(i)});
+  }
+  EXPECT_EQ(in_memory(), 0u);
+  EXPECT_TRUE(q_->stats().topics.empty());
+}
+
+TEST_F(TieredStore, DueOrderHoldsAcrossTheTiersTiesInPushOrder) {
+  open(1min);
+  // Due times in push order: 2h, 30s, 2h, 1h, 30s, 2h. After a jump of a day all six are
+  // ready and come out by due time, equal ones in push order, whichever tier they were in.
+  push("a", 2h);
+  push("b", 30s);
+  push("c", 2h);
+  push("d", 1h);
+  push("e", 30s);
+  push("f", 2h);
+  EXPECT_EQ(in_memory(), 2u);
+  clock_.advance(24h);
+  EXPECT_EQ(drain(), (std::vector<std::string>{"b", "e", "d", "a", "c", "f"}));
+}
+
+TEST_F(TieredStore, AReopenLoadsOnlyTheHorizonAndKeepsTheRestOnDisk) {
+  open(1min);
+  for (int i = 0; i < 10; ++i) push("near-" + std::to_string(i), 20s);
+  for (int i = 0; i < 500; ++i) push("far-" + std::to_string(i), 2h + i * 1s, i % 2 ? "t" : "u");
+  open(1min);
+  EXPECT_EQ(in_memory(), 10u);
+  Stats st = q_->stats();
+  EXPECT_EQ(st.topics["t"].delayed, 260u);
+  EXPECT_EQ(st.topics["u"].delayed, 250u);
+  EXPECT_EQ(st.pushed, 510u);
+  // New pushes after the reopen do not reuse a seq of a job left on disk (one would overwrite
+  // the other in memory's family when both are loaded): every job comes back.
+  for (int i = 0; i < 500; ++i) push("late-" + std::to_string(i), 2h + i * 1s + 500ms);
+  clock_.advance(2h + 600s);
+  EXPECT_EQ(in_memory(), 1010u);
+  open(1min);
+  EXPECT_EQ(in_memory(), 1010u);
+  std::vector<std::string> t = drain("t");
+  ASSERT_EQ(t.size(), 760u);
+  EXPECT_EQ(t[0], "near-0");
+  EXPECT_EQ(drain("u").size(), 250u);
+}
+
+TEST_F(TieredStore, DiskJobsOverdueAtOpenFireFirstInDueOrder) {
+  open(1min);
+  push("far-3", 3h);
+  push("far-1", 1h);
+  push("near", 30s);
+  push("far-2", 2h);
+  q_.reset();
+  clock_.advance(5h);  // the store was closed meanwhile
+  open(1min);
+  EXPECT_EQ(drain(), (std::vector<std::string>{"near", "far-1", "far-2", "far-3"}));
+}
+
+TEST_F(TieredStore, AHorizonBelowOneMillisecondIsRefused) {
+  StoreOptions o;
+  o.dir = dir_.path() + "/store";
+  o.horizon = 999us;
+  auto q = open_store(o);
+  EXPECT_TRUE(q.is(Errc::invalid_argument)) << q.status().to_string();
+  EXPECT_NE(q.status().message().find("horizon"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace delayq
