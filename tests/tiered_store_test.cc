@@ -6,51 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "delayq/store.h"
-#include "engine/open.h"
-#include "temp_dir.h"
+#include "tiered_fixture.h"
 
 namespace delayq {
 namespace {
-
-using namespace std::chrono_literals;
-using testutil::TempDir;
-
-class TieredStore : public ::testing::Test {
- protected:
-  void open(Duration horizon = 1min) {
-    q_.reset();
-    StoreOptions o;
-    o.dir = dir_.path() + "/store";
-    o.sync = Sync::none;
-    o.horizon = horizon;
-    o.engine.clock = &clock_;
-    auto q = open_store(o);
-    ASSERT_TRUE(q.ok()) << q.status().to_string();
-    q_ = std::move(q).value();
-  }
-  void push(const std::string& id, Duration delay, const std::string& topic = "t") {
-    auto r = q_->push({.topic = topic, .id = id, .delay = delay, .body = "body of " + id});
-    ASSERT_TRUE(r.ok()) << id << ": " << r.status().to_string();
-  }
-  size_t in_memory() { return engine::tier_view(*q_).in_memory; }
-  // Every job ready now, in the order reserve() hands them out (each acked).
-  std::vector<std::string> drain(const std::string& topic = "t") {
-    std::vector<std::string> out;
-    for (;;) {
-      auto d = q_->reserve(topic, 0ms);
-      if (!d) break;
-      EXPECT_LE(d->due, clock_.now()) << d->id << " delivered early";
-      out.push_back(d->id);
-      EXPECT_TRUE(q_->ack(d->token).ok());
-    }
-    return out;
-  }
-
-  TempDir dir_;
-  ManualClock clock_;
-  std::unique_ptr<Engine> q_;
-};
 
 TEST_F(TieredStore, FarJobsStayOnDiskUntilTheHorizonReachesThemAndFireOnTime) {
   open(1min);
