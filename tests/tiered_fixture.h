@@ -18,16 +18,23 @@ using namespace std::chrono_literals;
 
 class TieredStore : public ::testing::Test {
  protected:
+  // (Re)opens q_, the store under test.
   void open(Duration horizon = 1min) {
     q_.reset();
+    auto q = open_named("store", horizon);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    q_ = std::move(q).value();
+  }
+  // A store in `name` under the test's directory, on the test's clock.
+  Result<std::unique_ptr<Engine>> open_named(const std::string& name, Duration horizon) {
     StoreOptions o;
-    o.dir = dir_.path() + "/store";
+    o.dir = dir_.path() + "/" + name;
     o.sync = Sync::none;
     o.horizon = horizon;
     o.engine.clock = &clock_;
-    auto q = open_store(o);
-    ASSERT_TRUE(q.ok()) << q.status().to_string();
-    q_ = std::move(q).value();
+    o.engine.seed = 7;
+    o.engine.shards = shards_;
+    return open_store(o);
   }
   void push(const std::string& id, Duration delay, const std::string& topic = "t") {
     auto r = q_->push({.topic = topic, .id = id, .delay = delay, .body = "body of " + id});
@@ -48,6 +55,7 @@ class TieredStore : public ::testing::Test {
   }
 
   testutil::TempDir dir_;
+  size_t shards_ = 1;
   ManualClock clock_;
   std::unique_ptr<Engine> q_;
 };
