@@ -26,10 +26,11 @@ class TieredStore : public ::testing::Test {
     q_ = std::move(q).value();
   }
   // A store in `name` under the test's directory, on the test's clock.
-  Result<std::unique_ptr<Engine>> open_named(const std::string& name, Duration horizon) {
+  Result<std::unique_ptr<Engine>> open_named(const std::string& name, Duration horizon,
+                                             Sync sync = Sync::none) {
     StoreOptions o;
     o.dir = dir_.path() + "/" + name;
-    o.sync = Sync::none;
+    o.sync = sync;
     o.horizon = horizon;
     o.engine.clock = &clock_;
     o.engine.seed = 7;
