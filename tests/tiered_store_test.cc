@@ -87,6 +87,27 @@ TEST_F(TieredStore, DiskJobsOverdueAtOpenFireFirstInDueOrder) {
   EXPECT_EQ(drain(), (std::vector<std::string>{"near", "far-1", "far-2", "far-3"}));
 }
 
+// The horizon may change between opens, off and on again: every job stays, and with a shorter
+// horizon far pushes go to disk again (the jobs loaded meanwhile stay in memory).
+TEST_F(TieredStore, TheHorizonMayChangeBetweenOpens) {
+  open(1min);
+  push("far-1", 2h);
+  push("far-2", 3h);
+  EXPECT_EQ(in_memory(), 0u);
+  open(Duration::max());  // every job in memory
+  EXPECT_EQ(in_memory(), 2u);
+  push("far-3", 4h);
+  EXPECT_EQ(in_memory(), 3u);
+  open(10min);
+  EXPECT_EQ(in_memory(), 3u);
+  push("far-4", 5h);
+  EXPECT_EQ(in_memory(), 3u) << "a push beyond the new horizon went to memory";
+  EXPECT_EQ(q_->stats().topics["t"].delayed, 4u);
+  open(1min);
+  clock_.advance(5h);
+  EXPECT_EQ(drain(), (std::vector<std::string>{"far-1", "far-2", "far-3", "far-4"}));
+}
+
 TEST_F(TieredStore, AHorizonBelowOneMillisecondIsRefused) {
   StoreOptions o;
   o.dir = dir_.path() + "/store";

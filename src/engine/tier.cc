@@ -26,7 +26,12 @@ bool by_key(const JobRecord& a, const JobRecord& b) {
 
 Tier::Tier(FarStore& store, Shards& shards)
     : store_(store), shards_(shards), span_(store.horizon_span()) {
-  set_horizon(store.stored_horizon());
+  // Every disk-only key is at or above the stored horizon, so any horizon below it is a true one
+  // too. A store last opened with a longer span (or none: Duration::max()) stored a horizon far
+  // ahead; starting from now + span instead lets the pushes beyond that go to disk again (the
+  // jobs in memory beyond it stay there, as retried ones do).
+  const FarKey now_plus_span{rules::plus(shards.clock().now(), span_), 0};
+  set_horizon(std::min(store.stored_horizon(), now_plus_span));
 }
 
 void Tier::set_horizon(const FarKey& k) {

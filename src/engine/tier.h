@@ -29,7 +29,8 @@ class Tier {
   // Disk-only jobs loaded per refill step (one batch, every shard locked meanwhile).
   static constexpr size_t kStep = 1024;
 
-  // Starts at the stored horizon; the first call's keep_ahead() refills up to now + span.
+  // Starts at the stored horizon (or now + span, if that is lower); the first call's
+  // keep_ahead() refills up to now + span.
   Tier(FarStore& store, Shards& shards);
   Tier(const Tier&) = delete;
   Tier& operator=(const Tier&) = delete;
