@@ -71,8 +71,10 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
   if (shards.store()) shards.store()->track(&e->fences(), &e->next_id(), &e->seqs());
   // A store with a disk tier: jobs beyond the horizon stay on disk; start() loads what falls
   // within it.
-  if (FarStore* far = shards.store() ? shards.store()->far() : nullptr)
+  if (FarStore* far = shards.store() ? shards.store()->far() : nullptr) {
     shards.set_tier(std::make_unique<Tier>(*far, shards));
+    if (Status st = shards.tier()->open(); !st.ok()) return st;
+  }
   CoreOptions co;
   co.tick = options.tick;
   co.limits = options.limits;

@@ -34,6 +34,17 @@ Tier::Tier(FarStore& store, Shards& shards)
   set_horizon(std::min(store.stored_horizon(), now_plus_span));
 }
 
+Status Tier::open() {
+  // A lowered horizon is stored before anything is pushed below the old one: the stored horizon
+  // must stay a lower bound of every disk-only key, which is what the next open reads from.
+  if (!(horizon_ < store_.stored_horizon())) return Status();
+  FarBatch lowered;
+  lowered.horizon = horizon_;
+  Result<uint64_t> w = store_.write({}, lowered, Stats());
+  if (!w) return w.status();
+  return shards_.store()->wait_durable(*w);
+}
+
 void Tier::set_horizon(const FarKey& k) {
   horizon_ = k;
   horizon_ns_.store(ns(k.due), std::memory_order_release);

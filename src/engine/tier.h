@@ -34,6 +34,8 @@ class Tier {
   Tier(FarStore& store, Shards& shards);
   Tier(const Tier&) = delete;
   Tier& operator=(const Tier&) = delete;
+  // Before the engine serves: stores the horizon if it started below the stored one.
+  Status open();
 
   FarStore& store() { return store_; }
   // Under any shard's lock.
