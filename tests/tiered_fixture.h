@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,19 +19,21 @@ using namespace std::chrono_literals;
 
 class TieredStore : public ::testing::Test {
  protected:
-  // (Re)opens q_, the store under test.
-  void open(Duration horizon = 1min) {
+  // (Re)opens q_, the store under test (nullopt: the horizon it was last opened with).
+  void open(std::optional<Duration> horizon = 1min, bool read_only = false) {
     q_.reset();
-    auto q = open_named("store", horizon);
+    auto q = open_named("store", horizon, Sync::none, read_only);
     ASSERT_TRUE(q.ok()) << q.status().to_string();
     q_ = std::move(q).value();
   }
   // A store in `name` under the test's directory, on the test's clock.
-  Result<std::unique_ptr<Engine>> open_named(const std::string& name, Duration horizon,
-                                             Sync sync = Sync::none) {
+  Result<std::unique_ptr<Engine>> open_named(const std::string& name,
+                                             std::optional<Duration> horizon,
+                                             Sync sync = Sync::none, bool read_only = false) {
     StoreOptions o;
     o.dir = dir_.path() + "/" + name;
     o.sync = sync;
+    o.read_only = read_only;
     o.horizon = horizon;
     o.engine.clock = &clock_;
     o.engine.seed = 7;

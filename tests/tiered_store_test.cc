@@ -111,6 +111,45 @@ TEST_F(TieredStore, TheHorizonMayChangeBetweenOpens) {
   EXPECT_EQ(drain(), (std::vector<std::string>{"far-1", "far-2", "far-3", "far-4"}));
 }
 
+// Opened without a horizon (as the CLI and delayqd do), a store keeps the one it was last opened
+// with: far jobs stay on disk and far pushes go there.
+TEST_F(TieredStore, AnOpenWithoutAHorizonKeepsTheStoredOne) {
+  open(1min);
+  push("far-1", 2h);
+  open(std::nullopt);
+  EXPECT_EQ(in_memory(), 0u);
+  push("far-2", 2h);
+  EXPECT_EQ(in_memory(), 0u);
+  EXPECT_EQ(engine::tier_view(*q_).horizon->due, clock_.now() + 1min);
+  open(Duration::max());  // explicitly every job in memory: kept too
+  EXPECT_EQ(in_memory(), 2u);
+  open(std::nullopt);
+  push("far-3", 3h);
+  EXPECT_EQ(in_memory(), 3u);
+}
+
+// A read-only open of a store with a disk tier reads only what falls within the horizon; disk
+// jobs are still found and counted, and the calls change only that view.
+TEST_F(TieredStore, AReadOnlyOpenLoadsOnlyTheHorizonAndWritesNothing) {
+  open(1min);
+  push("near", 10s);
+  for (int i = 0; i < 50; ++i) push("far-" + std::to_string(i), 2h + i * 1s);
+  open(std::nullopt, /*read_only=*/true);
+  EXPECT_EQ(in_memory(), 1u);
+  EXPECT_EQ(q_->stats().topics["t"].delayed, 51u);
+  EXPECT_EQ(q_->get("far-7")->body, "body of far-7");
+  ASSERT_TRUE(q_->cancel("far-7").ok());
+  EXPECT_TRUE(q_->get("far-7").is(Errc::not_found));
+  push("far-new", 5h);
+  clock_.advance(2h + 100s);
+  EXPECT_EQ(drain().size(), 50u);  // near, and far-0 to far-49 but far-7
+  open(std::nullopt);              // the store as it was, every job overdue now
+  EXPECT_EQ(in_memory(), 51u);
+  EXPECT_EQ(q_->get("far-7")->state, JobState::ready);
+  EXPECT_TRUE(q_->get("far-new").is(Errc::not_found));
+  EXPECT_EQ(q_->stats().pushed, 51u);
+}
+
 TEST_F(TieredStore, AHorizonBelowOneMillisecondIsRefused) {
   StoreOptions o;
   o.dir = dir_.path() + "/store";

@@ -9,6 +9,7 @@ namespace {
 
 constexpr uint8_t kHorizonVersion = 1;
 constexpr uint8_t kCountVersion = 1;
+constexpr uint8_t kSpanVersion = 1;  // the same layout as a count's
 
 void put_be(std::string& out, uint64_t v) {
   for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -58,6 +59,20 @@ Result<engine::FarKey> decode_horizon(std::string_view bytes) {
     return Status(Errc::corrupt,
                   "the horizon in family 'meta' is unreadable (bytes: " + hex(bytes) + ")");
   return *decode_far_key(bytes.substr(1));
+}
+
+std::string encode_span(Duration span) {
+  std::string out = encode_count(static_cast<uint64_t>(span.count()));
+  out[0] = static_cast<char>(kSpanVersion);
+  return out;
+}
+
+Result<Duration> decode_span(std::string_view bytes) {
+  Result<uint64_t> n = decode_count(bytes);
+  if (!n || static_cast<uint8_t>(bytes[0]) != kSpanVersion || static_cast<int64_t>(*n) <= 0)
+    return Status(Errc::corrupt, "the horizon span in family 'meta' is unreadable (bytes: " +
+                                     hex(bytes.substr(0, 32)) + ")");
+  return Duration(static_cast<int64_t>(*n));
 }
 
 std::string far_count_key(std::string_view topic) {

@@ -7,6 +7,7 @@
 //   family "ids"   key = the job's id            value = far_key() of its job
 //   family "meta"  "horizon"                     value = encode_horizon(FarKey)
 //                  "far-count/" + topic          value = encode_count(n)
+//                  "horizon-span"                value = encode_span(StoreOptions::horizon)
 #pragma once
 
 #include <cstddef>
@@ -24,6 +25,7 @@ inline constexpr char kFarFamily[] = "far";
 inline constexpr char kIdsFamily[] = "ids";
 inline constexpr char kHorizonKey[] = "horizon";
 inline constexpr char kFarCountPrefix[] = "far-count/";
+inline constexpr char kHorizonSpanKey[] = "horizon-span";
 
 inline constexpr size_t kFarKeySize = 16;
 // Big-endian, so that RocksDB's byte order is (due, seq) order. Dues of disk-only jobs are never
@@ -39,6 +41,11 @@ Result<engine::JobRecord> decode_far_record(std::string_view key, std::string_vi
 // meta/horizon: u8 version (1), then far_key(). Errors: corrupt.
 std::string encode_horizon(const engine::FarKey& k);
 Result<engine::FarKey> decode_horizon(std::string_view bytes);
+
+// meta/horizon-span: the StoreOptions::horizon the store was last opened with, for opens that
+// leave it unset: u8 version (1), i64 nanoseconds little-endian. Errors: corrupt.
+std::string encode_span(Duration span);
+Result<Duration> decode_span(std::string_view bytes);
 
 // meta/far-count/<topic>: u8 version (1), u64 little-endian. Errors: corrupt.
 std::string far_count_key(std::string_view topic);

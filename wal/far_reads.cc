@@ -83,6 +83,24 @@ Result<engine::FarKey> read_horizon(Database& d) {
   return k;
 }
 
+Result<std::optional<Duration>> read_horizon_span(Database& d) {
+  std::string value;
+  rocksdb::Status s = d.db().Get(rocksdb::ReadOptions(), d.meta(), kHorizonSpanKey, &value);
+  if (s.IsNotFound()) return std::optional<Duration>();
+  if (!s.ok()) return from_rocksdb(s, d.dir(), "reading the horizon span");
+  Result<Duration> span = decode_span(value);
+  if (!span) return store_damage(d, span.status());
+  return std::optional<Duration>(*span);
+}
+
+Status write_horizon_span(Database& d, Duration span) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::Status s = d.db().Put(wo, d.meta(), kHorizonSpanKey, encode_span(span));
+  if (!s.ok()) return from_rocksdb(s, d.dir(), "writing the horizon span");
+  return Status();
+}
+
 Result<engine::TopicCounts> read_far_counts(Database& d) {
   engine::TopicCounts out;
   const std::string lower = kFarCountPrefix;

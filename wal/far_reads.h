@@ -24,8 +24,12 @@ Result<std::optional<engine::JobRecord>> find_far(Database& d, std::string_view 
 Status scan_far(Database& d, const engine::FarKey& from, const engine::FarKey& below,
                 const std::function<bool(engine::JobRecord&&)>& fn);
 
-// meta/horizon ({} when absent) and meta/far-count/* as stored. Errors: corrupt, io_error.
+// meta/horizon ({} when absent), meta/horizon-span (nullopt when absent) and meta/far-count/*
+// as stored. Errors: corrupt, io_error.
 Result<engine::FarKey> read_horizon(Database& d);
+Result<std::optional<Duration>> read_horizon_span(Database& d);
 Result<engine::TopicCounts> read_far_counts(Database& d);
+// Stores meta/horizon-span, synced. Errors: io_error.
+Status write_horizon_span(Database& d, Duration span);
 
 }  // namespace delayq::wal

@@ -222,6 +222,16 @@ Result<engine::FarKey> Journal::horizon() {
   return read_horizon(*impl_->database);
 }
 
+Result<std::optional<Duration>> Journal::horizon_span() {
+  return read_horizon_span(*impl_->database);
+}
+
+Status Journal::store_horizon_span(Duration span) {
+  if (!impl_->pipeline)
+    return Status(Errc::invalid_state, "store " + impl_->dir() + " is open read-only; write refused");
+  return write_horizon_span(*impl_->database, span);
+}
+
 Result<engine::TopicCounts> Journal::far_counts() {
   Result<engine::TopicCounts> c = read_far_counts(*impl_->database);
   if (c && impl_->pipeline) impl_->pipeline->set_counts(*c);

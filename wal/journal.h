@@ -115,6 +115,11 @@ class Journal {
   // As stored; read once at open. far_counts() also gives the pipeline the counts it keeps.
   Result<engine::FarKey> horizon();
   Result<engine::TopicCounts> far_counts();
+  // StoreOptions::horizon as the store was last opened with it (nullopt: never stored), and
+  // storing it (at open, before the engine writes). Errors: corrupt, io_error, invalid_state
+  // (read-only).
+  Result<std::optional<Duration>> horizon_span();
+  Status store_horizon_span(Duration span);
 
  private:
   struct Impl;

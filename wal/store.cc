@@ -13,15 +13,21 @@ namespace delayq {
 namespace {
 
 // The engine's store: the journal. With a disk tier (docs/tiered-store.md) it is the engine's
-// FarStore too.
+// FarStore too. Read-only (only with a disk tier: without one a read-only engine has no store),
+// it writes nothing: the calls change the engine's view, and the disk tier's changes stay in the
+// engine's overlays, their batches never written.
 class JournalSink final : public engine::Persistence, public engine::FarStore {
  public:
-  JournalSink(std::shared_ptr<wal::Journal> journal, const engine::Counters& recorded)
-      : journal_(std::move(journal)), recorded_(recorded) {}
+  JournalSink(std::shared_ptr<wal::Journal> journal, const engine::Counters& recorded,
+              bool read_only)
+      : journal_(std::move(journal)), recorded_(recorded), read_only_(read_only) {}
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const Stats& totals) override {
+    if (read_only_) return ++view_tickets_;
     return journal_->append(changes, totals, counters_now());
   }
-  Status wait_durable(uint64_t ticket) override { return journal_->sync_to(ticket); }
+  Status wait_durable(uint64_t ticket) override {
+    return read_only_ ? Status() : journal_->sync_to(ticket);
+  }
   engine::Counters recorded_counters() override { return recorded_; }
   void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id,
              const std::atomic<uint64_t>* seqs) override {
@@ -44,9 +50,12 @@ class JournalSink final : public engine::Persistence, public engine::FarStore {
   const engine::TopicCounts& stored_counts() const override { return counts_; }
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const engine::FarBatch& far,
                          const Stats& totals) override {
+    if (read_only_) return ++view_tickets_;
     return journal_->append(changes, totals, counters_now(), far);
   }
-  bool written(uint64_t ticket) const override { return journal_->written() >= ticket; }
+  bool written(uint64_t ticket) const override {
+    return !read_only_ && journal_->written() >= ticket;
+  }
   Result<std::optional<engine::JobRecord>> find(std::string_view id) override {
     return journal_->find_far(id);
   }
@@ -65,6 +74,8 @@ class JournalSink final : public engine::Persistence, public engine::FarStore {
 
   std::shared_ptr<wal::Journal> journal_;
   engine::Counters recorded_;
+  const bool read_only_;
+  std::atomic<uint64_t> view_tickets_{0};  // read-only: the tickets of writes never made
   const std::atomic<uint64_t>* fences_ = nullptr;
   const std::atomic<uint64_t>* next_id_ = nullptr;
   const std::atomic<uint64_t>* seqs_ = nullptr;
@@ -73,6 +84,22 @@ class JournalSink final : public engine::Persistence, public engine::FarStore {
   engine::FarKey horizon_;
   engine::TopicCounts counts_;
 };
+
+// The disk tier's stored state, and its horizon: the options', stored for the next open that
+// leaves it unset, or as stored.
+Status give_tier(wal::Journal& journal, const StoreOptions& o, JournalSink& sink) {
+  Result<std::optional<Duration>> stored = journal.horizon_span();
+  if (!stored) return stored.status();
+  if (o.horizon && *stored != o.horizon && !o.read_only)
+    if (Status st = journal.store_horizon_span(*o.horizon); !st.ok()) return st;
+  Result<engine::FarKey> horizon = journal.horizon();
+  if (!horizon) return horizon.status();
+  Result<engine::TopicCounts> counts = journal.far_counts();
+  if (!counts) return counts.status();
+  sink.give_tier(o.horizon.value_or(stored->value_or(Duration::max())), *horizon,
+                 std::move(counts).value());
+  return Status();
+}
 
 }  // namespace
 
@@ -124,17 +151,17 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
     return Status(Errc::invalid_argument,
                   "store options: sync_interval must be positive with Sync::" +
                       std::string(to_string(o.sync)));
-  if (o.horizon < std::chrono::milliseconds(1))
+  if (o.horizon && *o.horizon < std::chrono::milliseconds(1))
     return Status(Errc::invalid_argument,
                   "store options: horizon must be at least 1 ms (Duration::max(): every job in "
-                  "memory), got " + std::to_string(o.horizon.count()) + " ns");
+                  "memory), got " + std::to_string(o.horizon->count()) + " ns");
   wal::JournalOptions jo;
   jo.sync = {.mode = o.sync, .batch_ops = o.sync_batch_ops, .interval = o.sync_interval};
   jo.env = env;
   jo.tune = tune;
   jo.read_only = o.read_only;
   jo.tolerant = o.tolerant;
-  jo.tiered = o.horizon != Duration::max();
+  jo.tiered = o.horizon && *o.horizon != Duration::max();
   jo.on_skip = o.on_skip;
   if (!jo.on_skip)
     jo.on_skip = [](const std::string& why) {
@@ -143,29 +170,16 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   Result<std::unique_ptr<wal::Journal>> opened = wal::Journal::open(o.dir, jo);
   if (!opened) return opened.status();
   std::shared_ptr<wal::Journal> journal = std::move(opened).value();
-  // Read-only, nothing can move between the tiers: every job is read, disk-only ones too.
-  const engine::RecordSource records = [&journal, &o](const auto& fn) {
-    Status st = journal->scan(fn);
-    if (!st.ok() || !o.read_only) return st;
-    Status read = journal->scan_far({}, {TimePoint::max(), UINT64_MAX}, [&](engine::JobRecord&& r) {
-      st = fn(std::move(r));
-      return st.ok();
-    });
-    return read.ok() ? st : read;
-  };
+  const engine::RecordSource records = [&journal](const auto& fn) { return journal->scan(fn); };
   Result<Stats> totals = journal->totals();
   if (!totals) return totals.status();
   Result<engine::Counters> counters = journal->counters();
   if (!counters) return counters.status();
   std::unique_ptr<JournalSink> sink;
-  if (!o.read_only) sink = std::make_unique<JournalSink>(journal, *counters);
-  if (sink && journal->tiered()) {
-    Result<engine::FarKey> horizon = journal->horizon();
-    if (!horizon) return horizon.status();
-    Result<engine::TopicCounts> counts = journal->far_counts();
-    if (!counts) return counts.status();
-    sink->give_tier(o.horizon, *horizon, std::move(counts).value());
-  }
+  if (!o.read_only || journal->tiered())
+    sink = std::make_unique<JournalSink>(journal, *counters, o.read_only);
+  if (journal->tiered())
+    if (Status st = give_tier(*journal, o, *sink); !st.ok()) return st;
   // The engine's refusals of records (Core::restore) do not know the directory: add it.
   const std::string where = "store " + o.dir + ": ";
   engine::SkipReport skip;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -66,8 +67,11 @@ struct StoreOptions {
   // The disk tier (docs/tiered-store.md): jobs due further ahead than this live only on disk,
   // and are loaded into memory before they fall due (the horizon is kept between half this and
   // this far ahead of now), so that memory and the work of an open grow with the jobs due within
-  // it, not with all of them. At least 1 ms. Duration::max(): every job in memory, as before.
-  Duration horizon = Duration::max();
+  // it, not with all of them. At least 1 ms; Duration::max(): every job in memory. The store
+  // keeps what it was opened with: unset, it is as the store was last opened (a store never
+  // opened with a horizon keeps every job in memory), so that a tool opening it (the CLI,
+  // delayqd) does not load every job by leaving it out.
+  std::optional<Duration> horizon;
   EngineOptions engine;
 };
 
