@@ -38,6 +38,7 @@ class TieredStore : public ::testing::Test {
     o.engine.clock = &clock_;
     o.engine.seed = 7;
     o.engine.shards = shards_;
+    o.memory_jobs = memory_jobs_;
     return open_store(o);
   }
   void push(const std::string& id, Duration delay, const std::string& topic = "t") {
@@ -60,6 +61,7 @@ class TieredStore : public ::testing::Test {
 
   testutil::TempDir dir_;
   size_t shards_ = 1;
+  uint64_t memory_jobs_ = 0;
   ManualClock clock_;
   std::unique_ptr<Engine> q_;
 };

@@ -3,6 +3,7 @@
 // and in due order with the near ones; an open loads only what falls within the horizon.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,28 @@ TEST_F(TieredStore, AReadOnlyOpenLoadsOnlyTheHorizonAndWritesNothing) {
   EXPECT_EQ(q_->get("far-7")->state, JobState::ready);
   EXPECT_TRUE(q_->get("far-new").is(Errc::not_found));
   EXPECT_EQ(q_->stats().pushed, 51u);
+}
+
+// A memory budget holds back what a refill loads ahead of time, but never what falls due within
+// the minimum lead (an eighth of the horizon, refilled up to a quarter): lateness wins.
+TEST_F(TieredStore, AMemoryBudgetHoldsRefillsBackButNotPastTheMinimumLead) {
+  memory_jobs_ = 50;
+  open(80min);
+  const TimePoint t0 = clock_.now();
+  // A burst of 1000 jobs, due in [t0 + 100 min, t0 + 110 min): on disk.
+  for (int i = 0; i < 1000; ++i) push("b" + std::to_string(1000 + i), 100min + i * 600ms);
+  EXPECT_EQ(in_memory(), 0u);
+  clock_.set(t0 + 45min);  // the refill's first step would load them all: the budget, 50
+  EXPECT_TRUE(drain().empty());
+  EXPECT_EQ(in_memory(), 50u);
+  clock_.set(t0 + 89min);
+  EXPECT_EQ(in_memory(), 50u) << "loaded ahead of time beyond the budget";
+  clock_.set(t0 + 95min);  // within the minimum lead of the horizon: every job due by 115 min
+  EXPECT_EQ(in_memory(), 1000u);
+  clock_.set(t0 + 110min);
+  std::vector<std::string> got = drain();
+  ASSERT_EQ(got.size(), 1000u);
+  EXPECT_TRUE(std::is_sorted(got.begin(), got.end())) << "not in due order";
 }
 
 TEST_F(TieredStore, AHorizonBelowOneMillisecondIsRefused) {

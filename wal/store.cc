@@ -39,13 +39,16 @@ class JournalSink final : public engine::Persistence, public engine::FarStore {
 
   // The disk tier, once its stored state is read (give_tier()).
   engine::FarStore* far() override { return tiered_ ? this : nullptr; }
-  void give_tier(Duration span, const engine::FarKey& horizon, engine::TopicCounts counts) {
+  void give_tier(Duration span, uint64_t budget, const engine::FarKey& horizon,
+                 engine::TopicCounts counts) {
     tiered_ = true;
     span_ = span;
+    budget_ = budget;
     horizon_ = horizon;
     counts_ = std::move(counts);
   }
   Duration horizon_span() const override { return span_; }
+  uint64_t memory_budget() const override { return budget_; }
   engine::FarKey stored_horizon() const override { return horizon_; }
   const engine::TopicCounts& stored_counts() const override { return counts_; }
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const engine::FarBatch& far,
@@ -81,6 +84,7 @@ class JournalSink final : public engine::Persistence, public engine::FarStore {
   const std::atomic<uint64_t>* seqs_ = nullptr;
   bool tiered_ = false;
   Duration span_ = Duration::max();
+  uint64_t budget_ = 0;
   engine::FarKey horizon_;
   engine::TopicCounts counts_;
 };
@@ -96,7 +100,7 @@ Status give_tier(wal::Journal& journal, const StoreOptions& o, JournalSink& sink
   if (!horizon) return horizon.status();
   Result<engine::TopicCounts> counts = journal.far_counts();
   if (!counts) return counts.status();
-  sink.give_tier(o.horizon.value_or(stored->value_or(Duration::max())), *horizon,
+  sink.give_tier(o.horizon.value_or(stored->value_or(Duration::max())), o.memory_jobs, *horizon,
                  std::move(counts).value());
   return Status();
 }

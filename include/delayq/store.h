@@ -72,6 +72,11 @@ struct StoreOptions {
   // opened with a horizon keeps every job in memory), so that a tool opening it (the CLI,
   // delayqd) does not load every job by leaving it out.
   std::optional<Duration> horizon;
+  // With a horizon: a memory budget, in jobs (0: none). Once memory holds this many, the horizon
+  // is kept only an eighth of `horizon` ahead of now (refilled up to a quarter), so that most new
+  // jobs go to disk; never less, whatever it holds: jobs due that soon are in memory, so that
+  // none is late for the budget. Reserved, dead and retried jobs count, and stay in memory.
+  uint64_t memory_jobs = 0;
   EngineOptions engine;
 };
 

@@ -58,6 +58,9 @@ class FarStore {
   // How far ahead of now the engine keeps the horizon (StoreOptions::horizon; Duration::max():
   // every job in memory).
   virtual Duration horizon_span() const = 0;
+  // StoreOptions::memory_jobs: the refill stops adding to memory once it holds this many jobs
+  // (0: no cap), down to a minimum lead (tier.h).
+  virtual uint64_t memory_budget() const { return 0; }
   // As stored at open: a lower bound of every disk-only key, and the disk-only jobs per topic.
   virtual FarKey stored_horizon() const = 0;
   virtual const TopicCounts& stored_counts() const = 0;

@@ -25,7 +25,11 @@ bool by_key(const JobRecord& a, const JobRecord& b) {
 }  // namespace
 
 Tier::Tier(FarStore& store, Shards& shards)
-    : store_(store), shards_(shards), span_(store.horizon_span()) {
+    : store_(store),
+      shards_(shards),
+      span_(store.horizon_span()),
+      budget_(span_ == Duration::max() ? 0 : store.memory_budget()),
+      min_lead_(span_ / kMinLeadDivisor) {
   // Every disk-only key is at or above the stored horizon, so any horizon below it is a true one
   // too. A store last opened with a longer span (or none: Duration::max()) stored a horizon far
   // ahead; starting from now + span instead lets the pushes beyond that go to disk again (the
@@ -45,14 +49,23 @@ Status Tier::open() {
   return shards_.store()->wait_durable(*w);
 }
 
-void Tier::set_horizon(const FarKey& k) {
+void Tier::set_horizon(const FarKey& k, bool limited) {
   horizon_ = k;
   horizon_ns_.store(ns(k.due), std::memory_order_release);
-  // Refill once less than half the span is left; never again once the horizon is the end of time
-  // (a span of Duration::max(): every job in memory).
+  // Refill once less than half the span is left (held by the budget: less than the minimum
+  // lead); never again once the horizon is the end of time (a span of Duration::max(): every
+  // job in memory).
+  const int64_t lead = limited ? min_lead_.count() : span_.count() / 2;
   const int64_t at = k.due == TimePoint::max() ? std::numeric_limits<int64_t>::max()
-                                               : ns(k.due) - span_.count() / 2;
+                                               : ns(k.due) - lead;
   refill_at_ns_.store(at, std::memory_order_release);
+}
+
+bool Tier::over_budget() const {
+  if (budget_ == 0) return false;
+  uint64_t n = 0;
+  for (const auto& s : shards_.all()) n += s->core.jobs();
+  return n >= budget_;
 }
 
 bool Tier::refill_due() const {
@@ -97,9 +110,10 @@ Status Tier::step() {
   std::vector<std::unique_lock<std::mutex>> locks;
   for (const auto& s : shards_.all()) locks.emplace_back(s->mu);
   const TimePoint now = shards_.clock().now();
-  const FarKey limit{rules::plus(now, span_), 0};
+  const bool limited = over_budget();
+  const FarKey limit{rules::plus(now, limited ? 2 * min_lead_ : span_), 0};
   if (!(horizon_ < limit)) {
-    set_horizon(horizon_);
+    set_horizon(horizon_, limited);
     return Status();
   }
   std::vector<JobRecord> pending;
@@ -122,10 +136,17 @@ Status Tier::step() {
   std::merge(std::make_move_iterator(pending.begin()), std::make_move_iterator(pending.end()),
              std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
              std::back_inserter(taken), by_key);
+  // At most a step, and, with a budget not yet reached, at most what it has room for (but one).
+  size_t room = kStep;
+  if (budget_ != 0 && !limited) {
+    uint64_t n = 0;
+    for (const auto& s : shards_.all()) n += s->core.jobs();
+    room = static_cast<size_t>(std::clamp<uint64_t>(budget_ - n, 1, kStep));
+  }
   FarKey next = limit;
-  if (taken.size() > kStep) {
-    next = far_key(taken[kStep]);
-    taken.resize(kStep);
+  if (taken.size() > room) {
+    next = far_key(taken[room]);
+    taken.resize(room);
   }
 
   std::vector<Change> puts;
@@ -135,7 +156,7 @@ Status Tier::step() {
     moved.changes.push_back(FarChange{false, r});
     if (Status st = shards_.of(r.id).core.restore(std::move(r), now); !st.ok()) return st;
   }
-  set_horizon(next);
+  set_horizon(next, limited || (budget_ != 0 && next < limit));
   std::optional<uint64_t> ticket;
   if (!moved.changes.empty()) {
     moved.horizon = next;

@@ -28,6 +28,10 @@ class Tier {
  public:
   // Disk-only jobs loaded per refill step (one batch, every shard locked meanwhile).
   static constexpr size_t kStep = 1024;
+  // With a memory budget (FarStore::memory_budget()), once memory holds that many jobs the
+  // horizon is kept only this share of the span ahead of now (refilling when less is left, up to
+  // twice it): never less, whatever the budget, so that no job is late for it.
+  static constexpr int kMinLeadDivisor = 8;
 
   // Starts at the stored horizon (or now + span, if that is lower); the first call's
   // keep_ahead() refills up to now + span.
@@ -66,12 +70,17 @@ class Tier {
  private:
   // One refill step, under every shard's lock.
   Status step();
-  void set_horizon(const FarKey& k);
+  // `limited`: the memory budget holds the horizon at the minimum lead.
+  void set_horizon(const FarKey& k, bool limited = false);
   bool refill_due() const;
+  // Under every shard's lock: jobs in memory, and whether they reach the budget.
+  bool over_budget() const;
 
   FarStore& store_;
   Shards& shards_;
   const Duration span_;
+  const uint64_t budget_;
+  const Duration min_lead_;
   std::mutex refill_mu_;  // one refiller at a time
   FarKey horizon_;        // written under every shard's lock, read under any
   std::atomic<int64_t> horizon_ns_{0};
