@@ -57,19 +57,23 @@ Result<std::optional<engine::JobRecord>> find_far(Database& d, std::string_view 
   if (s.IsNotFound()) return damaged("which holds no record");
   if (!s.ok()) return from_rocksdb(s, d.dir(), "reading family 'far'");
   Result<engine::JobRecord> r = decode_far_record(key, value);
-  if (!r) return store_damage(d, r.status());
+  if (!r) return damaged("whose record does not decode: " + r.status().message());
   if (r->id != id) return damaged("whose record is job '" + r->id + "'");
   return std::optional<engine::JobRecord>(std::move(r).value());
 }
 
 Status scan_far(Database& d, const engine::FarKey& from, const engine::FarKey& below,
-                const std::function<bool(engine::JobRecord&&)>& fn) {
+                const std::function<bool(engine::JobRecord&&)>& fn,
+                const std::function<Status(const Status&)>& on_damage) {
   if (d.far() == nullptr || !(from < below)) return Status();
   return for_each_in(d, d.far(), far_key(from), far_key(below), "scanning family 'far'",
                      [&](std::string_view k, std::string_view v) -> Result<bool> {
                        Result<engine::JobRecord> r = decode_far_record(k, v);
-                       if (!r) return store_damage(d, r.status());
-                       return fn(std::move(r).value());
+                       if (r) return fn(std::move(r).value());
+                       const Status damage = store_damage(d, r.status());
+                       if (!on_damage) return damage;
+                       if (Status st = on_damage(damage); !st.ok()) return st;
+                       return true;
                      });
 }
 

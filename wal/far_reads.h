@@ -20,9 +20,11 @@ Result<std::optional<engine::JobRecord>> find_far(Database& d, std::string_view 
 
 // fn for each record of "far" keyed in [from, below), in key order, until fn returns false. The
 // iterator's lower bound is `from`: the tombstones refills leave below the horizon are never
-// walked. Errors: corrupt (a key or record that does not decode), io_error.
+// walked. A key or record that does not decode is given to `on_damage` (if set): the scan goes
+// on past it if that returns ok. Errors: corrupt (the damage, or on_damage's), io_error.
 Status scan_far(Database& d, const engine::FarKey& from, const engine::FarKey& below,
-                const std::function<bool(engine::JobRecord&&)>& fn);
+                const std::function<bool(engine::JobRecord&&)>& fn,
+                const std::function<Status(const Status&)>& on_damage = {});
 
 // meta/horizon ({} when absent), meta/horizon-span (nullopt when absent) and meta/far-count/*
 // as stored. Errors: corrupt, io_error.

@@ -110,9 +110,12 @@ struct Journal::Impl {
   // Damage found in the store (`msg`): corrupt, or with tolerant reported (with what follows
   // from it, `consequence`) and passed over.
   Status damaged(const std::string& msg, const std::string& consequence = {}) {
-    const std::string where = "store " + dir() + ": " + msg;
-    if (!options.tolerant) return Status(Errc::corrupt, where);
-    if (options.on_skip) options.on_skip(where + consequence);
+    return damaged_as_said("store " + dir() + ": " + msg, consequence);
+  }
+  // The same for a message that names the store already.
+  Status damaged_as_said(const std::string& msg, const std::string& consequence) {
+    if (!options.tolerant) return Status(Errc::corrupt, msg);
+    if (options.on_skip) options.on_skip(msg + consequence);
     return Status();
   }
 
@@ -210,12 +213,20 @@ uint64_t Journal::written() const {
 }
 
 Result<std::optional<engine::JobRecord>> Journal::find_far(std::string_view id) {
-  return wal::find_far(*impl_->database, id);
+  Result<std::optional<engine::JobRecord>> r = wal::find_far(*impl_->database, id);
+  if (!r.is(Errc::corrupt)) return r;
+  // Tolerant: the damage is reported, and the job taken as not there.
+  if (Status st = impl_->damaged_as_said(r.status().message(), " (the job is taken as gone)");
+      !st.ok())
+    return st;
+  return std::optional<engine::JobRecord>();
 }
 
 Status Journal::scan_far(const engine::FarKey& from, const engine::FarKey& below,
                          const std::function<bool(engine::JobRecord&&)>& fn) {
-  return wal::scan_far(*impl_->database, from, below, fn);
+  return wal::scan_far(*impl_->database, from, below, fn, [this](const Status& damage) {
+    return impl_->damaged_as_said(damage.message(), " (the job is skipped)");
+  });
 }
 
 Result<engine::FarKey> Journal::horizon() {

@@ -187,7 +187,8 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   // The engine's refusals of records (Core::restore) do not know the directory: add it.
   const std::string where = "store " + o.dir + ": ";
   engine::SkipReport skip;
-  if (o.tolerant) skip = [&](const std::string& why) { jo.on_skip(where + why); };
+  // By value: the disk tier reports what its refills skip long after the open.
+  if (o.tolerant) skip = [on_skip = jo.on_skip, where](const std::string& why) { on_skip(where + why); };
   auto q = engine::open_engine(o.engine, std::move(sink), records, *totals, skip);
   if (q.is(Errc::corrupt)) return Status(Errc::corrupt, where + q.status().message());
   return q;

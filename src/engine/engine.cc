@@ -72,7 +72,7 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
   // A store with a disk tier: jobs beyond the horizon stay on disk; start() loads what falls
   // within it.
   if (FarStore* far = shards.store() ? shards.store()->far() : nullptr) {
-    shards.set_tier(std::make_unique<Tier>(*far, shards));
+    shards.set_tier(std::make_unique<Tier>(*far, shards, skip));
     if (Status st = shards.tier()->open(); !st.ok()) return st;
   }
   CoreOptions co;

@@ -24,9 +24,10 @@ bool by_key(const JobRecord& a, const JobRecord& b) {
 
 }  // namespace
 
-Tier::Tier(FarStore& store, Shards& shards)
+Tier::Tier(FarStore& store, Shards& shards, SkipReport skip)
     : store_(store),
       shards_(shards),
+      skip_(std::move(skip)),
       span_(store.horizon_span()),
       budget_(span_ == Duration::max() ? 0 : store.memory_budget()),
       min_lead_(span_ / kMinLeadDivisor) {
@@ -152,9 +153,15 @@ Status Tier::step() {
   std::vector<Change> puts;
   FarBatch moved;
   for (JobRecord& r : taken) {
-    puts.push_back(Change{r.seq, r});
-    moved.changes.push_back(FarChange{false, r});
-    if (Status st = shards_.of(r.id).core.restore(std::move(r), now); !st.ok()) return st;
+    FarChange removal{false, r};
+    JobRecord copy = r;
+    if (Status st = shards_.of(r.id).core.restore(std::move(r), now); st.ok())
+      puts.push_back(Change{copy.seq, std::move(copy)});
+    else if (skip_ && st.is(Errc::corrupt))
+      skip_(st.message() + " (dropped from the disk tier)");
+    else
+      return st;
+    moved.changes.push_back(std::move(removal));
   }
   set_horizon(next, limited || (budget_ != 0 && next < limit));
   std::optional<uint64_t> ticket;

@@ -19,6 +19,7 @@
 #include "engine/core.h"
 #include "engine/far.h"
 #include "engine/far_shard.h"
+#include "engine/open.h"
 
 namespace delayq::engine {
 
@@ -34,8 +35,10 @@ class Tier {
   static constexpr int kMinLeadDivisor = 8;
 
   // Starts at the stored horizon (or now + span, if that is lower); the first call's
-  // keep_ahead() refills up to now + span.
-  Tier(FarStore& store, Shards& shards);
+  // keep_ahead() refills up to now + span. `skip` (StoreOptions::tolerant): a disk record that
+  // Core::restore refuses is reported to it and dropped from the disk, instead of stopping the
+  // engine.
+  Tier(FarStore& store, Shards& shards, SkipReport skip = {});
   Tier(const Tier&) = delete;
   Tier& operator=(const Tier&) = delete;
   // Before the engine serves: stores the horizon if it started below the stored one.
@@ -78,6 +81,7 @@ class Tier {
 
   FarStore& store_;
   Shards& shards_;
+  const SkipReport skip_;
   const Duration span_;
   const uint64_t budget_;
   const Duration min_lead_;
