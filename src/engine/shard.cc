@@ -34,7 +34,8 @@ Status Shards::advance_all() {
 }
 
 TimePoint Shards::lock_at_now(std::unique_lock<std::mutex>& lock) {
-  for (;;) {
+  // A closed queue loads nothing more (stats() answers as it was when it closed).
+  for (; !waiting_.closed();) {
     // A failed refill stops the engine; the call goes on and meets the stop (every write fails).
     if (!tier_->keep_ahead().ok()) break;
     lock.lock();
