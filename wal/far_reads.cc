@@ -77,6 +77,12 @@ Status scan_far(Database& d, const engine::FarKey& from, const engine::FarKey& b
                      });
 }
 
+void prefetch_far(Database& d, const engine::FarKey& from, const engine::FarKey& below, size_t n) {
+  if (d.far() == nullptr || !(from < below)) return;
+  (void)for_each_in(d, d.far(), far_key(from), far_key(below), "reading family 'far'",
+                    [&n](std::string_view, std::string_view) -> Result<bool> { return --n > 0; });
+}
+
 Result<engine::FarKey> read_horizon(Database& d) {
   std::string value;
   rocksdb::Status s = d.db().Get(rocksdb::ReadOptions(), d.meta(), kHorizonKey, &value);

@@ -26,6 +26,10 @@ Status scan_far(Database& d, const engine::FarKey& from, const engine::FarKey& b
                 const std::function<bool(engine::JobRecord&&)>& fn,
                 const std::function<Status(const Status&)>& on_damage = {});
 
+// Reads the first n records of "far" keyed in [from, below) without decoding them (into RocksDB's
+// block cache, for a scan that follows).
+void prefetch_far(Database& d, const engine::FarKey& from, const engine::FarKey& below, size_t n);
+
 // meta/horizon ({} when absent), meta/horizon-span (nullopt when absent) and meta/far-count/*
 // as stored. Errors: corrupt, io_error.
 Result<engine::FarKey> read_horizon(Database& d);

@@ -229,6 +229,10 @@ Status Journal::scan_far(const engine::FarKey& from, const engine::FarKey& below
   });
 }
 
+void Journal::prefetch_far(const engine::FarKey& from, const engine::FarKey& below, size_t n) {
+  wal::prefetch_far(*impl_->database, from, below, n);
+}
+
 Result<engine::FarKey> Journal::horizon() {
   return read_horizon(*impl_->database);
 }

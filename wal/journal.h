@@ -112,6 +112,7 @@ class Journal {
   Result<std::optional<engine::JobRecord>> find_far(std::string_view id);
   Status scan_far(const engine::FarKey& from, const engine::FarKey& below,
                   const std::function<bool(engine::JobRecord&&)>& fn);
+  void prefetch_far(const engine::FarKey& from, const engine::FarKey& below, size_t n);
   // As stored; read once at open. far_counts() also gives the pipeline the counts it keeps.
   Result<engine::FarKey> horizon();
   Result<engine::TopicCounts> far_counts();

@@ -66,6 +66,9 @@ class JournalSink final : public engine::Persistence, public engine::FarStore {
               const std::function<bool(engine::JobRecord&&)>& fn) override {
     return journal_->scan_far(from, below, fn);
   }
+  void prefetch(const engine::FarKey& from, const engine::FarKey& below, size_t n) override {
+    journal_->prefetch_far(from, below, n);
+  }
 
  private:
   // Read after the engine's call issued what its changes hold, so they are covered. Seqs only

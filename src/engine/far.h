@@ -78,6 +78,13 @@ class FarStore {
   // returns false. Errors: io_error, corrupt (a record that does not decode, naming it).
   virtual Status scan(const FarKey& from, const FarKey& below,
                       const std::function<bool(JobRecord&&)>& fn) = 0;
+  // Reads (without decoding) the first `n` records keyed in [from, below), so that a scan of
+  // them soon after finds them in memory. Errors are left to that scan.
+  virtual void prefetch(const FarKey& from, const FarKey& below, size_t n) {
+    (void)from;
+    (void)below;
+    (void)n;
+  }
 };
 
 }  // namespace delayq::engine

@@ -71,7 +71,8 @@ class Tier {
   Result<uint64_t> commit(FarShard& s, const Effects& fx);
 
  private:
-  // One refill step, under every shard's lock.
+  // One refill step, under every shard's lock, after reading its records without the locks.
+  Status warm_then_step();
   Status step();
   // `limited`: the memory budget holds the horizon at the minimum lead.
   void set_horizon(const FarKey& k, bool limited = false);
