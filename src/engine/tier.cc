@@ -62,11 +62,10 @@ void Tier::set_horizon(const FarKey& k, bool limited) {
   refill_at_ns_.store(at, std::memory_order_release);
 }
 
-bool Tier::over_budget() const {
-  if (budget_ == 0) return false;
+uint64_t Tier::in_memory() const {
   uint64_t n = 0;
   for (const auto& s : shards_.all()) n += s->core.jobs();
-  return n >= budget_;
+  return n;
 }
 
 bool Tier::refill_due() const {
@@ -121,7 +120,7 @@ Status Tier::step() {
   std::vector<std::unique_lock<std::mutex>> locks;
   for (const auto& s : shards_.all()) locks.emplace_back(s->mu);
   const TimePoint now = shards_.clock().now();
-  const bool limited = over_budget();
+  const bool limited = budget_ != 0 && in_memory() >= budget_;
   const FarKey limit{rules::plus(now, limited ? 2 * min_lead_ : span_), 0};
   if (!(horizon_ < limit)) {
     set_horizon(horizon_, limited);
@@ -148,12 +147,10 @@ Status Tier::step() {
              std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
              std::back_inserter(taken), by_key);
   // At most a step, and, with a budget not yet reached, at most what it has room for (but one).
-  size_t room = kStep;
-  if (budget_ != 0 && !limited) {
-    uint64_t n = 0;
-    for (const auto& s : shards_.all()) n += s->core.jobs();
-    room = static_cast<size_t>(std::clamp<uint64_t>(budget_ - n, 1, kStep));
-  }
+  const size_t room =
+      budget_ != 0 && !limited
+          ? static_cast<size_t>(std::clamp<uint64_t>(budget_ - in_memory(), 1, kStep))
+          : kStep;
   FarKey next = limit;
   if (taken.size() > room) {
     next = far_key(taken[room]);

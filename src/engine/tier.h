@@ -77,8 +77,8 @@ class Tier {
   // `limited`: the memory budget holds the horizon at the minimum lead.
   void set_horizon(const FarKey& k, bool limited = false);
   bool refill_due() const;
-  // Under every shard's lock: jobs in memory, and whether they reach the budget.
-  bool over_budget() const;
+  // Under every shard's lock: the jobs the shards hold.
+  uint64_t in_memory() const;
 
   FarStore& store_;
   Shards& shards_;
