@@ -44,6 +44,7 @@
 #include "delayq/timer_service.h"
 #include "delayq/timing_wheel.h"
 #include "redis/connection.h"
+#include "capacity.h"
 #include "report.h"
 
 namespace {
@@ -52,6 +53,7 @@ using namespace std::chrono_literals;
 using delayq::Duration;
 using Steady = std::chrono::steady_clock;
 using delayq::bench::num;
+using delayq::bench::rss_bytes;
 using delayq::bench::seconds;
 using delayq::bench::summary_json;
 
@@ -72,6 +74,7 @@ struct Args {
   double slack_us = -1;  // -1: the engine's default
   double time_limit_s = 0;  // 0: delay_max + 30 s
   uint64_t seed = 1;
+  double horizon_s = 3600;  // capacity: StoreOptions::horizon in seconds (0: none)
   std::string redis;  // redis: the server's url
   uint32_t connections = 0;  // redis: connections per client (0: consumers + producers + 1)
   uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
@@ -84,9 +87,9 @@ struct Args {
                "                    [--batch N] [--tick-ms MS] [--slack-us US] [--producers N]\n"
                "                    [--sync always|batch|periodic|none] [--dir DIR]\n"
                "                    [--sync-batch-ops N] [--sync-interval-ms MS]\n"
-               "                    [--time-limit SECONDS] [--seed N]\n"
+               "                    [--time-limit SECONDS] [--seed N] [--horizon-s S]\n"
                "                    [--redis URL] [--connections N] [--claim-batch N]  (--backend redis)\n"
-               "       workloads: W1 W2 recovery reopen redis-memory wheel-vs-zset\n";
+               "       workloads: W1 W2 recovery reopen capacity redis-memory wheel-vs-zset\n";
   std::exit(2);
 }
 
@@ -120,14 +123,17 @@ Args parse(int argc, char** argv) {
     else if (k == "--slack-us") a.slack_us = need_num(0);
     else if (k == "--time-limit") a.time_limit_s = need_num(0);
     else if (k == "--seed") a.seed = static_cast<uint64_t>(need_num(0));
+    else if (k == "--horizon-s") a.horizon_s = need_num(0);
     else if (k == "--redis") a.redis = v;
     else if (k == "--connections") a.connections = static_cast<uint32_t>(need_num(1));
     else if (k == "--claim-batch") a.claim_batch = static_cast<uint32_t>(need_num(1));
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
-      a.workload != "reopen" && a.workload != "redis-memory" && a.workload != "wheel-vs-zset")
+      a.workload != "reopen" && a.workload != "capacity" && a.workload != "redis-memory" &&
+      a.workload != "wheel-vs-zset")
     usage("unknown workload " + a.workload);
+  if (a.workload == "capacity") a.backend = "rocksdb";
   if (a.workload == "redis-memory" || a.workload == "wheel-vs-zset") a.backend = "redis";
   if (a.backend != "memory" && a.backend != "asio" && a.backend != "rocksdb" &&
       a.backend != "rocksdb-raw" && a.backend != "redis")
@@ -578,15 +584,6 @@ int run_rocksdb_raw(const Args& a) {
   return failed.load() || consumed.load() != n ? 1 : 0;
 }
 
-// Resident memory of this process, in bytes.
-uint64_t rss_bytes() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
 
 // recovery: fill a store with N pending jobs (due in an hour, 64-byte bodies) in a child
 // process, which then closes the store cleanly or is killed (SIGKILL) right after its last push;
@@ -651,6 +648,22 @@ int run_recovery(const Args& a) {
   fill_then(/*clean=*/false);
   ok = measure("kill -9") && ok;
   return ok ? 0 : 1;
+}
+
+// capacity: far-future jobs pending, with the disk tier or without (capacity.h).
+int run_capacity_of(const Args& a) {
+  delayq::bench::CapacityArgs c;
+  c.jobs = a.jobs;
+  c.dir = a.dir;
+  c.sync = delayq::parse_sync(a.sync).value();
+  c.sync_params = sync_params(a);
+  c.sync_batch_ops = a.sync_batch_ops;
+  c.sync_interval = sync_interval(a);
+  c.batch = a.batch;
+  c.shards = a.shards;
+  c.horizon_s = a.horizon_s;
+  c.seed = a.seed;
+  return delayq::bench::run_capacity(c);
 }
 
 // reopen: times open_store() of an existing --dir (for profiling recovery by itself).
@@ -892,6 +905,7 @@ int main(int argc, char** argv) {
   if (a.workload == "W2") return run_w2(a);
   if (a.workload == "recovery") return run_recovery(a);
   if (a.workload == "reopen") return run_reopen(a);
+  if (a.workload == "capacity") return run_capacity_of(a);
   if (a.workload == "redis-memory") return run_redis_memory(a);
   if (a.workload == "wheel-vs-zset") return run_wheel_vs_zset(a);
   if (a.backend == "asio") return run_w1_asio(a);

@@ -4,6 +4,9 @@
 //  - Memory:  Engine::open on the system clock.
 //  - Durable: open_store in a fresh temporary directory (Sync::none: a crash of the machine is not
 //             what is tested here, and it keeps the suite fast).
+//  - Tiered:  the same with a disk tier whose horizon is 20 ms (docs/tiered-store.md): nearly
+//             every job not due at once lives only on disk until shortly before its due time,
+//             so every rule is kept by disk-only jobs and across the boundary.
 //  - Redis:   open_redis against one private redis-server per test binary (tests/redis_server.h),
 //             each test on a queue of its own name so that no test sees another's jobs.
 //
@@ -111,27 +114,29 @@ class Memory {
   }
 };
 
-class Durable {
+template <bool kTiered>
+class DurableStore {
  public:
-  static constexpr const char* kName = "Durable";
+  static constexpr const char* kName = kTiered ? "Tiered" : "Durable";
   static constexpr bool kKeepsJobs = true;
-  Durable() {
+  DurableStore() {
     std::string tmpl =
         (std::filesystem::temp_directory_path() / "delayq-conformance-XXXXXX").string();
     if (mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
   }
-  ~Durable() {
+  ~DurableStore() {
     std::error_code ec;
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
-  Durable(const Durable&) = delete;
-  Durable& operator=(const Durable&) = delete;
+  DurableStore(const DurableStore&) = delete;
+  DurableStore& operator=(const DurableStore&) = delete;
 
   Result<std::unique_ptr<Queue>> open(const Limits& l) {
     if (dir_.empty()) return Status(Errc::io_error, "could not create a temporary directory");
     StoreOptions o;
     o.dir = dir_;
     o.sync = Sync::none;
+    if (kTiered) o.horizon = 20ms;
     o.engine = engine_options(l);
     return as_queue(open_store(o));
   }
@@ -139,6 +144,9 @@ class Durable {
  private:
   std::string dir_;
 };
+// Classes, not aliases: their names are the ctest names' ("...<delayq::conformance::Tiered>").
+class Durable : public DurableStore<false> {};
+class Tiered : public DurableStore<true> {};
 
 // One redis-server for the whole binary, started by the first test that needs it (a run filtered
 // to the other backends starts none) and killed when the tests are over.
@@ -352,7 +360,7 @@ class Conformance : public ::testing::Test {
   std::map<std::string, TimePoint> due_;
 };
 
-using Backends = ::testing::Types<Memory, Durable, Redis>;
+using Backends = ::testing::Types<Memory, Durable, Tiered, Redis>;
 TYPED_TEST_SUITE(Conformance, Backends);
 
 // ---- push and ids ----

@@ -108,11 +108,13 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
 
   const int opened = t.done_cycles - t.killed_before_open;
   std::printf(
-      "[ harness  ] %s%d kill cycles (always %d, batch %d, periodic %d, none %d) in %.1f s, %s\n"
+      "[ harness  ] %s%d kill cycles (always %d, batch %d, periodic %d, none %d; %d with the disk "
+      "tier) in %.1f s, %s\n"
       "[ harness  ] kills: %d before the store was open, %d with a call that writes in flight, "
       "%d during a RocksDB flush or compaction; %d workers reopened a store a kill had left\n",
       kUnderAsan ? "ASan, " : "", t.done_cycles, t.per_mode[0], t.per_mode[1], t.per_mode[2],
-      t.per_mode[3], secs, replay.c_str(), t.killed_before_open, t.mid_write, t.mid_background,
+      t.per_mode[3], t.tiered, secs, replay.c_str(), t.killed_before_open, t.mid_write,
+      t.mid_background,
       t.worker_reopened);
   print_calls(m.counts);
   std::printf("[ harness  ] drain: %llu of %zu owed jobs delivered\n", (unsigned long long)drained,
@@ -123,6 +125,7 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
   EXPECT_GE(t.mid_write, opened / 5) << "too few kills landed during a call that writes";
   EXPECT_GE(t.mid_background, opened / 20) << "too few kills landed during a flush or compaction";
   EXPECT_GE(t.worker_reopened, t.done_cycles / 5) << "too few workers reopened a killed store";
+  EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
 }
 
 TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
@@ -144,8 +147,8 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   const double secs = std::chrono::duration<double>(Steady::now() - t0).count();
   report_problems(m);
 
-  std::printf("[ harness  ] %s%d power-loss cycles in %.1f s, %s\n", kUnderAsan ? "ASan, " : "",
-              t.done_cycles, secs, replay.c_str());
+  std::printf("[ harness  ] %s%d power-loss cycles (%d with the disk tier) in %.1f s, %s\n",
+              kUnderAsan ? "ASan, " : "", t.done_cycles, t.tiered, secs, replay.c_str());
   for (Sync s : kModes) {
     const size_t i = mode_index(s);
     std::printf(
@@ -173,6 +176,7 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   expect_every_call(m.counts, t.done_cycles);
   const std::string batch = batch_that_never_lost(t);
   EXPECT_TRUE(batch.empty()) << batch;
+  EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
 }
 
 // ---- the checks can fail -----------------------------------------------------------------------

@@ -94,7 +94,7 @@ TEST(JournalEncoding, MatchesTheExamplesOfTheFormatDoc) {
             "02000000"            // 2 delays:
             "00b08ef01b000000"    // 2 min
             "0070c9b28b000000");  // 10 min
-  EXPECT_EQ(encode_format(kFormatVersion), "1");
+  EXPECT_EQ(encode_format(1), "1");
   EXPECT_EQ(hex(encode_totals(Stats{.pushed = 3, .delivered = 1, .acked = 1})),
             "02"                // version
             "0300000000000000"  // pushed
@@ -105,6 +105,23 @@ TEST(JournalEncoding, MatchesTheExamplesOfTheFormatDoc) {
             "01"                  // version
             "0700000000000000"    // fences
             "7b0065011710a617");  // next_id
+  // With a disk tier, the seqs too (version 2).
+  EXPECT_EQ(hex(encode_counters({.fences = 7, .next_id = 1704067200000000123u, .seqs = 258})),
+            "02"                  // version
+            "0700000000000000"    // fences
+            "7b0065011710a617"    // next_id
+            "0201000000000000");  // seqs
+}
+
+TEST(JournalEncoding, CountersOfVersion1And2RoundTrip) {
+  for (const engine::Counters c :
+       {engine::Counters{7, 9, 0}, engine::Counters{7, 9, 11}, engine::Counters{0, 0, 1}}) {
+    Result<engine::Counters> d = decode_counters(encode_counters(c));
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    EXPECT_EQ(*d, c);
+  }
+  EXPECT_TRUE(decode_counters("\x03" + std::string(24, '\0')).is(Errc::corrupt));
+  EXPECT_TRUE(decode_counters("\x02" + std::string(16, '\0')).is(Errc::corrupt));
 }
 
 // A store written before `released` was kept has version 1 totals; the next write stores them as

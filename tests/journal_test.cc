@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -73,13 +74,20 @@ class JournalTest : public ::testing::Test {
     rocksdb::DBOptions o;
     o.create_if_missing = true;
     o.create_missing_column_families = true;
-    std::vector<rocksdb::ColumnFamilyDescriptor> fams = {
-        {rocksdb::kDefaultColumnFamilyName, {}}, {"jobs", {}}, {"meta", {}}};
+    // Every family the store has (RocksDB opens none without all), "jobs" and "meta" first.
+    std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName, "jobs", "meta"};
+    std::vector<std::string> existing;
+    (void)rocksdb::DB::ListColumnFamilies(o, dir_, &existing);
+    for (const std::string& n : existing)
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    std::vector<rocksdb::ColumnFamilyDescriptor> fams;
+    for (const std::string& n : names) fams.push_back({n, {}});
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* db = nullptr;
     rocksdb::Status s = rocksdb::DB::Open(o, dir_, fams, &handles, &db);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    rocksdb::ColumnFamilyHandle* h = family == "jobs" ? handles[1] : handles[2];
+    rocksdb::ColumnFamilyHandle* h =
+        handles[std::find(names.begin(), names.end(), family) - names.begin()];
     s = value ? db->Put(rocksdb::WriteOptions(), h, key, *value)
               : db->Get(rocksdb::ReadOptions(), h, key, got);
     for (auto* x : handles) (void)db->DestroyColumnFamilyHandle(x);
@@ -311,10 +319,28 @@ TEST_F(JournalTest, UnreadableFormatIsCorrupt) {
   EXPECT_TRUE(j.is(Errc::corrupt)) << j.status().to_string();
 }
 
-TEST_F(JournalTest, CurrentFormatIsAcceptedAndWrittenOnCreate) {
+// Without the disk tier a store is format 1, as older builds wrote and read it; with it, the
+// current format (2), and a format-1 store is raised to it when it gets the tier.
+TEST_F(JournalTest, TheFormatIs1WithoutTheDiskTierAndCurrentWithIt) {
   { ASSERT_TRUE(open()); }
-  EXPECT_EQ(raw_get("meta", "format"), std::to_string(kFormatVersion));
+  EXPECT_EQ(raw_get("meta", "format"), "1");
   EXPECT_TRUE(open());
+  JournalOptions tiered = fast();
+  tiered.tiered = true;
+  {
+    auto j = open(tiered);
+    ASSERT_TRUE(j);
+    EXPECT_TRUE(j->tiered());
+  }
+  EXPECT_EQ(raw_get("meta", "format"), std::to_string(kFormatVersion));
+  EXPECT_EQ(kFormatVersion, 2u);
+  // Opened again without asking for it, the store keeps its disk tier and its format.
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    EXPECT_TRUE(j->tiered());
+  }
+  EXPECT_EQ(raw_get("meta", "format"), "2");
 }
 
 TEST_F(JournalTest, TotalsAddUpAcrossAppendsAndSurviveAReopen) {

@@ -37,7 +37,10 @@ constexpr uint8_t kRecordVersion = 1;
 // (released = 0), so a store written before keeps its totals.
 constexpr uint8_t kTotalsVersion = 2;
 constexpr size_t kTotalsInVersion1 = 9;
-constexpr uint8_t kCountersVersion = 1;
+// Version 2 added `seqs` after next_id. Version 1 is still read (seqs = 0), and still written
+// while seqs is 0 (a store without a disk tier does not record them), so that such a store stays
+// readable by the builds before version 2.
+constexpr uint8_t kCountersVersion = 2;
 
 // ---- writing --------------------------------------------------------------------------------
 
@@ -217,9 +220,11 @@ std::string encode_record(const engine::JobRecord& r) {
   return out;
 }
 
-Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes) {
-  auto corrupt = [seq](const std::string& why) {
-    return Status(Errc::corrupt, "record seq " + std::to_string(seq) + " in family 'jobs': " + why);
+Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes,
+                                        std::string_view family) {
+  auto corrupt = [seq, family](const std::string& why) {
+    return Status(Errc::corrupt, "record seq " + std::to_string(seq) + " in family '" +
+                                     std::string(family) + "': " + why);
   };
   Reader in(bytes);
   const uint8_t version = in.u8("record version");
@@ -295,22 +300,28 @@ Result<Stats> decode_totals(std::string_view bytes) {
 
 std::string encode_counters(const engine::Counters& c) {
   std::string out;
-  put_u8(out, kCountersVersion);
+  put_u8(out, c.seqs == 0 ? 1 : kCountersVersion);
   put_u64(out, c.fences);
   put_u64(out, c.next_id);
+  if (c.seqs != 0) put_u64(out, c.seqs);
   return out;
 }
 
 Result<engine::Counters> decode_counters(std::string_view bytes) {
   Reader in(bytes);
   const uint8_t version = in.u8("version");
-  if (!in.failed() && version != kCountersVersion)
-    in.fail("version " + std::to_string(version) + ", expected " +
+  if (!in.failed() && version != kCountersVersion && version != 1)
+    in.fail("version " + std::to_string(version) + ", expected 1 or " +
             std::to_string(kCountersVersion));
   engine::Counters c;
   c.fences = in.u64("fences");
   c.next_id = in.u64("next_id");
-  in.expect_end("next_id");
+  if (version == 1) {
+    in.expect_end("next_id");
+  } else {
+    c.seqs = in.u64("seqs");
+    in.expect_end("seqs");
+  }
   if (in.failed()) return unreadable_meta("counters", in, bytes);
   return c;
 }

@@ -25,8 +25,10 @@
 
 namespace delayq::wal {
 
-// The store's format version, in meta/format. A store with a higher one is refused.
-inline constexpr uint32_t kFormatVersion = 1;
+// The store's format version, in meta/format: the highest this build reads. A store with a
+// higher one is refused. Version 2 added the disk tier (far_codec.h); a store without it is
+// still written as version 1.
+inline constexpr uint32_t kFormatVersion = 2;
 
 inline constexpr char kJobsFamily[] = "jobs";
 inline constexpr char kMetaFamily[] = "meta";
@@ -49,7 +51,8 @@ uint64_t job_seq(std::string_view key);
 std::string encode_record(const engine::JobRecord& r);
 // Errors: corrupt, naming `seq` and the field that could not be read; also when the record holds
 // another seq than its key's.
-Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes);
+Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes,
+                                        std::string_view family = kJobsFamily);
 
 // meta/format: the version as decimal text ("1"). nullopt: not decimal digits, 0, or over 32
 // bits.
@@ -61,7 +64,8 @@ std::optional<uint32_t> decode_format(std::string_view text);
 std::string encode_totals(const Stats& t);
 Result<Stats> decode_totals(std::string_view bytes);
 
-// meta/counters: u8 version (1), u64 fences, u64 next_id.
+// meta/counters: u8 version (2), u64 fences, u64 next_id, u64 seqs. While seqs is 0 (no disk
+// tier), version 1: the same without seqs, as builds before version 2 wrote and read it.
 std::string encode_counters(const engine::Counters& c);
 Result<engine::Counters> decode_counters(std::string_view bytes);
 

@@ -11,6 +11,9 @@ namespace {
 
 void clear(Group& g) {
   g.changes.clear();  // keeps the capacity for the next group
+  g.far.clear();
+  g.counts.clear();
+  g.horizon.reset();
   g.totals.reset();
   g.counters.reset();
   g.appends = 0;
@@ -37,25 +40,41 @@ void CommitPipeline::set_counters(const engine::Counters& counters) {
   counters_ = counters;
 }
 
+void CommitPipeline::set_counts(const engine::TopicCounts& counts) {
+  std::lock_guard l(mu_);
+  counts_ = std::map<std::string, uint64_t>(counts.begin(), counts.end());
+}
+
 Status CommitPipeline::status() {
   std::lock_guard l(mu_);
   return broken_;
 }
 
 Result<uint64_t> CommitPipeline::append(std::vector<EncodedChange> changes, const Stats& totals,
-                                        const engine::Counters& counters) {
-  if (changes.empty()) return uint64_t{0};
+                                        const engine::Counters& counters, EncodedFar far) {
+  if (changes.empty() && far.empty()) return uint64_t{0};
   std::lock_guard l(mu_);
   if (!broken_.ok()) return broken_;
   engine::add_totals(totals_, totals);
   totals_dirty_ = true;
-  if (counters.fences > counters_.fences || counters.next_id > counters_.next_id) {
+  if (counters.fences > counters_.fences || counters.next_id > counters_.next_id ||
+      counters.seqs > counters_.seqs) {
     counters_.fences = std::max(counters_.fences, counters.fences);
     counters_.next_id = std::max(counters_.next_id, counters.next_id);
+    counters_.seqs = std::max(counters_.seqs, counters.seqs);
     counters_dirty_ = true;
   }
   pending_.changes.insert(pending_.changes.end(), std::make_move_iterator(changes.begin()),
                           std::make_move_iterator(changes.end()));
+  pending_.far.insert(pending_.far.end(), std::make_move_iterator(far.changes.begin()),
+                      std::make_move_iterator(far.changes.end()));
+  for (const auto& [topic, delta] : far.count_deltas) {
+    // Counts never go below 0: a removal is only appended for a job that was counted.
+    uint64_t& n = counts_[topic];
+    n = static_cast<uint64_t>(static_cast<int64_t>(n) + delta);
+    counts_dirty_.push_back(topic);
+  }
+  if (far.horizon) horizon_ = std::move(far.horizon);
   ++pending_.appends;
   return ++appended_;
 }
@@ -64,6 +83,15 @@ Group CommitPipeline::take_pending() {
   if (totals_dirty_) pending_.totals = totals_;
   if (counters_dirty_) pending_.counters = counters_;
   totals_dirty_ = counters_dirty_ = false;
+  std::sort(counts_dirty_.begin(), counts_dirty_.end());
+  counts_dirty_.erase(std::unique(counts_dirty_.begin(), counts_dirty_.end()), counts_dirty_.end());
+  for (std::string& topic : counts_dirty_) {
+    const uint64_t n = counts_[topic];
+    if (n == 0) counts_.erase(topic);
+    pending_.counts.emplace_back(std::move(topic), n);
+  }
+  counts_dirty_.clear();
+  pending_.horizon = std::exchange(horizon_, std::nullopt);
   Group group = std::move(pending_);
   pending_ = std::move(spare_);
   return group;

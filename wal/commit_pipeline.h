@@ -30,6 +30,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -38,6 +39,7 @@
 
 #include "delayq/error.h"
 #include "delayq/store.h"
+#include "engine/far.h"
 #include "engine/record.h"
 
 namespace delayq::wal {
@@ -57,10 +59,32 @@ struct EncodedChange {
   std::optional<std::string> record;
 };
 
+// One change of the disk tier (docs/tiered-store.md), its key and record encoded
+// (wal/far_codec.h): the job now lives in "far" under `key` with this record (and `id` maps to
+// it), or, without a record, it left "far".
+struct EncodedFarChange {
+  std::string key;
+  std::string id;
+  std::optional<std::string> record;
+};
+
+// One call's part in the disk tier: its changes in order, how many disk-only jobs each topic
+// gained or lost with them, and the horizon (encoded) when a refill raised it.
+struct EncodedFar {
+  std::vector<EncodedFarChange> changes;
+  std::vector<std::pair<std::string, int64_t>> count_deltas;
+  std::optional<std::string> horizon;
+  bool empty() const { return changes.empty() && !horizon; }
+};
+
 // What a leader writes as one atomic write: every change queued since the last write, in call
-// order, and the totals and counters as of the last of them when they changed since.
+// order, and the totals and counters as of the last of them when they changed since; likewise
+// for the disk tier, its per-topic counts as of the last call (0: the count is deleted).
 struct Group {
   std::vector<EncodedChange> changes;
+  std::vector<EncodedFarChange> far;
+  std::vector<std::pair<std::string, uint64_t>> counts;
+  std::optional<std::string> horizon;
   std::optional<Stats> totals;
   std::optional<engine::Counters> counters;
   size_t appends = 0;  // how many calls the group holds
@@ -91,18 +115,23 @@ class CommitPipeline {
   // Queues one call's changes and returns its ticket (0, queuing nothing, for no changes).
   // `totals`: how much the totals of stats() grew with these changes; the pipeline adds them
   // up. `counters`: the engine's counters as of these changes; the pipeline keeps the highest.
-  // Both are written with the group that carries the changes.
+  // Both are written with the group that carries the changes, and so are the disk tier's
+  // counts, which the pipeline keeps from `far`'s deltas.
   // Errors: the error that broke the pipeline.
   Result<uint64_t> append(std::vector<EncodedChange> changes, const Stats& totals,
-                          const engine::Counters& counters);
+                          const engine::Counters& counters, EncodedFar far = {});
   // Returns once the append with this ticket is written (with Sync::always: on disk), leading
   // a write if none is in flight. Errors: the error that broke the pipeline, when the ticket
   // was not written before it.
   Status sync_to(uint64_t ticket);
 
-  // The stored totals and counters the appends add to (before the first append).
+  // The stored totals, counters and disk-tier counts the appends add to (before the first
+  // append).
   void set_totals(const Stats& totals);
   void set_counters(const engine::Counters& counters);
+  void set_counts(const engine::TopicCounts& counts);
+  // The last ticket written: its changes, and every earlier one's, are in the sink.
+  uint64_t written() const { return written_.load(); }
 
   // Stops the syncer (syncing what it had not yet), then writes what was appended and never
   // waited for (synced unless Sync::none). Errors are kept, not returned. Idempotent.
@@ -132,6 +161,9 @@ class CommitPipeline {
   bool totals_dirty_ = false;         // totals_ changed since a leader last took them; mu_
   engine::Counters counters_;         // the highest counters stored or appended; mu_
   bool counters_dirty_ = false;       // counters_ rose since a leader last took them; mu_
+  std::map<std::string, uint64_t> counts_;  // disk-only jobs per topic, as of the last append; mu_
+  std::vector<std::string> counts_dirty_;   // topics whose count changed since a leader took them
+  std::optional<std::string> horizon_;      // the last horizon appended, not yet taken; mu_
   bool writing_ = false;              // a leader's write is in flight; mu_
   Status broken_;                     // mu_
   bool stopping_ = false;             // mu_

@@ -1,15 +1,19 @@
 // The journal's RocksDB database (database.h).
 #include "wal/database.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <utility>
 
+#include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
+#include <rocksdb/table.h>
 #include <rocksdb/utilities/table_properties_collectors.h>
 
 #include "wal/codec.h"
+#include "wal/far_codec.h"
 #include "wal/open_db.h"
 
 namespace delayq::wal {
@@ -38,15 +42,31 @@ rocksdb::DBOptions db_options(const JournalOptions& o) {
   return d;
 }
 
+// Families that take deletes in runs: compaction is asked to clear their tombstones.
+rocksdb::ColumnFamilyOptions deleted_in_runs() {
+  rocksdb::ColumnFamilyOptions o;
+  o.table_properties_collector_factories.push_back(rocksdb::NewCompactOnDeletionCollectorFactory(
+      kDeletionWindow, kDeletionTrigger, kDeletionRatio));
+  return o;
+}
+
+// "ids" is read by point lookups that mostly miss (every push with the disk tier checks that its
+// id is not on disk): bloom filters in the table files and in the memtable make a miss cheap.
+rocksdb::ColumnFamilyOptions looked_up_by_id() {
+  rocksdb::ColumnFamilyOptions o = deleted_in_runs();
+  rocksdb::BlockBasedTableOptions t;
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  o.memtable_prefix_bloom_size_ratio = 0.02;
+  o.memtable_whole_key_filtering = true;
+  return o;
+}
+
 std::vector<rocksdb::ColumnFamilyDescriptor> families(const std::string& dir,
-                                                      const rocksdb::DBOptions& d) {
-  rocksdb::ColumnFamilyOptions jobs_options;
-  jobs_options.table_properties_collector_factories.push_back(
-      rocksdb::NewCompactOnDeletionCollectorFactory(kDeletionWindow, kDeletionTrigger,
-                                                    kDeletionRatio));
+                                                      const rocksdb::DBOptions& d, bool tiered) {
   std::vector<rocksdb::ColumnFamilyDescriptor> out = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {kJobsFamily, jobs_options},
+      {kJobsFamily, deleted_in_runs()},
       {kMetaFamily, rocksdb::ColumnFamilyOptions()},
   };
   // RocksDB refuses to open a store without naming every family it holds. A store written by a
@@ -54,10 +74,15 @@ std::vector<rocksdb::ColumnFamilyDescriptor> families(const std::string& dir,
   // alone), so that the format check can say what is wrong instead of RocksDB's "column
   // families not opened". A new store has nothing to list; that failure is not an error.
   std::vector<std::string> existing;
-  if (rocksdb::DB::ListColumnFamilies(d, dir, &existing).ok())
-    for (const std::string& name : existing)
-      if (name != rocksdb::kDefaultColumnFamilyName && name != kJobsFamily && name != kMetaFamily)
-        out.push_back({name, rocksdb::ColumnFamilyOptions()});
+  (void)rocksdb::DB::ListColumnFamilies(d, dir, &existing);
+  auto has = [&](const char* name) {
+    return std::find(existing.begin(), existing.end(), name) != existing.end();
+  };
+  if (tiered || has(kFarFamily)) out.push_back({kFarFamily, deleted_in_runs()});
+  if (tiered || has(kIdsFamily)) out.push_back({kIdsFamily, looked_up_by_id()});
+  for (const std::string& name : existing)
+    if (std::none_of(out.begin(), out.end(), [&](const auto& f) { return f.name == name; }))
+      out.push_back({name, rocksdb::ColumnFamilyOptions()});
   return out;
 }
 
@@ -79,7 +104,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const J
   std::unique_ptr<Database> d(new Database());
   d->dir_ = dir;
   rocksdb::DBOptions options = db_options(o);
-  std::vector<rocksdb::ColumnFamilyDescriptor> fams = families(dir, options);
+  std::vector<rocksdb::ColumnFamilyDescriptor> fams = families(dir, options, o.tiered);
   if (!o.read_only && o.sync.mode != Sync::always) {
     d->switch_sync_ = std::make_shared<LogSyncOnSwitch>();
     options.listeners.push_back(d->switch_sync_);
@@ -99,22 +124,31 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const J
                   "store " + dir + ": RocksDB opened " + std::to_string(d->handles_.size()) +
                       " column families, expected " + std::to_string(request.families.size()));
   if (d->switch_sync_) d->switch_sync_->attach(d->db_);
+  for (rocksdb::ColumnFamilyHandle* h : d->handles_) {
+    if (h->GetName() == kFarFamily) d->far_ = h;
+    if (h->GetName() == kIdsFamily) d->ids_ = h;
+  }
   if (Status st = d->check_format(o.read_only); !st.ok()) return st;
   return d;
 }
 
-// Reads meta/format; writes it on a new store; refuses a newer one.
+// Reads meta/format; writes it on a new store, and raises it to 2 when the store has the disk
+// tier (whose jobs a format-1 build would not see); refuses a newer one.
 Status Database::check_format(bool read_only) {
+  const uint32_t needed = far_ != nullptr ? kFormatVersion : 1;
+  auto write_format = [&] {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    rocksdb::Status w = db_->Put(wo, meta(), kFormatKey, encode_format(needed));
+    if (!w.ok()) return from_rocksdb(w, dir_, "writing the format version");
+    return Status();
+  };
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta(), kFormatKey, &value);
   if (s.IsNotFound()) {
     // A new store (or one whose creation was cut short before this write).
     if (read_only) return Status();
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    s = db_->Put(wo, meta(), kFormatKey, encode_format(kFormatVersion));
-    if (!s.ok()) return from_rocksdb(s, dir_, "writing the format version");
-    return Status();
+    return write_format();
   }
   if (!s.ok()) return from_rocksdb(s, dir_, "reading the format version");
   const std::optional<uint32_t> version = decode_format(value);
@@ -129,11 +163,14 @@ Status Database::check_format(bool read_only) {
                       " (family 'meta', key 'format'), newer than this build reads (format "
                       "version " +
                       std::to_string(kFormatVersion) + "); open it with a newer delayq");
+  if (*version < needed && !read_only) return write_format();
   return Status();
 }
 
 void Database::flush() {
-  (void)db_->Flush(rocksdb::FlushOptions(), {jobs(), meta()});
+  std::vector<rocksdb::ColumnFamilyHandle*> all = {jobs(), meta()};
+  if (far_ != nullptr) all.insert(all.end(), {far_, ids_});
+  (void)db_->Flush(rocksdb::FlushOptions(), all);
 }
 
 Database::~Database() {

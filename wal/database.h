@@ -19,8 +19,10 @@ namespace delayq::wal {
 class Database {
  public:
   // Opens (creating if missing, with its parent directories) the database in `dir`: the
-  // families "jobs" and "meta" (codec.h), and any family a newer format added, left alone. Writes
-  // meta/format on a new store; refuses a newer format. Errors: as Journal::open().
+  // families "jobs" and "meta" (codec.h); "far" and "ids" (far_codec.h) when they exist or
+  // JournalOptions::tiered asks for them; and any family a newer format added, left alone. Writes
+  // meta/format on a new store (2 with the disk tier, else 1), raises a format-1 store to 2 when
+  // it gets the disk tier, and refuses a newer format. Errors: as Journal::open().
   static Result<std::unique_ptr<Database>> open(const std::string& dir, const JournalOptions& o);
   // Closes: the family handles, then the database. Without flush(), the next open replays the
   // log.
@@ -35,6 +37,9 @@ class Database {
   rocksdb::DB& db() { return *db_; }
   rocksdb::ColumnFamilyHandle* jobs() const { return handles_[1]; }
   rocksdb::ColumnFamilyHandle* meta() const { return handles_[2]; }
+  // The disk tier's families (docs/tiered-store.md), or null when the store has none.
+  rocksdb::ColumnFamilyHandle* far() const { return far_; }
+  rocksdb::ColumnFamilyHandle* ids() const { return ids_; }
   const std::string& dir() const { return dir_; }
   // True once after a sync of the log before RocksDB switched log files failed (log_files.h):
   // the write in flight must fail, and the store stop.
@@ -50,6 +55,8 @@ class Database {
   // before the DB (Debian's RocksDB is built with assertions, and closing a DB with live
   // handles trips them).
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  rocksdb::ColumnFamilyHandle* far_ = nullptr;  // among handles_
+  rocksdb::ColumnFamilyHandle* ids_ = nullptr;
   // Syncs the log before RocksDB writes to a new log file; not with Sync::always.
   std::shared_ptr<LogSyncOnSwitch> switch_sync_;
 };

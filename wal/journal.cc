@@ -18,6 +18,8 @@
 #include "wal/backup.h"
 #include "wal/codec.h"
 #include "wal/database.h"
+#include "wal/far_codec.h"
+#include "wal/far_reads.h"
 #include "wal/open_db.h"
 
 namespace delayq::wal {
@@ -43,6 +45,7 @@ class RocksDbSink final : public CommitSink {
     for (auto c = group.changes.begin(); s.ok() && c != group.changes.end(); ++c)
       s = c->record ? batch_.Put(d_.jobs(), job_key(c->seq), *c->record)
                     : batch_.Delete(d_.jobs(), job_key(c->seq));
+    if (s.ok()) s = write_far(group);
     if (s.ok() && group.totals) s = batch_.Put(d_.meta(), kTotalsKey, encode_totals(*group.totals));
     if (s.ok() && group.counters)
       s = batch_.Put(d_.meta(), kCountersKey, encode_counters(*group.counters));
@@ -54,6 +57,22 @@ class RocksDbSink final : public CommitSink {
     if (s.ok()) return Status();
     return write_failure(s, d_.dir(),
                          "writing " + std::to_string(batch_.Count()) + " changes to the log");
+  }
+
+  // The disk tier's part of a group (far_codec.h): each job's key and id entry, in call order;
+  // the counts as of the group's last call; the horizon.
+  rocksdb::Status write_far(const Group& group) {
+    rocksdb::Status s;
+    for (auto c = group.far.begin(); s.ok() && c != group.far.end(); ++c) {
+      s = c->record ? batch_.Put(d_.far(), c->key, *c->record) : batch_.Delete(d_.far(), c->key);
+      if (s.ok())
+        s = c->record ? batch_.Put(d_.ids(), c->id, c->key) : batch_.Delete(d_.ids(), c->id);
+    }
+    for (auto n = group.counts.begin(); s.ok() && n != group.counts.end(); ++n)
+      s = n->second != 0 ? batch_.Put(d_.meta(), far_count_key(n->first), encode_count(n->second))
+                         : batch_.Delete(d_.meta(), far_count_key(n->first));
+    if (s.ok() && group.horizon) s = batch_.Put(d_.meta(), kHorizonKey, *group.horizon);
+    return s;
   }
 
   // Writes a tiny marker with sync=true: the log is on disk up to and including it.
@@ -91,9 +110,12 @@ struct Journal::Impl {
   // Damage found in the store (`msg`): corrupt, or with tolerant reported (with what follows
   // from it, `consequence`) and passed over.
   Status damaged(const std::string& msg, const std::string& consequence = {}) {
-    const std::string where = "store " + dir() + ": " + msg;
-    if (!options.tolerant) return Status(Errc::corrupt, where);
-    if (options.on_skip) options.on_skip(where + consequence);
+    return damaged_as_said("store " + dir() + ": " + msg, consequence);
+  }
+  // The same for a message that names the store already.
+  Status damaged_as_said(const std::string& msg, const std::string& consequence) {
+    if (!options.tolerant) return Status(Errc::corrupt, msg);
+    if (options.on_skip) options.on_skip(msg + consequence);
     return Status();
   }
 
@@ -134,11 +156,39 @@ Status Journal::write(const std::vector<engine::Change>& changes) {
   return sync_to(*ticket);
 }
 
+namespace {
+
+// The disk tier's part of a write, encoded (before the pipeline's lock), with how many disk-only
+// jobs each topic gains or loses.
+EncodedFar encode_far(const engine::FarBatch& far) {
+  EncodedFar out;
+  out.changes.reserve(far.changes.size());
+  for (const engine::FarChange& c : far.changes) {
+    EncodedFarChange e{far_key(engine::far_key(c.record)), c.record.id, std::nullopt};
+    if (c.put) e.record = encode_record(c.record);
+    out.changes.push_back(std::move(e));
+    const int64_t delta = c.put ? 1 : -1;
+    auto it = std::find_if(out.count_deltas.begin(), out.count_deltas.end(),
+                           [&](const auto& d) { return d.first == c.record.topic; });
+    if (it == out.count_deltas.end())
+      out.count_deltas.emplace_back(c.record.topic, delta);
+    else
+      it->second += delta;
+  }
+  if (far.horizon) out.horizon = encode_horizon(*far.horizon);
+  return out;
+}
+
+}  // namespace
+
 Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, const Stats& totals,
-                                 const engine::Counters& counters) {
+                                 const engine::Counters& counters, const engine::FarBatch& far) {
   Impl& m = *impl_;
   if (!m.pipeline)
     return Status(Errc::invalid_state, "store " + m.dir() + " is open read-only; write refused");
+  if (!far.empty() && m.database->far() == nullptr)
+    return Status(Errc::invalid_argument, "store " + m.dir() +
+                                              " has no disk tier; a write to it was refused");
   // Encoded before the pipeline's lock.
   std::vector<EncodedChange> encoded;
   encoded.reserve(changes.size());
@@ -150,7 +200,57 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
                         "; nothing of the batch was written");
     encoded.push_back({c.seq, c.record ? std::optional(encode_record(*c.record)) : std::nullopt});
   }
-  return m.pipeline->append(std::move(encoded), totals, counters);
+  return m.pipeline->append(std::move(encoded), totals, counters,
+                            far.empty() ? EncodedFar() : encode_far(far));
+}
+
+bool Journal::tiered() const {
+  return impl_->database->far() != nullptr;
+}
+
+uint64_t Journal::written() const {
+  return impl_->pipeline ? impl_->pipeline->written() : UINT64_MAX;
+}
+
+Result<std::optional<engine::JobRecord>> Journal::find_far(std::string_view id) {
+  Result<std::optional<engine::JobRecord>> r = wal::find_far(*impl_->database, id);
+  if (!r.is(Errc::corrupt)) return r;
+  // Tolerant: the damage is reported, and the job taken as not there.
+  if (Status st = impl_->damaged_as_said(r.status().message(), " (the job is taken as gone)");
+      !st.ok())
+    return st;
+  return std::optional<engine::JobRecord>();
+}
+
+Status Journal::scan_far(const engine::FarKey& from, const engine::FarKey& below,
+                         const std::function<bool(engine::JobRecord&&)>& fn) {
+  return wal::scan_far(*impl_->database, from, below, fn, [this](const Status& damage) {
+    return impl_->damaged_as_said(damage.message(), " (the job is skipped)");
+  });
+}
+
+void Journal::prefetch_far(const engine::FarKey& from, const engine::FarKey& below, size_t n) {
+  wal::prefetch_far(*impl_->database, from, below, n);
+}
+
+Result<engine::FarKey> Journal::horizon() {
+  return read_horizon(*impl_->database);
+}
+
+Result<std::optional<Duration>> Journal::horizon_span() {
+  return read_horizon_span(*impl_->database);
+}
+
+Status Journal::store_horizon_span(Duration span) {
+  if (!impl_->pipeline)
+    return Status(Errc::invalid_state, "store " + impl_->dir() + " is open read-only; write refused");
+  return write_horizon_span(*impl_->database, span);
+}
+
+Result<engine::TopicCounts> Journal::far_counts() {
+  Result<engine::TopicCounts> c = read_far_counts(*impl_->database);
+  if (c && impl_->pipeline) impl_->pipeline->set_counts(*c);
+  return c;
 }
 
 Status Journal::sync_to(uint64_t ticket) {

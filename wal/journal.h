@@ -16,10 +16,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "delayq/error.h"
+#include "engine/far.h"
 #include "engine/record.h"
 #include "wal/commit_pipeline.h"
 #include "wal/rocksdb_tuning.h"
@@ -36,6 +39,8 @@ struct JournalOptions {
   bool read_only = false;
   // Skip records that cannot be decoded (reporting each to `on_skip`) instead of failing open.
   bool tolerant = false;
+  // Give the store the disk tier's families (far_codec.h) if it has none yet.
+  bool tiered = false;
   std::function<void(const std::string&)> on_skip;
   // Cap on RocksDB's write-ahead log, which is what a reopen after a crash replays.
   uint64_t max_total_wal_bytes = uint64_t{64} << 20;
@@ -71,8 +76,12 @@ class Journal {
   // `totals`: how much the totals of stats() grew with these changes; the journal adds it up and
   // stores the sum with the batch that carries the changes. `counters`: the engine's counters as
   // of these changes; the journal keeps the highest and stores them with the batch too.
+  // `far`: the disk tier's part of the batch (docs/tiered-store.md): puts and deletes of "far"
+  // and "ids", the per-topic counts they change, the horizon; refused (invalid_argument) unless
+  // tiered().
   Result<uint64_t> append(const std::vector<engine::Change>& changes, const Stats& totals = {},
-                          const engine::Counters& counters = {});
+                          const engine::Counters& counters = {},
+                          const engine::FarBatch& far = {});
   Status sync_to(uint64_t ticket);
 
   // The totals of stats() as stored (zero for a store written before they were kept). Read
@@ -93,6 +102,25 @@ class Journal {
   // Calls fn for every live record, in seq order. Stops at the first error fn returns.
   // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
   Status scan(const std::function<Status(engine::JobRecord&&)>& fn);
+
+  // The disk tier (docs/tiered-store.md, wal/far_reads.h). Whether the store has it (opened
+  // with JournalOptions::tiered, or created so before):
+  bool tiered() const;
+  // The last append whose batch is written, so that the reads below see it (UINT64_MAX when
+  // read-only: nothing is ever pending).
+  uint64_t written() const;
+  Result<std::optional<engine::JobRecord>> find_far(std::string_view id);
+  Status scan_far(const engine::FarKey& from, const engine::FarKey& below,
+                  const std::function<bool(engine::JobRecord&&)>& fn);
+  void prefetch_far(const engine::FarKey& from, const engine::FarKey& below, size_t n);
+  // As stored; read once at open. far_counts() also gives the pipeline the counts it keeps.
+  Result<engine::FarKey> horizon();
+  Result<engine::TopicCounts> far_counts();
+  // StoreOptions::horizon as the store was last opened with it (nullopt: never stored), and
+  // storing it (at open, before the engine writes). Errors: corrupt, io_error, invalid_state
+  // (read-only).
+  Result<std::optional<Duration>> horizon_span();
+  Status store_horizon_span(Duration span);
 
  private:
   struct Impl;

@@ -2,7 +2,9 @@
 #include "delayq/store.h"
 
 #include <cstdio>
+#include <optional>
 
+#include "engine/far.h"
 #include "engine/open.h"
 #include "wal/journal.h"
 #include "wal/store_testing.h"
@@ -10,30 +12,101 @@
 namespace delayq {
 namespace {
 
-class JournalSink final : public engine::Persistence {
+// The engine's store: the journal. With a disk tier (docs/tiered-store.md) it is the engine's
+// FarStore too. Read-only (only with a disk tier: without one a read-only engine has no store),
+// it writes nothing: the calls change the engine's view, and the disk tier's changes stay in the
+// engine's overlays, their batches never written.
+class JournalSink final : public engine::Persistence, public engine::FarStore {
  public:
-  JournalSink(std::shared_ptr<wal::Journal> journal, const engine::Counters& recorded)
-      : journal_(std::move(journal)), recorded_(recorded) {}
+  JournalSink(std::shared_ptr<wal::Journal> journal, const engine::Counters& recorded,
+              bool read_only)
+      : journal_(std::move(journal)), recorded_(recorded), read_only_(read_only) {}
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const Stats& totals) override {
-    // Read after the engine's call issued what `changes` hold, so they are covered.
-    engine::Counters now;
-    if (fences_) now = {fences_->load(), next_id_->load()};
-    return journal_->append(changes, totals, now);
+    if (read_only_) return ++view_tickets_;
+    return journal_->append(changes, totals, counters_now());
   }
-  Status wait_durable(uint64_t ticket) override { return journal_->sync_to(ticket); }
+  Status wait_durable(uint64_t ticket) override {
+    return read_only_ ? Status() : journal_->sync_to(ticket);
+  }
   engine::Counters recorded_counters() override { return recorded_; }
-  void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id) override {
+  void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id,
+             const std::atomic<uint64_t>* seqs) override {
     fences_ = fences;
     next_id_ = next_id;
+    seqs_ = seqs;
   }
   const std::shared_ptr<wal::Journal>& journal() const { return journal_; }
 
+  // The disk tier, once its stored state is read (give_tier()).
+  engine::FarStore* far() override { return tiered_ ? this : nullptr; }
+  void give_tier(Duration span, uint64_t budget, const engine::FarKey& horizon,
+                 engine::TopicCounts counts) {
+    tiered_ = true;
+    span_ = span;
+    budget_ = budget;
+    horizon_ = horizon;
+    counts_ = std::move(counts);
+  }
+  Duration horizon_span() const override { return span_; }
+  uint64_t memory_budget() const override { return budget_; }
+  engine::FarKey stored_horizon() const override { return horizon_; }
+  const engine::TopicCounts& stored_counts() const override { return counts_; }
+  Result<uint64_t> write(const std::vector<engine::Change>& changes, const engine::FarBatch& far,
+                         const Stats& totals) override {
+    if (read_only_) return ++view_tickets_;
+    return journal_->append(changes, totals, counters_now(), far);
+  }
+  bool written(uint64_t ticket) const override {
+    return !read_only_ && journal_->written() >= ticket;
+  }
+  Result<std::optional<engine::JobRecord>> find(std::string_view id) override {
+    return journal_->find_far(id);
+  }
+  Status scan(const engine::FarKey& from, const engine::FarKey& below,
+              const std::function<bool(engine::JobRecord&&)>& fn) override {
+    return journal_->scan_far(from, below, fn);
+  }
+  void prefetch(const engine::FarKey& from, const engine::FarKey& below, size_t n) override {
+    journal_->prefetch_far(from, below, n);
+  }
+
  private:
+  // Read after the engine's call issued what its changes hold, so they are covered. Seqs only
+  // with a disk tier: without one every record is read at open, which is what restores them.
+  engine::Counters counters_now() const {
+    if (!fences_) return {};
+    return {fences_->load(), next_id_->load(), tiered_ ? seqs_->load() : 0};
+  }
+
   std::shared_ptr<wal::Journal> journal_;
   engine::Counters recorded_;
+  const bool read_only_;
+  std::atomic<uint64_t> view_tickets_{0};  // read-only: the tickets of writes never made
   const std::atomic<uint64_t>* fences_ = nullptr;
   const std::atomic<uint64_t>* next_id_ = nullptr;
+  const std::atomic<uint64_t>* seqs_ = nullptr;
+  bool tiered_ = false;
+  Duration span_ = Duration::max();
+  uint64_t budget_ = 0;
+  engine::FarKey horizon_;
+  engine::TopicCounts counts_;
 };
+
+// The disk tier's stored state, and its horizon: the options', stored for the next open that
+// leaves it unset, or as stored.
+Status give_tier(wal::Journal& journal, const StoreOptions& o, JournalSink& sink) {
+  Result<std::optional<Duration>> stored = journal.horizon_span();
+  if (!stored) return stored.status();
+  if (o.horizon && *stored != o.horizon && !o.read_only)
+    if (Status st = journal.store_horizon_span(*o.horizon); !st.ok()) return st;
+  Result<engine::FarKey> horizon = journal.horizon();
+  if (!horizon) return horizon.status();
+  Result<engine::TopicCounts> counts = journal.far_counts();
+  if (!counts) return counts.status();
+  sink.give_tier(o.horizon.value_or(stored->value_or(Duration::max())), o.memory_jobs, *horizon,
+                 std::move(counts).value());
+  return Status();
+}
 
 }  // namespace
 
@@ -85,12 +158,17 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
     return Status(Errc::invalid_argument,
                   "store options: sync_interval must be positive with Sync::" +
                       std::string(to_string(o.sync)));
+  if (o.horizon && *o.horizon < std::chrono::milliseconds(1))
+    return Status(Errc::invalid_argument,
+                  "store options: horizon must be at least 1 ms (Duration::max(): every job in "
+                  "memory), got " + std::to_string(o.horizon->count()) + " ns");
   wal::JournalOptions jo;
   jo.sync = {.mode = o.sync, .batch_ops = o.sync_batch_ops, .interval = o.sync_interval};
   jo.env = env;
   jo.tune = tune;
   jo.read_only = o.read_only;
   jo.tolerant = o.tolerant;
+  jo.tiered = o.horizon && *o.horizon != Duration::max();
   jo.on_skip = o.on_skip;
   if (!jo.on_skip)
     jo.on_skip = [](const std::string& why) {
@@ -104,12 +182,16 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   if (!totals) return totals.status();
   Result<engine::Counters> counters = journal->counters();
   if (!counters) return counters.status();
-  std::unique_ptr<engine::Persistence> sink;
-  if (!o.read_only) sink = std::make_unique<JournalSink>(journal, *counters);
+  std::unique_ptr<JournalSink> sink;
+  if (!o.read_only || journal->tiered())
+    sink = std::make_unique<JournalSink>(journal, *counters, o.read_only);
+  if (journal->tiered())
+    if (Status st = give_tier(*journal, o, *sink); !st.ok()) return st;
   // The engine's refusals of records (Core::restore) do not know the directory: add it.
   const std::string where = "store " + o.dir + ": ";
   engine::SkipReport skip;
-  if (o.tolerant) skip = [&](const std::string& why) { jo.on_skip(where + why); };
+  // By value: the disk tier reports what its refills skip long after the open.
+  if (o.tolerant) skip = [on_skip = jo.on_skip, where](const std::string& why) { on_skip(where + why); };
   auto q = engine::open_engine(o.engine, std::move(sink), records, *totals, skip);
   if (q.is(Errc::corrupt)) return Status(Errc::corrupt, where + q.status().message());
   return q;

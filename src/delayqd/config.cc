@@ -28,6 +28,9 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
                             port 0 picks a free one)
   --store DIR               the embedded durable store's directory (default ./delayq-data)
   --sync MODE               store sync mode: always (default), batch, periodic, none
+  --horizon SECONDS         jobs due further ahead live on disk only (the store's disk tier,
+                            1 to 3153600000), or "off": every job in memory (default: as the
+                            store was last opened; a new store: off)
   --backup-dir DIR          allow POST /backup: consistent copies of the live store, written
                             only into new directories directly under DIR
   --redis URL               use a Redis server instead: redis://host:port or unix:///path
@@ -63,7 +66,7 @@ const std::vector<std::string> kKeys = {
     "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops",
     "pop-timeout",     "idle-timeout",   "drain-timeout", "metrics-topics",
     "backup-dir",      "config",         "max-connections-per-client",
-    "header-timeout",  "body-timeout"};
+    "header-timeout",  "body-timeout",   "horizon"};
 
 // A setting's value and where it came from, for messages: "--threads" for a flag,
 // "delayqd.conf:3: threads" for a config line.
@@ -217,6 +220,8 @@ void read_queue(Settings& s, Config& c) {
   c.redis = s.contains("redis");
   if (c.redis && s.contains("store")) usage_error("give --store or --redis, not both");
   if (c.redis && s.contains("sync")) usage_error("--sync applies to --store, not to --redis");
+  if (c.redis && s.contains("horizon"))
+    usage_error("--horizon applies to --store, not to --redis");
   if (c.redis && s.contains("backup-dir"))
     usage_error("--backup-dir applies to --store; a Redis queue is backed up by Redis itself");
   if (!c.redis && (s.contains("queue") || s.contains("shards")))
@@ -236,6 +241,10 @@ void read_queue(Settings& s, Config& c) {
     if (!mode) usage_error(s["sync"].where + ": " + mode.status().message());
     c.store.sync = *mode;
   }
+  if (s.contains("horizon"))
+    c.store.horizon = value(s, "horizon") == "off"
+                          ? Duration::max()
+                          : Duration(seconds(s, "horizon", 0, 1, 3153600000));
   c.store.engine.limits.max_body_bytes = c.api.max_job_bytes;
   c.api.max_delay = c.store.engine.limits.max_delay;
   if (s.contains("backup-dir")) c.backup_dir = value(s, "backup-dir");

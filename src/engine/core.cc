@@ -347,6 +347,22 @@ uint64_t Core::requeue_dead_topic(std::string_view topic, TimePoint now) {
   return n;
 }
 
+Result<JobRecord> Core::evict(std::string_view id, TimePoint now) {
+  advance(now);
+  Result<uint32_t> j = find(id);
+  if (!j) return j.status();
+  if (Status s = rules::check_reschedulable(id, jobs_[*j].state); !s.ok()) return s;
+  JobRecord r = record_of(jobs_[*j]);
+  erase(*j);
+  return r;
+}
+
+std::optional<uint64_t> Core::seq_of(std::string_view id) const {
+  const int64_t j = lookup(id, IdIndex::hash(id));
+  if (j < 0) return std::nullopt;
+  return jobs_[j].seq;
+}
+
 uint64_t Core::purge_dead(std::string_view topic, TimePoint now) {
   advance(now);
   auto it = topic_ids_.find(topic);

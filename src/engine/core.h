@@ -88,6 +88,14 @@ class Core {
   uint64_t requeue_dead_topic(std::string_view topic, TimePoint now);
   uint64_t purge_dead(std::string_view topic, TimePoint now);
 
+  // For a durable store's disk tier (docs/tiered-store.md): takes a delayed or ready job out of
+  // this core, as cancel() would but counting nothing (it moves, it is not cancelled), and
+  // returns its record. Records the erase of its seq. Errors: not_found, invalid_state (reserved
+  // or dead: those stay in memory).
+  Result<JobRecord> evict(std::string_view id, TimePoint now);
+  // The job's seq (push order), if this core holds it.
+  std::optional<uint64_t> seq_of(std::string_view id) const;
+
   // Makes due jobs ready and handles leases that ran out, up to `now`.
   void advance(TimePoint now);
   // When advance() next has work: a lower bound, see TimingWheel::next_deadline().

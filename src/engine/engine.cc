@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <thread>
 
 #include "common/format.h"
 #include "common/rules.h"
+#include "engine/far_calls.h"
 #include "engine/open.h"
 #include "engine/restore.h"
 #include "engine/sharded_engine.h"
@@ -61,11 +63,18 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
   Clock& clock = options.clock ? *options.clock : SystemClock::instance();
   const Counters recorded = store ? store->recorded_counters() : Counters{};
   auto e = std::make_unique<ShardedEngine>(options, clock, std::move(store));
-  // restore() raises fences further if a record holds a higher one.
+  // restore() raises fences and seqs further if a record holds a higher one.
   e->fences().store(std::max(restart_safe_base(), recorded.fences));
   e->next_id().store(std::max(restart_safe_base(), recorded.next_id));
+  e->seqs().store(recorded.seqs);
   Shards& shards = e->shards();
-  if (shards.store()) shards.store()->track(&e->fences(), &e->next_id());
+  if (shards.store()) shards.store()->track(&e->fences(), &e->next_id(), &e->seqs());
+  // A store with a disk tier: jobs beyond the horizon stay on disk; start() loads what falls
+  // within it.
+  if (FarStore* far = shards.store() ? shards.store()->far() : nullptr) {
+    shards.set_tier(std::make_unique<Tier>(*far, shards, skip));
+    if (Status st = shards.tier()->open(); !st.ok()) return st;
+  }
   CoreOptions co;
   co.tick = options.tick;
   co.limits = options.limits;
@@ -138,11 +147,18 @@ Result<std::string> ShardedEngine::push_with_id(JobSpec&& spec, PushAs&& push_as
   }
 }
 
+Status ShardedEngine::push_one(Shard& s, JobSpec&& spec, TimePoint now) {
+  Tier* tier = shards_.tier();
+  return tier ? far_calls::push(*tier, s, std::move(spec), now, seqs_)
+              : s.core.push(std::move(spec), now);
+}
+
 Result<std::string> ShardedEngine::push(JobSpec spec) {
   if (closed()) return closed_status();
   return push_with_id(std::move(spec), [this](JobSpec&& s) {
-    return shards_.apply(shards_.of(s.id),
-                         [&s](Core& c, TimePoint now) { return c.push(std::move(s), now); });
+    Shard& shard = shards_.of(s.id);
+    return shards_.apply(
+        shard, [&](Core&, TimePoint now) { return push_one(shard, std::move(s), now); });
   });
 }
 
@@ -158,10 +174,12 @@ std::vector<Result<std::string>> ShardedEngine::push_batch(std::vector<JobSpec> 
     return out;
   }
   // One shard: one lock (and one journal write) for the whole batch.
-  const Status written = shards_.apply(shards_[0], [&](Core& c, TimePoint now) {
+  Shard& shard = shards_[0];
+  const Status written = shards_.apply(shard, [&](Core&, TimePoint now) {
     for (JobSpec& spec : specs)
-      out.push_back(
-          push_with_id(std::move(spec), [&](JobSpec&& s) { return c.push(std::move(s), now); }));
+      out.push_back(push_with_id(std::move(spec), [&](JobSpec&& s) {
+        return push_one(shard, std::move(s), now);
+      }));
     return Status();
   });
   // The batch's journal write failed: none of its pushes may be reported as done.
@@ -214,45 +232,75 @@ void ShardedEngine::reserve_async(std::vector<std::string> topics, Duration time
 
 template <class F>
 auto ShardedEngine::on_job(std::string_view id, F&& f) {
-  using R = std::invoke_result_t<F&, Core&, TimePoint>;
+  using R = std::invoke_result_t<F&, Shard&, TimePoint>;
   if (closed()) return R(closed_status());
-  return shards_.apply(shards_.of(id), f);
+  Shard& shard = shards_.of(id);
+  return shards_.apply(shard, [&](Core&, TimePoint now) { return f(shard, now); });
+}
+
+// A token call: the core's answer, except that with a disk tier a not_found for a job that lives
+// on disk is a stale token.
+template <class F>
+auto ShardedEngine::on_token(const Token& t, F&& f) {
+  return on_job(t.id, [&](Shard& s, TimePoint now) {
+    auto r = f(s.core, now);
+    using R = decltype(r);
+    Tier* tier = shards_.tier();
+    if (!tier || !r.is(Errc::not_found)) return r;
+    if constexpr (std::is_same_v<R, Status>)
+      return far_calls::token_miss(*tier, s, t, r);
+    else
+      return R(far_calls::token_miss(*tier, s, t, r.status()));
+  });
 }
 
 Status ShardedEngine::ack(const Token& t) {
-  return on_job(t.id, [&](Core& c, TimePoint now) { return c.ack(t, now); });
+  return on_token(t, [&](Core& c, TimePoint now) { return c.ack(t, now); });
 }
 
 Status ShardedEngine::nack(const Token& t, std::optional<Duration> delay) {
-  return on_job(t.id, [&](Core& c, TimePoint now) { return c.nack(t, delay, now); });
+  return on_token(t, [&](Core& c, TimePoint now) { return c.nack(t, delay, now); });
 }
 
 Status ShardedEngine::dead_letter(const Token& t) {
-  return on_job(t.id, [&](Core& c, TimePoint now) { return c.dead_letter(t, now); });
+  return on_token(t, [&](Core& c, TimePoint now) { return c.dead_letter(t, now); });
 }
 
 Status ShardedEngine::release(const Token& t) {
-  return on_job(t.id, [&](Core& c, TimePoint now) { return c.release(t, now); });
+  return on_token(t, [&](Core& c, TimePoint now) { return c.release(t, now); });
 }
 
 Result<TimePoint> ShardedEngine::touch(const Token& t) {
-  return on_job(t.id, [&](Core& c, TimePoint now) { return c.touch(t, now); });
+  return on_token(t, [&](Core& c, TimePoint now) { return c.touch(t, now); });
 }
 
 Status ShardedEngine::cancel(std::string_view id) {
-  return on_job(id, [&](Core& c, TimePoint now) { return c.cancel(id, now); });
+  return on_job(id, [&](Shard& s, TimePoint now) {
+    Tier* tier = shards_.tier();
+    return tier ? far_calls::cancel(*tier, s, id, now) : s.core.cancel(id, now);
+  });
 }
 
 Result<JobInfo> ShardedEngine::get(std::string_view id) {
-  return on_job(id, [&](Core& c, TimePoint now) { return c.get(id, now); });
+  return on_job(id, [&](Shard& s, TimePoint now) {
+    Tier* tier = shards_.tier();
+    return tier ? far_calls::get(*tier, s, id, now) : s.core.get(id, now);
+  });
 }
 
 Status ShardedEngine::reschedule(std::string_view id, TimePoint when) {
-  return on_job(id, [&](Core& c, TimePoint now) { return c.reschedule(id, when, now); });
+  return on_job(id, [&](Shard& s, TimePoint now) {
+    Tier* tier = shards_.tier();
+    return tier ? far_calls::reschedule(*tier, s, id, when, now)
+                : s.core.reschedule(id, when, now);
+  });
 }
 
 Status ShardedEngine::requeue_dead(std::string_view id) {
-  return on_job(id, [&](Core& c, TimePoint now) { return c.requeue_dead(id, now); });
+  return on_job(id, [&](Shard& s, TimePoint now) {
+    Tier* tier = shards_.tier();
+    return tier ? far_calls::requeue_dead(*tier, s, id, now) : s.core.requeue_dead(id, now);
+  });
 }
 
 // ---- calls over topics: every shard in turn ----
@@ -301,12 +349,19 @@ Status ShardedEngine::health() {
 
 Stats ShardedEngine::stats() {
   Stats st;
+  std::map<std::string, int64_t> on_disk;  // disk-only jobs per topic
   for (const auto& s : shards_.all())
     shards_.apply(*s, [&](Core& c, TimePoint now) {
       c.advance(now);  // counts as of now, not as of the last call
       c.add_stats(st);
+      for (const auto& [topic, n] : s->far.count_deltas) on_disk[topic] += n;
+      add_totals(st, s->far.totals_since_open);
       return 0;
     });
+  if (Tier* tier = shards_.tier())
+    for (const auto& [topic, n] : tier->store().stored_counts()) on_disk[topic] += n;
+  for (const auto& [topic, n] : on_disk)
+    if (n > 0) st.topics[topic].delayed += static_cast<uint64_t>(n);
   return st;
 }
 

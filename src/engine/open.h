@@ -7,10 +7,12 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "delayq/engine.h"
+#include "engine/far.h"
 #include "engine/record.h"
 
 namespace delayq::engine {
@@ -33,10 +35,14 @@ class Persistence {
   virtual Counters recorded_counters() { return {}; }
   // The engine's live counters, read with every write() from now on and recorded with its
   // changes, so that what a write's changes handed out is never issued again after a restart.
-  virtual void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id) {
+  virtual void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id,
+                     const std::atomic<uint64_t>* seqs) {
     (void)fences;
     (void)next_id;
+    (void)seqs;
   }
+  // The store's disk tier (far.h), or null: every job lives in memory.
+  virtual FarStore* far() { return nullptr; }
 };
 
 // Calls its argument for every stored record, in seq order.
@@ -58,5 +64,13 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
 // The store an engine opened by open_engine() writes to (null for the in-memory Engine): how
 // open_store()'s extras, such as backup_store(), reach their journal.
 Persistence* persistence_of(Engine& engine) noexcept;
+
+// Where an engine's jobs are, for tests of the disk tier (docs/tiered-store.md): how many the
+// shards hold in memory, and the horizon (none without a disk tier).
+struct TierView {
+  size_t in_memory = 0;
+  std::optional<FarKey> horizon;
+};
+TierView tier_view(Engine& engine);
 
 }  // namespace delayq::engine

@@ -51,12 +51,14 @@ inline void add_totals(Stats& into, const Stats& more) {
 }
 
 // The engine's counters that must never go back, so they cannot come from the wall clock alone,
-// which can step back: the last delivery fence issued and the next generated id to draw. The
-// durable store keeps the highest values it was given, written with the changes that used them,
-// and a reopened engine continues above them.
+// which can step back: the last delivery fence issued and the next generated id to draw; and the
+// last job seq handed out, which a store whose disk-only jobs are not read at open cannot learn
+// from its records (docs/tiered-store.md). The durable store keeps the highest values it was
+// given, written with the changes that used them, and a reopened engine continues above them.
 struct Counters {
   uint64_t fences = 0;
   uint64_t next_id = 0;
+  uint64_t seqs = 0;
   bool operator==(const Counters&) const = default;
 };
 

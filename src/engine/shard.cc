@@ -33,14 +33,32 @@ Status Shards::advance_all() {
   return first;
 }
 
-Status Shards::fail(const Status& why) {
-  Status s(Errc::io_error,
-           "the store could not be written, so the queue stopped (reopen it to "
-           "continue from what was stored): " +
-               why.to_string());
+TimePoint Shards::lock_at_now(std::unique_lock<std::mutex>& lock) {
+  // A closed queue loads nothing more (stats() answers as it was when it closed).
+  for (; !waiting_.closed();) {
+    // A failed refill stops the engine; the call goes on and meets the stop (every write fails).
+    if (!tier_->keep_ahead().ok()) break;
+    lock.lock();
+    const TimePoint now = clock_.now();
+    // The thread may have stalled since keep_ahead(): look again without the lock.
+    if (tier_->covers(now)) return now;
+    lock.unlock();
+  }
+  lock.lock();
+  return clock_.now();
+}
+
+Status Shards::stop(const Status& why) {
   // Waiters, blocked and async, learn it now, not when their wait runs out.
-  waiting_.close(s);
-  return s;
+  waiting_.close(why);
+  return why;
+}
+
+Status Shards::fail(const Status& why) {
+  return stop(Status(Errc::io_error,
+                     "the store could not be written, so the queue stopped (reopen it to "
+                     "continue from what was stored): " +
+                         why.to_string()));
 }
 
 }  // namespace delayq::engine

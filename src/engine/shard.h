@@ -5,6 +5,10 @@
 // durable store and publishes the shard's next deadline; after the lock it waits until the store
 // has the changes, and only then tells waiting consumers and answers. A write the store refuses
 // stops the engine (fail-stop): nothing a caller was told failed can be handed out.
+//
+// On a store with a disk tier (tier.h), apply() first makes sure that no disk-only job is due by
+// the call's `now` (refilling if need be), and writes what the call staged for the disk with its
+// core changes, in the same batch.
 #pragma once
 
 #include <atomic>
@@ -19,7 +23,9 @@
 #include "common/waiting.h"
 #include "delayq/clock.h"
 #include "engine/core.h"
+#include "engine/far_shard.h"
 #include "engine/open.h"
+#include "engine/tier.h"
 
 namespace delayq::engine {
 
@@ -31,6 +37,8 @@ struct Shard {
   // and a copy (ns since the epoch; INT64_MAX for none) that waiters read without the lock.
   std::optional<TimePoint> armed;
   std::atomic<int64_t> armed_ns{INT64_MAX};
+  // Under mu: the shard's part of the disk tier (unused without one).
+  FarShard far;
 
   // Under mu, after a call at `now` that scheduled `earliest`: keeps `armed` current. True when
   // the call moved it earlier (waiters sleeping until the old one must look again).
@@ -57,6 +65,11 @@ class Shards {
   }
   Shard& of(std::string_view id) { return *all_[index_of(id)]; }
   Persistence* store() const { return store_.get(); }
+  // The disk tier, or null (the in-memory engine, a store without one).
+  Tier* tier() const { return tier_.get(); }
+  void set_tier(std::unique_ptr<Tier> t) { tier_ = std::move(t); }
+  Clock& clock() const { return clock_; }
+  Waiting& waiting() const { return waiting_; }
 
   // Runs f(core, now) on the shard under its lock, with the commit protocol above. A call whose
   // changes the store refused returns the fail-stop error instead (when its result can hold a
@@ -68,18 +81,25 @@ class Shards {
   // A write to the store failed after the core had applied the call: the engine stops serving
   // (waiting is closed with the returned io_error); what is on disk stays consistent.
   Status fail(const Status& why);
+  // The engine stops serving with `why` (waiting is closed with it); returns it.
+  Status stop(const Status& why);
 
  private:
+  // Takes `lock` (a shard's) at a `now` by which no disk-only job is due, refilling first if
+  // need be; returns that `now`.
+  TimePoint lock_at_now(std::unique_lock<std::mutex>& lock);
+
   Clock& clock_;
   Waiting& waiting_;
   std::unique_ptr<Persistence> store_;
   std::vector<std::unique_ptr<Shard>> all_;
+  std::unique_ptr<Tier> tier_;
 };
 
 template <class F>
 auto Shards::apply(Shard& s, F&& f) {
-  std::unique_lock lock(s.mu);
-  const TimePoint now = clock_.now();
+  std::unique_lock lock(s.mu, std::defer_lock);
+  const TimePoint now = tier_ ? lock_at_now(lock) : (lock.lock(), clock_.now());
   auto result = f(s.core, now);
   auto stop_with = [&](const Status& stopped) {
     if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
@@ -91,8 +111,9 @@ auto Shards::apply(Shard& s, F&& f) {
   // consumer can reserve a job whose push is still being written. Its own reservation is written
   // after the push, so a crash loses both or neither.)
   std::optional<uint64_t> ticket;
-  if (store_ && !fx.changes.empty()) {
-    Result<uint64_t> w = store_->write(fx.changes, fx.totals);
+  if (store_ && (!fx.changes.empty() || s.far.staged())) {
+    Result<uint64_t> w =
+        s.far.staged() ? tier_->commit(s.far, fx) : store_->write(fx.changes, fx.totals);
     if (w)
       ticket = *w;
     else

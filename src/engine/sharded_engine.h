@@ -75,9 +75,14 @@ class ShardedEngine final : public Engine {
   // one is free (a user may have taken one already). Both push() and push_batch() use it.
   template <class PushAs>
   Result<std::string> push_with_id(JobSpec&& spec, PushAs&& push_as);
-  // f(core, now) on the shard of job `id`, or the closed status.
+  // f(shard, now) on the shard of job `id`, or the closed status.
   template <class F>
   auto on_job(std::string_view id, F&& f);
+  // f(core, now) on the shard of the token's job; a not_found for a job on disk: stale_token.
+  template <class F>
+  auto on_token(const Token& t, F&& f);
+  // One push on `s`, under its lock: to the core, or with a disk tier to where its due time says.
+  Status push_one(Shard& s, JobSpec&& spec, TimePoint now);
   // A count-returning core call on every shard, the counts added up. A shard whose journal
   // write fails ends it with that error.
   template <class F>

@@ -150,10 +150,18 @@ RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
   return out;
 }
 
-std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir) {
+std::string horizon_label(Duration horizon) {
+  if (horizon == Duration::max()) return "";
+  return ", disk tier (horizon " +
+         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(horizon).count()) +
+         " ms)";
+}
+
+std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir, Duration horizon) {
   StoreOptions o;
   o.dir = dir;
   o.sync = Sync::always;
+  o.horizon = horizon;
   Result<std::unique_ptr<Engine>> q = open_store(o);
   if (!q) {
     m.problem("the driver could not reopen the store: " + q.status().to_string());
@@ -169,8 +177,9 @@ void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir
     m.cycle = cycle;  // every problem names its cycle
     const Sync sync = kModes[static_cast<size_t>(cycle) % kModes.size()];
     const size_t shards = (cycle / 4) % 2 == 0 ? 1 : 2;
+    const Duration horizon = horizon_of(cycle);
     m.cycle_label = std::string("kill, Sync::") + to_string(sync) + ", " + std::to_string(shards) +
-                    (shards == 1 ? " shard" : " shards");
+                    (shards == 1 ? " shard" : " shards") + horizon_label(horizon);
     // Most kills land in the load; one cycle in four counts from the fork, so that some land
     // while the worker is still opening (replaying, recovering) the store.
     const auto run = run_time(rng);
@@ -179,6 +188,8 @@ void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir
     setup.sync = sync;
     setup.shards = shards;
     setup.observe = m.unchecked;  // the last worker's store, as its kill left it
+    setup.horizon = horizon;
+    t.tiered += horizon != Duration::max();
     const RunOutcome out =
         run_worker(m, dir, seed ^ mix(static_cast<uint64_t>(cycle) + 1), setup, run, from_open);
     t.killed_before_open += !out.opened;
@@ -192,7 +203,7 @@ void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir
     // About half the time the driver looks (its own open replays the log); otherwise the next
     // worker does. The last cycle's store is always looked at, and so is every planted one.
     if (!plant && cycle + 1 < cycles && rng() % 2 == 0) continue;
-    std::unique_ptr<Engine> q = open_for_check(m, dir);
+    std::unique_ptr<Engine> q = open_for_check(m, dir, horizon);
     if (!q) break;
     check_observation(m, observe(*q, m));
     if (cycle + 1 == cycles) sweep_forgotten(*q, m);

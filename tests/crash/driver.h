@@ -65,8 +65,16 @@ std::chrono::milliseconds run_time(std::mt19937_64& rng);
 RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
                       const WorkerSetup& setup, std::chrono::milliseconds run, bool from_open);
 
-// Opens the store in the driver, as a check does.
-std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir);
+// Opens the store in the driver, as a check does, with the disk tier's horizon of the cycle.
+std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir,
+                                       Duration horizon = Duration::max());
+
+// Whether a cycle's worker (and the driver's check) run with the disk tier: half the cycles, in
+// runs of 8 (every sync mode, on 1 and 2 shards), so that stores pass from one to the other.
+inline Duration horizon_of(int cycle) {
+  return (cycle / 8) % 2 == 1 ? kTinyHorizon : Duration::max();
+}
+std::string horizon_label(Duration horizon);
 
 // ---- kill cycles -------------------------------------------------------------------------------
 
@@ -76,6 +84,7 @@ struct KillTally {
   int mid_write = 0;        // kills with a call that writes in flight
   int mid_background = 0;   // kills while RocksDB flushed or compacted
   int worker_reopened = 0;  // cycles whose worker opened the store the last one left
+  int tiered = 0;           // cycles with the disk tier
   std::array<int, 4> per_mode{};
 };
 
@@ -100,6 +109,7 @@ struct PowerPlan {
 
 struct PowerTally {
   int done_cycles = 0;
+  int tiered = 0;  // cycles with the disk tier
   int killed_before_open = 0;
   std::array<int, 4> cycles{};         // per mode (checked)
   std::array<uint64_t, 4> max_lost{};  // the most answered calls one power loss took, per mode

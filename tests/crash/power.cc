@@ -132,11 +132,13 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
     const Sync mode = plan.run_mode(cycle);
     const Sync checked = plan.checked_mode(cycle);
     const size_t shards = cycle % 3 == 2 ? 2 : 1;
+    const Duration horizon = horizon_of(cycle);
     m.cycle_label =
         std::string("power loss, Sync::") + to_string(checked) +
         (mode != checked ? std::string(" promised, the worker ran Sync::") + to_string(mode)
                          : std::string()) +
-        ", " + std::to_string(shards) + (shards == 1 ? " shard" : " shards");
+        ", " + std::to_string(shards) + (shards == 1 ? " shard" : " shards") +
+        horizon_label(horizon);
     const auto run = run_time(rng);
     const bool from_open = plan.from_open_only || rng() % 4 != 0;
     const uint64_t cut_seed = rng();  // the power loss's own choices (power_loss_fs.cc)
@@ -156,6 +158,8 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
     setup.sync_batch_ops = kPowerBatchOps;
     setup.sync_interval = mode == Sync::periodic ? kPowerPeriodicInterval : kPowerBatchInterval;
     setup.sync_log = side_log;
+    setup.horizon = horizon;
+    t.tiered += horizon != Duration::max();
 
     const std::unordered_map<uint64_t, JobModel> before = m.jobs;
     m.cycle_records.clear();
@@ -181,7 +185,7 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
       m.problem("simulating the power loss: " + cut.to_string());
       break;
     }
-    std::unique_ptr<Engine> q = open_for_check(m, store);
+    std::unique_ptr<Engine> q = open_for_check(m, store, horizon);
     if (!q) break;
     check_after_power_loss(m, *q, before, checked, out.kill_hi, shards, report, t);
     if (cycle + 1 == plan.cycles) sweep_forgotten(*q, m);

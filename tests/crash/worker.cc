@@ -68,6 +68,7 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
   o.sync_batch_ops = setup.sync_batch_ops;
   o.sync_interval = setup.sync_interval;
   o.engine.shards = setup.shards;
+  o.horizon = setup.horizon;
   rocksdb::Env* base = rocksdb::Env::Default();
   if (!setup.sync_log.empty()) {
     std::string error;

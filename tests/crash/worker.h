@@ -25,7 +25,14 @@ struct WorkerSetup {
   // RocksDB with small write buffers, so that flushes and compactions run (and are killed)
   // while the load runs; each reported as bg_begin / bg_end.
   bool small_buffers = true;
+  // StoreOptions::horizon: Duration::max() (every job in memory), or kTinyHorizon, under which
+  // most of the load's jobs live on disk only and refills run all the time (and are killed).
+  Duration horizon = Duration::max();
 };
+
+// The disk tier's horizon in the cycles that have one (docs/tiered-store.md): below the load's
+// push delays (up to 300 ms) and reschedules, so that most jobs go to disk and come back.
+constexpr Duration kTinyHorizon = std::chrono::milliseconds(30);
 
 // The worker's body, in the child of fork(): never returns (the driver's SIGKILL ends it; any
 // other end is an _exit() with a record saying why).

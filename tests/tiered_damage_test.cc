@@ -1,0 +1,119 @@
+// Damage in the disk tier (docs/durability.md, "Damage on disk"): a record of family `far` that
+// does not decode, or that no call could have written, is refused as corrupt, naming it, when a
+// lookup or a refill meets it; with StoreOptions::tolerant it is reported and skipped, and every
+// other job is served.
+#include <gtest/gtest.h>
+
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tiered_fixture.h"
+#include "wal/codec.h"
+#include "wal/far_codec.h"
+
+namespace delayq {
+namespace {
+
+class TieredDamage : public TieredStore {
+ protected:
+  // Pushes far-0 .. far-9 (due in 2 h and on), closes the store, and replaces the record of
+  // far-3 with `damage(record)`.
+  void damage_far_3(const std::function<std::string(engine::JobRecord)>& damage) {
+    open(1min);
+    for (int i = 0; i < 10; ++i) push("far-" + std::to_string(i), 2h + i * 1s);
+    q_.reset();
+    with_raw_far([&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* far) {
+      std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions(), far));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        auto r = wal::decode_far_record(it->key().ToString(), it->value().ToString());
+        ASSERT_TRUE(r.ok()) << r.status().to_string();
+        if (r->id != "far-3") continue;
+        ASSERT_TRUE(db.Put(rocksdb::WriteOptions(), far, it->key(), damage(*r)).ok());
+        return;
+      }
+      FAIL() << "far-3 is not in family 'far'";
+    });
+  }
+  void with_raw_far(const std::function<void(rocksdb::DB&, rocksdb::ColumnFamilyHandle*)>& fn) {
+    const std::string dir = dir_.path() + "/store";
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> fams;
+    for (const std::string& n : names) fams.push_back({n, {}});
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, fams, &handles, &db).ok());
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == wal::kFarFamily) fn(*db, handles[i]);
+    for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+    delete db;
+  }
+  void open_tolerant() {
+    q_.reset();
+    StoreOptions o;
+    o.dir = dir_.path() + "/store";
+    o.sync = Sync::none;
+    o.engine.clock = &clock_;
+    o.tolerant = true;
+    o.on_skip = [this](const std::string& why) { skipped_.push_back(why); };
+    auto q = open_store(o);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    q_ = std::move(q).value();
+  }
+  std::vector<std::string> skipped_;
+};
+
+std::string garbage(const engine::JobRecord&) {
+  return "\x01garbage";
+}
+// Decodes, but no call could have written it: a topic of 0 bytes.
+std::string no_topic(engine::JobRecord r) {
+  r.topic.clear();
+  return wal::encode_record(r);
+}
+
+TEST_F(TieredDamage, AnUnreadableRecordIsCorruptWhenMetAndTheRefillStopsTheQueue) {
+  damage_far_3(garbage);
+  open(std::nullopt);
+  EXPECT_TRUE(q_->get("far-3").is(Errc::corrupt));
+  EXPECT_TRUE(q_->get("far-2").ok());
+  clock_.advance(3h);  // the refill meets it
+  const Status h = q_->health();
+  EXPECT_TRUE(h.is(Errc::corrupt)) << h.to_string();
+  EXPECT_NE(h.message().find("family 'far'"), std::string::npos) << h.message();
+}
+
+TEST_F(TieredDamage, TolerantSkipsAnUnreadableRecordAndServesTheRest) {
+  damage_far_3(garbage);
+  open_tolerant();
+  EXPECT_TRUE(q_->get("far-3").is(Errc::not_found));
+  ASSERT_FALSE(skipped_.empty());
+  EXPECT_NE(skipped_[0].find("far-3"), std::string::npos) << skipped_[0];
+  clock_.advance(3h);
+  EXPECT_TRUE(q_->health().ok()) << q_->health().to_string();
+  std::vector<std::string> got = drain();
+  EXPECT_EQ(got.size(), 9u);
+  EXPECT_EQ(std::count(got.begin(), got.end(), "far-3"), 0);
+}
+
+TEST_F(TieredDamage, ARecordNoCallCouldWriteIsDroppedWhenTolerantElseCorrupt) {
+  damage_far_3(no_topic);
+  open(std::nullopt);
+  clock_.advance(3h);
+  EXPECT_TRUE(q_->health().is(Errc::corrupt)) << q_->health().to_string();
+  open_tolerant();
+  EXPECT_TRUE(q_->health().ok()) << q_->health().to_string();
+  EXPECT_EQ(drain().size(), 9u);
+  ASSERT_FALSE(skipped_.empty());
+  EXPECT_NE(skipped_.back().find("dropped from the disk tier"), std::string::npos)
+      << skipped_.back();
+  open(std::nullopt);  // dropped for good
+  EXPECT_TRUE(q_->get("far-3").is(Errc::not_found));
+}
+
+}  // namespace
+}  // namespace delayq

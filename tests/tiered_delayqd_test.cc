@@ -1,0 +1,68 @@
+// delayqd's --horizon flag (docs/operations.md): it reaches the store's disk tier, the store
+// keeps it for later starts without the flag, "off" keeps every job in memory, and bad values
+// are refused before anything is opened.
+#include <gtest/gtest.h>
+
+#include "cli_harness.h"
+#include "delayq/store.h"
+#include "engine/open.h"
+
+namespace delayq::testing {
+namespace {
+
+// The horizon a store opened without one has now: where its disk tier starts (none: no tier).
+std::optional<engine::FarKey> horizon_of(const std::string& dir) {
+  auto q = open_store({.dir = dir});
+  EXPECT_TRUE(q.ok()) << q.status().to_string();
+  return q.ok() ? engine::tier_view(**q).horizon : std::nullopt;
+}
+
+TEST(DelayqdHorizon, TheFlagReachesTheStoreWhichKeepsIt) {
+  TempDir dir;
+  const std::string store = (dir.path / "s").string();
+  {
+    Daemon d;
+    ASSERT_GT(
+        d.start({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "60"}, dir.path / "log"),
+        0);
+  }
+  const TimePoint now = SystemClock::instance().now();
+  const std::optional<engine::FarKey> h = horizon_of(store);
+  ASSERT_TRUE(h.has_value()) << "no disk tier";
+  EXPECT_GT(h->due, now + std::chrono::seconds(50));
+  EXPECT_LE(h->due, now + std::chrono::seconds(70));
+  {
+    Daemon d;  // no flag: the store's own
+    ASSERT_GT(d.start({"--listen", "127.0.0.1:0", "--store", store}, dir.path / "log"), 0);
+  }
+  ASSERT_TRUE(horizon_of(store).has_value());
+  EXPECT_LE(horizon_of(store)->due, SystemClock::instance().now() + std::chrono::seconds(70));
+}
+
+TEST(DelayqdHorizon, OffKeepsEveryJobInMemory) {
+  TempDir dir;
+  const std::string store = (dir.path / "s").string();
+  Daemon d;
+  ASSERT_GT(
+      d.start({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "off"}, dir.path / "log"),
+      0);
+  d.stop();
+  EXPECT_FALSE(horizon_of(store).has_value());
+}
+
+TEST(DelayqdHorizon, BadValuesAreRefused) {
+  TempDir dir;
+  const std::string store = (dir.path / "s").string();
+  for (const char* bad : {"0", "-5", "1.5", "soon", "3153600001"}) {
+    CliRun r = run_program(DELAYQD_PATH, {"--store", store, "--horizon", bad});
+    EXPECT_EQ(r.exit, 2) << bad << ": " << describe(r);
+    EXPECT_TRUE(contains(r.err, "--horizon")) << r.err;
+  }
+  CliRun r = run_program(DELAYQD_PATH, {"--redis", "redis://127.0.0.1:1", "--horizon", "60"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--horizon applies to --store")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(store)) << "a refused start created the store";
+}
+
+}  // namespace
+}  // namespace delayq::testing

@@ -1,0 +1,69 @@
+// The fixture of the disk tier's tests (docs/tiered-store.md): a durable store on a ManualClock
+// with a tiny horizon, reopened at will, and what it holds in memory.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "delayq/store.h"
+#include "engine/open.h"
+#include "temp_dir.h"
+
+namespace delayq {
+
+using namespace std::chrono_literals;
+
+class TieredStore : public ::testing::Test {
+ protected:
+  // (Re)opens q_, the store under test (nullopt: the horizon it was last opened with).
+  void open(std::optional<Duration> horizon = 1min, bool read_only = false) {
+    q_.reset();
+    auto q = open_named("store", horizon, Sync::none, read_only);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    q_ = std::move(q).value();
+  }
+  // A store in `name` under the test's directory, on the test's clock.
+  Result<std::unique_ptr<Engine>> open_named(const std::string& name,
+                                             std::optional<Duration> horizon,
+                                             Sync sync = Sync::none, bool read_only = false) {
+    StoreOptions o;
+    o.dir = dir_.path() + "/" + name;
+    o.sync = sync;
+    o.read_only = read_only;
+    o.horizon = horizon;
+    o.engine.clock = &clock_;
+    o.engine.seed = 7;
+    o.engine.shards = shards_;
+    o.memory_jobs = memory_jobs_;
+    return open_store(o);
+  }
+  void push(const std::string& id, Duration delay, const std::string& topic = "t") {
+    auto r = q_->push({.topic = topic, .id = id, .delay = delay, .body = "body of " + id});
+    ASSERT_TRUE(r.ok()) << id << ": " << r.status().to_string();
+  }
+  size_t in_memory() { return engine::tier_view(*q_).in_memory; }
+  // Every job ready now, in the order reserve() hands them out (each acked).
+  std::vector<std::string> drain(const std::string& topic = "t") {
+    std::vector<std::string> out;
+    for (;;) {
+      auto d = q_->reserve(topic, 0ms);
+      if (!d) break;
+      EXPECT_LE(d->due, clock_.now()) << d->id << " delivered early";
+      out.push_back(d->id);
+      EXPECT_TRUE(q_->ack(d->token).ok());
+    }
+    return out;
+  }
+
+  testutil::TempDir dir_;
+  size_t shards_ = 1;
+  uint64_t memory_jobs_ = 0;
+  ManualClock clock_;
+  std::unique_ptr<Engine> q_;
+};
+
+}  // namespace delayq
