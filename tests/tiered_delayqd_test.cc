@@ -10,6 +10,15 @@
 namespace delayq::testing {
 namespace {
 
+// Starts delayqd with `args`, then stops it with SIGTERM (a clean shutdown).
+void run_and_stop(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  DaemonProcess d(DELAYQD_PATH, log);
+  ASSERT_GT(d.start(args), 0) << d.log();
+  d.signal(SIGTERM);
+  ASSERT_TRUE(d.wait(std::chrono::seconds(60))) << d.log();
+  EXPECT_EQ(d.exit_code(), 0) << d.log();
+}
+
 // The horizon a store opened without one has now: where its disk tier starts (none: no tier).
 std::optional<engine::FarKey> horizon_of(const std::string& dir) {
   auto q = open_store({.dir = dir});
@@ -20,21 +29,14 @@ std::optional<engine::FarKey> horizon_of(const std::string& dir) {
 TEST(DelayqdHorizon, TheFlagReachesTheStoreWhichKeepsIt) {
   TempDir dir;
   const std::string store = (dir.path / "s").string();
-  {
-    Daemon d;
-    ASSERT_GT(
-        d.start({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "60"}, dir.path / "log"),
-        0);
-  }
+  run_and_stop({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "60"}, dir.path / "log");
   const TimePoint now = SystemClock::instance().now();
   const std::optional<engine::FarKey> h = horizon_of(store);
   ASSERT_TRUE(h.has_value()) << "no disk tier";
   EXPECT_GT(h->due, now + std::chrono::seconds(50));
   EXPECT_LE(h->due, now + std::chrono::seconds(70));
-  {
-    Daemon d;  // no flag: the store's own
-    ASSERT_GT(d.start({"--listen", "127.0.0.1:0", "--store", store}, dir.path / "log"), 0);
-  }
+  // No flag: the store's own.
+  run_and_stop({"--listen", "127.0.0.1:0", "--store", store}, dir.path / "log");
   ASSERT_TRUE(horizon_of(store).has_value());
   EXPECT_LE(horizon_of(store)->due, SystemClock::instance().now() + std::chrono::seconds(70));
 }
@@ -42,11 +44,8 @@ TEST(DelayqdHorizon, TheFlagReachesTheStoreWhichKeepsIt) {
 TEST(DelayqdHorizon, OffKeepsEveryJobInMemory) {
   TempDir dir;
   const std::string store = (dir.path / "s").string();
-  Daemon d;
-  ASSERT_GT(
-      d.start({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "off"}, dir.path / "log"),
-      0);
-  d.stop();
+  run_and_stop({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "off"},
+               dir.path / "log");
   EXPECT_FALSE(horizon_of(store).has_value());
 }
 
