@@ -1,18 +1,17 @@
-// The Beast/Asio server of delayqd: accepts connections, reads HTTP/1.1 requests (keep-alive),
-// hands each to the Api, writes its answer, and drains on SIGTERM/SIGINT (see server.h).
+// One delayqd connection's life (session.h): reads HTTP/1.1 requests (keep-alive), hands each
+// to the Api, writes its answer.
 //
 // What a client can make the server hold before it has proven anything is bounded: the route,
 // method and token are checked when the headers arrive (Api::screen), before a body is read or
 // "100 Continue" sent; the headers and the body each have a total deadline; connections are
-// capped in all and per remote address. While a request is being answered the socket is
-// watched, so that a client that leaves is noticed: its waiting pop is withdrawn, and an answer
-// that cannot be written gives back what it handed out (Response::undelivered).
-//
-// Over 400 lines: one connection's life (Session) is one state machine, and splitting it would
-// scatter its invariants (watching_, gone_); the restructuring issue may move the Listener out.
+// capped in all and per remote address (Connections::admit). While a request is being answered
+// the socket is watched, so that a client that leaves is noticed: its waiting pop is withdrawn,
+// and an answer that cannot be written gives back what it handed out (Response::undelivered).
+// One connection's life is one state machine (Session), kept whole in this file so that its
+// invariants (watching_, gone_) are read in one place.
 #include <utility>  // before Asio: Boost 1.74 needs it with g++ 12 in C++20
 
-#include "delayqd/server.h"
+#include "delayqd/session.h"
 
 #include <sys/socket.h>
 
@@ -37,45 +36,12 @@
 
 namespace delayq::http {
 
-namespace {
-
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 
-class Session;
-
-// What the sessions share: the Api, the limits, the registry that the drain walks, and the
-// connection counts (in all, and per remote address).
-struct Shared {
-  Api& api;
-  const ServerOptions& options;
-  std::mutex mu;
-  std::map<Session*, std::weak_ptr<Session>> sessions;
-  std::map<asio::ip::address, size_t> per_client;  // under mu
-  std::atomic<size_t> count{0};
-
-  // Counts a new connection; returns why it must be refused, or "" to serve it.
-  std::string admit(const asio::ip::address& peer) {
-    const size_t all = ++count;
-    std::lock_guard lock(mu);
-    const size_t mine = ++per_client[peer];
-    if (all > options.max_connections)
-      return "too many connections (" + std::to_string(options.max_connections) + "); retry later";
-    if (options.max_connections_per_client > 0 && mine > options.max_connections_per_client)
-      return "too many connections from " + peer.to_string() + " (" +
-             std::to_string(options.max_connections_per_client) +
-             ", --max-connections-per-client); close some or retry later";
-    return {};
-  }
-  void leave(const asio::ip::address& peer) {
-    --count;
-    std::lock_guard lock(mu);
-    if (auto it = per_client.find(peer); it != per_client.end() && --it->second == 0)
-      per_client.erase(it);
-  }
-};
+namespace {
 
 // What a look at a socket without reading it finds.
 enum class Peer { quiet, sent_more, gone };
@@ -88,9 +54,11 @@ Peer look(tcp::socket& s) {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Peer::quiet : Peer::gone;
 }
 
+}  // namespace
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, Shared& shared, asio::ip::address peer, std::string refusal)
+  Session(tcp::socket socket, Connections& shared, asio::ip::address peer, std::string refusal)
       : stream_(std::move(socket)), shared_(shared), peer_(peer), refusal_(std::move(refusal)) {}
 
   ~Session() {
@@ -107,7 +75,8 @@ class Session : public std::enable_shared_from_this<Session> {
       shared_.sessions.emplace(this, weak_from_this());
     }
     // Over a connection limit: answer at once and close, so the client learns why.
-    if (!refusal_.empty()) return write(shared_.api.error(503, wire::Refusal::overloaded, refusal_));
+    if (!refusal_.empty())
+      return write(shared_.api.error(503, wire::Refusal::overloaded, refusal_));
     read();
   }
 
@@ -179,8 +148,8 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(shared_.options.body_timeout);
     // curl and others wait for "100 Continue" before sending a body announced this way.
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
-      auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_,
-                                                                       version_);
+      auto cont =
+          std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_, version_);
       return bhttp::async_write(stream_, *cont,
                                 [self = shared_from_this(), cont](beast::error_code ec, size_t) {
                                   if (ec) return self->close();
@@ -210,9 +179,11 @@ class Session : public std::enable_shared_from_this<Session> {
       return close();
     if (ec == bhttp::error::body_limit) return write(too_large());
     if (ec == bhttp::error::header_limit)
-      return write(shared_.api.error(431, wire::Refusal::too_large, "the request headers are too large"));
+      return write(
+          shared_.api.error(431, wire::Refusal::too_large, "the request headers are too large"));
     // Anything else is malformed HTTP: say so, then close (the stream is out of step).
-    return write(shared_.api.error(400, wire::Refusal::bad_http, "malformed HTTP request: " + ec.message()));
+    return write(
+        shared_.api.error(400, wire::Refusal::bad_http, "malformed HTTP request: " + ec.message()));
   }
 
   void on_read(beast::error_code ec, size_t) {
@@ -235,10 +206,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // connection's strand before touching the stream. Exactly one answer is written.
     auto answer = [self = shared_from_this(), once = answered_](Response response) {
       if (once->exchange(true)) return;
-      asio::post(self->stream_.get_executor(),
-                 [self, response = std::move(response)]() mutable {
-                   self->write(std::move(response));
-                 });
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->write(std::move(response));
+      });
     };
     try {
       shared_.api.handle(std::move(r), answer);
@@ -354,7 +324,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  Shared& shared_;
+  Connections& shared_;
   const asio::ip::address peer_;
   const std::string refusal_;  // why this connection is refused, "" when it is served
   std::stop_source leaving_;   // the current request's: requested when the client has gone
@@ -369,154 +339,19 @@ class Session : public std::enable_shared_from_this<Session> {
   unsigned version_ = 11;
 };
 
-class Listener {
- public:
-  // The acceptor lives on a strand: the signal handler closes it from any pool thread.
-  Listener(asio::io_context& ioc, Shared& shared)
-      : ioc_(ioc),
-        acceptor_(asio::make_strand(ioc)),
-        retry_(acceptor_.get_executor()),
-        shared_(shared) {}
-
-  bool open(const tcp::endpoint& ep, std::string& error) {
-    beast::error_code ec;
-    acceptor_.open(ep.protocol(), ec);
-    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(ep, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      error = "cannot listen on " + ep.address().to_string() + ":" + std::to_string(ep.port()) +
-              ": " + ec.message();
-      return false;
-    }
-    return true;
-  }
-  tcp::endpoint local() const { return acceptor_.local_endpoint(); }
-
-  void accept() {
-    acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec,
-                                                            tcp::socket socket) {
-      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-      if (!ec) {
-        starved_ = false;
-        beast::error_code ignored;
-        const asio::ip::address peer = socket.remote_endpoint(ignored).address();
-        std::string refusal = shared_.admit(peer);
-        std::make_shared<Session>(std::move(socket), shared_, peer, std::move(refusal))->start();
-      } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
-                 ec == asio::error::no_memory || ec.value() == ENFILE) {
-        // Out of file descriptors (or memory): try again a little later, on a timer, so that
-        // this thread goes on serving the open connections meanwhile (and their closing frees
-        // descriptors).
-        if (!starved_)
-          std::cerr << "delayqd: cannot accept connections: " << ec.message()
-                    << "; retrying every 50 ms (raise LimitNOFILE / ulimit -n?)\n";
-        starved_ = true;
-        retry_.expires_after(std::chrono::milliseconds(50));
-        return retry_.async_wait([this](beast::error_code e) {
-          if (!e && acceptor_.is_open()) accept();
-        });
-      }
-      accept();
-    });
-  }
-
-  void stop() {
-    asio::post(acceptor_.get_executor(), [this] {
-      beast::error_code ec;
-      acceptor_.close(ec);
-      retry_.cancel();
-    });
-  }
-
- private:
-  asio::io_context& ioc_;
-  tcp::acceptor acceptor_;
-  asio::steady_timer retry_;  // on the acceptor's strand
-  bool starved_ = false;      // the last accept ran out of descriptors (logged once)
-  Shared& shared_;
-};
-
-// Runs the io_context on this thread until it stops. An exception thrown by a handler (memory
-// running out inside Beast, a bug) ends only the connection it was serving, whose handler is
-// unwound with it; the thread logs it and goes on serving the others.
-void run_guarded(asio::io_context& ioc) {
-  for (;;) {
-    try {
-      ioc.run();
-      return;
-    } catch (const std::exception& e) {
-      std::cerr << "delayqd: error while serving a connection (it was closed): " << e.what()
-                << "\n";
-    } catch (...) {
-      std::cerr << "delayqd: unknown error while serving a connection (it was closed)\n";
-    }
-  }
+void serve_connection(tcp::socket socket, Connections& connections, asio::ip::address peer,
+                      std::string refusal) {
+  std::make_shared<Session>(std::move(socket), connections, peer, std::move(refusal))->start();
 }
 
-}  // namespace
-
-bool run_server(Api& api, Queue& queue, const ServerOptions& options,
-                const std::function<void(const std::string&)>& on_listening, std::string& error) {
-  beast::error_code ec;
-  const auto address = asio::ip::make_address(options.host, ec);
-  if (ec) {
-    error = "bad listen address '" + options.host + "': " + ec.message();
-    return false;
+void drain_connections(Connections& connections) {
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    std::lock_guard lock(connections.mu);
+    for (auto& [ptr, weak] : connections.sessions)
+      if (auto s = weak.lock()) live.push_back(std::move(s));
   }
-  const size_t threads = std::max<size_t>(1, options.threads);
-  asio::io_context ioc(static_cast<int>(threads));
-  Shared shared{api, options, {}, {}, {}, {}};
-  Listener listener(ioc, shared);
-  if (!listener.open(tcp::endpoint(address, options.port), error)) return false;
-  const tcp::endpoint local = listener.local();
-  const std::string host = local.address().is_v6() ? "[" + local.address().to_string() + "]"
-                                                   : local.address().to_string();
-  on_listening(host + ":" + std::to_string(local.port()));
-  listener.accept();
-
-  // Drain, in the order that loses nothing: no new connections; new requests refused; requests
-  // in flight finish; then the queue closes, which answers the waiting pops (no job); the
-  // connections end once their last answer is written, and then run() returns.
-  asio::signal_set signals(ioc, SIGINT, SIGTERM);
-  asio::steady_timer poll(ioc);
-  std::chrono::steady_clock::time_point deadline;
-  const auto drain_sessions = [&] {
-    std::vector<std::shared_ptr<Session>> live;
-    {
-      std::lock_guard lock(shared.mu);
-      for (auto& [ptr, weak] : shared.sessions)
-        if (auto s = weak.lock()) live.push_back(std::move(s));
-    }
-    for (auto& s : live) s->drain();
-  };
-  std::function<void()> wait_in_flight = [&] {
-    if (api.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
-      poll.expires_after(std::chrono::milliseconds(10));
-      poll.async_wait([&](beast::error_code) { wait_in_flight(); });
-      return;
-    }
-    if (api.in_flight() > 0)
-      std::cerr << "delayqd: drain timeout: closing the queue with " << api.in_flight()
-                << " requests in flight\n";
-    queue.close();
-    drain_sessions();  // idle keep-alive connections left since the drain began
-  };
-  signals.async_wait([&](beast::error_code e, int signo) {
-    if (e) return;
-    std::cerr << "delayqd: signal " << signo << ": draining\n";
-    listener.stop();
-    api.begin_drain();
-    drain_sessions();
-    deadline = std::chrono::steady_clock::now() + options.drain_timeout;
-    wait_in_flight();
-  });
-
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < threads; ++i) pool.emplace_back([&] { run_guarded(ioc); });
-  run_guarded(ioc);
-  for (auto& t : pool) t.join();
-  return true;
+  for (auto& s : live) s->drain();
 }
 
 }  // namespace delayq::http
