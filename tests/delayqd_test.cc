@@ -336,4 +336,17 @@ TEST(DelayqdFlags, ConfigFileWorksAndFlagsWin) {
   EXPECT_TRUE(fs::exists(dir.path / "s"));
 }
 
+// Once delayqd has said where it listens, SIGTERM is a clean shutdown however soon it comes
+// (the signal used to be caught only after that line was printed: 143, killed, now and then).
+TEST(DelayqdSignals, ASigtermAsSoonAsItListensDrainsCleanly) {
+  TempDir dir;
+  for (int i = 0; i < 20; ++i) {
+    DaemonProcess d(DELAYQD_PATH, dir.path / "log");
+    ASSERT_GT(d.start({"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string()}), 0);
+    d.signal(SIGTERM);
+    ASSERT_TRUE(d.wait(120s));
+    ASSERT_EQ(d.exit_code(), 0) << "start " << i << "\n" << d.log();
+  }
+}
+
 }  // namespace

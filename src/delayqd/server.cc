@@ -123,6 +123,10 @@ bool run_server(Api& api, Queue& queue, const ServerOptions& options,
   }
   const size_t threads = std::max<size_t>(1, options.threads);
   asio::io_context ioc(static_cast<int>(threads));
+  // SIGINT/SIGTERM are caught from here on (queued until the drain's handler below is waiting):
+  // before the "listening" line, so a signal sent as soon as it is read drains cleanly rather
+  // than killing the process.
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
   Connections shared{api, options, {}, {}, {}, {}};
   Listener listener(ioc, shared);
   if (!listener.open(tcp::endpoint(address, options.port), error)) return false;
@@ -135,7 +139,6 @@ bool run_server(Api& api, Queue& queue, const ServerOptions& options,
   // Drain, in the order that loses nothing: no new connections; new requests refused; requests
   // in flight finish; then the queue closes, which answers the waiting pops (no job); the
   // connections end once their last answer is written, and then run() returns.
-  asio::signal_set signals(ioc, SIGINT, SIGTERM);
   asio::steady_timer poll(ioc);
   std::chrono::steady_clock::time_point deadline;
   std::function<void()> wait_in_flight = [&] {
