@@ -404,5 +404,73 @@ TEST(StoreCrash, NoPushThatReturnedSuccessIsLostToSigkill) {
   EXPECT_GT(reported.size(), static_cast<size_t>(kCycles)) << "the children pushed too little";
 }
 
+// A child pauses and resumes topics, reporting each call that returned; the parent kills it at a
+// random moment and reopens the store: every topic is paused or running as its last reported
+// call left it (the one call in flight, on the next topic in turn, may or may not have taken
+// effect), and a job of a paused topic is held after the reopen.
+TEST(StoreCrash, APauseOrResumeThatReturnedSurvivesSigkill) {
+  TempDir dir;
+  std::mt19937_64 rng(777);
+  constexpr uint64_t kTopics = 5;
+  // Call i sets topic i % kTopics paused when (i / kTopics) is even, running when odd.
+  const auto topic = [](uint64_t i) { return "p" + std::to_string(i % kTopics); };
+  const auto pausing = [](uint64_t i) { return (i / kTopics) % 2 == 0; };
+  {
+    StoreOptions o;
+    o.dir = dir.path();
+    auto q = open_store(o).value();
+    for (uint64_t t = 0; t < kTopics; ++t) ASSERT_TRUE(q->push({.topic = topic(t)}).ok());
+  }
+  uint64_t next = 0;
+  for (int cycle = 0; cycle < 8; ++cycle) {
+    SCOPED_TRACE("cycle " + std::to_string(cycle) + ", seed 777");
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const uint64_t first = next;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      StoreOptions o;
+      o.dir = dir.path();
+      o.sync = std::array{Sync::always, Sync::batch, Sync::periodic, Sync::none}[cycle % 4];
+      auto q = open_store(o);
+      if (!q) _exit(3);
+      for (uint64_t i = first;; ++i) {
+        if (!(pausing(i) ? (*q)->pause(topic(i)) : (*q)->resume(topic(i))).ok()) _exit(4);
+        if (write(fds[1], &i, sizeof i) != sizeof i) _exit(5);
+      }
+    }
+    close(fds[1]);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(20 + rng() % 100);
+    uint64_t i = 0;
+    std::optional<uint64_t> last;
+    while (std::chrono::steady_clock::now() < until && read(fds[0], &i, sizeof i) == sizeof i)
+      last = i;
+    kill(pid, SIGKILL);
+    while (read(fds[0], &i, sizeof i) == sizeof i) last = i;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the child exited by itself: " << WEXITSTATUS(status);
+    ASSERT_TRUE(last.has_value()) << "the child made no call in time";
+    StoreOptions o;
+    o.dir = dir.path();
+    auto q = open_store(o).value();
+    const Stats st = q->stats();
+    // The last reported call on each topic, unless the call in flight was on it.
+    for (uint64_t k = *last; k + kTopics > *last && k >= first; --k) {
+      if (topic(k) == topic(*last + 1)) continue;
+      EXPECT_EQ(st.topics.at(topic(k)).paused, pausing(k)) << topic(k) << " after call " << k;
+      if (pausing(k)) {
+        EXPECT_TRUE(q->reserve(topic(k), 0ms).is(Errc::timeout)) << topic(k) << " handed out";
+      }
+      if (k == 0) break;
+    }
+    next = *last + 2;  // the call in flight, done or not, is never repeated with its old meaning
+  }
+}
+
 }  // namespace
 }  // namespace delayq
