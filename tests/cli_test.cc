@@ -337,6 +337,40 @@ void dead_flow(const std::vector<std::string>& target, const std::string& id,
   EXPECT_EQ(missing.exit, 1) << describe(missing);
 }
 
+// pause and resume of topic "pz" (which holds one job) and of "pz-empty" (no job): each run is
+// a new process, so on a store the pause is read back from disk. stats marks paused topics.
+void pause_flow(const std::vector<std::string>& target) {
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), target.begin(), target.end());
+    return args;
+  };
+  ASSERT_EQ(cli(with({"push", "pz", "--id", "pz-1"})).exit, 0);
+  CliRun pause = cli(with({"pause", "pz"}));
+  ASSERT_EQ(pause.exit, 0) << describe(pause);
+  EXPECT_EQ(pause.out, "topic pz is paused: it hands out nothing until resumed\n");
+  CliRun pj = cli(with({"--json", "pause", "pz-empty"}));
+  ASSERT_EQ(pj.exit, 0) << describe(pj);
+  EXPECT_EQ(pj.out, "{\"topic\":\"pz-empty\",\"paused\":true}\n");
+  CliRun stats = cli(with({"stats"}));
+  EXPECT_TRUE(contains(stats.out, "\npz (paused) ")) << stats.out;
+  EXPECT_TRUE(contains(stats.out, "\npz-empty (paused) ")) << stats.out;
+  CliRun sj = cli(with({"stats", "--json"}));
+  EXPECT_TRUE(at(at(at(sj.json(), "topics"), "pz"), "paused").as_bool()) << sj.out;
+  EXPECT_EQ(at(at(at(sj.json(), "topics"), "pz"), "ready").as_int(), 1) << sj.out;
+  CliRun resume = cli(with({"resume", "pz"}));
+  ASSERT_EQ(resume.exit, 0) << describe(resume);
+  EXPECT_EQ(resume.out, "topic pz is running\n");
+  ASSERT_EQ(cli(with({"resume", "pz-empty"})).exit, 0);
+  sj = cli(with({"stats", "--json"}));
+  EXPECT_FALSE(at(at(at(sj.json(), "topics"), "pz"), "paused").as_bool()) << sj.out;
+  EXPECT_EQ(at(sj.json(), "topics").find("pz-empty"), nullptr) << sj.out;
+  CliRun bad = cli(with({"pause", std::string(300, 't')}));
+  EXPECT_EQ(bad.exit, 1) << describe(bad);
+  EXPECT_TRUE(contains(bad.err, "invalid argument: topic is 300 bytes long")) << bad.err;
+  EXPECT_EQ(cli(with({"resume"})).exit, 2);
+  ASSERT_EQ(cli(with({"cancel", "pz-1"})).exit, 0);
+}
+
 // Reserves `id` from topic "jobs" and fails its delivery; with max_attempts 1 it is dead then.
 void kill_through(delayq::Queue& q, const std::string& id) {
   auto d = q.reserve("jobs", 60s);
@@ -369,6 +403,11 @@ TEST(CliStore, DeadLetters) {
   };
   kill();
   dead_flow({"--store", store}, "d1", kill);
+}
+
+TEST(CliStore, PauseAndResume) {
+  TempDir dir;
+  pause_flow({"--store", (dir.path / "store").string()});
 }
 
 TEST(CliStore, ReadsDoNotChangeTheStoreAndALockedStoreIsRefused) {
@@ -516,6 +555,10 @@ TEST_F(CliDaemonTest, DeadLetters) {
   dead_flow(target(), "h1", kill);
 }
 
+TEST_F(CliDaemonTest, PauseAndResume) {
+  pause_flow(target());
+}
+
 TEST_F(CliDaemonTest, TokenAndLockedStore) {
   CliRun no_token = cli({"--url", url_, "stats"});
   EXPECT_EQ(no_token.exit, 1) << describe(no_token);
@@ -661,6 +704,7 @@ TEST(CliRedis, PushGetCancelStatsAndDeadLetters) {
   const auto kill = [&] { kill_through(**q, "r1"); };
   kill();
   dead_flow(target, "r1", kill);
+  pause_flow(target);
 
   CliRun bad_shards = cli({"--redis", server.url(), "--queue", "cli", "--shards", "4", "stats"});
   EXPECT_EQ(bad_shards.exit, 1) << describe(bad_shards);

@@ -1746,5 +1746,152 @@ TYPED_TEST(Conformance, AWithdrawnReserveAsyncIsCancelledAndReservesNothing) {
   EXPECT_EQ(this->take("wd").attempt, 1u);
 }
 
+// ---- pause and resume a topic ----
+
+namespace pause_tests {
+// reserve() of `topics` with a short wait, expected to find nothing (the topics are paused).
+template <class Q>
+void expect_nothing(Q& q, const std::vector<std::string>& topics) {
+  Result<Delivery> r = q.reserve(topics, 100ms);
+  EXPECT_TRUE(r.is(Errc::timeout)) << (r.ok() ? r->id + " was handed out" : r.status().to_string());
+}
+}  // namespace pause_tests
+
+TYPED_TEST(Conformance, APausedTopicHandsOutNothingWhileOtherTopicsRunOn) {
+  Queue& q = *this->q_;
+  ASSERT_TRUE(q.pause("held").ok());
+  ASSERT_TRUE(q.pause("held").ok());      // pausing a paused topic changes nothing
+  ASSERT_TRUE(q.resume("running").ok());  // nor does resuming a running one
+  this->push("held", "h1");
+  this->push("held", "h2", 0ms, std::nullopt, 0ms, "body");
+  this->push("running", "r1");
+  pause_tests::expect_nothing(q, {"held"});
+  // Over several topics, the others are served.
+  EXPECT_EQ(this->take(std::vector<std::string>{"held", "running"}).id, "r1");
+  pause_tests::expect_nothing(q, {"held", "running"});
+  // The paused topic's jobs are ready (they fell due) and every call but reserve works on them.
+  EXPECT_EQ(this->state("h1"), "ready");
+  EXPECT_EQ(this->get("h2").body, "body");
+  EXPECT_TRUE(q.cancel("h2").ok());
+  EXPECT_TRUE(q.reschedule("h1", now() + 30min).ok());
+  EXPECT_EQ(this->state("h1"), "delayed");
+  this->push("held", "h3", 0ms, RetryPolicy::fixed(0ms, 1));
+  EXPECT_TRUE(q.push({.topic = "held", .id = "h3"}).is(Errc::duplicate_id));
+  const TopicStats held = q.stats().topics["held"];
+  EXPECT_TRUE(held.paused);
+  EXPECT_EQ(held.delayed, 1u);
+  EXPECT_EQ(held.ready, 1u);
+  EXPECT_FALSE(q.stats().topics["running"].paused);
+  // A topic is checked as push() checks it.
+  EXPECT_TRUE(q.pause("").is(Errc::invalid_argument));
+  EXPECT_TRUE(q.resume(std::string(kMaxTopicBytes + 1, 't')).is(Errc::invalid_argument));
+  Status bad = q.pause(std::string("bad\xff", 4));
+  EXPECT_TRUE(bad.is(Errc::invalid_argument));
+  EXPECT_NE(bad.message().find("UTF-8"), std::string::npos) << bad.to_string();
+  ASSERT_TRUE(q.resume("held").ok());
+  EXPECT_EQ(this->take("held").id, "h3");
+}
+
+TYPED_TEST(Conformance, OnResumeAPausedTopicsJobsComeOutInDueOrder) {
+  Queue& q = *this->q_;
+  ASSERT_TRUE(q.pause("order").ok());
+  using Ahead = typename TestFixture::Ahead;
+  const std::vector<Ahead> jobs{
+      {"order", "c", 60ms}, {"order", "a1", 0ms}, {"order", "b", 30ms}, {"order", "a2", 0ms}};
+  const TimePoint t0 = this->push_ahead(jobs);
+  ASSERT_NE(t0, TimePoint{});
+  // All of them fall due while the topic is paused; then one is pushed due now.
+  while (now() < t0 + 100ms) std::this_thread::sleep_for(10ms);
+  pause_tests::expect_nothing(q, {"order"});
+  this->push("order", "now");
+  EXPECT_EQ(q.stats().topics["order"].ready, 5u);
+  ASSERT_TRUE(q.resume("order").ok());
+  std::vector<std::string> order;
+  for (size_t i = 0; i < 5; ++i) {
+    Delivery d = this->take("order");
+    order.push_back(d.id);
+    EXPECT_TRUE(q.ack(d.token).ok());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"a1", "a2", "b", "c", "now"}));
+}
+
+TYPED_TEST(Conformance, AConsumerWaitingOnAPausedTopicIsWokenByTheResume) {
+  Queue& q = *this->q_;
+  ASSERT_TRUE(q.pause("wake").ok());
+  this->push("wake", "w1");
+  auto waiting = std::async(std::launch::async, [&] { return q.reserve("wake", kLong); });
+  std::promise<Result<Delivery>> async_result;
+  q.reserve_async({"wake", "other"}, kLong,
+                  [&](Result<Delivery> d) { async_result.set_value(std::move(d)); });
+  EXPECT_EQ(waiting.wait_for(300ms), std::future_status::timeout) << "handed out while paused";
+  this->push("wake", "w2");
+  EXPECT_EQ(waiting.wait_for(100ms), std::future_status::timeout) << "handed out while paused";
+  ASSERT_TRUE(q.resume("wake").ok());
+  Result<Delivery> woken = waiting.get();
+  ASSERT_TRUE(woken.ok()) << woken.status().to_string();
+  Result<Delivery> async_woken = async_result.get_future().get();
+  ASSERT_TRUE(async_woken.ok()) << async_woken.status().to_string();
+  EXPECT_EQ(std::set<std::string>({woken->id, async_woken->id}),
+            (std::set<std::string>{"w1", "w2"}));
+}
+
+TYPED_TEST(Conformance, DeliveriesHandedOutBeforeAPauseKeepTheirLeases) {
+  Queue& q = *this->q_;
+  for (const char* id : {"a", "b", "c", "d"})
+    this->push("lease", id, 0ms, RetryPolicy::fixed(0ms, 1));
+  this->push("lease", "e", 0ms, std::nullopt, 300ms);
+  const TimePoint e_taken = now();
+  Delivery a = this->take("lease"), b = this->take("lease"), c = this->take("lease");
+  Delivery d = this->take("lease"), e = this->take("lease");
+  ASSERT_EQ(e.id, "e");
+  ASSERT_TRUE(q.pause("lease").ok());
+  EXPECT_TRUE(q.ack(a.token).ok());
+  EXPECT_TRUE(q.touch(b.token).ok());
+  EXPECT_TRUE(q.release(c.token).ok());  // back in its line: held
+  EXPECT_TRUE(q.dead_letter(d.token).ok());
+  EXPECT_EQ(this->state("d"), "dead");
+  EXPECT_EQ(q.requeue_dead_topic("lease").value(), 1u);  // ready again: held too
+  // e's lease runs out while paused: retried per its policy, and held once due.
+  this->expect_due("e", e_taken + 300ms);
+  EXPECT_TRUE(this->eventually([&] { return this->state("e") != "reserved"; }));
+  pause_tests::expect_nothing(q, {"lease"});
+  EXPECT_TRUE(q.ack(b.token).ok());
+  ASSERT_TRUE(q.resume("lease").ok());
+  std::set<std::string> after;
+  for (int i = 0; i < 3; ++i) after.insert(this->take("lease").id);
+  EXPECT_EQ(after, (std::set<std::string>{"c", "d", "e"}));
+}
+
+TYPED_TEST(Conformance, APausedTopicIsListedInStatsEvenWithoutJobs) {
+  Queue& q = *this->q_;
+  ASSERT_TRUE(q.pause("empty").ok());
+  Stats st = q.stats();
+  ASSERT_EQ(st.topics.count("empty"), 1u);
+  EXPECT_EQ(st.topics["empty"], (TopicStats{.paused = true}));
+  ASSERT_TRUE(q.resume("empty").ok());
+  EXPECT_EQ(q.stats().topics.count("empty"), 0u);
+}
+
+TYPED_TEST(Conformance, APauseSurvivesAReopen) {
+  if constexpr (!TypeParam::kKeepsJobs) {
+    GTEST_SKIP() << "the memory engine keeps nothing across a reopen";
+  } else {
+    ASSERT_TRUE(this->q_->pause("kept").ok());
+    ASSERT_TRUE(this->q_->pause("gone").ok());
+    ASSERT_TRUE(this->q_->resume("gone").ok());
+    this->push("kept", "k1");
+    this->push("gone", "g1");
+    ASSERT_NO_FATAL_FAILURE(this->open());
+    Queue& q = *this->q_;
+    pause_tests::expect_nothing(q, {"kept"});
+    EXPECT_TRUE(q.stats().topics["kept"].paused);
+    EXPECT_EQ(this->take("gone").id, "g1");
+    ASSERT_TRUE(q.resume("kept").ok());
+    ASSERT_NO_FATAL_FAILURE(this->open());
+    EXPECT_FALSE(this->q_->stats().topics["kept"].paused);
+    EXPECT_EQ(this->take("kept").id, "k1");
+  }
+}
+
 }  // namespace conformance
 }  // namespace delayq

@@ -72,6 +72,14 @@ class ForwardingQueue : public Queue {
     before("list_dead");
     return inner_->list_dead(topic, limit);
   }
+  Status pause(std::string_view topic) override {
+    before("pause");
+    return inner_->pause(topic);
+  }
+  Status resume(std::string_view topic) override {
+    before("resume");
+    return inner_->resume(topic);
+  }
   Status requeue_dead(std::string_view id) override {
     before("requeue_dead");
     return inner_->requeue_dead(id);

@@ -476,4 +476,78 @@ TEST_F(HttpApiTest, BackupNamesAreOneDirectoryNameAndTheRouteNeedsBackupDir) {
   EXPECT_EQ(call("/backup", "", "GET").status, 405);
 }
 
+// ---- /pause and /resume ----
+
+// A paused topic: /pop gets no job (other topics still do), /stats and /metrics show the pause,
+// /resume hands the job out; both answer the topic's state, also when it was so already.
+TEST_F(HttpApiTest, PauseAndResumeATopic) {
+  ASSERT_EQ(call("/push", R"({"topic":"p","id":"p1"})").code(), 0);
+  ASSERT_EQ(call("/push", R"({"topic":"q","id":"q1"})").code(), 0);
+  for (int i = 0; i < 2; ++i) {
+    auto paused = call("/pause", R"({"topic":"p"})");
+    ASSERT_EQ(paused.code(), 0) << paused.text;
+    EXPECT_EQ(paused.data().find("topic")->as_string(), "p");
+    EXPECT_TRUE(paused.data().find("paused")->as_bool());
+  }
+  EXPECT_TRUE(call("/pop", R"({"topic":"p"})").data().is_null());
+  auto other = call("/pop", R"({"topics":["p","q"]})");
+  ASSERT_TRUE(other.data().is_object()) << other.text;
+  EXPECT_EQ(other.data().find("id")->as_string(), "q1");
+  auto stats = call("/stats", "", "GET");
+  EXPECT_TRUE(stats.data().find("topics")->find("p")->find("paused")->as_bool()) << stats.text;
+  EXPECT_FALSE(stats.data().find("topics")->find("q")->find("paused")->as_bool()) << stats.text;
+  std::string m = call("/metrics", "", "GET").text;
+  EXPECT_NE(m.find("delayq_topic_paused{topic=\"p\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("delayq_topic_paused{topic=\"q\"} 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("delayq_paused_topics 1\n"), std::string::npos) << m;
+  auto resumed = call("/resume", R"({"topic":"p"})");
+  ASSERT_EQ(resumed.code(), 0) << resumed.text;
+  EXPECT_FALSE(resumed.data().find("paused")->as_bool());
+  EXPECT_EQ(call("/resume", R"({"topic":"p"})").code(), 0);
+  auto popped = call("/pop", R"({"topic":"p"})");
+  ASSERT_TRUE(popped.data().is_object()) << popped.text;
+  EXPECT_EQ(popped.data().find("id")->as_string(), "p1");
+  m = call("/metrics", "", "GET").text;
+  EXPECT_NE(m.find("delayq_paused_topics 0\n"), std::string::npos) << m;
+}
+
+// A paused topic without jobs is listed, and its delayq_topic_paused series counts against
+// --metrics-topics like a topic with jobs.
+TEST_F(HttpApiTest, AnEmptyPausedTopicIsListedAndItsSeriesIsCapped) {
+  ApiOptions options;
+  options.max_metric_topics = 1;
+  open(options);
+  ASSERT_EQ(call("/pause", R"({"topic":"a"})").code(), 0);
+  ASSERT_EQ(call("/pause", R"({"topic":"b"})").code(), 0);
+  auto stats = call("/stats", "", "GET");
+  const json::Value* a = stats.data().find("topics")->find("a");
+  ASSERT_NE(a, nullptr) << stats.text;
+  EXPECT_TRUE(a->find("paused")->as_bool());
+  EXPECT_EQ(a->find("ready")->as_int(), 0);
+  const std::string m = call("/metrics", "", "GET").text;
+  size_t named = 0;
+  for (size_t at = 0; (at = m.find("delayq_topic_paused{", at)) != std::string::npos; ++at) ++named;
+  EXPECT_EQ(named, 1u) << m;
+  EXPECT_NE(m.find("delayq_paused_topics 2\n"), std::string::npos) << m;
+}
+
+// What /pause and /resume refuse: no topic, other members, a topic the queue refuses, the
+// wrong method, a missing token.
+TEST_F(HttpApiTest, PauseAndResumeRefuseBadRequests) {
+  for (const char* route : {"/pause", "/resume"}) {
+    SCOPED_TRACE(route);
+    EXPECT_EQ(call(route, "{}").status, 400);
+    EXPECT_EQ(call(route, R"({"topic":"t","id":"x"})").status, 400);
+    EXPECT_EQ(call(route, R"({"topic":7})").status, 400);
+    auto long_topic = call(route, R"({"topic":")" + std::string(300, 't') + R"("})");
+    EXPECT_EQ(long_topic.status, 400) << long_topic.text;
+    EXPECT_EQ(call(route, "", "GET").status, 405);
+  }
+  ApiOptions opt;
+  opt.bearer_token = "s3cret";
+  open(opt);
+  EXPECT_EQ(call("/pause", R"({"topic":"t"})").status, 401);
+  EXPECT_EQ(call("/pause", R"({"topic":"t"})", "POST", "Bearer s3cret").status, 200);
+}
+
 }  // namespace

@@ -415,6 +415,47 @@ TEST_F(JournalTest, UnreadableTotalsAreCorruptUnlessTolerant) {
   EXPECT_EQ(skipped.size(), 1u);
 }
 
+// The paused topics (wal/paused.h): a pause and a resume in order with the other appends, one
+// key per paused topic as docs/journal-format.md shows it, read back at open; a damaged value
+// refuses the store, naming the topic, unless tolerant (then the topic runs).
+TEST_F(JournalTest, PausedTopicsAreWrittenInOrderAndADamagedOneIsCorruptUnlessTolerant) {
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    for (auto [topic, paused] : {std::pair{"a", true},
+                                 {"b", true},
+                                 {"a", false},
+                                 {"c", true},
+                                 {"c", false},
+                                 {"c", true}}) {
+      Result<uint64_t> t = j->append_paused(topic, paused);
+      ASSERT_TRUE(t.ok()) << t.status().to_string();
+      ASSERT_TRUE(j->sync_to(*t).ok());
+    }
+    EXPECT_EQ(*j->paused_topics(), (std::vector<std::string>{"b", "c"}));
+  }
+  EXPECT_EQ(raw_get("meta", "paused/b"), "\x01");
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    EXPECT_EQ(*j->paused_topics(), (std::vector<std::string>{"b", "c"}));
+  }
+  raw_put("meta", "paused/b", "\x02");
+  {
+    auto j = open();
+    ASSERT_TRUE(j);
+    Result<std::vector<std::string>> p = j->paused_topics();
+    EXPECT_TRUE(p.is(Errc::corrupt)) << p.status().to_string();
+    EXPECT_NE(p.status().message().find("topic 'b'"), std::string::npos) << p.status().to_string();
+  }
+  std::vector<std::string> skipped;
+  auto j = open(tolerant(skipped));
+  ASSERT_TRUE(j);
+  EXPECT_EQ(*j->paused_topics(), (std::vector<std::string>{"c"}));
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("taken as running"), std::string::npos) << skipped[0];
+}
+
 // Fences and generated ids continue above the stored counters after a restart, wherever the
 // wall clock stands (tests/clock_step_process_test.cc), so the journal keeps the highest it was
 // given, and an unreadable record of them is refused, not guessed.

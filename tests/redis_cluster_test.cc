@@ -386,6 +386,44 @@ TEST_F(RedisClusterTest, EveryCallWorksAcrossTheNodes) {
   EXPECT_EQ(st.purged, 1u);
 }
 
+// A pause reaches every shard on every node: one job per node is held (stats lists the topic as
+// paused with all of them ready), another client's consumer waiting on the topic is woken by the
+// resume (a sweep of an hour: only the wake message can), and then every job comes out.
+TEST_F(RedisClusterTest, APauseHoldsTheTopicOnEveryNodeAndTheResumeWakesConsumers) {
+  std::vector<size_t> node_of;
+  const std::string name = spread_name("pause", 8, &node_of);
+  auto q = open(name, 8, /*via=*/1, /*sweep=*/1h).value();
+  auto other = open(name, 8, /*via=*/2, /*sweep=*/1h).value();
+  ASSERT_TRUE(q->pause("held").ok());
+  std::set<std::string> ids;
+  std::set<size_t> nodes;
+  for (int i = 0; nodes.size() < cluster_->size(); ++i) {
+    const std::string id = "p" + std::to_string(i);
+    if (!nodes.insert(node_of[shard_of(id, 8)]).second) continue;
+    ASSERT_TRUE(q->push({.topic = "held", .id = id}).ok());
+    ids.insert(id);
+  }
+  EXPECT_TRUE(other->reserve("held", 200ms).is(Errc::timeout));
+  const TopicStats st = other->stats().topics["held"];
+  EXPECT_TRUE(st.paused);
+  EXPECT_EQ(st.ready, ids.size());
+  std::promise<Result<Delivery>> got;
+  std::thread waiter([&] { got.set_value(other->reserve("held", kLong)); });
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(q->resume("held").ok());
+  Result<Delivery> first = got.get_future().get();
+  waiter.join();
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  std::set<std::string> out{first->id};
+  while (out.size() < ids.size()) {
+    Result<Delivery> d = other->reserve("held", kLong);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    out.insert(d->id);
+  }
+  EXPECT_EQ(out, ids);
+  EXPECT_FALSE(q->stats().topics["held"].paused);
+}
+
 TEST_F(RedisClusterTest, ASlotMovedMidWorkloadIsFollowedAndNothingIsLost) {
   std::vector<size_t> node_of;
   const std::string name = spread_name("move", 8, &node_of);

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -339,6 +340,46 @@ TEST_F(Store, AnEmptyDirectoryOptionIsRefused) {
   EXPECT_NE(q.status().message().find("dir"), std::string::npos);
 }
 
+// Runs `calls(q, i)` for i = first, first + 1, ... in a child process, on the store in `dir`
+// opened with `sync`, reporting each i whose call returned success through a pipe; reads the
+// reports for `run`, then kills the child with SIGKILL. Returns every i reported (those already
+// in the pipe when it died included).
+std::vector<uint64_t> run_until_killed(const std::string& dir, Sync sync, uint64_t first,
+                                       std::chrono::milliseconds run,
+                                       const std::function<Status(Engine&, uint64_t)>& calls) {
+  std::vector<uint64_t> reported;
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  EXPECT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    auto q = open_store({.dir = dir, .sync = sync});
+    if (!q) _exit(3);
+    for (uint64_t i = first;; ++i) {
+      if (!calls(**q, i).ok()) _exit(4);
+      if (write(fds[1], &i, sizeof i) != sizeof i) _exit(5);
+    }
+  }
+  close(fds[1]);
+  const auto until = std::chrono::steady_clock::now() + run;
+  uint64_t i;
+  while (std::chrono::steady_clock::now() < until && read(fds[0], &i, sizeof i) == sizeof i)
+    reported.push_back(i);
+  kill(pid, SIGKILL);
+  while (read(fds[0], &i, sizeof i) == sizeof i) reported.push_back(i);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the child exited by itself: " << WEXITSTATUS(status);
+  return reported;
+}
+
+// Every mode writes a call to the OS before answering it: a SIGKILL loses none of them.
+Sync mode_of(int cycle) {
+  return std::array{Sync::always, Sync::batch, Sync::periodic, Sync::none}[cycle % 4];
+}
+
 // A child process pushes jobs and reports each push that returned success through a pipe; the
 // parent kills it with SIGKILL at a random moment. Every job reported must be in the store
 // afterwards, with its body. (The first cycles of the crash harness: push only.)
@@ -350,42 +391,15 @@ TEST(StoreCrash, NoPushThatReturnedSuccessIsLostToSigkill) {
   constexpr int kCycles = 12;
   for (int cycle = 0; cycle < kCycles; ++cycle) {
     SCOPED_TRACE("cycle " + std::to_string(cycle) + ", seed 12345");
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    const uint64_t first = next;
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      StoreOptions o;
-      o.dir = dir.path();
-      // Every mode writes a call to the OS before answering it: a SIGKILL loses none of them.
-      o.sync = std::array{Sync::always, Sync::batch, Sync::periodic, Sync::none}[cycle % 4];
-      auto q = open_store(o);
-      if (!q) _exit(3);
-      for (uint64_t i = first;; ++i) {
-        const std::string id = "k" + std::to_string(i);
-        if (!(*q)->push({.topic = "t", .id = id, .delay = 1h, .body = "body-" + id}).ok()) _exit(4);
-        if (write(fds[1], &i, sizeof i) != sizeof i) _exit(5);
-      }
-    }
-    close(fds[1]);
-    // Read reports for a random while, then kill without warning.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20 + rng() % 150);
-    uint64_t i;
-    while (std::chrono::steady_clock::now() < until && read(fds[0], &i, sizeof i) == sizeof i) {
+    const auto run = std::chrono::milliseconds(20 + rng() % 150);
+    for (uint64_t i :
+         run_until_killed(dir.path(), mode_of(cycle), next, run, [](Engine&q, uint64_t i) {
+           const std::string id = "k" + std::to_string(i);
+           return q.push({.topic = "t", .id = id, .delay = 1h, .body = "body-" + id}).status();
+         })) {
       reported.insert(i);
       next = std::max(next, i + 1);
     }
-    kill(pid, SIGKILL);
-    while (read(fds[0], &i, sizeof i) == sizeof i) {  // reports already in the pipe count too
-      reported.insert(i);
-      next = std::max(next, i + 1);
-    }
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the child exited by itself: " << WEXITSTATUS(status);
     next += 1000;  // ids of unreported pushes may or may not be stored: never reuse them
   }
   StoreOptions o;
@@ -402,6 +416,47 @@ TEST(StoreCrash, NoPushThatReturnedSuccessIsLostToSigkill) {
   Stats st = q->stats();
   EXPECT_EQ(st.pushed, st.topics["t"].delayed);
   EXPECT_GT(reported.size(), static_cast<size_t>(kCycles)) << "the children pushed too little";
+}
+
+// A child pauses and resumes topics, reporting each call that returned; the parent kills it at a
+// random moment and reopens the store: every topic is paused or running as its last reported
+// call left it (the one call in flight, on the next topic in turn, may or may not have taken
+// effect), and a job of a paused topic is held after the reopen.
+TEST(StoreCrash, APauseOrResumeThatReturnedSurvivesSigkill) {
+  TempDir dir;
+  std::mt19937_64 rng(777);
+  constexpr uint64_t kTopics = 5;
+  // Call i sets topic i % kTopics paused when (i / kTopics) is even, running when odd.
+  const auto topic = [](uint64_t i) { return "p" + std::to_string(i % kTopics); };
+  const auto pausing = [](uint64_t i) { return (i / kTopics) % 2 == 0; };
+  {
+    auto q = open_store({.dir = dir.path()}).value();
+    for (uint64_t t = 0; t < kTopics; ++t) ASSERT_TRUE(q->push({.topic = topic(t)}).ok());
+  }
+  uint64_t next = 0;
+  for (int cycle = 0; cycle < 8; ++cycle) {
+    SCOPED_TRACE("cycle " + std::to_string(cycle) + ", seed 777");
+    const uint64_t first = next;
+    const auto run = std::chrono::milliseconds(20 + rng() % 100);
+    const std::vector<uint64_t> reported = run_until_killed(
+        dir.path(), mode_of(cycle), first, run,
+        [&](Engine& q, uint64_t i) { return pausing(i) ? q.pause(topic(i)) : q.resume(topic(i)); });
+    ASSERT_FALSE(reported.empty()) << "the child made no call in time";
+    const uint64_t last = reported.back();
+    auto q = open_store({.dir = dir.path()}).value();
+    const Stats st = q->stats();
+    // The last reported call on each topic, unless the call in flight was on it.
+    for (uint64_t k = last; k + kTopics > last && k >= first; --k) {
+      if (topic(k) != topic(last + 1)) {
+        EXPECT_EQ(st.topics.at(topic(k)).paused, pausing(k)) << topic(k) << " after call " << k;
+        if (pausing(k)) {
+          EXPECT_TRUE(q->reserve(topic(k), 0ms).is(Errc::timeout)) << topic(k) << " handed out";
+        }
+      }
+      if (k == 0) break;
+    }
+    next = last + 2;  // the call in flight, done or not, is never repeated with its old meaning
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ void clear(Group& g) {
   g.horizon.reset();
   g.totals.reset();
   g.counters.reset();
+  g.paused.clear();
   g.appends = 0;
 }
 
@@ -75,6 +76,14 @@ Result<uint64_t> CommitPipeline::append(std::vector<EncodedChange> changes, cons
     counts_dirty_.push_back(topic);
   }
   if (far.horizon) horizon_ = std::move(far.horizon);
+  ++pending_.appends;
+  return ++appended_;
+}
+
+Result<uint64_t> CommitPipeline::append_paused(std::string topic, bool paused) {
+  std::lock_guard l(mu_);
+  if (!broken_.ok()) return broken_;
+  pending_.paused.emplace_back(std::move(topic), paused);
   ++pending_.appends;
   return ++appended_;
 }

@@ -87,6 +87,8 @@ struct Group {
   std::optional<std::string> horizon;
   std::optional<Stats> totals;
   std::optional<engine::Counters> counters;
+  // Topics paused (true) or resumed (false), in call order (paused.h).
+  std::vector<std::pair<std::string, bool>> paused;
   size_t appends = 0;  // how many calls the group holds
 };
 
@@ -124,6 +126,9 @@ class CommitPipeline {
   // a write if none is in flight. Errors: the error that broke the pipeline, when the ticket
   // was not written before it.
   Status sync_to(uint64_t ticket);
+  // Queues a pause (or resume) of `topic` as one call, in order with the other appends, and
+  // returns its ticket. Errors: the error that broke the pipeline.
+  Result<uint64_t> append_paused(std::string topic, bool paused);
 
   // The stored totals, counters and disk-tier counts the appends add to (before the first
   // append).

@@ -8,7 +8,9 @@
 #include <utility>
 
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
+#include <rocksdb/slice.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/table_properties_collectors.h>
 
@@ -181,6 +183,31 @@ Database::~Database() {
   handles_.clear();
   (void)db_->Close();
   delete db_;
+}
+
+// fn(key, value) for each key of `family` in [lower, upper), until fn returns false.
+Status for_each_in(Database& d, rocksdb::ColumnFamilyHandle* family, const std::string& lower,
+                   const std::string& upper, const char* what,
+                   const std::function<Result<bool>(std::string_view, std::string_view)>& fn) {
+  const rocksdb::Slice lo(lower), hi(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_lower_bound = &lo;
+  ro.iterate_upper_bound = &hi;
+  // The iterator must be gone before the bounds.
+  std::unique_ptr<rocksdb::Iterator> it(d.db().NewIterator(ro, family));
+  for (it->Seek(lo); it->Valid(); it->Next()) {
+    Result<bool> more = fn(std::string_view(it->key().data(), it->key().size()),
+                           std::string_view(it->value().data(), it->value().size()));
+    if (!more) return more.status();
+    if (!*more) return Status();
+  }
+  if (!it->status().ok()) return from_rocksdb(it->status(), d.dir(), what);
+  return Status();
+}
+
+// A decoder's refusal (always corrupt), naming the store.
+Status store_damage(const Database& d, const Status& s) {
+  return Status(Errc::corrupt, "store " + d.dir() + ": " + s.message());
 }
 
 }  // namespace delayq::wal

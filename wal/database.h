@@ -4,8 +4,10 @@
 // its files is log_files.h's.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <rocksdb/db.h>
@@ -60,5 +62,14 @@ class Database {
   // Syncs the log before RocksDB writes to a new log file; not with Sync::always.
   std::shared_ptr<LogSyncOnSwitch> switch_sync_;
 };
+
+// fn(key, value) for each key of `family` in [lower, upper), until fn returns false or an
+// error (returned). Errors: fn's, or what RocksDB reports (`what` names the read).
+Status for_each_in(Database& d, rocksdb::ColumnFamilyHandle* family, const std::string& lower,
+                   const std::string& upper, const char* what,
+                   const std::function<Result<bool>(std::string_view, std::string_view)>& fn);
+
+// A decoder's refusal (always corrupt), naming the store.
+Status store_damage(const Database& d, const Status& s);
 
 }  // namespace delayq::wal

@@ -21,6 +21,7 @@
 #include "wal/far_codec.h"
 #include "wal/far_reads.h"
 #include "wal/open_db.h"
+#include "wal/paused.h"
 
 namespace delayq::wal {
 
@@ -46,6 +47,9 @@ class RocksDbSink final : public CommitSink {
       s = c->record ? batch_.Put(d_.jobs(), job_key(c->seq), *c->record)
                     : batch_.Delete(d_.jobs(), job_key(c->seq));
     if (s.ok()) s = write_far(group);
+    for (auto p = group.paused.begin(); s.ok() && p != group.paused.end(); ++p)
+      s = p->second ? batch_.Put(d_.meta(), paused_key(p->first), encode_paused())
+                    : batch_.Delete(d_.meta(), paused_key(p->first));
     if (s.ok() && group.totals) s = batch_.Put(d_.meta(), kTotalsKey, encode_totals(*group.totals));
     if (s.ok() && group.counters)
       s = batch_.Put(d_.meta(), kCountersKey, encode_counters(*group.counters));
@@ -251,6 +255,19 @@ Result<engine::TopicCounts> Journal::far_counts() {
   Result<engine::TopicCounts> c = read_far_counts(*impl_->database);
   if (c && impl_->pipeline) impl_->pipeline->set_counts(*c);
   return c;
+}
+
+Result<uint64_t> Journal::append_paused(std::string_view topic, bool paused) {
+  if (!impl_->pipeline)
+    return Status(Errc::invalid_state,
+                  "store " + impl_->dir() + " is open read-only; write refused");
+  return impl_->pipeline->append_paused(std::string(topic), paused);
+}
+
+Result<std::vector<std::string>> Journal::paused_topics() {
+  return read_paused(*impl_->database, [this](const Status& damage) {
+    return impl_->damaged_as_said(damage.message(), " (the topic is taken as running)");
+  });
 }
 
 Status Journal::sync_to(uint64_t ticket) {

@@ -84,6 +84,13 @@ class Journal {
                           const engine::FarBatch& far = {});
   Status sync_to(uint64_t ticket);
 
+  // The paused topics (wal/paused.h): append_paused() queues a pause (or resume) in order with
+  // the appends, a ticket for sync_to(); paused_topics() reads them as stored, once at open.
+  // Errors: as append(); corrupt (a damaged value; with tolerant, reported and the topic taken
+  // as running), io_error.
+  Result<uint64_t> append_paused(std::string_view topic, bool paused);
+  Result<std::vector<std::string>> paused_topics();
+
   // The totals of stats() as stored (zero for a store written before they were kept). Read
   // once, after open and before the first append: the appends' totals add up from it.
   // Errors: corrupt (unreadable; with tolerant, reported and taken as zero).

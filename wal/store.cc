@@ -25,6 +25,10 @@ class JournalSink final : public engine::Persistence, public engine::FarStore {
     if (read_only_) return ++view_tickets_;
     return journal_->append(changes, totals, counters_now());
   }
+  Result<uint64_t> write_paused(std::string_view topic, bool paused) override {
+    if (read_only_) return ++view_tickets_;
+    return journal_->append_paused(topic, paused);
+  }
   Status wait_durable(uint64_t ticket) override {
     return read_only_ ? Status() : journal_->sync_to(ticket);
   }
@@ -182,6 +186,8 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   if (!totals) return totals.status();
   Result<engine::Counters> counters = journal->counters();
   if (!counters) return counters.status();
+  Result<std::vector<std::string>> paused = journal->paused_topics();
+  if (!paused) return paused.status();
   std::unique_ptr<JournalSink> sink;
   if (!o.read_only || journal->tiered())
     sink = std::make_unique<JournalSink>(journal, *counters, o.read_only);
@@ -192,7 +198,7 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   engine::SkipReport skip;
   // By value: the disk tier reports what its refills skip long after the open.
   if (o.tolerant) skip = [on_skip = jo.on_skip, where](const std::string& why) { on_skip(where + why); };
-  auto q = engine::open_engine(o.engine, std::move(sink), records, *totals, skip);
+  auto q = engine::open_engine(o.engine, std::move(sink), records, *totals, skip, *paused);
   if (q.is(Errc::corrupt)) return Status(Errc::corrupt, where + q.status().message());
   return q;
 }

@@ -118,11 +118,14 @@ struct JobInfo {
 
 struct TopicStats {
   uint64_t delayed = 0, ready = 0, reserved = 0, dead = 0;
+  // The topic is paused (Queue::pause): it hands out nothing until resumed. A paused topic is
+  // listed in Stats::topics even when it holds no job.
+  bool paused = false;
   bool operator==(const TopicStats&) const = default;
 };
 
 struct Stats {
-  std::map<std::string, TopicStats> topics;  // topics with at least one live job
+  std::map<std::string, TopicStats> topics;  // topics with at least one live job, or paused
   // Totals since the queue was opened (a durable store: since it was created).
   uint64_t pushed = 0;          // pushes that succeeded
   uint64_t delivered = 0;       // deliveries handed out (reservations)

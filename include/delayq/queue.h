@@ -151,6 +151,22 @@ class Queue {
   // Deletes every dead job of a topic; returns how many.
   virtual Result<uint64_t> purge_dead(std::string_view topic) = 0;
 
+  // Pauses a topic: from now on it hands out nothing. Its jobs keep falling due (they are ready,
+  // and counted so), and on resume() they are handed out in due order, as if they had become
+  // ready at their due times. reserve() over several topics takes from the others; a consumer
+  // waiting on paused topics only keeps waiting until its timeout or a resume(). Reservations
+  // already handed out are not affected (ack, nack, touch, release work), and a job that comes
+  // back to the topic (a nack, a lease that runs out) waits for the resume like the others.
+  // push, cancel, get, reschedule and the dead letters work as usual. Pausing a paused topic
+  // changes nothing; so does pausing a topic that holds no job yet (it is paused when its jobs
+  // come). The pause is kept like a job: a durable store keeps it across restarts and crashes
+  // (once pause() returned), Redis as long as its keys. stats() lists paused topics.
+  // Errors: invalid_argument (a topic that push() would refuse), closed, io_error.
+  virtual Status pause(std::string_view topic) = 0;
+  // Lets a paused topic hand out jobs again, and wakes the consumers waiting for it. Resuming a
+  // topic that is not paused changes nothing. Errors: as pause().
+  virtual Status resume(std::string_view topic) = 0;
+
   virtual Stats stats() = 0;
 
   // Whether the queue can serve calls now: ok, or the error they would fail with. A durable

@@ -43,6 +43,9 @@ class QueueBackend final : public Backend {
     return q_->requeue_dead_topic(topic);
   }
   Result<uint64_t> purge_dead(const std::string& topic) override { return q_->purge_dead(topic); }
+  Status set_paused(const std::string& topic, bool paused) override {
+    return paused ? q_->pause(topic) : q_->resume(topic);
+  }
   Result<std::string> backup(const std::string& dir) override {
     auto* store = dynamic_cast<Engine*>(q_.get());
     if (store == nullptr)
@@ -158,6 +161,9 @@ class HttpBackend final : public Backend {
     auto data = call("POST", "/dead/purge", id_body("topic", topic));
     if (!data) return data.status();
     return static_cast<uint64_t>(json::member_int(*data, "purged"));
+  }
+  Status set_paused(const std::string& topic, bool paused) override {
+    return call("POST", paused ? "/pause" : "/resume", id_body("topic", topic)).status();
   }
   Result<std::string> backup(const std::string& name) override {
     auto data = call("POST", "/backup", id_body("name", name));

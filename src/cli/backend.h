@@ -26,6 +26,8 @@ class Backend {
   virtual Status requeue_dead(const std::string& id) = 0;
   virtual Result<uint64_t> requeue_dead_topic(const std::string& topic) = 0;
   virtual Result<uint64_t> purge_dead(const std::string& topic) = 0;
+  // Queue::pause (paused) or Queue::resume.
+  virtual Status set_paused(const std::string& topic, bool paused) = 0;
   // A consistent copy of the queue in `dir` (a store), or under the name `dir` in the daemon's
   // --backup-dir (delayqd); returns the directory written.
   virtual Result<std::string> backup(const std::string& dir) = 0;

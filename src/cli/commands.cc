@@ -267,15 +267,19 @@ int do_stats(Context& c, Backend& b) {
       {"requeued", st->requeued},
       {"purged", st->purged}};
   if (c.inv.json) {
-    const auto topic = [](json::Writer& w, const TopicStats& t) {
+    const auto counts = [](json::Writer& w, const TopicStats& t) {
       w.begin_object().key("delayed").value(t.delayed).key("ready").value(t.ready);
-      w.key("reserved").value(t.reserved).key("dead").value(t.dead).end_object();
+      w.key("reserved").value(t.reserved).key("dead").value(t.dead);
     };
     json::Writer w;
     w.begin_object().key("topics").begin_object();
-    for (const auto& [name, t] : st->topics) topic(w.key(name), t);
+    for (const auto& [name, t] : st->topics) {
+      counts(w.key(name), t);
+      w.key("paused").value(t.paused).end_object();
+    }
     w.end_object();
-    topic(w.key("total"), total);
+    counts(w.key("total"), total);
+    w.end_object();
     for (const auto& [name, n] : counters) w.key(name).value(n);
     w.end_object();
     c.out << w.str() << "\n";
@@ -291,7 +295,8 @@ int do_stats(Context& c, Backend& b) {
                                       std::to_string(t.ready), std::to_string(t.reserved),
                                       std::to_string(t.dead)};
     };
-    for (const auto& [name, t] : st->topics) rows.push_back(row(printable(name), t));
+    for (const auto& [name, t] : st->topics)
+      rows.push_back(row(printable(name) + (t.paused ? " (paused)" : ""), t));
     rows.push_back(row("(total)", total));
     c.out << table(rows, {false, true, true, true, true});
   }
@@ -364,6 +369,19 @@ int do_purge(Context& c, Backend& b, const std::string& topic) {
   return report(c, "purged", *n,
                 "purged " + std::to_string(*n) + " dead letter" + (*n == 1 ? "" : "s") +
                     " of topic " + printable(topic));
+}
+
+int do_pause(Context& c, Backend& b, const std::string& topic, bool paused) {
+  if (Status s = b.set_paused(topic, paused); !s.ok()) return failed(c, s);
+  if (c.inv.json) {
+    json::Writer w;
+    w.begin_object().key("topic").value(topic).key("paused").value(paused).end_object();
+    c.out << w.str() << "\n";
+    return kExitOk;
+  }
+  c.out << "topic " << printable(topic)
+        << (paused ? " is paused: it hands out nothing until resumed\n" : " is running\n");
+  return kExitOk;
 }
 
 int do_backup(Context& c, Backend& b, const std::string& dir) {
@@ -443,6 +461,7 @@ int perform(Context& c, Backend& b, JobSpec spec) {
   if (name == "dead list") return do_dead_list(c, b, rest[0]);
   if (name == "dead requeue") return do_requeue(c, b);
   if (name == "dead purge") return do_purge(c, b, rest[0]);
+  if (name == "pause" || name == "resume") return do_pause(c, b, rest[0], name == "pause");
   return do_backup(c, b, rest[0]);
 }
 

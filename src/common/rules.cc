@@ -138,12 +138,17 @@ std::string topic_text_problem(std::string_view topic) {
          "): a topic is a name, shown in stats and metrics; give it as text";
 }
 
-Status check_spec(const JobSpec& s, const Limits& limits, TimePoint now) {
-  if (s.topic.empty()) return bad("topic is empty: every job needs a topic to be reserved by");
-  if (s.topic.size() > kMaxTopicBytes)
-    return bad("topic is " + std::to_string(s.topic.size()) + " bytes long; the limit is " +
+Status check_topic(std::string_view topic) {
+  if (topic.empty()) return bad("topic is empty: every job needs a topic to be reserved by");
+  if (topic.size() > kMaxTopicBytes)
+    return bad("topic is " + std::to_string(topic.size()) + " bytes long; the limit is " +
                std::to_string(kMaxTopicBytes));
-  if (std::string why = topic_text_problem(s.topic); !why.empty()) return bad(std::move(why));
+  if (std::string why = topic_text_problem(topic); !why.empty()) return bad(std::move(why));
+  return {};
+}
+
+Status check_spec(const JobSpec& s, const Limits& limits, TimePoint now) {
+  if (Status st = check_topic(s.topic); !st.ok()) return st;
   if (s.id.empty()) return bad("id is empty");
   if (s.id.size() > kMaxIdBytes)
     return bad("id is " + std::to_string(s.id.size()) + " bytes long; the limit is " +

@@ -66,6 +66,10 @@ Result<TimePoint> user_time(std::string_view what, double amount, Unit unit, Tim
 // it is valid UTF-8, else which byte is not.
 std::string topic_text_problem(std::string_view topic);
 
+// A topic's name as push() checks it: 1 to kMaxTopicBytes bytes of valid UTF-8 (pause and
+// resume check theirs the same way). Errors: invalid_argument.
+Status check_topic(std::string_view topic);
+
 // The refusals, worded once.
 Status no_such_job(std::string_view id);                                  // not_found
 Status duplicate_id(std::string_view id, JobState state);                 // duplicate_id

@@ -97,6 +97,8 @@ enum class Route : uint8_t {
   backup,
   metrics,
   health,
+  pause,
+  resume,
   unknown,
   count_  // number of routes
 };

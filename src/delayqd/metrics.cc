@@ -84,6 +84,19 @@ void jobs(std::string& out, const std::string& labels, const TopicStats& t) {
   line(out, l + "dead\"} " + std::to_string(t.dead));
 }
 
+// delayq_topic_paused per named topic (the cap of delayq_jobs), and how many topics are paused
+// in all, named or not.
+void paused(std::string& out, const TopicSeries::View& topics, const Stats& st) {
+  line(out,
+       "# HELP delayq_topic_paused 1 while the topic is paused (it hands out nothing), else 0.");
+  line(out, "# TYPE delayq_topic_paused gauge");
+  for (const auto& [name, t] : topics.named)
+    line(out, "delayq_topic_paused{topic=\"" + label(name) + "\"} " + (t.paused ? "1" : "0"));
+  int64_t n = 0;
+  for (const auto& [name, t] : st.topics) n += t.paused ? 1 : 0;
+  gauge(out, "delayq_paused_topics", "Topics paused now (named by delayq_topic_paused or not).", n);
+}
+
 }  // namespace
 
 void Metrics::observe(Route route, int status, std::chrono::steady_clock::time_point start) {
@@ -114,6 +127,7 @@ void Metrics::queue_part(std::string& out, const Stats& st) {
   gauge(out, "delayq_overflow_topics",
         "Topics with jobs that have no delayq_jobs series of their own (over --metrics-topics).",
         static_cast<int64_t>(topics.overflow_topics));
+  paused(out, topics, st);
 }
 
 void Metrics::requests_part(std::string& out) {

@@ -11,6 +11,7 @@
 //                     latest delivery (tokens.h)
 //   routes_dead.cc    /dead/list, /dead/requeue, /dead/purge
 //   routes_admin.cc   /stats, /backup, /metrics, /health
+//   routes_topics.cc  /pause, /resume: a topic stops or starts handing out jobs
 #pragma once
 
 #include <atomic>
@@ -85,6 +86,7 @@ RouteFunction pop;                                     // routes_pop.cc
 RouteFunction finish, nack, touch, dead_letter;        // routes_settle.cc
 RouteFunction dead_list, dead_requeue, dead_purge;     // routes_dead.cc
 RouteFunction stats, backup, metrics, health;          // routes_admin.cc
+RouteFunction pause, resume;                           // routes_topics.cc
 }  // namespace routes
 
 }  // namespace delayq::http

@@ -5,8 +5,10 @@ namespace delayq::http {
 
 namespace {
 
+// A paused topic counts as holding jobs even when empty: its pause is shown
+// (delayq_topic_paused) for as long as it lasts.
 bool has_jobs(const TopicStats& t) {
-  return t.delayed + t.ready + t.reserved + t.dead > 0;
+  return t.delayed + t.ready + t.reserved + t.dead > 0 || t.paused;
 }
 
 void add(TopicStats& sum, const TopicStats& t) {

@@ -6,6 +6,7 @@
 // a cap on the topics named: past `max_topics`, a new topic takes the place of the one that has
 // been empty the longest, and when every named topic still has jobs, the new topic's jobs are
 // counted in the overflow series (delayq_jobs{overflow="true",state=...}, always present) instead.
+// A paused topic counts as one with jobs, so that its delayq_topic_paused series stays.
 // A restarted daemon knows the topics that have jobs; the empty ones come back with their next
 // job. docs/operations.md ("Metrics to watch") says the same for users.
 #pragma once

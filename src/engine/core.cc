@@ -202,6 +202,7 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   for (const std::string& name : topics) {
     auto it = topic_ids_.find(name);
     if (it == topic_ids_.end()) continue;
+    if (topics_[it->second].counts.paused) continue;
     const uint32_t head = topics_[it->second].ready.head;
     if (head != kNil && (best == kNil || jobs_[head].due < jobs_[best].due)) best = head;
   }
@@ -361,6 +362,14 @@ std::optional<uint64_t> Core::seq_of(std::string_view id) const {
   const int64_t j = lookup(id, IdIndex::hash(id));
   if (j < 0) return std::nullopt;
   return jobs_[j].seq;
+}
+
+void Core::set_paused(std::string_view topic, bool paused, TimePoint now) {
+  advance(now);
+  Topic& t = topics_[topic_index(topic)];
+  if (t.counts.paused == paused) return;
+  t.counts.paused = paused;
+  if (!paused && t.ready.head != kNil) ++ready_added_;
 }
 
 uint64_t Core::purge_dead(std::string_view topic, TimePoint now) {

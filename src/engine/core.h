@@ -87,6 +87,13 @@ class Core {
   Status requeue_dead(std::string_view id, TimePoint now);
   uint64_t requeue_dead_topic(std::string_view topic, TimePoint now);
   uint64_t purge_dead(std::string_view topic, TimePoint now);
+  // Pauses or resumes a topic (Queue::pause): a paused topic's ready jobs stay in its line and
+  // reserve() passes it over. A resume of a topic with ready jobs counts as jobs made ready
+  // (Effects::made_ready), so that waiting consumers look again. The topic is checked by the
+  // caller. Records no change: the engine journals the pause itself.
+  void set_paused(std::string_view topic, bool paused, TimePoint now);
+  // Pauses a topic as a store recorded it (recovery): like restore(), no advance().
+  void restore_paused(std::string_view topic) { topics_[topic_index(topic)].counts.paused = true; }
 
   // For a durable store's disk tier (docs/tiered-store.md): takes a delayed or ready job out of
   // this core, as cancel() would but counting nothing (it moves, it is not cancelled), and
@@ -160,7 +167,7 @@ class Core {
   struct Topic {
     std::string name;
     List ready, dead;
-    TopicStats counts;
+    TopicStats counts;  // counts.paused: the topic hands out nothing
   };
 
   struct Hash {

@@ -131,8 +131,9 @@ uint32_t Core::alloc_job() {
 void Core::add_stats(Stats& s) const {
   for (const Topic& t : topics_) {
     const TopicStats& c = t.counts;
-    if (c.delayed + c.ready + c.reserved + c.dead == 0) continue;
+    if (c.delayed + c.ready + c.reserved + c.dead == 0 && !c.paused) continue;
     TopicStats& o = s.topics[t.name];
+    o.paused = o.paused || c.paused;
     o.delayed += c.delayed;
     o.ready += c.ready;
     o.reserved += c.reserved;

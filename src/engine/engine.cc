@@ -58,7 +58,8 @@ Persistence* persistence_of(Engine& engine) noexcept {
 Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
                                             std::unique_ptr<Persistence> store,
                                             const RecordSource& records, const Stats& totals,
-                                            const SkipReport& skip) {
+                                            const SkipReport& skip,
+                                            const std::vector<std::string>& paused) {
   if (Status s = check_engine_options(options); !s.ok()) return s;
   Clock& clock = options.clock ? *options.clock : SystemClock::instance();
   const Counters recorded = store ? store->recorded_counters() : Counters{};
@@ -90,6 +91,7 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
   if (records)
     if (Status st = restore(shards, records, now, skip); !st.ok()) return st;
   shards[0].core.restore_totals(totals);
+  e->restore_paused(paused);
   if (Status st = e->start(); !st.ok()) return st;
   return std::unique_ptr<Engine>(std::move(e));
 }
@@ -340,6 +342,41 @@ Result<uint64_t> ShardedEngine::requeue_dead_topic(std::string_view topic) {
 
 Result<uint64_t> ShardedEngine::purge_dead(std::string_view topic) {
   return sum_over_shards([&](Core& c, TimePoint now) { return c.purge_dead(topic, now); });
+}
+
+void ShardedEngine::restore_paused(const std::vector<std::string>& topics) {
+  std::lock_guard l(pause_mu_);
+  for (const std::string& topic : topics) {
+    paused_.insert(topic);
+    for (const auto& s : shards_.all()) s->core.restore_paused(topic);
+  }
+}
+
+Status ShardedEngine::set_paused(std::string_view topic, bool paused) {
+  if (closed()) return closed_status();
+  if (Status s = rules::check_topic(topic); !s.ok()) return s;
+  std::unique_lock l(pause_mu_);
+  const auto it = paused_.find(topic);
+  if ((it != paused_.end()) == paused) return {};  // as asked already: nothing changes
+  uint64_t ticket = 0;
+  if (Persistence* store = shards_.store()) {
+    Result<uint64_t> w = store->write_paused(topic, paused);
+    if (!w) return shards_.fail(w.status());
+    ticket = *w;
+  }
+  if (paused)
+    paused_.emplace(topic);
+  else
+    paused_.erase(it);
+  for (const auto& s : shards_.all())
+    shards_.apply(*s, [&](Core& c, TimePoint now) {
+      c.set_paused(topic, paused, now);
+      return 0;
+    });
+  l.unlock();
+  if (ticket != 0)
+    if (Status d = shards_.store()->wait_durable(ticket); !d.ok()) return shards_.fail(d);
+  return {};
 }
 
 Status ShardedEngine::health() {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "delayq/engine.h"
@@ -43,6 +44,13 @@ class Persistence {
   }
   // The store's disk tier (far.h), or null: every job lives in memory.
   virtual FarStore* far() { return nullptr; }
+  // Queues that `topic` is now paused (or no longer), in call order with write()'s batches, and
+  // returns a ticket for wait_durable() (0: nothing to wait for). Cheap, as write() is.
+  virtual Result<uint64_t> write_paused(std::string_view topic, bool paused) {
+    (void)topic;
+    (void)paused;
+    return uint64_t{0};
+  }
 };
 
 // Calls its argument for every stored record, in seq order.
@@ -56,10 +64,13 @@ using SkipReport = std::function<void(const std::string&)>;
 // and the stored `totals` of stats(). With a null store it is the in-memory Engine::open().
 // A record that Core::restore() refuses (Errc::corrupt) fails the open with that error, unless
 // `skip` is set (StoreOptions::tolerant): then the record is left out and reported to `skip`.
+// `paused`: the topics the store recorded as paused (Queue::pause), paused again before the
+// engine serves.
 Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
                                             std::unique_ptr<Persistence> store,
                                             const RecordSource& records, const Stats& totals,
-                                            const SkipReport& skip = {});
+                                            const SkipReport& skip = {},
+                                            const std::vector<std::string>& paused = {});
 
 // The store an engine opened by open_engine() writes to (null for the in-memory Engine): how
 // open_store()'s extras, such as backup_store(), reach their journal.

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +46,8 @@ class ShardedEngine final : public Engine {
   Status requeue_dead(std::string_view id) override;
   Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
   Result<uint64_t> purge_dead(std::string_view topic) override;
+  Status pause(std::string_view topic) override { return set_paused(topic, true); }
+  Status resume(std::string_view topic) override { return set_paused(topic, false); }
   Stats stats() override;
   Status health() override;
   void close() override;
@@ -59,6 +63,8 @@ class ShardedEngine final : public Engine {
   // due order, leases that ran out are retried, and journaled), then follows the clock.
   // Errors: the store could not record the catch-up.
   Status start();
+  // Pauses the topics a store recorded as paused, before start(): nothing is journaled.
+  void restore_paused(const std::vector<std::string>& topics);
 
  protected:
   Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
@@ -87,6 +93,10 @@ class ShardedEngine final : public Engine {
   // write fails ends it with that error.
   template <class F>
   Result<uint64_t> sum_over_shards(F&& call);
+  // pause() and resume(): journaled first (so that a reservation made after a resume is
+  // written after it), then every shard's core, under pause_mu_ so that the journal's order of
+  // pauses and resumes of a topic is the cores' order.
+  Status set_paused(std::string_view topic, bool paused);
   bool closed() const { return waiting_.closed(); }
   Status closed_status() const { return waiting_.closed_status(); }
 
@@ -97,6 +107,8 @@ class ShardedEngine final : public Engine {
   std::atomic<uint64_t> next_id_{1};  // generated ids
   std::atomic<uint32_t> next_shard_{0};
   std::atomic<bool> shut_{false};  // close() has run
+  std::mutex pause_mu_;
+  std::set<std::string, std::less<>> paused_;  // the paused topics; under pause_mu_
   Shards shards_;
   Driver driver_;
   Waiting waiting_;  // declared last: its thread, which calls into the shards, goes first

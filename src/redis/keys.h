@@ -2,7 +2,8 @@
 //
 // A queue Q with N shards is N groups of keys; shard s uses the hash tag {dq:Q:s}, so that all
 // its keys sit in one cluster slot and one script may touch all of them:
-//   {dq:Q:s}:jobs, :body, :seq, :fence, :topics, :stats   the shard's six (KEYS[1..6])
+//   {dq:Q:s}:jobs, :body, :seq, :fence, :topics, :stats,  the shard's seven (KEYS[1..7])
+//   :paused (the set of paused topics, Queue::pause)
 //   {dq:Q:s}:d:<topic>, :r:<topic>, :l:<topic>, :x:<topic> a topic's delayed, ready, leases, dead
 //   {dq:Q:s}:wake                                         the shard's wake channel (pub/sub)
 //   {dq:Q:0}:meta                                         the queue's shard count and openings
@@ -27,12 +28,13 @@ struct ShardKeys {
   std::string tag;                // "{dq:<queue>:<n>}": the hash tag of every key of the shard
   std::string wake;               // the wake channel
   std::string topics;             // the hash of the shard's topics (topic -> live jobs)
-  std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats
+  std::string paused;             // the set of paused topics (Queue::pause)
+  std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats, paused
   uint16_t slot = 0;              // the hash slot of `tag`: in a cluster, its node holds the shard
 
   // Appends the four keys of `topic`: delayed, ready, leases, dead.
   void add_topic(std::string_view topic, std::vector<std::string>& keys) const;
-  // The keys of a script about one topic: the shard's six, then the topic's four.
+  // The keys of a script about one topic: the shard's seven, then the topic's four.
   std::vector<std::string> with_topic(std::string_view topic) const;
 };
 

@@ -65,6 +65,8 @@ class RedisQueue final : public Queue {
   Status requeue_dead(std::string_view id) override;
   Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
   Result<uint64_t> purge_dead(std::string_view topic) override;
+  Status pause(std::string_view topic) override { return set_paused(topic, true); }
+  Status resume(std::string_view topic) override { return set_paused(topic, false); }
   Status health() override;
   Stats stats() override;
   void close() override;
@@ -105,6 +107,9 @@ class RedisQueue final : public Queue {
   Result<uint64_t> over_dead(ScriptId script, std::string_view topic);
   // Adds the counts and totals of shard `sh` to `st`; an unreachable shard adds nothing.
   void add_shard_stats(const ShardKeys& sh, Stats& st);
+  // pause() and resume(): the pause script on every shard (each shard's claims check its own
+  // set of paused topics).
+  Status set_paused(std::string_view topic, bool paused);
 
   RedisOptions opt_;
   Rules rules_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/rules.h"
 #include "redis/redis_queue.h"
 
 namespace delayq::redis {
@@ -49,6 +50,20 @@ Result<uint64_t> RedisQueue::over_dead(ScriptId script, std::string_view topic) 
     }
   }
   return n;
+}
+
+Status RedisQueue::set_paused(std::string_view topic, bool paused) {
+  if (closed_.load()) return closed_error();
+  if (Status s = rules::check_topic(topic); !s.ok()) return s;
+  for (const ShardKeys& sh : keys_.shards()) {
+    std::vector<std::string> args = common_(sh);
+    args.emplace_back(topic);
+    args.emplace_back(paused ? "1" : "0");
+    Result<Reply> r = router_.eval(sh.slot, kPause, sh.base, std::move(args));
+    if (!r) return r.status();
+    if (r->elements.empty() || r->elements[0].as_int(-1) != kOk) return bad_reply(kPause);
+  }
+  return Status();
 }
 
 // One PING for a single server; in a cluster one per shard, each to the node that holds it.
@@ -101,8 +116,11 @@ void RedisQueue::add_shard_stats(const ShardKeys& sh, Stats& st) {
     }
     // The totals come with every call; take them from the last one.
     if (to == topics.size()) read_totals(r->elements.back(), st);
-    if (topics.empty()) return;
+    if (topics.empty()) break;
   }
+  // Paused topics are listed even without jobs.
+  if (Result<Reply> paused = router_.command(sh.slot, {"SMEMBERS", sh.paused}))
+    for (const Reply& t : paused->elements) st.topics[t.str].paused = true;
 }
 
 }  // namespace delayq::redis

@@ -64,6 +64,7 @@ const Library& library() {
       "push_many",
       "ack_claim",
       "release",
+      "pause",
   });
   return lib;
 }

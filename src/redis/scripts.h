@@ -44,6 +44,7 @@ enum ScriptId : size_t {
   kPushMany,
   kAckClaim,
   kRelease,
+  kPause,
   kScriptCount
 };
 

@@ -41,6 +41,7 @@ void write_stats(json::Writer& w, const Stats& s,
   for (const auto& [name, t] : s.topics) {
     w.key(name).begin_object();
     write_members(w, t, kStates);
+    w.key("paused").value(t.paused);
     w.end_object();
   }
   w.end_object().end_object();
@@ -50,7 +51,11 @@ Stats read_stats(const json::Value& v) {
   Stats s;
   read_members(v, s, kTotalNames);
   if (const json::Value* topics = v.find("topics"); topics != nullptr && topics->is_object())
-    for (const auto& [name, t] : topics->as_object()) read_members(t, s.topics[name], kStates);
+    for (const auto& [name, t] : topics->as_object()) {
+      read_members(t, s.topics[name], kStates);
+      const json::Value* paused = t.find("paused");
+      s.topics[name].paused = paused != nullptr && paused->is_bool() && paused->as_bool();
+    }
   return s;
 }
 

@@ -5,9 +5,9 @@
 -- library together and names it; docs/redis.md has the long form of what follows.
 --
 -- Conventions:
---  - KEYS[1..6] are the shard's keys: jobs, body, seq, fence, topics, stats. Then four keys per
---    topic the script works on: delayed, ready, leases, dead. Nothing else is touched, so every
---    script stays within one hash tag (one cluster slot).
+--  - KEYS[1..7] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
+--    paused topics). Then four keys per topic the script works on: delayed, ready, leases, dead.
+--    Nothing else is touched, so every script stays within one hash tag (one cluster slot).
 --  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter);
 --    the script's own arguments follow from ARGV[4].
 --  - Times are integers in µs since the epoch, read from the server's TIME. Lua numbers are
@@ -27,10 +27,11 @@
 
 -- Set by setup() at the start of every call: the call's keys and arguments, the shard's keys,
 -- the wake channel, max_delay, the jitter seed and the server's time.
-local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, WAKE, MAXD, rng, NOW
+local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, PAUSED, WAKE, MAXD, rng, NOW
 local function setup(keys, args)
   KEYS, ARGV = keys, args
   JOBS, BODY, SEQ, FENCE, TOPICS, STATS = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
+  PAUSED = keys[7]
   WAKE, MAXD, rng = args[1], tonumber(args[2]), tonumber(args[3])
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -60,10 +61,16 @@ local function random()
   return rng / 2147483647
 end
 
+-- The keys of topic i, and its name `t`: the ready key is the shard's tag (JOBS without
+-- ':jobs'), ':r:', then the topic.
 local function tkeys(i)
-  local b = 6 + 4 * (i - 1)
-  return {d = KEYS[b + 1], r = KEYS[b + 2], l = KEYS[b + 3], x = KEYS[b + 4]}
+  local b = 7 + 4 * (i - 1)
+  local r = KEYS[b + 2]
+  return {d = KEYS[b + 1], r = r, l = KEYS[b + 3], x = KEYS[b + 4], t = string.sub(r, #JOBS - 1)}
 end
+
+-- A paused topic hands out nothing (Queue::pause): its ready jobs wait in its line.
+local function held(k) return redis.call('SISMEMBER', PAUSED, k.t) == 1 end
 
 local function load(id)
   local raw = redis.call('HGET', JOBS, id)
@@ -314,6 +321,7 @@ local function take(n, want)
   if n == 1 and want > 1 then
     -- One topic: the first `want` of its line, with a few commands for all of them.
     local k = tkeys(1)
+    if held(k) then return out end
     local ids = redis.call('ZRANGE', k.r, 0, want - 1)
     if #ids > 0 then
       local raws = redis.call('HMGET', JOBS, unpack(ids))
@@ -350,7 +358,7 @@ local function take(n, want)
       local best, bj, bt, bk
       for i = 1, n do
         local k = tkeys(i)
-        local head = redis.call('ZRANGE', k.r, 0, 0)[1]
+        local head = not held(k) and redis.call('ZRANGE', k.r, 0, 0)[1]
         if head then
           local j, t = load(head)
           if j and (best == nil or j[DUE] < bj[DUE]) then best, bj, bt, bk = head, j, t, k end
