@@ -31,13 +31,18 @@ constexpr RouteSpec kRoutes[] = {
     {"/backup", Route::backup, M::post, B::object_or_empty, routes::backup},
     {"/metrics", Route::metrics, M::get, B::none, routes::metrics},
     {"/health", Route::health, M::get, B::none, routes::health},
+    {"/ui", Route::ui, M::get, B::none, routes::ui},
+    {"/ui/", Route::ui, M::get, B::none, routes::ui},
+    {"/ui/app.js", Route::ui, M::get, B::none, routes::ui},
+    {"/ui/style.css", Route::ui, M::get, B::none, routes::ui},
 };
 
 // The names routes have in metrics, by Route.
 constexpr const char* kNames[] = {
     "push",         "push_batch", "pop",    "finish",     "nack",   "touch",
     "dead_letter",  "delete",     "get",    "reschedule", "stats",  "dead_list",
-    "dead_requeue", "dead_purge", "backup", "metrics",    "health", "unknown",
+    "dead_requeue", "dead_purge", "backup", "metrics",    "health", "ui",
+    "unknown",
 };
 static_assert(std::size(kNames) == static_cast<size_t>(Route::count_));
 

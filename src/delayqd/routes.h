@@ -11,6 +11,7 @@
 //                     latest delivery (tokens.h)
 //   routes_dead.cc    /dead/list, /dead/requeue, /dead/purge
 //   routes_admin.cc   /stats, /backup, /metrics, /health
+//   routes_ui.cc      /ui: the dashboard's files
 #pragma once
 
 #include <atomic>
@@ -85,6 +86,7 @@ RouteFunction pop;                                     // routes_pop.cc
 RouteFunction finish, nack, touch, dead_letter;        // routes_settle.cc
 RouteFunction dead_list, dead_requeue, dead_purge;     // routes_dead.cc
 RouteFunction stats, backup, metrics, health;          // routes_admin.cc
+RouteFunction ui;                                      // routes_ui.cc
 }  // namespace routes
 
 }  // namespace delayq::http
