@@ -18,6 +18,7 @@ using delayq::http::Api;
 using delayq::http::ApiOptions;
 using delayq::http::Request;
 using delayq::http::Response;
+using delayq::testing::has;
 namespace json = delayq::wire::json;
 
 using HttpApiTest = delayq::testing::ApiTest;
@@ -352,6 +353,43 @@ TEST_F(HttpApiTest, BearerToken) {
   EXPECT_EQ(call("/push", R"({"topic":"t"})", "POST", "Bearer s3cret").status, 200);
   EXPECT_EQ(call("/health", "", "GET").status, 200);  // health stays open for probes
   EXPECT_EQ(call("/metrics", "", "GET").status, 401);
+}
+
+// The dashboard's files (src/delayqd/ui, built in): served to anyone, since they hold no data and
+// the page sends the token itself; each with its type and a policy that lets the browser run
+// only this daemon's own script. Its behaviour in a browser: tests/dashboard_test.py.
+TEST_F(HttpApiTest, TheDashboardsFilesAreServedWithoutTheTokenUnderAStrictPolicy) {
+  ApiOptions opt;
+  opt.bearer_token = "s3cret";
+  open(opt);
+  const auto get = [&](const std::string& target, const std::string& method = "GET") {
+    std::promise<Response> p;
+    api_->handle(Request{method, target, "", ""},
+                 [&p](Response r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  };
+  const std::pair<const char*, const char*> files[] = {{"/ui", "text/html; charset=utf-8"},
+                                                       {"/ui/", "text/html; charset=utf-8"},
+                                                       {"/ui/app.js", "text/javascript; charset=utf-8"},
+                                                       {"/ui/style.css", "text/css; charset=utf-8"}};
+  for (const auto& [path, type] : files) {
+    const Response r = get(path);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    EXPECT_EQ(r.content_type, type) << path;
+    EXPECT_GT(r.body.size(), 500u) << path;
+    std::string csp;
+    for (const auto& [name, value] : r.headers)
+      if (name == "Content-Security-Policy") csp = value;
+    EXPECT_TRUE(has(csp, "script-src 'self'") && has(csp, "frame-ancestors 'none'")) << csp;
+  }
+  // The page loads what is served, and nothing from elsewhere.
+  const std::string page = get("/ui").body;
+  EXPECT_TRUE(has(page, "src=\"/ui/app.js\"") && has(page, "href=\"/ui/style.css\"")) << page;
+  EXPECT_FALSE(has(page, "http://") || has(page, "https://")) << page;
+  EXPECT_EQ(get("/ui", "POST").status, 405);
+  EXPECT_EQ(get("/ui/nope.js").status, 404);
+  // The data behind it still needs the token.
+  EXPECT_EQ(call("/stats", "", "GET").status, 401);
 }
 
 TEST_F(HttpApiTest, StatsAndMetrics) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packaging, end to end: install this build into a temp prefix, build an outside project against
 # it with find_package(delayq CONFIG) and with pkg-config, run both, and make a Debian package
-# with cpack whose contents hold the headers, libraries, CMake package and .pc file.
+# with cpack whose contents hold the headers, libraries, CMake package and .pc file, and delayqd
+# as a service (its unit, its default config, the maintainer scripts).
 # Usage: package_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -30,4 +31,38 @@ for f in include/delayq/queue.h lib/cmake/delayq/delayqTargets.cmake lib/pkgconf
          libdelayq_core.a libdelayq_wheel.a; do
   grep -q "$f" <<<"$contents" || { echo "$(basename "$deb") is missing $f"; exit 1; }
 done
+# The daemon as a service: the binary, its unit, its default config, and the maintainer scripts
+# that make the user, the data directory, the config and a token.
+for f in ./usr/bin/delayqd ./usr/lib/systemd/system/delayqd.service ./usr/share/delayq/delayqd.conf; do
+  grep -q " $f\$" <<<"$contents" || { echo "$(basename "$deb") is missing $f"; exit 1; }
+done
+mkdir "$tmp/control"
+dpkg-deb -e "$deb" "$tmp/control"
+for script in postinst postrm; do
+  [ -x "$tmp/control/$script" ] || { echo "$(basename "$deb") has no executable $script"; exit 1; }
+  sh -n "$tmp/control/$script"
+done
+grep -q "useradd --system" "$tmp/control/postinst" || { echo "postinst makes no system user"; exit 1; }
+# The shipped config is one delayqd takes: every setting in it known and valid (the store, the
+# port and the token are moved to scratch ones by flags, which win over the file).
+head -c 32 /dev/urandom | base64 >"$tmp/token"
+chmod 600 "$tmp/token"
+dpkg-deb -x "$deb" "$tmp/root"
+"$build/src/delayqd/delayqd" --config "$tmp/root/usr/share/delayq/delayqd.conf" \
+  --store "$tmp/store-conf" --listen 127.0.0.1:0 --token-file "$tmp/token" >"$tmp/d.out" 2>"$tmp/d.err" &
+daemon=$!
+for _ in $(seq 1 600); do
+  grep -q "listening on" "$tmp/d.out" && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$tmp/d.err"; echo "delayqd refused the shipped config"; exit 1; }
+  sleep 0.1
+done
+kill -TERM "$daemon"
+wait "$daemon" || { cat "$tmp/d.err"; echo "delayqd with the shipped config did not stop cleanly"; exit 1; }
+# systemd's own check of the unit, where systemd is there (only its findings about the unit
+# count: the binary is not installed here, and the machine may lack parts of systemd).
+if command -v systemd-analyze >/dev/null; then
+  found=$(systemd-analyze verify "$tmp/root/usr/lib/systemd/system/delayqd.service" 2>&1 |
+    grep "delayqd.service:" | grep -v "Command /usr/bin/delayqd is not executable" || true)
+  [ -z "$found" ] || { echo "$found"; echo "systemd-analyze finds fault with delayqd.service"; exit 1; }
+fi
 echo "package ok: $(basename "$deb")"

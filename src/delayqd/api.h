@@ -16,6 +16,8 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "delayq/queue.h"
 #include "wire/answer.h"
@@ -41,6 +43,8 @@ struct Response {
   bool close = false;
   // For "405 Method Not Allowed": the Allow header.
   std::string allow;
+  // Further headers (the dashboard's pages: their security policy).
+  std::vector<std::pair<std::string, std::string>> headers;
   // Run by the server when this answer could not be written (the client went away first): gives
   // back what the answer handed out (a /pop's delivery), so that nothing is lost with it.
   std::function<void()> undelivered;
@@ -99,6 +103,7 @@ enum class Route : uint8_t {
   health,
   pause,
   resume,
+  ui,
   unknown,
   count_  // number of routes
 };

@@ -19,7 +19,8 @@ namespace {
 const char* const kTargets[] = {
     "/push", "/push_batch", "/pop",         "/finish",       "/ack",        "/nack",
     "/touch", "/dead_letter", "/delete",    "/get",          "/reschedule", "/stats",
-    "/dead/list", "/dead/requeue", "/dead/purge", "/metrics", "/health",    "/nope",
+    "/dead/list", "/dead/requeue", "/dead/purge", "/metrics", "/health",    "/ui",
+    "/pause", "/resume", "/nope",
 };
 
 struct World {

@@ -266,6 +266,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res->set(bhttp::field::server, "delayqd");
     res->set(bhttp::field::content_type, r.content_type);
     if (!r.allow.empty()) res->set(bhttp::field::allow, r.allow);
+    for (const auto& [name, value] : r.headers) res->set(name, value);
     if (r.status == 401) res->set(bhttp::field::www_authenticate, "Bearer");
     const bool keep = keep_alive_ && !r.close && refusal_.empty();
     res->keep_alive(keep);

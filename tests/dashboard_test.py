@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""The dashboard in a real browser (docs/dashboard.md): delayqd on a loopback port with a store
+holding known jobs, behind a bearer token; headless Chromium, driven by Selenium, types the
+token, reads the counts, requeues a dead letter, cancels a job; each effect is checked through
+the JSON API, not through the page. Screenshots of each page (desk and phone widths) are
+written to --shots.
+
+Usage: dashboard_test.py --delayqd PATH --shots DIR
+Exit 77 (skipped) when Selenium or Chromium is missing; scripts/test.sh installs both.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+except ImportError:
+    print("skipped: python3-selenium is not installed (scripts/test.sh installs it)")
+    sys.exit(77)
+
+TOKEN = "dashboard-test-token"
+WAIT = 30  # seconds any one thing may take to show in the page
+
+
+class Daemon:
+    """delayqd on 127.0.0.1:<free port>, a fresh store, the token above."""
+
+    def __init__(self, binary, workdir):
+        token_file = os.path.join(workdir, "token")
+        with open(token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        os.chmod(token_file, 0o600)
+        self.log = open(os.path.join(workdir, "delayqd.log"), "w")
+        self.proc = subprocess.Popen(
+            [binary, "--listen", "127.0.0.1:0", "--store", os.path.join(workdir, "store"),
+             "--token-file", token_file],
+            stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            raise SystemExit("delayqd did not start: " + line)
+        self.url = "http://" + line.strip().rsplit(" ", 1)[-1]
+
+    def call(self, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data,
+                                     headers={"Authorization": "Bearer " + TOKEN})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as res:
+                answer = json.load(res)
+        except urllib.error.HTTPError as e:
+            answer = json.load(e)
+        if answer["code"] != 0:
+            raise AssertionError(f"{path} {body}: {answer}")
+        return answer["data"]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=60)
+        self.log.close()
+        if code != 0:
+            raise AssertionError(f"delayqd exited {code}")
+
+
+def seed(d):
+    """Known jobs: order (three delayed, one ready), sms (one delayed), and a dead letter in each
+    topic, made by popping a one-attempt job and failing it."""
+    for i in range(3):
+        d.call("/push", {"topic": "order", "id": f"order-{i}", "delay": 3600, "body": f"close {i}"})
+    d.call("/push", {"topic": "order", "id": "order-now", "body": "due now"})
+    d.call("/push", {"topic": "sms", "id": "sms-1", "delay": 86400, "body": "activate shop 7"})
+    d.call("/push", {"topic": "order", "id": "order-dead", "body": "payment callback",
+                     "retry": {"kind": "fixed", "delay": 1, "max_attempts": 1}})
+    d.call("/push", {"topic": "sms", "id": "sms-dead", "body": "bad number",
+                     "retry": {"kind": "fixed", "delay": 1, "max_attempts": 1}})
+    job = d.call("/pop", {"topic": "sms", "timeout": 5})
+    assert job["id"] == "sms-dead", job
+    d.call("/nack", {"token": job["token"]})
+    # Pop until the one-attempt job comes (order-now may come first: give it back).
+    for _ in range(4):
+        job = d.call("/pop", {"topic": "order", "timeout": 5})
+        if job["id"] == "order-dead":
+            d.call("/nack", {"token": job["token"]})
+            return
+        d.call("/nack", {"token": job["token"], "delay": 0})
+    raise AssertionError("order-dead never came")
+
+
+def browser():
+    chromium = shutil.which("chromium")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        print("skipped: chromium and chromium-driver are not installed (scripts/test.sh installs them)")
+        sys.exit(77)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    # Headless, and nothing that reaches the network: this machine's network is closed.
+    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+                 "--window-size=1280,900"]:
+        opts.add_argument(flag)
+    opts.add_argument("--user-data-dir=" + tempfile.mkdtemp(prefix="delayq-chromium-"))
+    return webdriver.Chrome(service=Service(driver), options=opts)
+
+
+def wait_for(b, what, check):
+    """Waits until check(b) is truthy; fails naming `what`."""
+    try:
+        return WebDriverWait(b, WAIT, ignored_exceptions=[StaleElementReferenceException]).until(check)
+    except Exception:
+        raise AssertionError(f"the page never showed {what}; error box: "
+                             f"{b.find_element(By.ID, 'error').text!r}")
+
+
+def texts(b, css):
+    """The text of every element `css` selects, read in one go: the page redraws its tables at
+    every refresh, so an element found one moment may be gone the next."""
+    return b.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent)", css)
+
+
+def topic_cells(b, topic):
+    return texts(b, f'#topics tr[data-topic="{topic}"] td')
+
+
+def confirm(b):
+    wait_for(b, "the confirmation", EC.visibility_of_element_located((By.ID, "confirm-yes")))
+    b.find_element(By.ID, "confirm-yes").click()
+
+
+def shoot(b, shots, name):
+    b.save_screenshot(os.path.join(shots, name + ".png"))
+
+
+def overview(b, d, shots):
+    b.get(d.url + "/ui")
+    # Behind the token: the page asks for it.
+    wait_for(b, "the token form", EC.visibility_of_element_located((By.ID, "token")))
+    b.find_element(By.ID, "token").send_keys(TOKEN + "\n")
+    wait_for(b, "the order topic", lambda b: topic_cells(b, "order"))
+    stats = d.call("/stats")
+    for topic in ("order", "sms"):
+        t = stats["topics"][topic]
+        want = [topic, str(t["delayed"]), str(t["ready"]), str(t["reserved"]), str(t["dead"])]
+        wait_for(b, f"{topic}'s counts {want}", lambda b: topic_cells(b, topic) == want)
+    assert stats["topics"]["order"]["dead"] == 1, stats
+    wait_for(b, f"pushed {stats['pushed']}",
+             lambda b: texts(b, '[data-total="pushed"] .value') == [str(stats["pushed"])])
+    shoot(b, shots, "overview")
+
+
+def dead_letters(b, d, shots):
+    b.get(d.url + "/ui#dead")
+    wait_for(b, "the dead letters' topic", lambda b: Select(
+        b.find_element(By.ID, "dead-topic")).options)
+    Select(b.find_element(By.ID, "dead-topic")).select_by_value("order")
+    b.find_element(By.CSS_SELECTOR, "#dead-form button[type=submit]").click()
+    row = '#dead-jobs tr[data-id="order-dead"]'
+    wait_for(b, "the dead letter", EC.presence_of_element_located((By.CSS_SELECTOR, row)))
+    shoot(b, shots, "dead-letters")
+    b.find_element(By.CSS_SELECTOR, row + " button").click()
+    wait_for(b, "the list without it", lambda b: not b.find_elements(By.CSS_SELECTOR, row))
+    job = d.call("/get", {"id": "order-dead"})
+    assert job["state"] == "ready" and job["attempts"] == 0, job
+    # Purge all asks, then deletes the topic's dead letters.
+    Select(b.find_element(By.ID, "dead-topic")).select_by_value("sms")
+    b.find_element(By.ID, "dead-purge").click()
+    confirm(b)
+    wait_for(b, "sms's dead letters gone",
+             lambda b: not d.call("/dead/list", {"topic": "sms"})["jobs"])
+    assert d.call("/get", {"id": "sms-dead"}) is None
+    assert d.call("/get", {"id": "sms-1"})["state"] == "delayed", "purge touched a live job"
+
+
+def cancel(b, d, shots):
+    b.get(d.url + "/ui#job")
+    b.find_element(By.ID, "job-id").send_keys("order-1\n")
+    wait_for(b, "the job's fields", EC.presence_of_element_located((By.ID, "job-fields")))
+    state = texts(b, '#job-fields tr[data-field="state"] td:last-child')
+    assert state == ["delayed"], state
+    shoot(b, shots, "job")
+    b.find_element(By.ID, "job-cancel").click()
+    shoot(b, shots, "job-cancel-asks")
+    # Keep first: nothing happens.
+    wait_for(b, "the confirmation", EC.visibility_of_element_located((By.ID, "confirm-no")))
+    b.find_element(By.ID, "confirm-no").click()
+    assert d.call("/get", {"id": "order-1"}) is not None, "cancelled without a yes"
+    b.find_element(By.ID, "job-cancel").click()
+    confirm(b)
+    wait_for(b, "the job gone", lambda b: "no job with id order-1" in
+             b.find_element(By.ID, "job-result").text)
+    assert d.call("/get", {"id": "order-1"}) is None, "the job is still there"
+
+
+def phone(b, d, shots):
+    b.set_window_size(390, 844)
+    b.get(d.url + "/ui")
+    wait_for(b, "the order topic", lambda b: topic_cells(b, "order"))
+    # Nothing wider than the screen but the tables' own scrolling box.
+    width = b.execute_script("return document.documentElement.scrollWidth")
+    assert width <= 390, f"the page is {width} px wide on a 390 px screen"
+    shoot(b, shots, "phone-overview")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--delayqd", required=True)
+    p.add_argument("--shots", required=True)
+    args = p.parse_args()
+    os.makedirs(args.shots, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="delayq-dashboard-") as work:
+        d = Daemon(args.delayqd, work)
+        b = None
+        try:
+            seed(d)
+            b = browser()
+            overview(b, d, args.shots)
+            dead_letters(b, d, args.shots)
+            cancel(b, d, args.shots)
+            phone(b, d, args.shots)
+        finally:
+            if b is not None:
+                b.quit()
+            d.stop()
+    print("dashboard: every page checked; screenshots in", args.shots)
+
+
+if __name__ == "__main__":
+    main()
