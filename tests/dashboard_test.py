@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The dashboard in a real browser (docs/dashboard.md): delayqd on a loopback port with a store
 holding known jobs, behind a bearer token; headless Chromium, driven by Selenium, types the
-token, reads the counts, requeues a dead letter, cancels a job; each effect is checked through
+token, reads the counts, requeues and purges dead letters, cancels a job, pauses and resumes a
+topic; each effect is checked through
 the JSON API, not through the page. Screenshots of each page (desk and phone widths) are
 written to --shots.
 
@@ -133,7 +134,9 @@ def texts(b, css):
 
 
 def topic_cells(b, topic):
-    return texts(b, f'#topics tr[data-topic="{topic}"] td')
+    """A topic's row as shown: name, the four counts, whether it hands out jobs (its button's
+    text is left out)."""
+    return texts(b, f'#topics tr[data-topic="{topic}"] td')[:6]
 
 
 def confirm(b):
@@ -154,7 +157,8 @@ def overview(b, d, shots):
     stats = d.call("/stats")
     for topic in ("order", "sms"):
         t = stats["topics"][topic]
-        want = [topic, str(t["delayed"]), str(t["ready"]), str(t["reserved"]), str(t["dead"])]
+        want = [topic, str(t["delayed"]), str(t["ready"]), str(t["reserved"]), str(t["dead"]),
+                "paused" if t["paused"] else "yes"]
         wait_for(b, f"{topic}'s counts {want}", lambda b: topic_cells(b, topic) == want)
     assert stats["topics"]["order"]["dead"] == 1, stats
     wait_for(b, f"pushed {stats['pushed']}",
@@ -205,6 +209,25 @@ def cancel(b, d, shots):
     assert d.call("/get", {"id": "order-1"}) is None, "the job is still there"
 
 
+def pause(b, d, shots):
+    """Pause asks first, then the topic hands out nothing (a pop finds no job though one is
+    ready); Resume gives it back."""
+    b.get(d.url + "/ui")
+    button = '#topics tr[data-topic="order"] button'
+    wait_for(b, "order's Pause button", lambda b: texts(b, button) == ["Pause"])
+    b.find_element(By.CSS_SELECTOR, button).click()
+    confirm(b)
+    wait_for(b, "order paused", lambda b: topic_cells(b, "order")[5:] == ["paused"])
+    assert d.call("/stats")["topics"]["order"]["paused"] is True
+    assert d.call("/stats")["topics"]["order"]["ready"] > 0, "nothing ready to hold back"
+    assert d.call("/pop", {"topic": "order", "timeout": 0}) is None, "a paused topic handed out"
+    shoot(b, shots, "paused-topic")
+    wait_for(b, "order's Resume button", lambda b: texts(b, button) == ["Resume"])
+    b.find_element(By.CSS_SELECTOR, button).click()
+    wait_for(b, "order running", lambda b: topic_cells(b, "order")[5:] == ["yes"])
+    assert d.call("/stats")["topics"]["order"]["paused"] is False
+
+
 def phone(b, d, shots):
     b.set_window_size(390, 844)
     b.get(d.url + "/ui")
@@ -230,6 +253,7 @@ def main():
             overview(b, d, args.shots)
             dead_letters(b, d, args.shots)
             cancel(b, d, args.shots)
+            pause(b, d, args.shots)
             phone(b, d, args.shots)
         finally:
             if b is not None:

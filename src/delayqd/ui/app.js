@@ -119,11 +119,22 @@ function render_topics(stats) {
   const names = Object.keys(stats.topics).sort();
   for (const name of names) {
     const t = stats.topics[name];
-    const tr = row([name, t.delayed, t.ready, t.reserved, t.dead]);
+    const toggle = t.paused
+      ? button('Resume', () => act(() => call('/resume', { topic: name })))
+      : button('Pause', () => pause_topic(name));
+    const tr = row([name, t.delayed, t.ready, t.reserved, t.dead, t.paused ? 'paused' : 'yes', toggle]);
     tr.dataset.topic = name;
+    if (t.paused) tr.classList.add('paused');
     body.appendChild(tr);
   }
   if (names.length === 0) body.appendChild(row(['no topic holds a job']));
+}
+
+// A paused topic hands out nothing until it is resumed: asked first.
+async function pause_topic(name) {
+  if (!(await confirm_first('Pause ' + name + '? Its jobs keep falling due but nobody gets them ' +
+                            'until it is resumed.'))) return;
+  await act(() => call('/pause', { topic: name }));
 }
 
 // Per-second rates of some totals between two snapshots.
