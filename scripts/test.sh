@@ -8,8 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 # clang: the fuzzers; nginx-light and openssl: docs/production.md's TLS proxy configuration,
-# which tests/proxy_test.sh runs.
-delayq_install_deps clang libclang-rt-14-dev nginx-light openssl
+# which tests/proxy_test.sh runs; prometheus: promtool, which checks delayqd's /metrics text
+# (tests/metrics_promtool_test.cc).
+delayq_install_deps clang libclang-rt-14-dev nginx-light openssl prometheus
 
 echo "== build (RelWithDebInfo) =="
 delayq_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo

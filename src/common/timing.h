@@ -4,11 +4,14 @@
 // holds them to these.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "delayq/job.h"
 
@@ -90,6 +93,20 @@ inline void add(TopicTiming& into, const TopicTiming& more) {
   if (more.oldest_ready > into.oldest_ready) into.oldest_ready = more.oldest_ready;
   add(into.first, more.first);
   add(into.retry, more.retry);
+}
+
+// The bound of the bucket that holds the quantile `q` (0 < q <= 1) of `l`'s deliveries (the
+// delivery of rank ceil(q * count)): nullopt when there are none, Duration::max() when it lies in
+// the last bucket (more than 4 h). What a histogram can tell: "p99 at most 25 ms".
+inline std::optional<Duration> quantile_bound(const Lateness& l, double q) {
+  if (l.count == 0) return std::nullopt;
+  const double rank = std::max(1.0, std::ceil(q * static_cast<double>(l.count)));
+  uint64_t seen = 0;
+  for (size_t i = 0; i < Lateness::kBounds.size(); ++i) {
+    seen += l.buckets[i];
+    if (static_cast<double>(seen) >= rank) return Lateness::kBounds[i];
+  }
+  return Duration::max();
 }
 
 // Where the windows of DueWindows end, as of `now`: a delayed job due before `minute` is in
