@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/timing.h"
 #include "common/totals.h"
 
 namespace delayq::redis {
@@ -99,6 +100,12 @@ void read_late(std::string_view k, uint64_t v, Stats& st) {
   constexpr size_t kPrefix = std::string_view("late:f:00:").size();
   if (k.size() <= kPrefix || (k[5] != 'f' && k[5] != 'r') || k[6] != ':' || k[9] != ':') return;
   const std::string_view what = k.substr(7, 2);
+  size_t bucket = 0;
+  if (what != "su" && what != "cl") {
+    const auto [end, ec] = std::from_chars(what.data(), what.data() + what.size(), bucket);
+    if (ec != std::errc() || end != what.data() + what.size() || bucket >= timing::kBuckets)
+      return;
+  }
   TopicTiming& t = st.timing[std::string(k.substr(kPrefix))];
   Lateness& l = k[5] == 'f' ? t.first : t.retry;
   if (what == "su") {
@@ -106,10 +113,7 @@ void read_late(std::string_view k, uint64_t v, Stats& st) {
   } else if (what == "cl") {
     l.clamped += v;
   } else {
-    size_t b = 0;
-    const auto [end, ec] = std::from_chars(what.data(), what.data() + what.size(), b);
-    if (ec != std::errc() || end != what.data() + what.size() || b >= l.buckets.size()) return;
-    l.buckets[b] += v;
+    l.buckets[bucket] += v;
     l.count += v;
   }
 }
@@ -147,7 +151,7 @@ std::optional<TopicTiming> read_topic_timing(const Reply& c) {
   if (!(minute <= hour && hour <= day && day <= week && week <= delayed)) return std::nullopt;
   TopicTiming t;
   t.due = DueWindows{minute, hour - minute, day - hour, week - day, delayed - week};
-  t.oldest_ready = duration_us(e[8].as_int());
+  t.oldest_ready = duration_us(std::max<int64_t>(0, e[8].as_int()));
   return t;
 }
 
