@@ -103,8 +103,7 @@ void read_late(std::string_view k, uint64_t v, Stats& st) {
   size_t bucket = 0;
   if (what != "su" && what != "cl") {
     const auto [end, ec] = std::from_chars(what.data(), what.data() + what.size(), bucket);
-    if (ec != std::errc() || end != what.data() + what.size() || bucket >= timing::kBuckets)
-      return;
+    if (ec != std::errc() || end != what.data() + what.size() || bucket >= timing::kBuckets) return;
   }
   TopicTiming& t = st.timing[std::string(k.substr(kPrefix))];
   Lateness& l = k[5] == 'f' ? t.first : t.retry;
