@@ -439,11 +439,22 @@ TEST_F(HttpApiTest, JobSeriesReadZeroWhenATopicEmptiesAndTheirNumberIsCapped) {
 
 // /stats and /metrics carry each topic's timing (TopicTiming): on a ManualClock, a job popped
 // 3 ms after its due time is in the 5 ms bucket, and a job due in 30 min in next_hour.
-TEST_F(HttpApiTest, StatsAndMetricsCarryLatenessAndWhatFiresWhen) {
+// The engine on a ManualClock, which must outlive it: the queue goes first.
+class HttpApiClockTest : public HttpApiTest {
+ protected:
+  void SetUp() override {
+    delayq::EngineOptions engine;
+    engine.clock = &clock;
+    open({}, engine);
+  }
+  void TearDown() override {
+    api_.reset();
+    queue_.reset();
+  }
   delayq::ManualClock clock;
-  delayq::EngineOptions engine;
-  engine.clock = &clock;
-  open({}, engine);
+};
+
+TEST_F(HttpApiClockTest, StatsAndMetricsCarryLatenessAndWhatFiresWhen) {
   ASSERT_EQ(call("/push", R"({"topic":"t","id":"later","delay":1800})").code(), 0);
   ASSERT_EQ(call("/push", R"({"topic":"t","id":"now"})").code(), 0);
   clock.advance(3ms);

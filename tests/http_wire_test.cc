@@ -140,7 +140,9 @@ TEST(HttpWire, TimingReadsBackAsWritten) {
   EXPECT_EQ(back.topics, s.topics) << w.str();
   EXPECT_EQ(back.timing, s.timing) << w.str();
   // The bounds come along, in seconds, for a reader that computes quantiles.
-  const json::Value* bounds = json::parse(w.str())->find("lateness_bounds_s");
+  const auto parsed = json::parse(w.str());
+  ASSERT_TRUE(parsed.ok());
+  const json::Value* bounds = parsed->find("lateness_bounds_s");
   ASSERT_NE(bounds, nullptr);
   ASSERT_EQ(bounds->as_array().size(), Lateness::kBounds.size());
   EXPECT_DOUBLE_EQ(bounds->as_array().front().as_double(), 0.0001);
