@@ -16,46 +16,37 @@ int64_t DueBins::bin_of(TimePoint t, int64_t width_ns) {
 void DueBins::add(TimePoint due) {
   for (Level& l : levels_) {
     const int64_t b = bin_of(due, l.width_ns);
-    if (l.last == nullptr || b != l.last_bin) {
-      l.last = &l.bins[b];  // references into an unordered_map survive its rehashing
-      l.last_bin = b;
-    }
-    ++*l.last;
+    if (l.last == BinCounts::npos || l.bins.key(l.last) != b) l.last = l.bins.insert(b);
+    ++l.bins.count(l.last);
   }
 }
 
 void DueBins::remove(TimePoint due) {
   for (Level& l : levels_) {
     const int64_t b = bin_of(due, l.width_ns);
-    if (l.last != nullptr && b == l.last_bin) {
-      if (--*l.last == 0) {
-        l.bins.erase(b);
-        l.last = nullptr;
-      }
-      continue;
-    }
-    auto it = l.bins.find(b);
-    assert(it != l.bins.end() && it->second > 0);
-    if (it == l.bins.end()) continue;
-    if (--it->second == 0) {
-      l.bins.erase(it);
+    const size_t i = l.last != BinCounts::npos && l.bins.key(l.last) == b ? l.last : l.bins.find(b);
+    assert(i != BinCounts::npos && l.bins.count(i) > 0);
+    if (i == BinCounts::npos) continue;
+    if (--l.bins.count(i) == 0) {
+      l.bins.erase(i);
+      l.last = BinCounts::npos;
     } else {
-      l.last = &it->second;
-      l.last_bin = b;
+      l.last = i;
     }
   }
 }
 
 uint64_t DueBins::sum(const Level& l, int64_t from, int64_t to) {
   uint64_t n = 0;
-  if (l.bins.size() <= static_cast<size_t>(to - from)) {
-    // Fewer bins than the window has: visit them all.
-    for (const auto& [b, count] : l.bins)
+  if (l.bins.capacity() <= static_cast<size_t>(to - from)) {
+    // A table smaller than the window: visit it all.
+    l.bins.for_each([&](int64_t b, uint64_t count) {
       if (b >= from && b < to) n += count;
+    });
     return n;
   }
   for (int64_t b = from; b < to; ++b)
-    if (auto it = l.bins.find(b); it != l.bins.end()) n += it->second;
+    if (const size_t i = l.bins.find(b); i != BinCounts::npos) n += l.bins.count(i);
   return n;
 }
 

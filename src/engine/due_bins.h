@@ -6,19 +6,21 @@
 // The windows' ends are whole seconds, minutes and hours (timing.h), so the bins answer exactly:
 // every delayed job of a core that has advanced to `now` is due after `now`, and a job is due
 // before the end `floor(now, 1 s) + 60 s` exactly when its second's bin is one of the 60 from
-// now's. Memory: one entry per second, minute and hour that holds a delayed job (so at most three
-// per delayed job, and far fewer when jobs share seconds); a bin is dropped when it empties.
+// now's. Memory: one 16-byte entry per second, minute and hour that holds a delayed job (so at most
+// three per delayed job, and far fewer when jobs share seconds), in tables at most half full; a
+// bin is dropped when it empties.
 //
-// add() and remove() run on every push of a delayed job and every job that falls due: each keeps
-// the last bin it touched per size at hand, so that jobs falling due in the same second, minute
-// or hour (the common case) cost a comparison rather than a hash lookup.
+// add() and remove() run on every push of a delayed job and every job that falls due: the bins are
+// an open-addressing table (bin_counts.h: no allocation per bin), and each size keeps the slot it
+// last touched at hand, so that jobs falling due in the same second, minute or hour (the common
+// case) cost a comparison rather than a lookup.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 
 #include "delayq/job.h"
+#include "engine/bin_counts.h"
 
 namespace delayq::engine {
 
@@ -32,31 +34,16 @@ class DueBins {
 
  private:
   struct Level {
-    explicit Level(int64_t w) : width_ns(w) {}
-    // A copy starts without the cached bin (it would point into the original); a move keeps it
-    // (an unordered_map's move hands over its nodes).
-    Level(const Level& o) : width_ns(o.width_ns), bins(o.bins) {}
-    Level& operator=(const Level& o) {
-      width_ns = o.width_ns;
-      bins = o.bins;
-      last = nullptr;
-      return *this;
-    }
-    Level(Level&&) noexcept = default;
-    Level& operator=(Level&&) noexcept = default;
-
     int64_t width_ns;
-    std::unordered_map<int64_t, uint64_t> bins;
-    // The bin last touched and its count (null when it was dropped).
-    int64_t last_bin = 0;
-    uint64_t* last = nullptr;
+    BinCounts bins;
+    size_t last = BinCounts::npos;  // the slot last touched (checked by its key before use)
   };
   static int64_t bin_of(TimePoint t, int64_t width_ns);
   // The jobs in bins [from, to) of `l`.
   static uint64_t sum(const Level& l, int64_t from, int64_t to);
 
-  std::array<Level, 3> levels_{Level{1'000'000'000}, Level{60'000'000'000},
-                               Level{3'600'000'000'000}};
+  std::array<Level, 3> levels_{Level{1'000'000'000, {}}, Level{60'000'000'000, {}},
+                               Level{3'600'000'000'000, {}}};
 };
 
 }  // namespace delayq::engine
