@@ -5,6 +5,7 @@
 # machine. Prints one JSON line per run, tagged "build":"before"|"after", into $OUT/runs.jsonl,
 # then a table of medians and after/before ratios (bench/before_after.py).
 #   bench/before_after.sh REV [OUT, default bench-results/before-after]
+# WORKLOADS (one delayq-bench argument list per line) replaces the default workloads below.
 # Needs a quiet machine: the ratios mean something only when nothing else runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,7 @@ workloads=(
   "--workload W1 --backend rocksdb --sync batch --jobs 100000 --delay-max 5 --batch 100"
   "--workload recovery --jobs 1000000"
 )
+if [ -n "${WORKLOADS:-}" ]; then mapfile -t workloads <<<"$WORKLOADS"; fi
 for ((i = 1; i <= rounds; ++i)); do
   for w in "${workloads[@]}"; do
     for side in before after; do

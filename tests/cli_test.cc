@@ -267,6 +267,15 @@ void basic_flow(const std::vector<std::string>& target) {
   EXPECT_EQ(at(orders, "delayed").as_int() + at(orders, "ready").as_int(), 2);
   EXPECT_GE(at(s, "pushed").as_int(), 2);
   EXPECT_GE(at(at(s, "total"), "delayed").as_int(), 1);
+  // What fires when, per topic: o-1, due in 30 min, in the next hour (the other job, due in
+  // 1.5 s, is in the next minute or ready by now). The lateness buckets' bounds come along.
+  const json::Value& timing = at(at(s, "timing"), "orders");
+  EXPECT_EQ(at(at(timing, "due"), "next_hour").as_int(), 1) << sj.out;
+  EXPECT_EQ(at(at(at(timing, "lateness"), "first"), "count").as_int(), 0) << sj.out;
+  EXPECT_EQ(at(s, "lateness_bounds_s").as_array().size(), delayq::Lateness::kBounds.size());
+  EXPECT_TRUE(contains(stats.out, "NEXT MINUTE  NEXT HOUR  NEXT DAY  NEXT WEEK  BEYOND"))
+      << stats.out;
+  EXPECT_TRUE(contains(stats.out, "FIRST ATTEMPTS  P50  P99  RETRIES  P50  P99")) << stats.out;
 
   CliRun dup = cli(with({"push", "orders", "--id", "o-1"}));
   EXPECT_EQ(dup.exit, 1) << describe(dup);

@@ -1891,6 +1891,76 @@ TYPED_TEST(Conformance, APauseSurvivesAReopen) {
     EXPECT_FALSE(this->q_->stats().topics["kept"].paused);
     EXPECT_EQ(this->take("kept").id, "k1");
   }
+
+
+// ---- lateness and what fires when (TopicTiming; docs/semantics.md) ----
+//
+// In real time, lateness is only bounded from below: a job ready for 30 ms before it is taken is
+// late by 30 ms at least (the exact buckets are checked on a ManualClock in
+// tests/timing_stats_test.cc). Redis measures it on the server's clock, the others on theirs.
+
+// The deliveries of `topic` counted in buckets whose bound is below `d`.
+uint64_t counted_below(const Lateness& l, Duration d) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < Lateness::kBounds.size() && Lateness::kBounds[i] < d; ++i)
+    n += l.buckets[i];
+  return n;
+}
+
+TYPED_TEST(Conformance, LatenessIsMeasuredPerTopicWithRetriesApart) {
+  this->push("late", "a", 0ms, RetryPolicy::fixed(1s, 3));
+  std::this_thread::sleep_for(30ms);
+  Delivery d = this->take("late");
+  ASSERT_TRUE(this->q_->nack(d.token, 0ms).ok());
+  std::this_thread::sleep_for(30ms);
+  d = this->take("late");
+  EXPECT_EQ(d.attempt, 2u);
+  this->push("other", "b");
+  const Stats st = this->q_->stats();
+  ASSERT_EQ(st.timing.count("late"), 1u);
+  const TopicTiming& t = st.timing.at("late");
+  for (const Lateness* l : {&t.first, &t.retry}) {
+    EXPECT_EQ(l->count, 1u);
+    EXPECT_EQ(counted_below(*l, 30ms), 0u) << "ready for 30 ms before it was taken";
+    EXPECT_GE(l->sum_seconds, 0.030 - 1e-6);
+    EXPECT_EQ(l->clamped, 0u);
+  }
+  EXPECT_EQ(st.timing.at("other").first, Lateness{}) << "nothing handed out";
+}
+
+TYPED_TEST(Conformance, DelayedJobsAreCountedByTheWindowTheyFallDueIn) {
+  Limits l = test_limits();
+  l.max_delay = 30 * 24h;
+  ASSERT_NO_FATAL_FAILURE(this->open(l));
+  // Each delay lies well inside its window, whenever the test runs (docs/semantics.md).
+  int n = 0;
+  for (Duration d : {Duration(30s), Duration(10min), Duration(2h), Duration(3 * 24h),
+                     Duration(10 * 24h)})
+    this->push("win", "w" + std::to_string(n++), d);
+  this->push("win", "ready-now");
+  const DueWindows got = this->q_->stats().timing["win"].due;
+  if (std::string(TypeParam::kName) == "Tiered")
+    EXPECT_EQ(got, DueWindows{.beyond = 5}) << "jobs on disk count as beyond";
+  else
+    EXPECT_EQ(got, (DueWindows{1, 1, 1, 1, 1}));
+  ASSERT_TRUE(this->q_->cancel("w4").ok());
+  ASSERT_TRUE(this->q_->reschedule("w0", now() + 4 * 24h).ok());
+  const DueWindows after = this->q_->stats().timing["win"].due;
+  if (std::string(TypeParam::kName) == "Tiered")
+    EXPECT_EQ(after, DueWindows{.beyond = 4});
+  else
+    EXPECT_EQ(after, (DueWindows{0, 1, 1, 2, 0}));
+}
+
+TYPED_TEST(Conformance, OldestReadyIsHowLongTheNextJobHasBeenDue) {
+  EXPECT_EQ(this->q_->stats().timing["old"].oldest_ready, 0s);
+  this->push("old", "first");
+  std::this_thread::sleep_for(30ms);
+  const Duration waited = this->q_->stats().timing.at("old").oldest_ready;
+  EXPECT_GE(waited, 30ms);
+  EXPECT_LT(waited, kLong + 30ms);
+  EXPECT_EQ(this->take("old").id, "first");
+  EXPECT_EQ(this->q_->stats().timing.at("old").oldest_ready, 0s);
 }
 
 }  // namespace conformance

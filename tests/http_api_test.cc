@@ -475,6 +475,92 @@ TEST_F(HttpApiTest, JobSeriesReadZeroWhenATopicEmptiesAndTheirNumberIsCapped) {
   EXPECT_EQ(named, 2u * 4) << m;
 }
 
+// /stats and /metrics carry each topic's timing (TopicTiming): on a ManualClock, a job popped
+// 3 ms after its due time is in the 5 ms bucket, and a job due in 30 min in next_hour.
+// The engine on a ManualClock, which must outlive it: the queue goes first.
+class HttpApiClockTest : public HttpApiTest {
+ protected:
+  void SetUp() override {
+    delayq::EngineOptions engine;
+    engine.clock = &clock;
+    open({}, engine);
+  }
+  void TearDown() override {
+    api_.reset();
+    queue_.reset();
+  }
+  delayq::ManualClock clock;
+};
+
+TEST_F(HttpApiClockTest, StatsAndMetricsCarryLatenessAndWhatFiresWhen) {
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"later","delay":1800})").code(), 0);
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"now"})").code(), 0);
+  clock.advance(3ms);
+  ASSERT_EQ(call("/pop", R"({"topic":"t"})").code(), 0);
+  auto stats = call("/stats", "", "GET");
+  const json::Value* t = stats.data().find("topics")->find("t");
+  ASSERT_NE(t, nullptr) << stats.text;
+  EXPECT_EQ(t->find("due")->find("next_hour")->as_int(), 1) << stats.text;
+  EXPECT_EQ(t->find("due")->find("next_minute")->as_int(), 0);
+  EXPECT_EQ(t->find("oldest_ready_s")->as_double(), 0);
+  const json::Value* first = t->find("lateness")->find("first");
+  EXPECT_EQ(first->find("count")->as_int(), 1);
+  EXPECT_NEAR(first->find("sum_s")->as_double(), 0.003, 1e-12);
+  EXPECT_EQ(first->find("buckets")->as_array()[5].as_int(), 1);
+  EXPECT_EQ(stats.data().find("lateness_bounds_s")->as_array()[5].as_double(), 0.005);
+
+  const std::string m = call("/metrics", "", "GET").text;
+  for (const char* line :
+       {"# TYPE delayq_lateness_seconds histogram\n",
+        "delayq_lateness_seconds_bucket{topic=\"t\",attempt=\"first\",le=\"0.0025\"} 0\n",
+        "delayq_lateness_seconds_bucket{topic=\"t\",attempt=\"first\",le=\"0.005\"} 1\n",
+        "delayq_lateness_seconds_bucket{topic=\"t\",attempt=\"first\",le=\"14400\"} 1\n",
+        "delayq_lateness_seconds_bucket{topic=\"t\",attempt=\"first\",le=\"+Inf\"} 1\n",
+        "delayq_lateness_seconds_sum{topic=\"t\",attempt=\"first\"} 0.003\n",
+        "delayq_lateness_seconds_count{topic=\"t\",attempt=\"retry\"} 0\n",
+        "delayq_lateness_seconds_count{overflow=\"true\",attempt=\"first\"} 0\n",
+        "delayq_delayed_jobs_by_due{topic=\"t\",due=\"next_hour\"} 1\n",
+        "delayq_oldest_ready_age_seconds{topic=\"t\"} 0\n", "delayq_lateness_clamped_total 0\n"})
+    EXPECT_TRUE(delayq::testing::has(m, line)) << line << m;
+}
+
+// Topics past --metrics-topics have their lateness summed in the overflow histogram, which only
+// grows (its series are counters) whichever topics take or give up a series of their own; a
+// topic whose jobs come and go between scrapes gets a series by its deliveries.
+TEST_F(HttpApiTest, OverflowLatenessOnlyGrowsAsTopicsComeAndGo) {
+  ApiOptions options;
+  options.max_metric_topics = 1;
+  open(options);
+  const auto count = [&](const std::string& labels) -> int64_t {
+    const std::string m = call("/metrics", "", "GET").text;
+    const std::string key = "delayq_lateness_seconds_count{" + labels + ",attempt=\"first\"} ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? -1 : std::stoll(m.substr(at + key.size()));
+  };
+  const auto deliver = [&](const std::string& topic, const std::string& id) {
+    ASSERT_EQ(call("/push", R"({"topic":")" + topic + R"(","id":")" + id + R"("})").code(), 0);
+    ASSERT_EQ(call("/pop", R"({"topic":")" + topic + R"("})").code(), 0);
+    ASSERT_EQ(call("/finish", R"({"id":")" + id + R"("})").code(), 0);
+  };
+  deliver("a", "a1");
+  deliver("b", "b1");
+  // Both delivered since the last scrape; one series: a (first by name), b in the overflow.
+  EXPECT_EQ(count("topic=\"a\""), 1);
+  EXPECT_EQ(count("topic=\"b\""), -1);
+  EXPECT_EQ(count("overflow=\"true\""), 1);
+  // Only b is busy now: it takes a's place, with its whole history; the overflow keeps what it
+  // counted for b while b had no series.
+  deliver("b", "b2");
+  EXPECT_EQ(count("topic=\"b\""), 2);
+  EXPECT_EQ(count("topic=\"a\""), -1);
+  EXPECT_EQ(count("overflow=\"true\""), 1);
+  // a again: b had nothing since, so a takes the series back; b's history stays out of the
+  // overflow (it was exported under its name up to now).
+  deliver("a", "a2");
+  EXPECT_EQ(count("topic=\"a\""), 2);
+  EXPECT_EQ(count("overflow=\"true\""), 1);
+}
+
 // POST /backup: the name is one directory name (checked before the backup is asked for), a
 // missing one is made of the time; without a backup hook the route says how to get one.
 TEST_F(HttpApiTest, BackupNamesAreOneDirectoryNameAndTheRouteNeedsBackupDir) {

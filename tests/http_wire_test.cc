@@ -119,6 +119,36 @@ TEST(HttpWire, StatsReadBackAsWritten) {
   EXPECT_EQ(back.topics, s.topics);
 }
 
+TEST(HttpWire, TimingReadsBackAsWritten) {
+  Stats s;
+  s.topics["busy"] = TopicStats{.delayed = 3, .ready = 1};
+  TopicTiming& t = s.timing["busy"];
+  t.due = DueWindows{1, 0, 1, 0, 1};
+  t.oldest_ready = 1500ms;
+  t.first.buckets[3] = 2;
+  t.first.buckets[22] = 1;
+  t.first.count = 3;
+  t.first.sum_seconds = 14400.0021;
+  t.retry.buckets[0] = 1;
+  t.retry.count = 1;
+  t.retry.clamped = 1;
+  s.timing["gone"].first.buckets[5] = 1;  // no live job left: only its lateness
+  s.timing["gone"].first.count = 1;
+  json::Writer w;
+  wire::write_stats(w, s);
+  const Stats back = wire::read_stats(*json::parse(w.str()));
+  EXPECT_EQ(back.topics, s.topics) << w.str();
+  EXPECT_EQ(back.timing, s.timing) << w.str();
+  // The bounds come along, in seconds, for a reader that computes quantiles.
+  const auto parsed = json::parse(w.str());
+  ASSERT_TRUE(parsed.ok());
+  const json::Value* bounds = parsed->find("lateness_bounds_s");
+  ASSERT_NE(bounds, nullptr);
+  ASSERT_EQ(bounds->as_array().size(), Lateness::kBounds.size());
+  EXPECT_DOUBLE_EQ(bounds->as_array().front().as_double(), 0.0001);
+  EXPECT_DOUBLE_EQ(bounds->as_array().back().as_double(), 14400);
+}
+
 TEST(HttpWire, AnswersAndTheirErrorWords) {
   auto ok = wire::read_answer(wire::answer_json(0, "pushed", R"({"id":"a"})"));
   ASSERT_TRUE(ok.has_value());

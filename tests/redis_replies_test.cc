@@ -5,6 +5,7 @@
 // nearest representable value. Each case was found by tests/fuzz/redis_reply_fuzz.cc.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -146,6 +147,43 @@ TEST(RedisReplies, ARescheduleRefusalWithAServerNowOutOfRangeDoesNotOverflow) {
     EXPECT_TRUE(s.is(Errc::invalid_argument)) << s.to_string();
     EXPECT_NE(s.message().find("beyond max_delay (1h)"), std::string::npos) << s.message();
   }
+}
+
+// The stats hash: the totals by name and the lateness counters (late:<f|r>:<bucket|su|cl>:<topic>,
+// the topic last, so that it may hold anything); other fields are skipped.
+TEST(RedisReplies, TheStatsHashGivesTotalsAndLatenessPerTopic) {
+  std::string resp = "*18\r\n";
+  for (const char* kv : {"delivered", "7", "late:f:05:a:b", "2", "late:f:su:a:b", "6000",
+                         "late:r:22:a:b", "1", "late:r:cl:a:b", "1", "late:f:00:", "9",
+                         "late:x:00:t", "9", "late:f:99:t", "9", "late:f:0x:t", "9"})
+    resp += "$" + std::to_string(std::string(kv).size()) + "\r\n" + kv + "\r\n";
+  Result<std::vector<Reply>> r = parse_resp(resp);
+  ASSERT_TRUE(r.ok() && r->size() == 1) << r.status().to_string();
+  Stats st;
+  read_totals(r->front(), st);
+  EXPECT_EQ(st.delivered, 7u);
+  ASSERT_EQ(st.timing.size(), 1u) << "malformed fields are skipped";
+  const TopicTiming& t = st.timing.at("a:b");
+  EXPECT_EQ(t.first.count, 2u);
+  EXPECT_EQ(t.first.buckets[5], 2u);
+  EXPECT_DOUBLE_EQ(t.first.sum_seconds, 0.006);
+  EXPECT_EQ(t.retry.count, 1u);
+  EXPECT_EQ(t.retry.buckets[22], 1u);
+  EXPECT_EQ(t.retry.clamped, 1u);
+}
+
+// A topic's row of a stats reply: counts, the delayed jobs due before each window's end (each
+// including the one before), the age of the front of the ready line in µs.
+TEST(RedisReplies, ATopicsRowGivesItsWindowsAndRefusesCountsThatDoNotNest) {
+  std::vector<Reply> e = elements_of("*1\r\n*9\r\n:5\r\n:1\r\n:0\r\n:0\r\n:1\r\n:1\r\n:3\r\n"
+                                     ":4\r\n:2500000\r\n");
+  ASSERT_EQ(e.size(), 1u);
+  std::optional<TopicTiming> t = read_topic_timing(e[0]);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->due, (DueWindows{1, 0, 2, 1, 1}));
+  EXPECT_EQ(t->oldest_ready, std::chrono::milliseconds(2500));
+  e = elements_of("*1\r\n*9\r\n:5\r\n:1\r\n:0\r\n:0\r\n:3\r\n:1\r\n:3\r\n:4\r\n:0\r\n");
+  EXPECT_FALSE(read_topic_timing(e[0]).has_value());
 }
 
 }  // namespace

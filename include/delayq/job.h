@@ -2,6 +2,7 @@
 // what get()/stats() report. Plain structs; every backend uses them unchanged.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -124,8 +125,57 @@ struct TopicStats {
   bool operator==(const TopicStats&) const = default;
 };
 
+// How late deliveries were handed out: for each delivery, the time from its job's due time to
+// the reserve() that handed it out, counted in fixed buckets. The buckets are the same in every
+// backend and in delayqd's /metrics (a Prometheus histogram, delayq_lateness_seconds).
+struct Lateness {
+  // The buckets' upper bounds, inclusive: 100 µs to 4 h. A delivery late by exactly 5 ms counts
+  // in the 5 ms bucket; one late by more than 4 h in the last bucket (+Inf).
+  static constexpr std::array<Duration, 22> kBounds{
+      100us, 250us, 500us, 1ms,   2500us, 5ms, 10ms, 25ms, 50ms, 100ms, 250ms,
+      500ms, 1s,    2500ms, 5s, 10s,    30s, 1min, 5min, 15min, 1h, 4h};
+
+  // buckets[i]: deliveries late by more than kBounds[i-1] and at most kBounds[i] (not
+  // cumulative); buckets[22]: late by more than 4 h.
+  std::array<uint64_t, kBounds.size() + 1> buckets{};
+  uint64_t count = 0;        // deliveries counted (the sum of buckets)
+  double sum_seconds = 0;    // their lateness added up
+  // Deliveries handed out while the clock read earlier than their due time (the wall clock
+  // stepped back after the job became ready): counted as late by 0, and here too.
+  uint64_t clamped = 0;
+  bool operator==(const Lateness&) const = default;
+};
+
+// The delayed jobs of a topic by when they fall due, as of the stats() call: each delayed job in
+// exactly one window, so the five add up to TopicStats::delayed. The windows' ends are whole
+// units after `now` rounded down (docs/semantics.md, "What fires when"):
+//   next_minute  due before  floor(now, 1 s)   + 60 s
+//   next_hour    due before  floor(now, 1 min) + 60 min
+//   next_day     due before  floor(now, 1 h)   + 24 h
+//   next_week    due before  floor(now, 1 h)   + 168 h
+//   beyond       the rest (on a store with a disk tier: also every job that lives on disk)
+struct DueWindows {
+  uint64_t next_minute = 0, next_hour = 0, next_day = 0, next_week = 0, beyond = 0;
+  bool operator==(const DueWindows&) const = default;
+};
+
+// What an operator watches per topic besides the counts by state.
+struct TopicTiming {
+  DueWindows due;  // the delayed jobs by when they fall due
+  // How long the oldest ready job has been due (zero when none is ready): a consumer that
+  // cannot keep up shows here first.
+  Duration oldest_ready{0};
+  // The deliveries handed out since the queue was opened (Redis: since its keys were created),
+  // first attempts and retries apart. A requeued dead letter starts again at attempt 1.
+  Lateness first, retry;
+  bool operator==(const TopicTiming&) const = default;
+};
+
 struct Stats {
   std::map<std::string, TopicStats> topics;  // topics with at least one live job, or paused
+  // Topics with a live job or a delivery since the queue was opened: when their jobs fall due,
+  // how long the ready ones have waited, and how late deliveries were handed out.
+  std::map<std::string, TopicTiming> timing;
   // Totals since the queue was opened (a durable store: since it was created).
   uint64_t pushed = 0;          // pushes that succeeded
   uint64_t delivered = 0;       // deliveries handed out (reservations)

@@ -20,6 +20,7 @@
 #include "cli/format.h"
 #include "cli/invocation.h"
 #include "cli/parse.h"
+#include "cli/stats_timing.h"
 #include "wire/json.h"
 
 namespace delayq::cli {
@@ -29,36 +30,6 @@ namespace {
 namespace json = delayq::wire::json;
 
 // ---- output helpers --------------------------------------------------------------------------
-
-// Columns as wide as their widest cell (in characters, not bytes); numbers right-aligned.
-std::string table(const std::vector<std::vector<std::string>>& rows,
-                  const std::vector<bool>& right) {
-  const auto width = [](const std::string& s) {
-    return static_cast<size_t>(std::count_if(
-        s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
-  };
-  std::vector<size_t> w;
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (w.size() <= i) w.push_back(0);
-      w[i] = std::max(w[i], width(row[i]));
-    }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      const std::string pad(w[i] - width(row[i]), ' ');
-      const bool last = i + 1 == row.size();
-      if (i > 0) line += "  ";
-      if (i < right.size() && right[i])
-        line += pad + row[i];
-      else
-        line += last ? row[i] : row[i] + pad;
-    }
-    out += line + "\n";
-  }
-  return out;
-}
 
 int64_t unix_ms(TimePoint t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -281,6 +252,7 @@ int do_stats(Context& c, Backend& b) {
     counts(w.key("total"), total);
     w.end_object();
     for (const auto& [name, n] : counters) w.key(name).value(n);
+    write_timing_json(w, *st);
     w.end_object();
     c.out << w.str() << "\n";
     return kExitOk;
@@ -300,6 +272,7 @@ int do_stats(Context& c, Backend& b) {
     rows.push_back(row("(total)", total));
     c.out << table(rows, {false, true, true, true, true});
   }
+  c.out << timing_tables(*st);
   c.out << "\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& [name, n] : counters) {

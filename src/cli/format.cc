@@ -1,6 +1,7 @@
 // Showing times, durations and bodies to people in the delayq command-line tool (see format.h).
 #include "cli/format.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -113,6 +114,35 @@ std::string printable(std::string_view body, size_t max_chars) {
       shown(body.substr(i, n), 1);
     }
     i += n == 0 || c1 ? 1 : n;
+  }
+  return out;
+}
+
+std::string table(const std::vector<std::vector<std::string>>& rows,
+                  const std::vector<bool>& right) {
+  const auto width = [](const std::string& s) {
+    return static_cast<size_t>(std::count_if(
+        s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+  };
+  std::vector<size_t> w;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (w.size() <= i) w.push_back(0);
+      w[i] = std::max(w[i], width(row[i]));
+    }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      const std::string pad(w[i] - width(row[i]), ' ');
+      const bool last = i + 1 == row.size();
+      if (i > 0) line += "  ";
+      if (i < right.size() && right[i])
+        line += pad + row[i];
+      else
+        line += last ? row[i] : row[i] + pad;
+    }
+    out += line + "\n";
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "delayq/clock.h"
 
@@ -26,5 +27,10 @@ std::string format_span(Duration d);
 // bodies cannot send escape sequences to the terminal. With max_chars > 0, cut to that many
 // characters and marked with "...".
 std::string printable(std::string_view body, size_t max_chars = 0);
+
+// Rows as a text table: columns as wide as their widest cell (in characters, not bytes), two
+// spaces apart; the columns marked in `right` right-aligned (numbers).
+std::string table(const std::vector<std::vector<std::string>>& rows,
+                  const std::vector<bool>& right);
 
 }  // namespace delayq::cli

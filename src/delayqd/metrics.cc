@@ -1,66 +1,20 @@
 // delayqd's /metrics text (see metrics.h).
 #include "delayqd/metrics.h"
 
-#include <cstdio>
 #include <string_view>
+#include <vector>
 
-#include "common/format.h"
-#include "wire/json.h"
+#include "delayqd/prometheus.h"
 
 namespace delayq::http {
 
 namespace {
 
-void line(std::string& out, std::string_view s) {
-  out += s;
-  out += '\n';
-}
-
-void counter(std::string& out, const char* name, const char* help, uint64_t v) {
-  line(out, std::string("# HELP ") + name + " " + help);
-  line(out, std::string("# TYPE ") + name + " counter");
-  line(out, std::string(name) + " " + std::to_string(v));
-}
-
-void gauge(std::string& out, const char* name, const char* help, int64_t v) {
-  line(out, std::string("# HELP ") + name + " " + help);
-  line(out, std::string("# TYPE ") + name + " gauge");
-  line(out, std::string(name) + " " + std::to_string(v));
-}
-
-// A number as Prometheus reads it: the shortest text that reads back as the same double.
-std::string number(double d) {
-  wire::json::Writer w;
-  w.value(d);
-  return w.take();
-}
-
-// Prometheus label values: backslash, quote and newline escaped, and the text kept valid UTF-8
-// (the format requires it): a byte that is not part of valid UTF-8 (a topic stored before topics
-// had to be text) is shown as the four characters \xNN, its backslash escaped like any other.
-std::string label(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    const char c = s[i];
-    const size_t n = utf8_sequence(s, i);
-    if (n == 0) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\\\x%02x",
-                    static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += hex;
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.append(s.substr(i, n));
-    }
-    i += n == 0 ? 1 : n;
-  }
-  return out;
-}
+using prom::counter;
+using prom::gauge;
+using prom::label;
+using prom::line;
+using prom::number;
 
 void totals(std::string& out, const Stats& st) {
   counter(out, "delayq_pushed_total", "Jobs pushed (since the store was created).", st.pushed);
@@ -121,13 +75,19 @@ void Metrics::queue_part(std::string& out, const Stats& st) {
        "# HELP delayq_jobs Jobs per topic and state (a topic seen since the start reads 0 when "
        "it empties; topics past --metrics-topics are summed under overflow=\"true\").");
   line(out, "# TYPE delayq_jobs gauge");
-  const TopicSeries::View topics = topics_.update(st.topics);
-  for (const auto& [name, t] : topics.named) jobs(out, "topic=\"" + label(name) + "\"", t);
+  const TopicSeries::View topics = topics_.update(st.topics, timing_.active(st));
+  std::vector<std::string> named;
+  for (const auto& [name, t] : topics.named) {
+    jobs(out, "topic=\"" + label(name) + "\"", t);
+    named.push_back(name);
+  }
   jobs(out, "overflow=\"true\"", topics.overflow);
   gauge(out, "delayq_overflow_topics",
-        "Topics with jobs that have no delayq_jobs series of their own (over --metrics-topics).",
+        "Topics with jobs or deliveries since the last scrape that have no series of their own "
+        "(over --metrics-topics).",
         static_cast<int64_t>(topics.overflow_topics));
   paused(out, topics, st);
+  timing_.render(out, st, named);
 }
 
 void Metrics::requests_part(std::string& out) {

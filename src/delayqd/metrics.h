@@ -1,6 +1,7 @@
 // delayqd's /metrics, in the Prometheus text format (docs/operations.md, "Metrics to watch"): the
-// queue's totals and its jobs per topic and state (topic_series.h bounds the topics), the
-// daemon's gauges, and per route the requests by status and a histogram of the time to answer.
+// queue's totals and its jobs per topic and state (topic_series.h bounds the topics), their
+// timing (timing_metrics.h: lateness, what fires when, the oldest ready job), the daemon's
+// gauges, and per route the requests by status and a histogram of the time to answer.
 #pragma once
 
 #include <array>
@@ -13,6 +14,7 @@
 
 #include "delayq/job.h"
 #include "delayqd/api.h"
+#include "delayqd/timing_metrics.h"
 #include "delayqd/topic_series.h"
 
 namespace delayq::http {
@@ -47,6 +49,7 @@ class Metrics {
   void requests_part(std::string& out);
 
   TopicSeries topics_;
+  TimingMetrics timing_;
   std::mutex mu_;
   std::map<std::pair<Route, int>, uint64_t> requests_;
   std::array<Histogram, static_cast<size_t>(Route::count_)> latency_;

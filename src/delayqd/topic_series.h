@@ -8,12 +8,16 @@
 // counted in the overflow series (delayq_jobs{overflow="true",state=...}, always present) instead.
 // A paused topic counts as one with jobs, so that its delayq_topic_paused series stays.
 // A restarted daemon knows the topics that have jobs; the empty ones come back with their next
-// job. docs/operations.md ("Metrics to watch") says the same for users.
+// job. A topic whose jobs come and go between scrapes holds none when it is scraped: it counts as
+// holding jobs in a scrape where the caller names it active (delayqd: handed out deliveries since
+// the last scrape, timing_metrics.h), so that a busy topic gets a name like a backlogged one.
+// docs/operations.md ("Metrics to watch") says the same for users.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,15 +38,17 @@ class TopicSeries {
     size_t overflow_topics = 0;
   };
 
-  // The series for one scrape, given the topics that hold jobs now. Thread-safe.
-  View update(const std::map<std::string, TopicStats>& live);
+  // The series for one scrape, given the topics that hold jobs now and those active since the
+  // last scrape. Thread-safe.
+  View update(const std::map<std::string, TopicStats>& live,
+              const std::set<std::string>& active = {});
 
  private:
   size_t max_topics_;
   std::mutex mu_;
   uint64_t scrape_ = 0;  // counts update() calls: the clock of "empty the longest"
   // Named topic -> the last scrape it held jobs in.
-  std::map<std::string, uint64_t> named_;
+  std::map<std::string, uint64_t, std::less<>> named_;
 };
 
 }  // namespace delayq::http

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/format.h"
+#include "common/timing.h"
 
 namespace delayq::engine {
 
@@ -65,12 +66,11 @@ void Core::schedule(uint32_t j, TimePoint due, TimePoint now) {
   mark(j);
   Job& job = jobs_[j];
   if (due <= now) {
+    make_ready(j);  // before the due time changes: leaving delayed unbins the old one
     job.due = now;
-    make_ready(j);
     return;
   }
-  job.due = due;
-  set_state(job, JobState::delayed);
+  delay_until(job, due);
   arm(j, job.due);
 }
 
@@ -109,7 +109,7 @@ void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoi
 void Core::erase(uint32_t j) {
   detach(j);
   Job& job = jobs_[j];
-  --state_count(counts(job), job.state);
+  uncount(job);
   ids_.erase(IdIndex::hash(job.id), j);
   if (opt_.record_changes) {
     erased_.push_back(job.seq);
@@ -188,8 +188,9 @@ Status Core::push(JobSpec&& spec, TimePoint now) {
   // Only the journal needs queue-wide sequence numbers: the in-memory engine skips the atomic
   // increment and counts push order in this core (all that release() needs).
   job.seq = opt_.record_changes ? seqs_->fetch_add(1, std::memory_order_relaxed) + 1 : ++local_seq_;
-  job.state = JobState::delayed;
-  ++topics_[topic].counts.delayed;
+  // A new job starts as ready (no due bins to leave); schedule() puts it where it belongs.
+  job.state = JobState::ready;
+  ++topics_[topic].counts.ready;
   schedule(j, due, now);
   ++totals_.pushed;
   return {};
@@ -211,6 +212,9 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   unlink(topics_[job.topic].ready, best);
   set_state(job, JobState::reserved);
   ++job.attempts;
+  // Lateness: measured with the `now` of this call, no clock read, no allocation.
+  Topic& topic = topics_[job.topic];
+  timing::record(job.attempts == 1 ? topic.first : topic.retry, (now - job.due).count());
   job.fence = fences_->fetch_add(1, std::memory_order_relaxed) + 1;
   job.lease_deadline = rules::plus(now, job.ttr);
   arm(best, job.lease_deadline);

@@ -23,6 +23,7 @@
 #include "delayq/job.h"
 #include "delayq/limits.h"
 #include "delayq/timing_wheel.h"
+#include "engine/due_bins.h"
 #include "engine/id_index.h"
 #include "engine/record.h"
 
@@ -122,8 +123,9 @@ class Core {
   // Adds totals kept by the store (recovery).
   void restore_totals(const Stats& t) { add_totals(totals_, t); add_totals(journaled_, t); }
 
-  // Adds this core's counts into `s`.
-  void add_stats(Stats& s) const;
+  // Adds this core's counts and timing as of `now` into `s` (call advance(now) first: the
+  // windows of what fires when expect no delayed job due by `now`).
+  void add_stats(Stats& s, TimePoint now) const;
   size_t jobs() const { return ids_.size(); }
   const CoreOptions& options() const { return opt_; }
 
@@ -167,7 +169,9 @@ class Core {
   struct Topic {
     std::string name;
     List ready, dead;
-    TopicStats counts;  // counts.paused: the topic hands out nothing
+    TopicStats counts;      // counts.paused: the topic hands out nothing
+    DueBins due;            // the delayed jobs by due time (what fires when)
+    Lateness first, retry;  // how late deliveries were handed out (reserve())
   };
 
   struct Hash {
@@ -190,7 +194,13 @@ class Core {
 
   TopicStats& counts(const Job& j) { return topics_[j.topic].counts; }
   uint64_t& state_count(TopicStats& c, JobState s);
+  // Moves a job to another state in its topic's counts (and out of its due bins when it leaves
+  // delayed). Entering delayed goes through delay_until(), which also bins the due time.
   void set_state(Job& j, JobState s);
+  // The job is delayed until `due` (from any state, delayed included): counts and bins follow.
+  void delay_until(Job& j, TimePoint due);
+  // The job leaves the counts (and bins) of its topic: it is gone.
+  void uncount(Job& j);
   void link(List& l, uint32_t j);
   // Links `j` into its topic's ready line before the first job due after it (ties: pushed after
   // it), where the engine would have put it had it never left.

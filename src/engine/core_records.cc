@@ -135,12 +135,14 @@ Status Core::restore(JobRecord&& r, TimePoint now) {
   job.attempts = r.attempts;
   job.fence = r.fence;
   job.due = r.due;
-  job.state = JobState::delayed;
-  ++topics_[topic].counts.delayed;
+  // As in push(): a job starts as ready, then moves to the state of its record.
+  job.state = JobState::ready;
+  ++topics_[topic].counts.ready;
   switch (r.state) {
     case JobState::delayed:
     case JobState::ready:
       // Through the wheel even when overdue: everything due comes out of soon_ in due order.
+      delay_until(job, r.due);
       arm(j, r.due);
       break;
     case JobState::reserved:

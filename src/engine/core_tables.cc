@@ -4,6 +4,10 @@
 // (core_records.cc) keep them consistent; nothing here touches the wheel.
 #include "engine/core.h"
 
+#include <algorithm>
+
+#include "common/timing.h"
+
 namespace delayq::engine {
 
 // ---- interning ----
@@ -12,7 +16,8 @@ uint32_t Core::topic_index(std::string_view name) {
   if (last_topic_ != kNil && topics_[last_topic_].name == name) return last_topic_;
   if (auto it = topic_ids_.find(name); it != topic_ids_.end()) return last_topic_ = it->second;
   const uint32_t i = static_cast<uint32_t>(topics_.size());
-  topics_.push_back(Topic{std::string(name), {}, {}, {}});
+  topics_.emplace_back();
+  topics_.back().name = std::string(name);
   topic_ids_.emplace(std::string(name), i);
   return last_topic_ = i;
 }
@@ -49,9 +54,28 @@ uint64_t& Core::state_count(TopicStats& c, JobState s) {
 
 void Core::set_state(Job& j, JobState s) {
   TopicStats& c = counts(j);
+  if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
   --state_count(c, j.state);
   ++state_count(c, s);
   j.state = s;
+}
+
+void Core::delay_until(Job& j, TimePoint due) {
+  if (j.state == JobState::delayed) {
+    topics_[j.topic].due.remove(j.due);
+  } else {
+    TopicStats& c = counts(j);
+    --state_count(c, j.state);
+    ++c.delayed;
+    j.state = JobState::delayed;
+  }
+  j.due = due;
+  topics_[j.topic].due.add(due);
+}
+
+void Core::uncount(Job& j) {
+  if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
+  --state_count(counts(j), j.state);
 }
 
 void Core::link(List& l, uint32_t j) {
@@ -128,16 +152,25 @@ uint32_t Core::alloc_job() {
   return j;
 }
 
-void Core::add_stats(Stats& s) const {
+void Core::add_stats(Stats& s, TimePoint now) const {
   for (const Topic& t : topics_) {
     const TopicStats& c = t.counts;
-    if (c.delayed + c.ready + c.reserved + c.dead == 0 && !c.paused) continue;
-    TopicStats& o = s.topics[t.name];
-    o.paused = o.paused || c.paused;
-    o.delayed += c.delayed;
-    o.ready += c.ready;
-    o.reserved += c.reserved;
-    o.dead += c.dead;
+    const bool live = c.delayed + c.ready + c.reserved + c.dead > 0;
+    if (live || c.paused) {
+      TopicStats& o = s.topics[t.name];
+      o.paused = o.paused || c.paused;
+      o.delayed += c.delayed;
+      o.ready += c.ready;
+      o.reserved += c.reserved;
+      o.dead += c.dead;
+    }
+    if (!live && t.first.count + t.retry.count == 0) continue;
+    TopicTiming timing{.due = t.due.windows(now, c.delayed), .first = t.first, .retry = t.retry};
+    // The front of the line: jobs join it in due order (unless the clock stepped back, or a
+    // catch-up made a retry whose wait had passed ready at the catch-up's instant).
+    if (t.ready.head != kNil)
+      timing.oldest_ready = std::max(Duration::zero(), now - jobs_[t.ready.head].due);
+    timing::add(s.timing[t.name], timing);
   }
   add_totals(s, totals_);
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/rules.h"
+#include "common/timing.h"
 #include "redis/redis_queue.h"
 
 namespace delayq::redis {
@@ -106,13 +107,16 @@ void RedisQueue::add_shard_stats(const ShardKeys& sh, Stats& st) {
     Result<Reply> r = router_.eval(sh.slot, kStats, k, args);
     if (!r || r->elements.size() != to - from + 2) return;
     for (size_t i = from; i < to; ++i) {
-      const std::optional<TopicStats> counts = read_topic_counts(r->elements[1 + i - from]);
+      const Reply& row = r->elements[1 + i - from];
+      const std::optional<TopicStats> counts = read_topic_counts(row);
       if (!counts || *counts == TopicStats{}) continue;
       TopicStats& o = st.topics[topics[i]];
       o.delayed += counts->delayed;
       o.ready += counts->ready;
       o.reserved += counts->reserved;
       o.dead += counts->dead;
+      if (const std::optional<TopicTiming> t = read_topic_timing(row))
+        timing::add(st.timing[topics[i]], *t);
     }
     // The totals come with every call; take them from the last one.
     if (to == topics.size()) read_totals(r->elements.back(), st);

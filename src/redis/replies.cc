@@ -1,10 +1,13 @@
 // Reading script and CLUSTER SLOTS replies (see replies.h).
 #include "redis/replies.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
+#include <string_view>
 #include <utility>
 
+#include "common/timing.h"
 #include "common/totals.h"
 
 namespace delayq::redis {
@@ -90,11 +93,42 @@ TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e) {
   return server_now(when_us, e[1].as_int());
 }
 
+namespace {
+
+// One lateness counter of the stats hash: late:<f|r>:<00..22|su|cl>:<topic>.
+void read_late(std::string_view k, uint64_t v, Stats& st) {
+  constexpr size_t kPrefix = std::string_view("late:f:00:").size();
+  if (k.size() <= kPrefix || (k[5] != 'f' && k[5] != 'r') || k[6] != ':' || k[9] != ':') return;
+  const std::string_view what = k.substr(7, 2);
+  size_t bucket = 0;
+  if (what != "su" && what != "cl") {
+    const auto [end, ec] = std::from_chars(what.data(), what.data() + what.size(), bucket);
+    if (ec != std::errc() || end != what.data() + what.size() || bucket >= timing::kBuckets) return;
+  }
+  TopicTiming& t = st.timing[std::string(k.substr(kPrefix))];
+  Lateness& l = k[5] == 'f' ? t.first : t.retry;
+  if (what == "su") {
+    l.sum_seconds += static_cast<double>(v) * 1e-6;
+  } else if (what == "cl") {
+    l.clamped += v;
+  } else {
+    l.buckets[bucket] += v;
+    l.count += v;
+  }
+}
+
+uint64_t count_at(const std::vector<Reply>& e, size_t i) {
+  return static_cast<uint64_t>(std::max<int64_t>(0, e[i].as_int()));
+}
+
+}  // namespace
+
 void read_totals(const Reply& kv, Stats& st) {
   // The stats hash's field names (lua/*.lua, count()) are the totals' names.
   for (size_t i = 0; i + 1 < kv.elements.size(); i += 2) {
     const std::string& k = kv.elements[i].str;
     const uint64_t v = static_cast<uint64_t>(kv.elements[i + 1].as_int());
+    if (k.starts_with("late:")) read_late(k, v, st);
     for (const auto& [name, total] : kTotalNames)
       if (k == name) st.*total += v;
   }
@@ -102,9 +136,22 @@ void read_totals(const Reply& kv, Stats& st) {
 
 std::optional<TopicStats> read_topic_counts(const Reply& c) {
   const std::vector<Reply>& e = c.elements;
-  if (e.size() != 4) return std::nullopt;
-  return TopicStats{static_cast<uint64_t>(e[0].as_int()), static_cast<uint64_t>(e[1].as_int()),
-                    static_cast<uint64_t>(e[2].as_int()), static_cast<uint64_t>(e[3].as_int())};
+  if (e.size() < 4) return std::nullopt;
+  return TopicStats{count_at(e, 0), count_at(e, 1), count_at(e, 2), count_at(e, 3)};
+}
+
+std::optional<TopicTiming> read_topic_timing(const Reply& c) {
+  const std::vector<Reply>& e = c.elements;
+  if (e.size() != 9) return std::nullopt;
+  // Jobs due before each end, each count including the one before (a well-formed reply).
+  const uint64_t delayed = count_at(e, 0);
+  const uint64_t minute = count_at(e, 4), hour = count_at(e, 5), day = count_at(e, 6),
+                 week = count_at(e, 7);
+  if (!(minute <= hour && hour <= day && day <= week && week <= delayed)) return std::nullopt;
+  TopicTiming t;
+  t.due = DueWindows{minute, hour - minute, day - hour, week - day, delayed - week};
+  t.oldest_ready = duration_us(std::max<int64_t>(0, e[8].as_int()));
+  return t;
 }
 
 Status bad_reply(ScriptId script) {

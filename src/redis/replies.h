@@ -55,11 +55,16 @@ std::optional<Duration> read_next_wait(const std::vector<Reply>& e);
 // server's now, in microseconds}): the server's now. Precondition: e.size() >= 2.
 TimePoint read_server_now(int64_t when_us, const std::vector<Reply>& e);
 
-// Adds the totals of a stats reply's last element (name, value, name, value, ...) to `st`.
-// Unknown names are skipped.
+// Adds the totals of a stats reply's last element (name, value, name, value, ...) to `st`, and
+// the lateness counters kept there (late:<f|r>:<bucket|su|cl>:<topic>, lua/prelude.lua) to
+// st.timing. Unknown names are skipped.
 void read_totals(const Reply& kv, Stats& st);
-// The counts of one topic in a stats reply ({delayed, ready, reserved, dead}), if well formed.
+// The counts of one topic in a stats reply ({delayed, ready, reserved, dead, ...}), if well
+// formed.
 std::optional<TopicStats> read_topic_counts(const Reply& c);
+// The rest of that topic's row ({..., the delayed jobs due before each of the four ends of the
+// windows, the age of the front of the ready line in µs}): its windows and oldest ready job.
+std::optional<TopicTiming> read_topic_timing(const Reply& c);
 
 // The failure of a reply of no known shape from `script`: corrupt.
 Status bad_reply(ScriptId script);

@@ -1,5 +1,7 @@
 // The JSON form of the queue's Stats (/stats's data), both directions: the totals by name
-// ("pushed", ... "released"), then "topics", each topic's jobs per state.
+// ("pushed", ... "released"), the lateness buckets' bounds ("lateness_bounds_s"), then "topics",
+// each topic's jobs per state and its timing ("due", "oldest_ready_s", "lateness"), as
+// docs/http-api.md shows.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,11 @@ namespace delayq::wire {
 // waiting now), before "topics".
 void write_stats(json::Writer& w, const Stats& s,
                  std::initializer_list<std::pair<std::string_view, uint64_t>> more = {});
+// One topic's timing as members of its object ("due", "oldest_ready_s", "lateness"), as
+// write_stats writes them (the CLI's --json uses the same form).
+void write_timing(json::Writer& w, const TopicTiming& t);
+// The lateness buckets' upper bounds in seconds, as an array.
+void write_lateness_bounds(json::Writer& w);
 // Reads what write_stats wrote; lenient as read_job is (a missing counter reads 0).
 Stats read_stats(const json::Value& v);
 

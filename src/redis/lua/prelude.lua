@@ -84,6 +84,51 @@ local function save(id, topic, j)
 end
 
 local function count(field) redis.call('HINCRBY', STATS, field, 1) end
+
+-- Lateness: how long after its due time each delivery is handed out (NOW - due), kept in the
+-- stats hash beside the totals, per topic and kind (f: first attempt, r: retry), in the buckets
+-- of the engine (Lateness::kBounds in include/delayq/job.h, here in µs; a test holds them equal).
+-- Fields: late:<kind>:<bucket 00..22>:<topic> (22: above the last bound), late:<kind>:su:<topic>
+-- (the sum in µs) and late:<kind>:cl:<topic> (deliveries whose due time was after NOW: the
+-- server's clock stepped back; counted as 0).
+local LATE_BOUNDS = {100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+                     1000000, 2500000, 5000000, 10000000, 30000000, 60000000, 300000000, 900000000,
+                     3600000000, 14400000000}
+
+-- Adds the delivery of job `j` (attempts already counted) of `topic` to `tally`, a table of
+-- field -> increment that flush_late() then writes with one HINCRBY per field.
+local function tally_late(tally, topic, j)
+  local kind = j[AT] == 1 and 'f' or 'r'
+  local late = NOW - j[DUE]
+  if late < 0 then
+    late = 0
+    local c = 'late:' .. kind .. ':cl:' .. topic
+    tally[c] = (tally[c] or 0) + 1
+  end
+  local b = #LATE_BOUNDS
+  for i, bound in ipairs(LATE_BOUNDS) do
+    if late <= bound then
+      b = i - 1
+      break
+    end
+  end
+  local field = string.format('late:%s:%02d:', kind, b) .. topic
+  tally[field] = (tally[field] or 0) + 1
+  local sum = 'late:' .. kind .. ':su:' .. topic
+  tally[sum] = (tally[sum] or 0) + late
+end
+
+local function flush_late(tally)
+  for field, n in pairs(tally) do redis.call('HINCRBY', STATS, field, f(n)) end
+end
+
+-- Where the windows of what fires when end, as of NOW (src/common/timing.h, due_bounds()): the
+-- next minute, hour, day and week, each a whole unit after NOW rounded down to a finer one.
+local function due_ends()
+  local s, m, h = 1000000, 60000000, 3600000000
+  local hour = NOW - NOW % h
+  return {NOW - NOW % s + 60 * s, NOW - NOW % m + 60 * m, hour + 24 * h, hour + 168 * h}
+end
 local function wake(topic) redis.call('PUBLISH', WAKE, topic) end
 
 -- Joins the back of the topic's line; `due` stays what it was.
@@ -327,7 +372,7 @@ local function take(n, want)
       local raws = redis.call('HMGET', JOBS, unpack(ids))
       local bodies = redis.call('HMGET', BODY, unpack(ids))
       local fence = redis.call('INCRBY', FENCE, #ids) - #ids
-      local leases, recs, taken = {}, {}, 0
+      local leases, recs, taken, tally = {}, {}, 0, {}
       for i, id in ipairs(ids) do
         if raws[i] then
           local m = string.byte(raws[i], 1)
@@ -342,6 +387,7 @@ local function take(n, want)
           local o = #out
           out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, bodies[i] or '', j[AT]
           out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
+          tally_late(tally, t, j)
           taken = taken + 1
         end
       end
@@ -350,10 +396,12 @@ local function take(n, want)
         redis.call('ZADD', k.l, unpack(leases))
         redis.call('HSET', JOBS, unpack(recs))
         redis.call('HINCRBY', STATS, 'delivered', taken)
+        flush_late(tally)
         return out
       end
     end
   else
+    local tally = {}
     for _ = 1, want do
       local best, bj, bt, bk
       for i = 1, n do
@@ -377,7 +425,9 @@ local function take(n, want)
       local body = redis.call('HGET', BODY, best) or ''
       out[o + 1], out[o + 2], out[o + 3], out[o + 4] = best, bt, body, bj[AT]
       out[o + 5], out[o + 6], out[o + 7], out[o + 8] = bj[POL][2], bj[FEN], bj[DUE], bj[LEASE]
+      tally_late(tally, bt, bj)
     end
+    flush_late(tally)
   end
   return out
 end

@@ -1,0 +1,72 @@
+// DueBins (due_bins.h).
+#include "engine/due_bins.h"
+
+#include <cassert>
+
+#include "common/timing.h"
+
+namespace delayq::engine {
+
+int64_t DueBins::bin_of(TimePoint t, int64_t width_ns) {
+  const int64_t ns = t.time_since_epoch().count();
+  // Floor division: an instant before 1970 belongs to the bin that starts before it.
+  return ns >= 0 ? ns / width_ns : -((-ns + width_ns - 1) / width_ns);
+}
+
+void DueBins::add(TimePoint due) {
+  for (Level& l : levels_) {
+    const int64_t b = bin_of(due, l.width_ns);
+    if (l.last == BinCounts::npos || l.bins.key(l.last) != b) l.last = l.bins.insert(b);
+    ++l.bins.count(l.last);
+  }
+}
+
+void DueBins::remove(TimePoint due) {
+  for (Level& l : levels_) {
+    const int64_t b = bin_of(due, l.width_ns);
+    const size_t i = l.last != BinCounts::npos && l.bins.key(l.last) == b ? l.last : l.bins.find(b);
+    assert(i != BinCounts::npos && l.bins.count(i) > 0);
+    if (i == BinCounts::npos) continue;
+    if (--l.bins.count(i) == 0) {
+      l.bins.erase(i);
+      l.last = BinCounts::npos;
+    } else {
+      l.last = i;
+    }
+  }
+}
+
+uint64_t DueBins::sum(const Level& l, int64_t from, int64_t to) {
+  uint64_t n = 0;
+  if (l.bins.capacity() <= static_cast<size_t>(to - from)) {
+    // A table smaller than the window: visit it all.
+    l.bins.for_each([&](int64_t b, uint64_t count) {
+      if (b >= from && b < to) n += count;
+    });
+    return n;
+  }
+  for (int64_t b = from; b < to; ++b)
+    if (const size_t i = l.bins.find(b); i != BinCounts::npos) n += l.bins.count(i);
+  return n;
+}
+
+DueWindows DueBins::windows(TimePoint now, uint64_t delayed) const {
+  const timing::DueBounds e = timing::due_bounds(now);
+  const Level& sec = levels_[0];
+  const Level& min = levels_[1];
+  const Level& hour = levels_[2];
+  // Jobs due before each end: the bins from now's up to the end's, which is a bin boundary.
+  const uint64_t minute = sum(sec, bin_of(now, sec.width_ns), bin_of(e.minute, sec.width_ns));
+  const uint64_t in_hour = sum(min, bin_of(now, min.width_ns), bin_of(e.hour, min.width_ns));
+  const int64_t from_h = bin_of(now, hour.width_ns);
+  const uint64_t in_day = sum(hour, from_h, bin_of(e.day, hour.width_ns));
+  const uint64_t in_week =
+      in_day + sum(hour, bin_of(e.day, hour.width_ns), bin_of(e.week, hour.width_ns));
+  // Each window holds the one before (timing.h), so none of these differences is negative.
+  assert(minute <= in_hour && in_hour <= in_day && in_week <= delayed);
+  const auto less = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+  return DueWindows{minute, less(in_hour, minute), less(in_day, in_hour), less(in_week, in_day),
+                    less(delayed, in_week)};
+}
+
+}  // namespace delayq::engine

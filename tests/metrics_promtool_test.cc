@@ -1,0 +1,76 @@
+// delayqd's /metrics passes Prometheus's own checker: `promtool check metrics` (Debian's
+// prometheus package, which scripts/test.sh installs) reads the text of a real daemon holding
+// jobs in several topics, with lateness recorded (first attempts and retries), a dead letter and
+// a topic past --metrics-topics (the overflow series). Any problem promtool reports fails the
+// test. Skipped, saying so, only where promtool is not installed.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "daemon_process.h"
+#include "http_client.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using delayq::testing::HttpClient;
+using MetricsPromtool = delayq::testing::StoreDaemonTest;
+
+// Runs `command` through the shell; its exit status and what it printed (stdout and stderr).
+std::pair<int, std::string> run(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST_F(MetricsPromtool, TheMetricsTextPassesPromtoolCheckMetrics) {
+  if (run("command -v promtool").first != 0)
+    GTEST_SKIP() << "promtool is not installed (Debian package prometheus; scripts/test.sh "
+                    "installs it)";
+  const int port = start({"--metrics-topics", "2"});
+  ASSERT_GT(port, 0);
+  HttpClient c(port);
+  const auto ok = [](const delayq::testing::HttpAnswer& a) {
+    EXPECT_EQ(a.code(), 0) << a.body;
+    return a;
+  };
+  // Topics "orders" and "sms" get series; "zz-overflow" comes third, past the cap.
+  ok(c.post("/push", R"({"topic":"orders","id":"o1"})"));
+  ok(c.post("/push", R"({"topic":"orders","id":"o2","delay":1800})"));
+  ok(c.post("/push",
+            R"({"topic":"sms","id":"s1","retry":{"kind":"fixed","delay":1,"max_attempts":2}})"));
+  ok(c.post("/push", R"({"topic":"zz-overflow","id":"z1","delay":90000})"));
+  ok(c.post("/push", R"({"topic":"zz-overflow","id":"z2"})"));
+  std::this_thread::sleep_for(20ms);
+  ok(c.post("/pop", R"({"topic":"orders","timeout":5})"));  // a first attempt
+  ok(c.post("/pop", R"({"topic":"sms","timeout":5})"));
+  ok(c.post("/nack", R"({"id":"s1","delay":0})"));  // a retry ...
+  ok(c.post("/pop", R"({"topic":"sms","timeout":5})"));
+  ok(c.post("/nack", R"({"id":"s1"})"));  // ... then dead
+  ok(c.post("/pop", R"({"topic":"zz-overflow","timeout":5})"));
+  const std::string text = c.get("/metrics").body;
+  for (const char* want :
+       {"delayq_lateness_seconds_bucket{topic=\"orders\",attempt=\"first\",le=\"+Inf\"} 1",
+        "delayq_lateness_seconds_count{topic=\"sms\",attempt=\"retry\"} 1",
+        "delayq_lateness_seconds_count{overflow=\"true\",attempt=\"first\"} 1",
+        "delayq_jobs{topic=\"sms\",state=\"dead\"} 1",
+        "delayq_delayed_jobs_by_due{topic=\"orders\",due=\"next_hour\"} 1",
+        "delayq_delayed_jobs_by_due{overflow=\"true\",due=\"next_week\"} 1",
+        "delayq_oldest_ready_age_seconds{topic=\"orders\"} 0", "delayq_overflow_topics 1"})
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  const std::string file = (dir_.path / "metrics.txt").string();
+  std::ofstream(file) << text;
+  const auto [status, said] = run("promtool check metrics < " + file);
+  EXPECT_EQ(status, 0) << said << "\n" << text;
+  EXPECT_EQ(said, "") << "promtool reported problems:\n" << said;
+}
+
+}  // namespace
