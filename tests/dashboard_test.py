@@ -228,6 +228,25 @@ def pause(b, d, shots):
     assert d.call("/stats")["topics"]["order"]["paused"] is False
 
 
+def timing(b, d, shots):
+    """What fires when, as /stats counts it; and a delivery made while the page is open shows in
+    the last hour's lateness chart (the page opened by pause() above)."""
+    for topic in ("order", "sms"):
+        due = d.call("/stats")["topics"][topic]["due"]
+        want = [topic] + [str(due[k]) for k in
+                          ("next_minute", "next_hour", "next_day", "next_week", "beyond")]
+        wait_for(b, f"{topic}'s due windows {want}",
+                 lambda b: texts(b, f'#due tr[data-topic="{topic}"] td') == want)
+    job = d.call("/pop", {"topic": "order", "timeout": 5})
+    d.call("/finish", {"token": job["token"]})
+    wait_for(b, "one delivery in the lateness chart",
+             lambda b: sum(int(n) for n in b.execute_script(
+                 "return Array.from(document.querySelectorAll('#lateness-svg rect'))"
+                 ".map(r => r.dataset.count)")) == 1)
+    assert "p99" in texts(b, "#lateness-note")[0], texts(b, "#lateness-note")
+    shoot(b, shots, "lateness")
+
+
 def phone(b, d, shots):
     b.set_window_size(390, 844)
     b.get(d.url + "/ui")
@@ -254,6 +273,7 @@ def main():
             dead_letters(b, d, args.shots)
             cancel(b, d, args.shots)
             pause(b, d, args.shots)
+            timing(b, d, args.shots)
             phone(b, d, args.shots)
         finally:
             if b is not None:

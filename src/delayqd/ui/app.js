@@ -7,8 +7,14 @@ const TOTALS = ['pushed', 'delivered', 'acked', 'retried', 'dead_lettered', 'can
                 'requeued', 'purged', 'leases_expired', 'released'];
 const RATES = ['pushed', 'delivered', 'acked'];  // shown per second beside their totals
 
+const WINDOW_MS = 3600 * 1000;  // the lateness chart's window
+const DUE = ['next_minute', 'next_hour', 'next_day', 'next_week', 'beyond'];
+
 const $ = (id) => document.getElementById(id);
-const state = { token: sessionStorage.getItem('delayq-token') || '', last: null, timer: 0 };
+// history: {at, buckets} snapshots of the lateness buckets summed over topics and attempts,
+// for the last hour's chart (the counts are cumulative: a window is a difference).
+const state = { token: sessionStorage.getItem('delayq-token') || '', last: null, timer: 0,
+                history: [] };
 
 // --- talking to delayqd -------------------------------------------------------------------
 
@@ -113,6 +119,95 @@ function render_totals(stats, rates) {
   }
 }
 
+// --- lateness -----------------------------------------------------------------------------
+
+// A bound in seconds, as people read it: 100µs, 2.5ms, 30s, 15min, 4h.
+function span(s) {
+  if (s < 1e-3) return Math.round(s * 1e6) + 'µs';
+  if (s < 1) return +(s * 1e3).toPrecision(3) + 'ms';
+  if (s < 60) return +s.toPrecision(3) + 's';
+  if (s < 3600) return +(s / 60).toPrecision(3) + 'min';
+  return +(s / 3600).toPrecision(3) + 'h';
+}
+
+// The bound of the bucket where the running count reaches q of all: "≤25ms", "> 4h", or "".
+function quantile(buckets, bounds, q) {
+  const total = buckets.reduce((a, b) => a + b, 0);
+  if (total === 0) return '';
+  let sum = 0;
+  for (let i = 0; i < buckets.length; ++i) {
+    sum += buckets[i];
+    if (sum >= q * total) return i < bounds.length ? '≤' + span(bounds[i]) : '> ' + span(bounds[bounds.length - 1]);
+  }
+  return '';
+}
+
+function summed_buckets(stats) {
+  const sum = new Array(stats.lateness_bounds_s.length + 1).fill(0);
+  for (const t of Object.values(stats.topics)) {
+    if (!t.lateness) continue;
+    for (const a of [t.lateness.first, t.lateness.retry])
+      a.buckets.forEach((n, i) => { sum[i] += n; });
+  }
+  return sum;
+}
+
+// The last hour's lateness as bars, one per bucket (hand-made SVG: no library).
+function render_lateness(stats, at) {
+  const bounds = stats.lateness_bounds_s;
+  const now = summed_buckets(stats);
+  state.history.push({ at, buckets: now });
+  while (state.history.length > 1 && state.history[1].at <= at - WINDOW_MS) state.history.shift();
+  const base = state.history[0];
+  const win = now.map((n, i) => Math.max(0, n - (base.at < at ? base.buckets[i] : 0)));
+  const total = win.reduce((a, b) => a + b, 0);
+  const minutes = Math.round((at - base.at) / 60000);
+  $('lateness-note').textContent = total === 0
+    ? 'No delivery in the window yet.'
+    : total + ' deliveries in the last ' + (minutes >= 1 ? minutes + ' min' : 'refresh') +
+      ' (since this page opened, at most an hour): p50 ' + quantile(win, bounds, 0.5) +
+      ', p99 ' + quantile(win, bounds, 0.99) + '.';
+  const w = 24, h = 120, gap = 4;
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  svg.setAttribute('viewBox', `0 0 ${win.length * w} ${h + 40}`);
+  svg.setAttribute('role', 'img');
+  svg.id = 'lateness-svg';
+  const max = Math.max(1, ...win);
+  win.forEach((n, i) => {
+    const bar = document.createElementNS(svg.namespaceURI, 'rect');
+    const bh = Math.round((n / max) * h);
+    bar.setAttribute('x', i * w + gap / 2);
+    bar.setAttribute('y', h - bh);
+    bar.setAttribute('width', w - gap);
+    bar.setAttribute('height', bh);
+    bar.dataset.count = n;
+    const title = document.createElementNS(svg.namespaceURI, 'title');
+    title.textContent = (i < bounds.length ? '≤' + span(bounds[i]) : '> ' + span(bounds[bounds.length - 1])) + ': ' + n;
+    bar.appendChild(title);
+    svg.appendChild(bar);
+    if (i % 3 === 0 || i === win.length - 1) {
+      const label = document.createElementNS(svg.namespaceURI, 'text');
+      label.setAttribute('x', i * w + w / 2);
+      label.setAttribute('y', h + 16);
+      label.textContent = i < bounds.length ? span(bounds[i]) : '+Inf';
+      svg.appendChild(label);
+    }
+  });
+  $('lateness-chart').replaceChildren(svg);
+}
+
+function render_due(stats) {
+  const body = $('due').tBodies[0];
+  body.replaceChildren();
+  for (const name of Object.keys(stats.topics).sort()) {
+    const due = stats.topics[name].due;
+    if (!due) continue;
+    const tr = row([name, ...DUE.map((k) => due[k])]);
+    tr.dataset.topic = name;
+    body.appendChild(tr);
+  }
+}
+
 function render_topics(stats) {
   const body = $('topics').tBodies[0];
   body.replaceChildren();
@@ -122,7 +217,11 @@ function render_topics(stats) {
     const toggle = t.paused
       ? button('Resume', () => act(() => call('/resume', { topic: name })))
       : button('Pause', () => pause_topic(name));
-    const tr = row([name, t.delayed, t.ready, t.reserved, t.dead, t.paused ? 'paused' : 'yes', toggle]);
+    const first = t.lateness ? t.lateness.first.buckets : [];
+    const tr = row([name, t.delayed, t.ready, t.reserved, t.dead, t.paused ? 'paused' : 'yes', toggle,
+                    t.oldest_ready_s ? span(t.oldest_ready_s) : '',
+                    quantile(first, stats.lateness_bounds_s, 0.5),
+                    quantile(first, stats.lateness_bounds_s, 0.99)]);
     tr.dataset.topic = name;
     if (t.paused) tr.classList.add('paused');
     body.appendChild(tr);
@@ -171,6 +270,8 @@ async function refresh() {
     const now = { at: Date.now(), stats };
     render_totals(stats, rates_between(state.last, now));
     render_topics(stats);
+    render_lateness(stats, now.at);
+    render_due(stats);
     fill_dead_topics(stats);
     state.last = now;
     $('as-of').textContent = new Date(now.at).toLocaleTimeString();
