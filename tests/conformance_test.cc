@@ -1891,7 +1891,7 @@ TYPED_TEST(Conformance, APauseSurvivesAReopen) {
     EXPECT_FALSE(this->q_->stats().topics["kept"].paused);
     EXPECT_EQ(this->take("kept").id, "k1");
   }
-
+}
 
 // ---- lateness and what fires when (TopicTiming; docs/semantics.md) ----
 //
