@@ -249,6 +249,34 @@ TEST(CoreJournal, OverdueJobsComeBackInDueOrderAndLeasesRunOut) {
   EXPECT_GT(b->token.fence, 41u) << "fences continue above the restored ones";
 }
 
+// Times at the far ends of the clock: a call made with `now` at the earliest instant (a clock
+// far off; the journal fuzzer replays a record's own times as `now`) can set a due time there,
+// and the job's place among what fires when, its lateness and its age as a ready job are then
+// computed without overflow (the fuzzer found `-ns` and `now - due` overflowing) and saturate.
+TEST(CoreJournal, ADueTimeAtTheEarliestInstantsIsCountedAndItsLatenessSaturates) {
+  Core c(Recording(), kStart);
+  JobRecord r{.seq = 1, .id = "a", .topic = "t", .due = kStart + 1h, .ttr = 5s};
+  ASSERT_TRUE(c.restore(std::move(r), kStart).ok());
+  const TimePoint earliest = TimePoint::min();
+  ASSERT_TRUE(c.reschedule("a", earliest + 1s, earliest).ok());
+  Stats then;
+  c.add_stats(then, earliest);
+  EXPECT_EQ(then.timing.at("t").due.next_minute, 1u);
+  c.advance(kStart);
+  Stats now;
+  c.add_stats(now, kStart);
+  EXPECT_EQ(now.timing.at("t").oldest_ready, Duration::max()) << "saturated, not wrapped";
+  const std::vector<std::string> t{"t"};
+  Result<Delivery> d = c.reserve(t, kStart);
+  ASSERT_TRUE(d.ok());
+  Stats after;
+  c.add_stats(after, kStart);
+  const Lateness& l = after.timing.at("t").first;
+  EXPECT_EQ(l.count, 1u);
+  EXPECT_EQ(l.buckets.back(), 1u) << "beyond every bound";
+  EXPECT_EQ(l.clamped, 0u) << "a wrapped difference would be negative";
+}
+
 // A record no call could have written is refused as corrupt, naming the record and what is
 // wrong, and changes nothing: the store's tolerant option relies on that to skip it.
 TEST(CoreJournal, RecordsNoCallCouldWriteAreRefusedAsCorruptAndChangeNothing) {

@@ -214,7 +214,9 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   ++job.attempts;
   // Lateness: measured with the `now` of this call, no clock read, no allocation.
   Topic& topic = topics_[job.topic];
-  timing::record(job.attempts == 1 ? topic.first : topic.retry, (now - job.due).count());
+  // A restored record's due may be anywhere in time: the distance saturates rather than wraps.
+  timing::record(job.attempts == 1 ? topic.first : topic.retry,
+                 rules::distance(job.due, now).count());
   job.fence = fences_->fetch_add(1, std::memory_order_relaxed) + 1;
   job.lease_deadline = rules::plus(now, job.ttr);
   arm(best, job.lease_deadline);

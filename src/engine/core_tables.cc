@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/rules.h"
 #include "common/timing.h"
 
 namespace delayq::engine {
@@ -169,7 +170,7 @@ void Core::add_stats(Stats& s, TimePoint now) const {
     // The front of the line: jobs join it in due order (unless the clock stepped back, or a
     // catch-up made a retry whose wait had passed ready at the catch-up's instant).
     if (t.ready.head != kNil)
-      timing.oldest_ready = std::max(Duration::zero(), now - jobs_[t.ready.head].due);
+      timing.oldest_ready = std::max(Duration::zero(), rules::distance(jobs_[t.ready.head].due, now));
     timing::add(s.timing[t.name], timing);
   }
   add_totals(s, totals_);

@@ -9,8 +9,10 @@ namespace delayq::engine {
 
 int64_t DueBins::bin_of(TimePoint t, int64_t width_ns) {
   const int64_t ns = t.time_since_epoch().count();
-  // Floor division: an instant before 1970 belongs to the bin that starts before it.
-  return ns >= 0 ? ns / width_ns : -((-ns + width_ns - 1) / width_ns);
+  // Floor division: an instant before 1970 belongs to the bin that starts before it. No negation:
+  // a restored record may hold the earliest TimePoint, whose negation does not fit.
+  const int64_t q = ns / width_ns;
+  return ns % width_ns < 0 ? q - 1 : q;
 }
 
 void DueBins::add(TimePoint due) {

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "common/rules.h"
 #include "delayq/clock.h"
 
 namespace delayq::redis {
@@ -47,7 +48,7 @@ std::vector<Delivery> ClaimAhead::keep(std::vector<Delivery> jobs) {
   if (closed_) return jobs;
   std::deque<Kept>& q = kept_[jobs.front().topic];
   for (Delivery& d : jobs) {
-    const Duration left = d.lease_deadline - now;
+    const Duration left = rules::distance(now, d.lease_deadline);  // a reply's time: anywhere
     q.push_back(Kept{std::move(d), taken, left});
   }
   return {};
