@@ -164,7 +164,7 @@ function render_lateness(stats, at) {
   const minutes = Math.round((at - base.at) / 60000);
   $('lateness-note').textContent = total === 0
     ? 'No delivery in the window yet.'
-    : total + ' deliveries in the last ' + (minutes >= 1 ? minutes + ' min' : 'refresh') +
+    : total + (total === 1 ? ' delivery' : ' deliveries') + ' in the last ' + (minutes >= 1 ? minutes + ' min' : 'refresh') +
       ' (since this page opened, at most an hour): p50 ' + quantile(win, bounds, 0.5) +
       ', p99 ' + quantile(win, bounds, 0.99) + '.';
   const w = 24, h = 120, gap = 4;
