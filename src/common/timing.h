@@ -116,8 +116,15 @@ inline std::optional<Duration> quantile_bound(const Lateness& l, double q) {
 struct DueBounds {
   TimePoint minute, hour, day, week;
 };
+// `now` held a little over a week from either end of representable time, where the rounding
+// and the sums below would overflow (only a clock far off, or a test, goes there).
+inline TimePoint bounded_now(TimePoint now) {
+  constexpr Duration kMargin = std::chrono::hours(24 * 8);
+  return std::clamp(now, TimePoint::min() + kMargin, TimePoint::max() - kMargin);
+}
 inline DueBounds due_bounds(TimePoint now) {
   using namespace std::chrono;
+  now = bounded_now(now);
   const TimePoint hour = floor<hours>(now);
   return DueBounds{floor<seconds>(now) + 60s, floor<minutes>(now) + 60min, hour + 24h, hour + 168h};
 }
