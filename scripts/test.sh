@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 # clang: the fuzzers; nginx-light and openssl: docs/production.md's TLS proxy configuration,
-# which tests/proxy_test.sh runs; chromium, chromium-driver, python3-selenium and a font: the
-# dashboard in a real browser (tests/dashboard_test.py); prometheus: promtool, which checks
-# delayqd's /metrics text (tests/metrics_promtool_test.cc).
+# which tests/project/proxy_test.sh runs; chromium, chromium-driver, python3-selenium and a font: the
+# dashboard in a real browser (tests/daemon/dashboard_test.py); prometheus: promtool, which checks
+# delayqd's /metrics text (tests/daemon/metrics_promtool_test.cc).
 delayq_install_deps clang libclang-rt-14-dev nginx-light openssl chromium chromium-driver python3-selenium fonts-dejavu-core prometheus
 
 echo "== build (RelWithDebInfo) =="

@@ -1,6 +1,6 @@
 // Opening the RocksDB database under the journal: which damage to RocksDB's write-ahead log is
 // forgiven, how a refusal names the damaged file, and what the tolerant option recovers.
-// docs/durability.md ("Damage on disk") is the user's side of this; tests/store_corruption_test.cc
+// docs/durability.md ("Damage on disk") is the user's side of this; tests/backends/store_corruption_test.cc
 // checks it on real RocksDB files.
 #pragma once
 

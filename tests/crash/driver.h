@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "../power_loss_fs.h"
+#include "power_loss_fs.h"
 #include "delayq/store.h"
 #include "model.h"
 #include "worker.h"

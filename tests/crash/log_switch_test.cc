@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "../power_loss_fs.h"
+#include "power_loss_fs.h"
 #include "driver.h"
 #include "fork_safe_env.h"
 #include "wal/store_testing.h"

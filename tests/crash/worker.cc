@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "../power_loss_fs.h"
+#include "power_loss_fs.h"
 #include "check.h"
 #include "fork_safe_env.h"
 #include "wal/store_testing.h"

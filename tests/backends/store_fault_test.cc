@@ -1,6 +1,6 @@
 // Write faults under the durable store (docs/durability.md, "Write faults"): RocksDB runs on a
 // file system that fails appends to, or syncs of, its write-ahead log with ENOSPC or EIO on
-// command (tests/fault_fs.*; a real disk that fills up is in store_disk_test.cc). Checked: every
+// command (tests/support/fault_fs.*; a real disk that fills up is in store_disk_test.cc). Checked: every
 // call whose change was not made durable answers io_error, naming the cause; nothing is handed out
 // after the failure; the store reopened without the fault holds every answered change and nothing
 // of a refused append, with states and attempts that match what the callers were told.

@@ -1,5 +1,5 @@
 // delayqd on Redis, end to end: the real daemon started with --redis unix://... against a private
-// redis-server (tests/redis_server.h), driven over HTTP as an ouqiang/delay-queue client drives
+// redis-server (tests/support/redis_server.h), driven over HTTP as an ouqiang/delay-queue client drives
 // it. The queue lives in Redis, not in the daemon, so a delayqd killed with SIGKILL and started
 // again must find every job as it was: delayed, ready, held (with the same token), finished.
 // Timeouts are generous and nothing asserts on durations: the machine may be slow and shared.
@@ -195,7 +195,7 @@ TEST_F(DelayqdRedisTest, Kill9AndRestartKeepsEveryJob) {
 }
 
 // Pushes (some with a delay) and pop + finish run through the daemon until it is killed with
-// SIGKILL (tests/kill_load.h); a new daemon on the same Redis has every push that was
+// SIGKILL (tests/support/kill_load.h); a new daemon on the same Redis has every push that was
 // answered, except those whose finish was answered (which never come back) and the one finish in
 // flight at the kill (sent, its answer cut off: Redis may have done it). No job is delivered
 // before the due time the test computed from when it sent the push, before the kill or after

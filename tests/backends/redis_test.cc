@@ -1,4 +1,4 @@
-// The Redis backend against a private redis-server (tests/redis_server.h), in real time.
+// The Redis backend against a private redis-server (tests/support/redis_server.h), in real time.
 //
 // Real time on a slow shared machine: delays are short, waits are generous, and nothing asserts
 // how long something took. What is checked is order, "never early" (a job is never handed out
@@ -752,7 +752,7 @@ TEST_F(RedisQueueTest, BadOptionsAreRefusedNamingTheOption) {
 // ---- the connection breaks in the middle of a pipeline ----
 
 // The server runs all four push_many runs of a shard's pipeline, but the connection breaks after
-// two replies (tests/redis_cut_proxy.h). The jobs of the runs answered are reported as they are;
+// two replies (tests/support/redis_cut_proxy.h). The jobs of the runs answered are reported as they are;
 // the others fail with unavailable, "may or may not have taken effect" (a generated id is named,
 // since it is the only handle on such a job); and pushing the same specs again tells which were
 // stored: duplicate_id, here for every one of them.

@@ -1,4 +1,4 @@
-// The load of delayqd's kill -9 tests (tests/delayqd_test.cc on the store, tests/
+// The load of delayqd's kill -9 tests (tests/daemon/delayqd_test.cc on the store, tests/
 // delayqd_redis_test.cc on Redis), and what a restarted daemon must show after it. Header-only.
 #pragma once
 

@@ -1,5 +1,5 @@
 // delayqd end to end: the real binary on a free loopback port with a temporary store, driven by
-// the wire's HTTP/1.1 client (tests/http_client.h), as an ouqiang/delay-queue client would drive
+// the wire's HTTP/1.1 client (tests/support/http_client.h), as an ouqiang/delay-queue client would drive
 // it.
 // Also: the extensions, the bad-request table, kill -9 under load, SIGTERM draining, bad flags.
 // Timeouts are generous and nothing asserts on durations: the machine may be slow and shared.
@@ -239,7 +239,7 @@ TEST_F(DelayqdTest, BadRequestsAreAnsweredAndTheServerKeepsServing) {
 }
 
 // Pushes (some with a delay) and pop + finish run against the daemon until it is killed with
-// SIGKILL (tests/kill_load.h); after a restart on the same store, every push that was
+// SIGKILL (tests/support/kill_load.h); after a restart on the same store, every push that was
 // answered is there unless its finish was answered, and no answered finish comes back. The one
 // exception: the finish in flight at the kill (sent, its answer cut off), which the daemon may
 // have done. (Sync mode none: a process crash loses nothing answered in any mode.) No job is

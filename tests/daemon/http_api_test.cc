@@ -357,7 +357,7 @@ TEST_F(HttpApiTest, BearerToken) {
 
 // The dashboard's files (src/delayqd/ui, built in): served to anyone, since they hold no data and
 // the page sends the token itself; each with its type and a policy that lets the browser run
-// only this daemon's own script. Its behaviour in a browser: tests/dashboard_test.py.
+// only this daemon's own script. Its behaviour in a browser: tests/daemon/dashboard_test.py.
 TEST_F(HttpApiTest, TheDashboardsFilesAreServedWithoutTheTokenUnderAStrictPolicy) {
   ApiOptions opt;
   opt.bearer_token = "s3cret";

@@ -7,7 +7,7 @@
 //  - Tiered:  the same with a disk tier whose horizon is 20 ms (docs/tiered-store.md): nearly
 //             every job not due at once lives only on disk until shortly before its due time,
 //             so every rule is kept by disk-only jobs and across the boundary.
-//  - Redis:   open_redis against one private redis-server per test binary (tests/redis_server.h),
+//  - Redis:   open_redis against one private redis-server per test binary (tests/support/redis_server.h),
 //             each test on a queue of its own name so that no test sees another's jobs.
 //
 // Everything runs in real time with short delays, on machines that may be slow and shared. So no
@@ -1897,7 +1897,7 @@ TYPED_TEST(Conformance, APauseSurvivesAReopen) {
 //
 // In real time, lateness is only bounded from below: a job ready for 30 ms before it is taken is
 // late by 30 ms at least (the exact buckets are checked on a ManualClock in
-// tests/timing_stats_test.cc). Redis measures it on the server's clock, the others on theirs.
+// tests/unit/timing_stats_test.cc). Redis measures it on the server's clock, the others on theirs.
 
 // The deliveries of `topic` counted in buckets whose bound is below `d`.
 uint64_t counted_below(const Lateness& l, Duration d) {

@@ -1,6 +1,6 @@
 // Running the delayq CLI (and delayqd's flag checks) as child processes for the CLI tests: a
 // run's exit status, stdout and stderr. The daemon on a port, and temporary directories, are
-// tests/daemon_process.h's. Needs DELAYQ_CLI_PATH and DELAYQD_PATH (tests/CMakeLists.txt defines
+// tests/support/daemon_process.h's. Needs DELAYQ_CLI_PATH and DELAYQD_PATH (tests/CMakeLists.txt defines
 // them).
 #pragma once
 

@@ -20,7 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A store whose writes fail on command (as tests/engine_store_failure_test.cc): the real Engine
+// A store whose writes fail on command (as tests/backends/engine_store_failure_test.cc): the real Engine
 // on top of it stops serving after the first failed write (fail-stop).
 struct FailingStore final : engine::Persistence {
   std::shared_ptr<std::atomic<bool>> broken = std::make_shared<std::atomic<bool>>(false);

@@ -1,4 +1,4 @@
-// A TCP proxy in front of a private redis-server (tests/redis_server.h) that can cut one
+// A TCP proxy in front of a private redis-server (tests/support/redis_server.h) that can cut one
 // connection at a chosen point, as a network failure or a load balancer's timeout would: the
 // server runs every command of a pipeline, but only the first replies reach the client before
 // the connection closes. The server is the real one and so is the client; only the wire between

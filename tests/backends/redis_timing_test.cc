@@ -1,5 +1,5 @@
 // Lateness and what fires when on the Redis backend (docs/redis.md, "Lateness and what fires
-// when"), against a private redis-server (tests/redis_server.h). Time is the server's: the claim
+// when"), against a private redis-server (tests/support/redis_server.h). Time is the server's: the claim
 // script measures each delivery against its own TIME, the stats script counts the windows from
 // it, and the client reads no clock for either. In real time only lower bounds are asserted; the
 // bucket rule itself is the engine's (the bounds are compared with the script's text).

@@ -457,7 +457,7 @@ TEST_F(JournalTest, PausedTopicsAreWrittenInOrderAndADamagedOneIsCorruptUnlessTo
 }
 
 // Fences and generated ids continue above the stored counters after a restart, wherever the
-// wall clock stands (tests/clock_step_process_test.cc), so the journal keeps the highest it was
+// wall clock stands (tests/backends/clock_step_process_test.cc), so the journal keeps the highest it was
 // given, and an unreadable record of them is refused, not guessed.
 TEST_F(JournalTest, CountersKeepTheHighestAndAreCorruptUnlessTolerant) {
   const engine::Counters c{.fences = 1u << 31, .next_id = UINT64_MAX - 7};

@@ -15,12 +15,12 @@ for f in include/delayq/store.h lib/cmake/delayq/delayqConfig.cmake lib/pkgconfi
   [ -f "$tmp/prefix/$f" ] || { echo "install is missing $f"; exit 1; }
 done
 
-cmake -S "$src/tests/package" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake -S "$src/tests/project/package" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer" "$tmp/store-cmake"
 
 PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --exists delayq
-g++ -O0 "$src/tests/package/main.cc" -o "$tmp/consumer-pc" \
+g++ -O0 "$src/tests/project/package/main.cc" -o "$tmp/consumer-pc" \
   $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs delayq)
 "$tmp/consumer-pc" "$tmp/store-pc"
 
