@@ -45,9 +45,9 @@ using Handler = std::function<HandlerResult(const Delivery&)>;
 
 class Queue;
 
-// A running consume() loop: `concurrency` threads, each reserving a job, calling the handler and
-// acting on its result. Destroying it (or stop()) lets each thread finish the job it holds and
-// joins them; jobs not yet reserved stay in the queue.
+// A running consume() loop: `concurrency` threads (Queue::consume() says how they batch). Its
+// destruction (or stop()) lets each thread finish the job it holds, give back the rest of its
+// batch and send its acks, then joins them; jobs not yet reserved stay in the queue.
 class Consumer {
  public:
   Consumer() = default;
@@ -199,11 +199,11 @@ class Queue {
   // about a millisecond (one job at first, and whenever the handler is slower than that; at most
   // 64), hands them to the handler one after the other, and sends their acks together with
   // ack_batch() once the batch is done, or before the next handler call once the oldest of them
-  // waited a millisecond. A job of the batch whose lease is more than half gone when its turn
-  // comes, or that is still unhandled when the consumer stops, is given back with release(): it
-  // never reached the handler. Retries and dead letters are sent at once. handled() counts a
-  // delivery once its ack, nack or dead letter was sent. Backends that cannot take several
-  // jobs at once take one (the in-memory engine and the store today).
+  // waited a millisecond. A job of the batch (other than its first) whose lease is more than half
+  // gone when its turn comes, or that is still unhandled when the consumer stops, is given back
+  // with release(): it never reached the handler. Retries and dead letters are sent at once.
+  // handled() counts a delivery once its ack, nack or dead letter was sent. Backends that cannot
+  // take several jobs at once take one (the in-memory engine and the store today).
   Consumer consume(std::string topic, Handler handler, size_t concurrency = 1);
 
  protected:

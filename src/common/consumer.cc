@@ -88,9 +88,12 @@ class Worker {
     const Steady::time_point arrived = Steady::now();
     const TimePoint wall = SystemClock::instance().now();
     for (Delivery& d : batch) {
-      // Stopped, or too little of the lease left to be worth starting: back undone.
+      // Stopped, or too little of the lease left to be worth starting: back undone. The first
+      // job is always handed out, as reserve() would (a lease timed on another machine's clock
+      // may look short here).
       const Duration left = rules::distance(wall, d.lease_deadline);
-      if (stop_.load() || Steady::now() - arrived >= left / 2) {
+      const bool late = &d != &batch.front() && Steady::now() - arrived >= left / 2;
+      if (stop_.load() || late) {
         (void)q_.release(d.token);
         continue;
       }
