@@ -78,6 +78,7 @@ struct Args {
   std::string redis;  // redis: the server's url
   uint32_t connections = 0;  // redis: connections per client (0: consumers + producers + 1)
   uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
+  bool consume = false;      // W1: the consumers are one Queue::consume() (else reserve/ack loops)
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -89,6 +90,7 @@ struct Args {
                "                    [--sync-batch-ops N] [--sync-interval-ms MS]\n"
                "                    [--time-limit SECONDS] [--seed N] [--horizon-s S]\n"
                "                    [--redis URL] [--connections N] [--claim-batch N]  (--backend redis)\n"
+               "                    [--consume 0|1]  (W1: consumers as one Queue::consume())\n"
                "       workloads: W1 W2 recovery reopen capacity redis-memory wheel-vs-zset\n";
   std::exit(2);
 }
@@ -127,6 +129,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--redis") a.redis = v;
     else if (k == "--connections") a.connections = static_cast<uint32_t>(need_num(1));
     else if (k == "--claim-batch") a.claim_batch = static_cast<uint32_t>(need_num(1));
+    else if (k == "--consume") a.consume = need_num(0) != 0;
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
@@ -323,19 +326,36 @@ int run_w1(const Args& a) {
   auto& sys = delayq::SystemClock::instance();
 
   std::atomic<int64_t> last_ack_ns{0};
+  // A delivery received: its lateness, and whether it came before.
+  auto receive = [&](const delayq::Delivery& d) {
+    const delayq::TimePoint now = sys.now();
+    const size_t i = std::stoul(d.id);
+    lateness_ms[i] = std::chrono::duration<double, std::milli>(now - (pushed_at[i] + delay[i])).count();
+    if (got[i].exchange(1)) duplicates.fetch_add(1);
+  };
+  auto acked = [&] {
+    last_ack_ns.store(Steady::now().time_since_epoch().count());
+    if (received.fetch_add(1) + 1 == n) stop.store(true);
+  };
   std::vector<std::thread> consumers;
-  for (size_t c = 0; c < a.consumers; ++c) {
+  delayq::Consumer consumer;
+  if (a.consume) {
+    // consume() with its default batching; a job counts as acknowledged when its handler returns
+    // ack (consume() sends the acks of a batch together, at most about a millisecond later).
+    consumer = engine.consume(topic, [&](const delayq::Delivery& d) {
+      receive(d);
+      acked();
+      return delayq::HandlerResult::ack();
+    }, a.consumers);
+  }
+  for (size_t c = 0; c < (a.consume ? 0 : a.consumers); ++c) {
     consumers.emplace_back([&] {
       while (!stop.load()) {
         delayq::Result<delayq::Delivery> d = engine.reserve(topic, 100ms);
         if (!d) continue;
-        const delayq::TimePoint now = sys.now();
-        const size_t i = std::stoul(d->id);
-        lateness_ms[i] = std::chrono::duration<double, std::milli>(now - (pushed_at[i] + delay[i])).count();
-        if (got[i].exchange(1)) duplicates.fetch_add(1);
+        receive(*d);
         if (!engine.ack(d->token).ok()) continue;
-        last_ack_ns.store(Steady::now().time_since_epoch().count());
-        if (received.fetch_add(1) + 1 == n) stop.store(true);
+        acked();
       }
     });
   }
@@ -383,6 +403,7 @@ int run_w1(const Args& a) {
   while (!stop.load() && Steady::now() < limit) std::this_thread::sleep_for(5ms);
   stop.store(true);
   for (auto& t : consumers) t.join();
+  consumer.stop();
   const size_t got_n = received.load();
   const double e2e = got_n ? seconds(Steady::time_point(Steady::duration(last_ack_ns.load())) - start) : 0;
   std::vector<double> lat;
@@ -399,7 +420,7 @@ int run_w1(const Args& a) {
   if (redis) {
     std::cout << ",\"shards\":" << a.shards << ",\"batch\":" << a.batch
               << ",\"connections\":" << redis->connections() << ",\"claim_batch\":"
-              << a.claim_batch << redis->server_params() << "}}"
+              << a.claim_batch << ",\"consume\":" << a.consume << redis->server_params() << "}}"
               << std::endl;
   } else {
     std::cout << (a.backend == "rocksdb" ? sync_params(a) : ",\"sync\":\"none\"")

@@ -6,6 +6,14 @@
 #   bench/redis.sh                  # build dir: $BUILD or build
 #   JOBS=100000 bench/redis.sh      # W1 jobs (default 100000)
 #   MODES=no ONLY=W1 bench/redis.sh # one appendonly mode; only the W1 runs (quick before/after)
+#   ONLY=i13 bench/redis.sh         # issue 13's two lines, ROUNDS times (default 3), appendonly no
+#
+# ONLY=i13 runs, per round, W1 with 250 000 jobs pushed with push_batch of 100 and W1 with 100 000
+# jobs pushed one push() at a time by 4 producer threads, both with 4 consumers and delays over
+# 5 s; I13_ARGS adds delayq-bench arguments to both (e.g. the consumers' batching). After each run
+# a line "workload":"server" gives what the server spent on it (INFO commandstats and cpu, reset
+# before the run); with SLOWLOG=1 it also gives each function's calls and µs per call, from a
+# slow log that records every call (which costs the server a little per call).
 #
 # Per configuration: W1 with 1 and 4 consumers (one push() per job, one job per claim), the
 # same with push_batch of 100 and claim_batch 32, redis-memory, wheel-vs-zset, and redis-benchmark's own ZADD and ZPOPMIN
@@ -17,6 +25,8 @@ bench="$build/bench/delayq-bench"
 jobs=${JOBS:-100000}
 modes=${MODES:-no everysec}
 only=${ONLY:-}
+rounds=${ROUNDS:-3}
+[ "$only" = i13 ] && modes=${MODES:-no}
 [ -x "$bench" ] || { echo "build $bench first" >&2; exit 2; }
 
 dir=$(mktemp -d /tmp/delayq-redis-bench-XXXXXX)
@@ -43,6 +53,40 @@ start() {  # extra redis-server arguments
 
 url="unix://$dir/redis.sock"
 run() { "$bench" "$@" --redis "$url" 2>/dev/null || echo "{\"failed\":\"$*\"}"; }
+
+cli() { redis-cli -s "$dir/redis.sock" "$@"; }
+# A run, then what the server spent on it (see the top of this file).
+measure() {
+  cli config resetstat >/dev/null
+  if [ "${SLOWLOG:-}" = 1 ]; then
+    cli config set slowlog-log-slower-than 0 >/dev/null
+    cli config set slowlog-max-len 2000000 >/dev/null
+    cli slowlog reset >/dev/null
+  fi
+  run "$@"
+  local stats cpu functions='{}'
+  stats=$(cli info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_fcall:/ {printf "\"fcall_calls\":%s,\"fcall_usec\":%s,\"fcall_usec_per_call\":%s", $3, $5, $7}')
+  cpu=$(cli info cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ {printf ",\"%s\":%s", $1, $2}')
+  if [ "${SLOWLOG:-}" = 1 ]; then
+    functions=$(cli --json slowlog get -1 | jq -c 'map({f: (if .[3][0] == "FCALL" then .[3][1] else .[3][0] end), us: .[2]}) | group_by(.f) |
+      map({key: .[0].f, value: {calls: length, usec_per_call: ((map(.us) | add) / length)}}) | from_entries')
+    cli config set slowlog-log-slower-than 10000 >/dev/null
+    cli slowlog reset >/dev/null
+  fi
+  echo "{\"peer\":\"redis-server\",\"workload\":\"server\",${stats:-\"fcall_calls\":0}${cpu},\"functions\":$functions}"
+}
+
+if [ "$only" = i13 ]; then
+  start --appendonly no
+  for _ in $(seq 1 "$rounds"); do
+    # shellcheck disable=SC2086
+    measure --workload W1 --backend redis --jobs 250000 --delay-max 5 --consumers 4 --batch 100 ${I13_ARGS:-}
+    # shellcheck disable=SC2086
+    measure --workload W1 --backend redis --jobs 100000 --delay-max 5 --consumers 4 --producers 4 ${I13_ARGS:-}
+  done
+  stop
+  exit 0
+fi
 
 for mode in $modes; do
   if [ "$mode" = no ]; then start --appendonly no; else start --appendonly yes --appendfsync everysec; fi

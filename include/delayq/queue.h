@@ -45,9 +45,9 @@ using Handler = std::function<HandlerResult(const Delivery&)>;
 
 class Queue;
 
-// A running consume() loop: `concurrency` threads, each reserving a job, calling the handler and
-// acting on its result. Destroying it (or stop()) lets each thread finish the job it holds and
-// joins them; jobs not yet reserved stay in the queue.
+// A running consume() loop: `concurrency` threads (Queue::consume() says how they batch). Its
+// destruction (or stop()) lets each thread finish the job it holds, give back the rest of its
+// batch and send its acks, then joins them; jobs not yet reserved stay in the queue.
 class Consumer {
  public:
   Consumer() = default;
@@ -108,6 +108,13 @@ class Queue {
   // Acknowledges a delivery: the job is done and gone.
   // Errors: stale_token (the token is not the job's current delivery), not_found.
   virtual Status ack(const Token& token) = 0;
+
+  // Acknowledges several deliveries: one Status per token, in order, each what ack() would have
+  // returned had the tokens been acked one after the other (a token given twice: the second is
+  // not_found). One refused token does not stop the others. A backend may share the work
+  // between them (Redis: one round trip and one script run per shard and topic); the default
+  // calls ack() for each. An empty batch returns an empty vector.
+  virtual std::vector<Status> ack_batch(std::span<const Token> tokens);
 
   // Gives a delivery back as failed. The job is retried after `delay` if given, else after its
   // policy's delay; or dead-lettered if this was its last attempt. Either way the delay counts
@@ -172,7 +179,8 @@ class Queue {
   // Whether the queue can serve calls now: ok, or the error they would fail with. A durable
   // store that stopped on a failed write answers that io_error; a closed queue `closed`; the
   // Redis backend sends a PING (in a Redis Cluster, one per shard, each to the node that
-  // holds it) and answers unavailable when a server does not reply. For health checks (delayqd's GET /health).
+  // holds it) and answers unavailable when a server does not reply. For health checks (delayqd's
+  // GET /health).
   virtual Status health() = 0;
 
   // Stops the queue: blocked reserve() calls and pending reserve_async() callbacks return
@@ -186,6 +194,16 @@ class Queue {
   // acks, retries or dead-letters each delivery; a handler that throws counts as a failed
   // attempt (retried per policy). Leases are not extended automatically: call touch() from the
   // handler for long work, or push with a ttr that covers it.
+  //
+  // Batching: each thread takes up to as many ready jobs at once as its handler gets through in
+  // about a millisecond (one job at first, and whenever the handler is slower than that; at most
+  // 64), hands them to the handler one after the other, and sends their acks together with
+  // ack_batch() once the batch is done, or before the next handler call once the oldest of them
+  // waited a millisecond. A job of the batch (other than its first) whose lease is more than half
+  // gone when its turn comes, or that is still unhandled when the consumer stops, is given back
+  // with release(): it never reached the handler. Retries and dead letters are sent at once.
+  // handled() counts a delivery once its ack, nack or dead letter was sent. Backends that cannot
+  // take several jobs at once take one (the in-memory engine and the store today).
   Consumer consume(std::string topic, Handler handler, size_t concurrency = 1);
 
  protected:
@@ -194,6 +212,12 @@ class Queue {
   // wake_waiters() is called. The default waits in slices of 100 ms; backends override both.
   virtual Result<Delivery> reserve_interruptible(std::span<const std::string> topics,
                                                  Duration timeout, const std::atomic<bool>& stop);
+  // consume()'s reserve: up to `max` (>= 1) ready jobs of `topics` at once, each leased as
+  // reserve() leases it, waiting as reserve_interruptible() does for the first. Never returns an
+  // empty vector. The default takes one with reserve_interruptible().
+  virtual Result<std::vector<Delivery>> reserve_batch_interruptible(
+      std::span<const std::string> topics, size_t max, Duration timeout,
+      const std::atomic<bool>& stop);
   virtual void wake_waiters() {}
 };
 

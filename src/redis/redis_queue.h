@@ -9,13 +9,15 @@
 //  - common/waiting.h (shared with the engine): blocking and async reserves, driven by look()
 //    and try_claim() below;
 //  - listener.h: the wake channel subscription that tells the waiters to look again.
-// The definitions are in four files: redis_queue.cc (opening, closing, the calls about one
-// job), redis_push.cc (push, push_batch), redis_reserve.cc (claims, jobs kept ahead) and
-// redis_topics.cc (the calls over every shard: dead letters, stats, health).
+// The definitions are in five files: redis_queue.cc (opening, closing, the calls about one
+// job), redis_ack_batch.cc (ack_batch), redis_push.cc (push, push_batch), redis_reserve.cc
+// (claims, jobs kept ahead) and redis_topics.cc (the calls over every shard: dead letters,
+// stats, health).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -54,6 +56,7 @@ class RedisQueue final : public Queue {
   void reserve_async(std::vector<std::string> topics, Duration timeout,
                      std::function<void(Result<Delivery>)> done, std::stop_token stop) override;
   Status ack(const Token& t) override;
+  std::vector<Status> ack_batch(std::span<const Token> tokens) override;
   Status nack(const Token& t, std::optional<Duration> delay) override;
   Status dead_letter(const Token& t) override;
   Status release(const Token& t) override;
@@ -74,12 +77,23 @@ class RedisQueue final : public Queue {
  protected:
   Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
                                          const std::atomic<bool>& stop) override;
+  Result<std::vector<Delivery>> reserve_batch_interruptible(std::span<const std::string> topics,
+                                                            size_t max, Duration timeout,
+                                                            const std::atomic<bool>& stop) override;
   void wake_waiters() override { waiting_.interrupt(); }
 
  private:
   // ---- redis_queue.cc ----
   // A call about one job: refused after close(); refusals in the engine's words (JobCalls).
   Result<Reply> about(const JobCall& call, const std::vector<std::string>& args);
+
+  // ---- redis_ack_batch.cc ----
+  // The ack_many runs of one shard (`topics`: each topic's tokens, as indexes into `tokens`),
+  // pipelined; each token's Status into `out`.
+  void ack_shard(const ShardKeys& sh, const std::map<std::string, std::vector<size_t>>& topics,
+                 std::span<const Token> tokens, std::vector<Status>& out);
+  void settle_acks(Result<Reply> r, const std::vector<size_t>& idx, std::span<const Token> tokens,
+                   std::vector<Status>& out);
 
   // ---- redis_push.cc ----
   // The results of one push_many run's jobs, from its reply or from why there is none.
@@ -95,6 +109,10 @@ class RedisQueue final : public Queue {
                              std::vector<Delivery>* more = nullptr);
   // Waiting's look for a blocking reserve(): a job kept ahead, else a claim.
   Waiting::Attempt look(std::span<const std::string> topics);
+  // The same for consume()'s batches: a job kept ahead, else a claim of up to `max` jobs, the
+  // first the result and the others appended to `more`.
+  Waiting::Attempt look_batch(std::span<const std::string> topics, size_t max,
+                              std::vector<Delivery>* more);
   // The topics of jobs handed out, for the calls about them (JobCalls).
   void remember_topics(const std::vector<Delivery>& jobs);
   std::optional<Delivery> take_kept(std::span<const std::string> topics);
@@ -130,6 +148,8 @@ class RedisQueue final : public Queue {
 };
 
 // Why a call failed after close().
-inline Status closed_error() { return Waiting::closed_error(); }
+inline Status closed_error() {
+  return Waiting::closed_error();
+}
 
 }  // namespace delayq::redis

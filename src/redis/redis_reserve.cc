@@ -1,5 +1,6 @@
 // RedisQueue's reserves (see redis_queue.h): claims over the shards, the looks that Waiting
 // drives, and the jobs kept ahead.
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -7,6 +8,13 @@
 #include "redis/redis_queue.h"
 
 namespace delayq::redis {
+
+namespace {
+
+// The most jobs one claim takes (RedisOptions::claim_batch's bound).
+constexpr size_t kMaxClaim = 1000;
+
+}  // namespace
 
 Result<Delivery> RedisQueue::reserve(std::span<const std::string> topics, Duration timeout) {
   if (Status s = rules::check_topics(topics); !s.ok()) return s;
@@ -30,6 +38,22 @@ Result<Delivery> RedisQueue::reserve_interruptible(std::span<const std::string> 
   if (r.is(Errc::unavailable))
     return Status(Errc::timeout, "redis unavailable: " + r.status().message());
   return r;
+}
+
+Result<std::vector<Delivery>> RedisQueue::reserve_batch_interruptible(
+    std::span<const std::string> topics, size_t max, Duration timeout,
+    const std::atomic<bool>& stop) {
+  if (max <= 1) return Queue::reserve_batch_interruptible(topics, max, timeout, stop);
+  if (Status s = rules::check_topics(topics); !s.ok()) return s;
+  std::vector<Delivery> more;
+  Result<Delivery> r =
+      waiting_.wait([&](auto) { return look_batch(topics, max, &more); }, timeout, &stop);
+  // As reserve_interruptible(): a consume() loop waits while the server is away.
+  if (r.is(Errc::unavailable))
+    return Status(Errc::timeout, "redis unavailable: " + r.status().message());
+  if (!r) return r.status();  // an attempt that took jobs ends the wait: `more` is empty
+  more.insert(more.begin(), std::move(*r));
+  return more;
 }
 
 // One pass of the claim script over the shards, from a rotating start, taking up to `want`
@@ -73,6 +97,12 @@ Waiting::Attempt RedisQueue::look(std::span<const std::string> topics) {
   Waiting::Attempt a = try_claim(topics, ahead_.claim_size(topics), &more);
   keep(std::move(more));
   return a;
+}
+
+Waiting::Attempt RedisQueue::look_batch(std::span<const std::string> topics, size_t max,
+                                        std::vector<Delivery>* more) {
+  if (std::optional<Delivery> d = take_kept(topics)) return {std::move(*d)};
+  return try_claim(topics, static_cast<uint32_t>(std::min<size_t>(max, kMaxClaim)), more);
 }
 
 // The topics of jobs handed out, for the calls about them (JobCalls).

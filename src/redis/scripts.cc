@@ -65,6 +65,7 @@ const Library& library() {
       "ack_claim",
       "release",
       "pause",
+      "ack_many",
   });
   return lib;
 }

@@ -45,6 +45,7 @@ enum ScriptId : size_t {
   kAckClaim,
   kRelease,
   kPause,
+  kAckMany,
   kScriptCount
 };
 

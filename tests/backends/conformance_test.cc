@@ -264,6 +264,14 @@ class Conformance : public ::testing::Test {
     return TimePoint{};
   }
 
+  // Jobs "0" .. "<n - 1>" of `topic`, ready now, pushed with one push_batch.
+  void push_ready(const std::string& topic, int n) {
+    std::vector<JobSpec> specs;
+    for (int i = 0; i < n; ++i) specs.push_back({.topic = topic, .id = std::to_string(i)});
+    for (const Result<std::string>& r : q_->push_batch(std::move(specs)))
+      EXPECT_TRUE(r.ok()) << r.status().to_string();
+  }
+
   // From now on, the job `id` may not be delivered before `due` (an instant the test computed).
   void expect_due(const std::string& id, TimePoint due) { due_[id] = due; }
 
@@ -1366,6 +1374,56 @@ TYPED_TEST(Conformance, StatsCountJobsPerTopicAndTotals) {
   EXPECT_TRUE(q.ack(c.token).ok());
 }
 
+// ---- ack_batch() ----
+
+// Each token is settled as ack() would settle it had the tokens come one after the other: the
+// same Errc and words for the refused ones (an ack refused beforehand changes nothing, so its
+// Status is the one to match), a token given twice found gone the second time, other topics and
+// unknown ids in the same batch.
+TYPED_TEST(Conformance, AckBatchSettlesEachTokenAsAckWould) {
+  Queue& q = *this->q_;
+  for (const char* id : {"ab-1", "ab-2", "ab-3", "ab-4", "ab-5"}) this->push("ab", id);
+  this->push("ab-other", "ab-x");
+  std::map<std::string, Delivery> d;
+  for (int i = 0; i < 5; ++i) {
+    Delivery one = this->take("ab");
+    d[one.id] = one;
+  }
+  d["ab-x"] = this->take("ab-other");
+  ASSERT_EQ(d.size(), 6u);
+  ASSERT_TRUE(q.ack(d["ab-1"].token).ok());
+  ASSERT_TRUE(q.nack(d["ab-2"].token, 0ms).ok());
+  const Delivery again = this->take("ab");
+  ASSERT_EQ(again.id, "ab-2");
+  ASSERT_TRUE(q.cancel("ab-3").ok());
+  const Token unknown{"ab-never-pushed", 1};
+  // What ack() says of the tokens it refuses (a refused ack changes nothing).
+  const Status acked_before = q.ack(d["ab-1"].token);
+  const Status stale = q.ack(d["ab-2"].token);
+  const Status cancelled = q.ack(d["ab-3"].token);
+  const Status never = q.ack(unknown);
+  ASSERT_TRUE(stale.is(Errc::stale_token)) << stale.to_string();
+
+  const std::vector<Token> tokens{d["ab-1"].token, d["ab-2"].token, again.token,
+                                  d["ab-3"].token, d["ab-4"].token, d["ab-4"].token,
+                                  d["ab-x"].token, unknown,         d["ab-5"].token};
+  const std::vector<Status> got = q.ack_batch(tokens);
+  ASSERT_EQ(got.size(), tokens.size());
+  EXPECT_EQ(got[0].to_string(), acked_before.to_string());
+  EXPECT_EQ(got[1].to_string(), stale.to_string());
+  EXPECT_TRUE(got[2].ok()) << got[2].to_string();
+  EXPECT_EQ(got[3].to_string(), cancelled.to_string());
+  EXPECT_TRUE(got[4].ok()) << got[4].to_string();
+  EXPECT_TRUE(got[5].is(Errc::not_found)) << got[5].to_string();  // acked just before
+  EXPECT_TRUE(got[6].ok()) << got[6].to_string();
+  EXPECT_EQ(got[7].to_string(), never.to_string());
+  EXPECT_TRUE(got[8].ok()) << got[8].to_string();
+  for (const char* id : {"ab-1", "ab-2", "ab-3", "ab-4", "ab-5", "ab-x"})
+    EXPECT_EQ(this->state(id), "gone") << id;
+  EXPECT_EQ(q.stats().acked, 5u);
+  EXPECT_TRUE(q.ack_batch({}).empty());
+}
+
 // ---- push_batch ----
 
 TYPED_TEST(Conformance, PushBatchPushesEachSpecOnItsOwn) {
@@ -1471,6 +1529,62 @@ TYPED_TEST(Conformance, ConsumeActsOnTheHandlersResult) {
   EXPECT_EQ(st.acked, 3u);
   EXPECT_EQ(st.retried, 3u);
   EXPECT_EQ(st.dead_lettered, 2u);
+}
+
+// Many jobs ready at once: consume() takes them in batches (on the backends that can) and acks
+// them together; every job reaches the handler once and is acked.
+TYPED_TEST(Conformance, ConsumeHandlesManyReadyJobsOnceEachAndAcksThemAll) {
+  Queue& q = *this->q_;
+  constexpr int kJobs = 300;
+  this->push_ready("many", kJobs);
+  std::mutex mu;
+  std::map<std::string, int> seen;
+  Consumer c = q.consume(
+      "many",
+      [&](const Delivery& d) {
+        std::lock_guard lock(mu);
+        ++seen[d.id];
+        return HandlerResult::ack();
+      },
+      2);
+  EXPECT_TRUE(this->eventually([&] { return c.handled() >= kJobs; })) << c.handled();
+  c.stop();
+  EXPECT_EQ(c.handled(), uint64_t{kJobs});
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen.size(), size_t{kJobs});
+  for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+  Stats st = q.stats();
+  EXPECT_EQ(st.acked, uint64_t{kJobs});
+  EXPECT_EQ(st.topics["many"].ready + st.topics["many"].reserved, 0u);
+}
+
+// A consumer stopped while its threads hold jobs they have not handed to the handler gives them
+// back undone (release()): every job is either handled and acked, or ready again with no
+// attempt counted; none stays reserved. However the stop falls, that holds.
+TYPED_TEST(Conformance, AStoppedConsumerGivesBackTheJobsItHasNotHandled) {
+  Queue& q = *this->q_;
+  constexpr int kJobs = 200;
+  this->push_ready("stop", kJobs);
+  std::atomic<int> calls{0};
+  Consumer c = q.consume("stop", [&](const Delivery&) {
+    // Slow from the 100th call on: the stop below comes while jobs wait in a batch.
+    if (calls.fetch_add(1) >= 100) std::this_thread::sleep_for(20ms);
+    return HandlerResult::ack();
+  });
+  EXPECT_TRUE(this->eventually([&] { return calls.load() > 100; }));
+  c.stop();
+  const uint64_t handled = c.handled();
+  Stats st = q.stats();
+  EXPECT_EQ(st.acked, handled);
+  EXPECT_EQ(st.topics["stop"].reserved, 0u);
+  EXPECT_EQ(st.topics["stop"].ready, kJobs - handled);
+  EXPECT_LE(st.released, st.topics["stop"].ready);  // the rest were never taken
+  for (int i = 0; i < kJobs; ++i) {
+    Result<JobInfo> j = q.get(std::to_string(i));
+    if (j.ok()) {
+      EXPECT_EQ(j->attempts, 0u) << i;
+    }
+  }
 }
 
 // ---- reserve_async() ----

@@ -6,6 +6,8 @@
 // the delay; server and test read the same system clock, the server after the test), and what
 // each call returns.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -621,6 +623,95 @@ TEST_F(RedisQueueTest, ConsumeActsOnTheHandlersResult) {
   EXPECT_EQ(c.handled(), 6u);
   EXPECT_EQ(q_->get("dead")->state, JobState::dead);
   for (const char* id : {"ack", "retry", "throw"}) EXPECT_TRUE(q_->get(id).is(Errc::not_found)) << id;
+}
+
+// A consume() process killed (SIGKILL) while it holds a batch of jobs, one of them in its
+// handler and the rest waiting for their turn: each job's lease runs out, the job comes back
+// as a failed attempt (attempt 2), never before its lease deadline, exactly once to another
+// consumer; the dead process's tokens are stale by then. The child is forked before this
+// process starts any thread of its own.
+TEST(RedisConsume, AConsumerKilledWhileHoldingABatchLosesItsJobsToAnother) {
+  RedisServer server;
+  ASSERT_TRUE(server.started()) << server.log();
+  RedisOptions o;
+  o.url = server.url();
+  o.queue = "killed";
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Acks the "fast" jobs, then writes the token of the first "held" job it gets and hangs.
+    close(report[0]);
+    auto q = open_redis(o);
+    if (!q) _exit(2);
+    Consumer c = (*q)->consume("work", [&](const Delivery& d) {
+      if (d.id.starts_with("fast")) return HandlerResult::ack();
+      const std::string line = d.id + " " + std::to_string(d.token.fence) + "\n";
+      (void)!write(report[1], line.data(), line.size());
+      for (;;) pause();
+    });
+    for (;;) pause();
+  }
+  close(report[1]);
+  auto q = open_redis(o).value();
+  // Fast jobs first, so that the child's handler is timed as fast and its batches grow.
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(q->push({.topic = "work", .id = "fast" + std::to_string(i)}).ok());
+  const auto until = std::chrono::steady_clock::now() + kLong;
+  while (q->stats().acked < 50 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(q->stats().acked, 50u);
+  constexpr int kHeld = 30;
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < kHeld; ++i)
+    specs.push_back({.topic = "work",
+                     .id = "held" + std::to_string(i),
+                     .ttr = 1s,
+                     .retry = RetryPolicy::fixed(0ms, 5)});
+  for (const Result<std::string>& r : q->push_batch(std::move(specs))) ASSERT_TRUE(r.ok());
+  // The child's handler has the first one; what it took with it stays reserved.
+  std::string line;
+  char ch;
+  while (read(report[0], &ch, 1) == 1 && ch != '\n') line += ch;
+  close(report[0]);
+  ASSERT_FALSE(line.empty()) << "the child reported no held job";
+  std::map<std::string, TimePoint> lease_end;
+  for (int i = 0; i < kHeld; ++i) {
+    const std::string id = "held" + std::to_string(i);
+    Result<JobInfo> j = q->get(id);
+    ASSERT_TRUE(j.ok()) << j.status().to_string();
+    if (j->state == JobState::reserved) lease_end[id] = j->lease_deadline;
+  }
+  EXPECT_GT(lease_end.size(), 1u) << "the child held no batch, only the job in its handler";
+  ::kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+
+  const std::string held_id = line.substr(0, line.find(' '));
+  const Token held{held_id, std::stoull(line.substr(line.find(' ') + 1))};
+  std::mutex mu;
+  std::map<std::string, std::vector<uint32_t>> attempts;
+  std::vector<std::string> early;
+  Consumer c = q->consume("work", [&](const Delivery& d) {
+    std::lock_guard lock(mu);
+    auto it = lease_end.find(d.id);
+    if (it != lease_end.end() && now() < it->second) early.push_back(d.id);
+    attempts[d.id].push_back(d.attempt);
+    return HandlerResult::ack();
+  });
+  while (q->stats().acked < 50 + kHeld && std::chrono::steady_clock::now() < until + kLong)
+    std::this_thread::sleep_for(10ms);
+  c.stop();
+  EXPECT_EQ(q->stats().acked, uint64_t{50 + kHeld});
+  std::lock_guard lock(mu);
+  EXPECT_TRUE(early.empty()) << early.front() << " came back before its lease ran out";
+  EXPECT_EQ(attempts.size(), size_t{kHeld});
+  for (const auto& [id, a] : attempts) {
+    const std::vector<uint32_t> want{lease_end.count(id) ? 2u : 1u};
+    EXPECT_EQ(a, want) << id;
+  }
+  // The killed holder's token: its job was redelivered and acked since.
+  EXPECT_TRUE(q->ack_batch(std::vector<Token>{held})[0].is(Errc::not_found));
 }
 
 TEST_F(RedisQueueTest, ReserveAsyncCompletesTimesOutAndIsFailedByClose) {

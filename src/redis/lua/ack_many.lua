@@ -1,0 +1,32 @@
+-- ack_many (Queue::ack_batch): several acks of one topic's deliveries in one run, each judged as
+-- ack judges it, in order. ARGV[4] the topic, then per delivery: id, fence. Replies {0, then per
+-- delivery what ack would reply: {0}, or its refusal ({3}, {4, state, attempts}, {99, topic})}.
+-- The accepted jobs are erased together at the end: a job accepted here is reserved with its
+-- lease still running, so nothing in between (a catch-up of the topic) touches it; an id given
+-- twice is not found the second time, as after an ack.
+register('ack_many', function()
+  local topic, k = ARGV[4], tkeys(1)
+  local out, ids, gone = {0}, {}, {}
+  for i = 5, #ARGV - 1, 2 do
+    local id = ARGV[i]
+    local j, err
+    if gone[id] then
+      err = {3}
+    else
+      j, err = holder(id, topic, tonumber(ARGV[i + 1]), k)
+    end
+    if j then
+      ids[#ids + 1], gone[id] = id, true
+      out[#out + 1] = {0}
+    else
+      out[#out + 1] = err
+    end
+  end
+  if #ids == 0 then return out end
+  redis.call('ZREM', k.l, unpack(ids))
+  redis.call('HDEL', JOBS, unpack(ids))
+  redis.call('HDEL', BODY, unpack(ids))
+  if redis.call('HINCRBY', TOPICS, topic, -#ids) <= 0 then redis.call('HDEL', TOPICS, topic) end
+  redis.call('HINCRBY', STATS, 'acked', #ids)
+  return out
+end)
