@@ -17,45 +17,43 @@ def verdict(ok):
     return "met" if ok else "MISSED"
 
 
-def w1_block(runs, jobs):
-    heap = runs.get(("W1", jobs, "heap"))
-    if not heap:
-        return
-    print(f"  W1 {jobs} jobs: heap {heap['push_per_s'] / 1e6:.2f} M pushes/s, "
-          f"p99 {heap['lateness_ms']['p99']:.3f} ms")
-    for peer in ("asio", "delayq"):
-        r = runs.get(("W1", jobs, peer))
-        if not r:
-            continue
-        lat = r["lateness_ms"]
-        ratio = r["push_per_s"] / heap["push_per_s"]
-        line = (f"    {peer}: {r['push_per_s'] / 1e6:.2f} M pushes/s = {ratio:.2f}x heap, "
-                f"p99 {lat['p99']:.3f} ms, min {lat['min']:.4f} ms, received {r['received']}")
-        if peer == "delayq" and jobs >= 1000000:
-            ok = ratio >= 0.5 and lat["p99"] <= 1 and lat["min"] >= 0 and r["received"] == jobs
-            line += f"  [target >= 0.5x, p99 <= 1 ms, min >= 0, all received: {verdict(ok)}]"
-        print(line)
+# Per workload: the rate compared with the heap's, its unit, and what else a line shows.
+RATE = {"W1": ("push_per_s", "pushes/s"), "W2": ("schedule_per_s", "schedules/s")}
 
 
-def w2_block(runs, jobs):
-    heap = runs.get(("W2", jobs, "heap"))
+def detail(workload, r):
+    lat = r["lateness_ms"]
+    if workload == "W1":
+        return f"p99 {lat['p99']:.3f} ms, min {lat['min']:.4f} ms, received {r['received']}"
+    return f"{r['cancel_per_s'] / 1e6:.1f} M cancels/s, lateness p99 {lat['p99']:.3f} ms"
+
+
+def targets(workload, r, ratio):
+    """The issue's targets for delayq's line, or "" where it sets none."""
+    if workload == "W2":
+        return (f"  [schedules >= 1.5x heap: {verdict(ratio >= 1.5)}; "
+                f"cancels >= 10 M/s: {verdict(r['cancel_per_s'] >= 10e6)}]")
+    if r["jobs"] < 1000000:
+        return ""
+    lat = r["lateness_ms"]
+    ok = ratio >= 0.5 and lat["p99"] <= 1 and lat["min"] >= 0 and r["received"] == r["jobs"]
+    return f"  [>= 0.5x heap, p99 <= 1 ms, min >= 0, all received: {verdict(ok)}]"
+
+
+def block(runs, workload, jobs):
+    heap = runs.get((workload, jobs, "heap"))
     if not heap:
         return
-    print(f"  W2 {jobs} timers: heap {heap['schedule_per_s'] / 1e6:.2f} M schedules/s, "
-          f"{heap['cancel_per_s'] / 1e6:.1f} M cancels/s")
+    key, unit = RATE[workload]
+    print(f"  {workload} {jobs}: heap {heap[key] / 1e6:.2f} M {unit}, {detail(workload, heap)}")
     for peer in ("asio", "delayq"):
-        r = runs.get(("W2", jobs, peer))
+        r = runs.get((workload, jobs, peer))
         if not r:
             continue
-        ratio = r["schedule_per_s"] / heap["schedule_per_s"]
-        line = (f"    {'TimerService' if peer == 'delayq' else peer}: "
-                f"{r['schedule_per_s'] / 1e6:.2f} M schedules/s = {ratio:.2f}x heap, "
-                f"{r['cancel_per_s'] / 1e6:.1f} M cancels/s, "
-                f"lateness p99 {r['lateness_ms']['p99']:.3f} ms")
-        if peer == "delayq":
-            line += (f"  [schedules >= 1.5x heap: {verdict(ratio >= 1.5)}; "
-                     f"cancels >= 10 M/s: {verdict(r['cancel_per_s'] >= 10e6)}]")
-        print(line)
+        ratio = r[key] / heap[key]
+        name = "TimerService" if peer == "delayq" and workload == "W2" else peer
+        print(f"    {name}: {r[key] / 1e6:.2f} M {unit} = {ratio:.2f}x heap, "
+              f"{detail(workload, r)}{targets(workload, r, ratio) if peer == 'delayq' else ''}")
 
 
 def main(path):
@@ -67,10 +65,8 @@ def main(path):
         rounds.setdefault(r.get("round", 1), {})[(r["workload"], r["jobs"], peer_of(r))] = r
     for n, runs in sorted(rounds.items()):
         print(f"round {n}")
-        for jobs in sorted({k[1] for k in runs if k[0] == "W1"}):
-            w1_block(runs, jobs)
-        for jobs in sorted({k[1] for k in runs if k[0] == "W2"}):
-            w2_block(runs, jobs)
+        for workload, jobs in sorted({k[:2] for k in runs}):
+            block(runs, workload, jobs)
 
 
 if __name__ == "__main__":
