@@ -39,11 +39,11 @@ struct Counted {
 
 TEST(SmallCallback, StoresSmallCallablesInPlaceAndLargeOnesOnTheHeap) {
   struct Small {
-    char b[48];
+    char b[SmallCallback::kInline];
     void operator()() const {}
   };
   struct Large {
-    char b[49];
+    char b[SmallCallback::kInline + 1];
     void operator()() const {}
   };
   EXPECT_TRUE(SmallCallback::stored_inline<Small>());

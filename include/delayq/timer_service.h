@@ -5,7 +5,7 @@
 //
 // Times are on std::chrono::steady_clock, rounded up to the tick: a callback never runs early.
 //
-// Callbacks are stored in place, without an allocation, when they fit in 48 bytes and their move
+// Callbacks are stored in place, without an allocation, when they fit in 40 bytes and their move
 // cannot throw (detail/small_callback.h); larger ones are allocated, as std::function would.
 // Scheduling wakes the driver only when the new callback is due before the instant it sleeps for.
 #pragma once
