@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every benchmark behind docs/benchmarks.md on this machine and writes the raw results to
 # OUT_DIR (default bench-results/): the micro-benchmarks (JSON + plot) and the W1 / W2 workload
-# lines. Build first (./scripts/test.sh or cmake --build build). SECTIONS="micro workloads store"
-# (the default) picks what to run; BUILD names the build directory.
+# lines. Build first (./scripts/test.sh or cmake --build build). SECTIONS="micro workloads scale
+# store" (the default) picks what to run; BUILD names the build directory; ROUNDS (default 3) the
+# rounds of the scale section.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
-sections=${SECTIONS:-micro workloads store}
+sections=${SECTIONS:-micro workloads scale store}
 want() { [[ " $sections " == *" $1 "* ]]; }
 out=${1:-bench-results}
 mkdir -p "$out"
@@ -28,12 +29,30 @@ run() { "$bench" "$@" 2>/dev/null | tee -a "$out/workloads.jsonl"; }
 for i in 1 2 3; do
   "$build/bench/delayq-stall-probe" 5 | tee -a "$out/workloads.jsonl"
   run --workload W1 --backend asio --jobs 100000 --delay-max 5
+  run --workload W1 --backend heap --jobs 100000 --delay-max 5
   run --workload W1 --backend memory --jobs 100000 --delay-max 5
   run --workload W1 --backend memory --jobs 100000 --delay-max 5 --batch 100
   run --workload W1 --backend memory --jobs 100000 --delay-max 5 --slack-us 0
   run --workload W2 --jobs 1000000 --delay-max 5
+  run --workload W2 --backend heap --jobs 1000000 --delay-max 5
+  run --workload W2 --backend asio --jobs 1000000 --delay-max 5
 done
 
+fi
+
+if want scale; then
+# Issue 13, speed at scale: in each round, W1 in memory at 100 k and 1 M jobs and W2 at 1 M
+# timers, each beside the classic heap scheduler and Asio timers; scale_ratios.py prints every
+# ratio of the issue and its target met or missed.
+: >"$out/scale.jsonl"
+for i in $(seq 1 "${ROUNDS:-3}"); do
+  srun() { "$bench" "$@" 2>/dev/null | sed "s/^{/{\"round\":$i,/" | tee -a "$out/scale.jsonl" || true; }
+  for jobs in 100000 1000000; do
+    for b in heap asio memory; do srun --workload W1 --backend $b --jobs $jobs --delay-max 5; done
+  done
+  for b in heap asio memory; do srun --workload W2 --backend $b --jobs 1000000 --delay-max 5; done
+done
+bench/scale_ratios.py "$out/scale.jsonl" | tee "$out/scale-ratios.txt"
 fi
 
 want store || exit 0

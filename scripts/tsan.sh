@@ -14,7 +14,8 @@
 #   http_api_test, delayqd_test, delayqd_redis_test  the daemon's routes with parked pops answered
 #       from the backend's threads, and the daemon itself (built with TSan too) under concurrent
 #       clients, on the engine, the store and Redis
-#   timing_wheel_test  TimerService, the wheel behind its own thread
+#   timer_service_test  TimerService, the wheel behind its own thread (schedule and cancel from
+#       several threads, callbacks that call back)
 #   tiered_store_test  the disk tier: refills under every shard's lock racing pushes, consumers
 #       and RocksDB's reads and compactions
 # Left out: single-threaded suites (core, JSON, bad input), the CLI (one call per process) and
@@ -30,7 +31,7 @@ source scripts/deps.sh
 build=${1:-build-tsan}
 tests=(engine_concurrency_test engine_semantics_test journal_test store_test
        engine_store_failure_test redis_test conformance_test redis_cluster_test http_api_test
-       delayqd_test delayqd_redis_test timing_wheel_test waiting_test tiered_store_test)
+       delayqd_test delayqd_redis_test timer_service_test waiting_test tiered_store_test)
 # Line tables only (-g1), as the ASan stage of test.sh: reports keep their file:line.
 delayq_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_TSAN=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \

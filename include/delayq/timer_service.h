@@ -4,20 +4,25 @@
 // callback, or a priority queue under a lock, at a fraction of the cost (docs/benchmarks.md).
 //
 // Times are on std::chrono::steady_clock, rounded up to the tick: a callback never runs early.
+//
+// Callbacks are stored in place, without an allocation, when they fit in 40 bytes and their move
+// cannot throw (detail/small_callback.h); larger ones are allocated, as std::function would.
+// Scheduling wakes the driver only when the new callback is due before the instant it sleeps for.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <memory>
 
 #include "delayq/clock.h"
+#include "delayq/detail/small_callback.h"
 #include "delayq/timing_wheel.h"
 
 namespace delayq {
 
 class TimerService {
  public:
-  using Callback = std::function<void()>;
+  // Any callable `void()`, move-only ones included (a std::function converts too).
+  using Callback = detail::SmallCallback;
   using Handle = TimingWheel::Handle;
 
   // Starts the driver thread. tick: 1 ms to 1 s.
