@@ -78,6 +78,7 @@ struct Args {
   std::string redis;  // redis: the server's url
   uint32_t connections = 0;  // redis: connections per client (0: consumers + producers + 1)
   uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
+  size_t expected_jobs = 0;  // memory, rocksdb: EngineOptions::expected_jobs
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -89,6 +90,7 @@ struct Args {
                "                    [--sync-batch-ops N] [--sync-interval-ms MS]\n"
                "                    [--time-limit SECONDS] [--seed N] [--horizon-s S]\n"
                "                    [--redis URL] [--connections N] [--claim-batch N]  (--backend redis)\n"
+               "                    [--expected-jobs N]  (EngineOptions::expected_jobs)\n"
                "       workloads: W1 W2 recovery reopen capacity redis-memory wheel-vs-zset\n";
   std::exit(2);
 }
@@ -127,6 +129,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--redis") a.redis = v;
     else if (k == "--connections") a.connections = static_cast<uint32_t>(need_num(1));
     else if (k == "--claim-batch") a.claim_batch = static_cast<uint32_t>(need_num(1));
+    else if (k == "--expected-jobs") a.expected_jobs = static_cast<size_t>(need_num(0));
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
@@ -286,6 +289,7 @@ int run_w1(const Args& a) {
   opt.tick = std::chrono::milliseconds(a.tick_ms);
   opt.shards = a.shards;
   opt.seed = a.seed;
+  opt.expected_jobs = a.expected_jobs;
   if (a.slack_us >= 0) opt.timer_slack = std::chrono::nanoseconds(static_cast<int64_t>(a.slack_us * 1000));
   const StoreDir dir(a.backend == "rocksdb" ? a.dir : "/");
   delayq::Result<std::unique_ptr<delayq::Queue>> q = delayq::Status(delayq::Errc::invalid_argument, "");
@@ -405,8 +409,8 @@ int run_w1(const Args& a) {
     std::cout << (a.backend == "rocksdb" ? sync_params(a) : ",\"sync\":\"none\"")
               << ",\"tick_ms\":" << a.tick_ms << ",\"shards\":" << a.shards
               << ",\"batch\":" << a.batch << ",\"timer_slack_us\":"
-              << std::chrono::duration<double, std::micro>(opt.timer_slack).count() << "}}"
-              << std::endl;
+              << std::chrono::duration<double, std::micro>(opt.timer_slack).count()
+              << ",\"expected_jobs\":" << a.expected_jobs << "}}" << std::endl;
   }
   q->reset();
   if (redis) redis->cleanup();
