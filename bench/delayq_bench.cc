@@ -3,6 +3,7 @@
 //
 //   delayq-bench --workload W1 --backend memory --jobs 100000 --delay-max 5
 //   delayq-bench --workload W2 --jobs 1000000 --delay-max 5
+//   delayq-bench --workload W1|W2 --backend heap|asio ...   (the baselines, w2.h)
 //   delayq-bench --workload W1 --backend redis --redis unix:///tmp/redis.sock --consumers 4
 //   delayq-bench --workload redis-memory --redis unix:///tmp/redis.sock --jobs 100000
 //   delayq-bench --workload wheel-vs-zset --redis unix:///tmp/redis.sock --jobs 20000
@@ -46,6 +47,7 @@
 #include "redis/connection.h"
 #include "capacity.h"
 #include "report.h"
+#include "w2.h"
 
 namespace {
 
@@ -83,7 +85,7 @@ struct Args {
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "delayq-bench: " << why << "\n"
-            << "usage: delayq-bench [--workload W1|W2] [--backend memory] [--jobs N]\n"
+            << "usage: delayq-bench [--workload W1|W2] [--backend memory|asio|heap|...] [--jobs N]\n"
                "                    [--delay-max SECONDS] [--consumers N] [--shards N]\n"
                "                    [--batch N] [--tick-ms MS] [--slack-us US] [--producers N]\n"
                "                    [--sync always|batch|periodic|none] [--dir DIR]\n"
@@ -91,7 +93,10 @@ struct Args {
                "                    [--time-limit SECONDS] [--seed N] [--horizon-s S]\n"
                "                    [--redis URL] [--connections N] [--claim-batch N]  (--backend redis)\n"
                "                    [--expected-jobs N]  (EngineOptions::expected_jobs)\n"
-               "       workloads: W1 W2 recovery reopen capacity redis-memory wheel-vs-zset\n";
+               "       workloads: W1 W2 recovery reopen capacity redis-memory wheel-vs-zset\n"
+               "       backends: memory (W2: TimerService) rocksdb redis; baselines asio (one\n"
+               "       steady_timer per job, W1 W2), heap (priority_queue + mutex + timer thread,\n"
+               "       W1 W2), rocksdb-raw (W1)\n";
   std::exit(2);
 }
 
@@ -138,9 +143,11 @@ Args parse(int argc, char** argv) {
     usage("unknown workload " + a.workload);
   if (a.workload == "capacity") a.backend = "rocksdb";
   if (a.workload == "redis-memory" || a.workload == "wheel-vs-zset") a.backend = "redis";
-  if (a.backend != "memory" && a.backend != "asio" && a.backend != "rocksdb" &&
-      a.backend != "rocksdb-raw" && a.backend != "redis")
-    usage("backend '" + a.backend + "' is not built yet (memory, rocksdb, redis; baselines asio, rocksdb-raw)");
+  if (a.backend != "memory" && a.backend != "asio" && a.backend != "heap" &&
+      a.backend != "rocksdb" && a.backend != "rocksdb-raw" && a.backend != "redis")
+    usage("backend '" + a.backend + "' is not built yet (memory, rocksdb, redis; baselines asio, heap, rocksdb-raw)");
+  if (a.workload == "W2" && a.backend != "memory" && a.backend != "asio" && a.backend != "heap")
+    usage("W2 runs on memory (TimerService), asio or heap, not " + a.backend);
   if (a.backend == "redis" && a.redis.empty())
     usage("--backend redis needs --redis URL (unix:///path/redis.sock or redis://host:port)");
   if (!delayq::parse_sync(a.sync)) usage(delayq::parse_sync(a.sync).status().message());
@@ -869,35 +876,18 @@ int run_wheel_vs_zset(const Args& a) {
   return 0;
 }
 
+// The timer workloads' view of the options (w2.h).
+delayq::bench::TimerRun timer_run(const Args& a) {
+  return {.jobs = a.jobs, .delay = random_delays(a), .consumers = a.consumers,
+          .producers = a.producers, .delay_max_s = a.delay_max_s,
+          .time_limit_s = a.time_limit_s, .tick_ms = a.tick_ms};
+}
+
 int run_w2(const Args& a) {
-  delayq::TimerService timers(std::chrono::milliseconds(a.tick_ms));
-  const size_t n = a.jobs;
-  const std::vector<Duration> delay = random_delays(a);
-  std::vector<delayq::TimerService::Handle> handles(n);
-  std::atomic<size_t> fired{0};
-
-  const Steady::time_point t0 = Steady::now();
-  for (size_t i = 0; i < n; ++i) handles[i] = timers.schedule_after(delay[i], [&fired] { fired.fetch_add(1, std::memory_order_relaxed); });
-  const double schedule_s = seconds(Steady::now() - t0);
-
-  size_t cancelled = 0;
-  const Steady::time_point t1 = Steady::now();
-  for (size_t i = 0; i < n; i += 2) cancelled += timers.cancel(handles[i]);
-  const double cancel_s = seconds(Steady::now() - t1);
-  const size_t cancel_calls = (n + 1) / 2;
-
-  // Check the service kept its word: every entry not cancelled fires.
-  const Steady::time_point limit = Steady::now() + std::chrono::duration_cast<Steady::duration>(
-                                                       std::chrono::duration<double>(a.time_limit_s));
-  while (fired.load() + cancelled < n && Steady::now() < limit) std::this_thread::sleep_for(5ms);
-  timers.stop();
-
-  std::cout << "{\"peer\":\"delayq-memory\",\"workload\":\"W2\",\"jobs\":" << n
-            << ",\"schedule_per_s\":" << num(n / schedule_s)
-            << ",\"cancel_per_s\":" << num(cancel_calls / cancel_s) << ",\"cancelled\":" << cancelled
-            << ",\"fired\":" << fired.load() << ",\"params\":{\"delay_max_s\":" << num(a.delay_max_s)
-            << ",\"tick_ms\":" << a.tick_ms << "}}" << std::endl;
-  return fired.load() + cancelled == n ? 0 : 1;
+  const delayq::bench::TimerRun r = timer_run(a);
+  if (a.backend == "heap") return delayq::bench::run_w2_heap(r);
+  if (a.backend == "asio") return delayq::bench::run_w2_asio(r);
+  return delayq::bench::run_w2_timer_service(r);
 }
 
 }  // namespace
@@ -913,6 +903,7 @@ int main(int argc, char** argv) {
   if (a.workload == "redis-memory") return run_redis_memory(a);
   if (a.workload == "wheel-vs-zset") return run_wheel_vs_zset(a);
   if (a.backend == "asio") return run_w1_asio(a);
+  if (a.backend == "heap") return delayq::bench::run_w1_heap(timer_run(a));
   if (a.backend == "rocksdb-raw") return run_rocksdb_raw(a);
   return run_w1(a);
 }

@@ -28,10 +28,13 @@ run() { "$bench" "$@" 2>/dev/null | tee -a "$out/workloads.jsonl"; }
 for i in 1 2 3; do
   "$build/bench/delayq-stall-probe" 5 | tee -a "$out/workloads.jsonl"
   run --workload W1 --backend asio --jobs 100000 --delay-max 5
+  run --workload W1 --backend heap --jobs 100000 --delay-max 5
   run --workload W1 --backend memory --jobs 100000 --delay-max 5
   run --workload W1 --backend memory --jobs 100000 --delay-max 5 --batch 100
   run --workload W1 --backend memory --jobs 100000 --delay-max 5 --slack-us 0
   run --workload W2 --jobs 1000000 --delay-max 5
+  run --workload W2 --backend heap --jobs 1000000 --delay-max 5
+  run --workload W2 --backend asio --jobs 1000000 --delay-max 5
 done
 
 fi
