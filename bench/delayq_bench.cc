@@ -81,6 +81,7 @@ struct Args {
   uint32_t connections = 0;  // redis: connections per client (0: consumers + producers + 1)
   uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
   bool consume = false;      // W1: the consumers are one Queue::consume() (else reserve/ack loops)
+  size_t expected_jobs = 0;  // memory, rocksdb: EngineOptions::expected_jobs
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -93,6 +94,7 @@ struct Args {
                "                    [--time-limit SECONDS] [--seed N] [--horizon-s S]\n"
                "                    [--redis URL] [--connections N] [--claim-batch N]  (--backend redis)\n"
                "                    [--consume 0|1]  (W1: consumers as one Queue::consume())\n"
+               "                    [--expected-jobs N]  (EngineOptions::expected_jobs)\n"
                "       workloads: W1 W2 recovery reopen capacity redis-memory wheel-vs-zset\n"
                "       backends: memory (W2: TimerService) rocksdb redis; baselines asio (one\n"
                "       steady_timer per job, W1 W2), heap (priority_queue + mutex + timer thread,\n"
@@ -135,6 +137,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--connections") a.connections = static_cast<uint32_t>(need_num(1));
     else if (k == "--claim-batch") a.claim_batch = static_cast<uint32_t>(need_num(1));
     else if (k == "--consume") a.consume = need_num(0) != 0;
+    else if (k == "--expected-jobs") a.expected_jobs = static_cast<size_t>(need_num(0));
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
@@ -296,6 +299,7 @@ int run_w1(const Args& a) {
   opt.tick = std::chrono::milliseconds(a.tick_ms);
   opt.shards = a.shards;
   opt.seed = a.seed;
+  opt.expected_jobs = a.expected_jobs;
   if (a.slack_us >= 0) opt.timer_slack = std::chrono::nanoseconds(static_cast<int64_t>(a.slack_us * 1000));
   const StoreDir dir(a.backend == "rocksdb" ? a.dir : "/");
   delayq::Result<std::unique_ptr<delayq::Queue>> q = delayq::Status(delayq::Errc::invalid_argument, "");
@@ -433,8 +437,8 @@ int run_w1(const Args& a) {
     std::cout << (a.backend == "rocksdb" ? sync_params(a) : ",\"sync\":\"none\"")
               << ",\"tick_ms\":" << a.tick_ms << ",\"shards\":" << a.shards
               << ",\"batch\":" << a.batch << ",\"timer_slack_us\":"
-              << std::chrono::duration<double, std::micro>(opt.timer_slack).count() << "}}"
-              << std::endl;
+              << std::chrono::duration<double, std::micro>(opt.timer_slack).count()
+              << ",\"expected_jobs\":" << a.expected_jobs << "}}" << std::endl;
   }
   q->reset();
   if (redis) redis->cleanup();

@@ -44,6 +44,13 @@ struct EngineOptions {
   Clock* clock = nullptr;
   // Seed for retry jitter; 0 picks one at random.
   uint64_t seed = 0;
+  // How many jobs you expect the queue to hold at once, if you know. open() then allocates and
+  // touches the memory of that many jobs' tables up front (about 200 bytes a job, counted in the
+  // process's resident memory from then on), so that pushes up to that many neither grow a
+  // table nor take a page fault. More jobs still fit: the tables grow past it as they would
+  // have. 0 (the default): tables grow as jobs come. At most kMaxExpectedJobs.
+  size_t expected_jobs = 0;
+  static constexpr size_t kMaxExpectedJobs = 100'000'000;
 };
 
 // The Queue interface (delayq/queue.h has every call's contract), in this process's memory.

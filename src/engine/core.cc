@@ -22,6 +22,8 @@ Core::Core(const CoreOptions& options, TimePoint now)
       fences_(options.fences ? options.fences : &own_fences_),
       seqs_(options.seqs ? options.seqs : &own_seqs_) {
   wheel_.advance(to_tick_floor(now), [](uint64_t, uint64_t) {});
+  jobs_.reserve(options.expected_jobs);
+  ids_.reserve(options.expected_jobs);
 }
 
 uint64_t Core::to_tick_floor(TimePoint t) const {

@@ -41,6 +41,8 @@ struct CoreOptions {
   // Keep a list of changed records for take_effects() (the durable store needs it; the
   // in-memory engine does not pay for it).
   bool record_changes = false;
+  // Jobs to make room for up front (EngineOptions::expected_jobs, this core's share); 0: none.
+  uint32_t expected_jobs = 0;
 };
 
 // What calls did beyond their results (Core::take_effects()).

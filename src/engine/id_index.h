@@ -67,6 +67,13 @@ class IdIndex {
     return true;
   }
 
+  // Sizes the table for `n` entries, so that it grows only past them.
+  void reserve(size_t n) {
+    size_t cap = 64;
+    while (n * 4 > cap * 3) cap *= 2;
+    if (cap > slots_.size()) rehash(cap);
+  }
+
   size_t size() const { return size_; }
   size_t memory_bytes() const { return slots_.capacity() * sizeof(uint64_t); }
 
@@ -77,11 +84,14 @@ class IdIndex {
     slots_[i] = (uint64_t{tag} << 32) | (uint64_t{job} + 1);
   }
 
-  void grow() {
+  void grow() { rehash(slots_.empty() ? 64 : slots_.size() * 2); }
+
+  // Moves every entry into a table of `cap` slots (a power of two).
+  void rehash(size_t cap) {
     std::vector<uint64_t> old;
     old.swap(slots_);
-    slots_.assign(old.empty() ? 64 : old.size() * 2, 0);
-    mask_ = slots_.size() - 1;
+    slots_.assign(cap, 0);
+    mask_ = cap - 1;
     for (uint64_t s : old)
       if (s) place(static_cast<uint32_t>(s >> 32), static_cast<uint32_t>(s) - 1);
   }

@@ -41,6 +41,9 @@ Status check_engine_options(const EngineOptions& o) {
     return bad("timer_slack must be between 0 and 1 s, got " + format_duration(o.timer_slack));
   if (o.shards < 1 || o.shards > 1024)
     return bad("shards must be between 1 and 1024, got " + std::to_string(o.shards));
+  if (o.expected_jobs > EngineOptions::kMaxExpectedJobs)
+    return bad("expected_jobs must be at most " + std::to_string(EngineOptions::kMaxExpectedJobs) +
+               ", got " + std::to_string(o.expected_jobs));
   return {};
 }
 
@@ -78,6 +81,9 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
   co.fences = &e->fences();
   co.seqs = &e->seqs();
   co.record_changes = shards.store() != nullptr;
+  // Each shard's share, rounded up (ids spread evenly over the shards by hash).
+  co.expected_jobs =
+      static_cast<uint32_t>((options.expected_jobs + options.shards - 1) / options.shards);
   const uint64_t seed = options.seed ? options.seed : std::random_device()();
   const TimePoint now = clock.now();
   for (size_t i = 0; i < options.shards; ++i) {

@@ -33,7 +33,7 @@ Status Shards::advance_all() {
   return first;
 }
 
-TimePoint Shards::lock_at_now(std::unique_lock<std::mutex>& lock) {
+TimePoint Shards::lock_at_now(std::unique_lock<ShardMutex>& lock) {
   // A closed queue loads nothing more (stats() answers as it was when it closed).
   for (; !waiting_.closed();) {
     // A failed refill stops the engine; the call goes on and meets the stop (every write fails).

@@ -25,13 +25,14 @@
 #include "engine/core.h"
 #include "engine/far_shard.h"
 #include "engine/open.h"
+#include "engine/shard_mutex.h"
 #include "engine/tier.h"
 
 namespace delayq::engine {
 
 struct Shard {
   Shard(const CoreOptions& o, TimePoint now) : core(o, now) {}
-  std::mutex mu;
+  ShardMutex mu;
   Core core;
   // Under mu: the shard's next deadline as last looked at (never left in the past by a call),
   // and a copy (ns since the epoch; INT64_MAX for none) that waiters read without the lock.
@@ -87,7 +88,7 @@ class Shards {
  private:
   // Takes `lock` (a shard's) at a `now` by which no disk-only job is due, refilling first if
   // need be; returns that `now`.
-  TimePoint lock_at_now(std::unique_lock<std::mutex>& lock);
+  TimePoint lock_at_now(std::unique_lock<ShardMutex>& lock);
 
   Clock& clock_;
   Waiting& waiting_;

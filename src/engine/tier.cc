@@ -117,7 +117,7 @@ Status Tier::warm_then_step() {
 // and from the overlays (whose entries speak for their ids), in key order; raises the horizon to
 // the first key not loaded.
 Status Tier::step() {
-  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<std::unique_lock<ShardMutex>> locks;
   for (const auto& s : shards_.all()) locks.emplace_back(s->mu);
   const TimePoint now = shards_.clock().now();
   const bool limited = budget_ != 0 && in_memory() >= budget_;

@@ -542,6 +542,30 @@ TEST_F(EngineSemantics, ReserveAsyncTimesOutAndCloseFailsWaiters) {
   EXPECT_TRUE(q->ack(Token{"x", 1}).is(Errc::closed));
 }
 
+// Room made up front changes nothing a caller sees: more jobs than expected still fit, in every
+// shard, and come out in due order.
+TEST(EngineExpectedJobs, MoreJobsThanExpectedFitAndComeOutInDueOrder) {
+  ManualClock clock;
+  auto q = Engine::open({.clock = &clock, .expected_jobs = 10}).value();
+  auto sharded = Engine::open({.shards = 3, .clock = &clock, .expected_jobs = 4}).value();
+  for (Engine* e : {q.get(), sharded.get()}) {
+    for (int i = 0; i < 50; ++i)
+      ASSERT_TRUE(e->push({.topic = "t", .id = std::to_string(i), .delay = (50 - i) * 1ms}).ok());
+    EXPECT_TRUE(e->push({.topic = "t", .id = "7"}).status().is(Errc::duplicate_id));
+  }
+  clock.advance(50ms);
+  for (Engine* e : {q.get(), sharded.get()}) {
+    for (int i = 49; i >= 0; --i) {
+      Result<Delivery> d = e->reserve("t", 0ms);
+      ASSERT_TRUE(d.ok()) << d.status().to_string();
+      if (e == q.get()) {
+        EXPECT_EQ(d->id, std::to_string(i));  // one shard: one global order
+      }
+      EXPECT_TRUE(e->ack(d->token).ok());
+    }
+  }
+}
+
 // On the system clock, a consumer blocked in reserve() sleeps until the next deadline. A job
 // pushed meanwhile with an earlier due time must wake it: it arrives long before the later job.
 TEST(EngineRealClock, AnEarlierPushWakesAConsumerSleepingUntilALaterDeadline) {

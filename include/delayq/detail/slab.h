@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -44,6 +45,16 @@ class Slab {
     const uint32_t i = size_++;
     new (&(*this)[i]) T();
     return i;
+  }
+  // Allocates the chunks for `n` elements now and touches their pages (so that appending up to
+  // n later neither allocates nor takes a page fault). Constructs nothing; size() is unchanged.
+  void reserve(uint32_t n) {
+    while (chunks_.size() * kChunk < n) {
+      void* p = std::malloc(sizeof(T) * kChunk);
+      if (!p) throw std::bad_alloc();
+      std::memset(p, 0, sizeof(T) * kChunk);
+      chunks_.push_back(static_cast<T*>(p));
+    }
   }
   uint32_t size() const { return size_; }
   size_t memory_bytes() const { return chunks_.size() * sizeof(T) * kChunk; }
