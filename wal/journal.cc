@@ -1,6 +1,8 @@
-// Journal over RocksDB (journal.h): the commit pipeline (commit_pipeline.h) writing into the
-// database (database.h) through a sink that turns each group into one WriteBatch, and the reads
-// of what was stored, in the byte layout of codec.h.
+// The journal's write side (journal.h): every call's changes come in through JournalSink (the
+// engine's Persistence, journal_sink.h, at the end of this file), are checked and encoded by
+// Journal::append (the byte layout of codec.h and far_codec.h) and queued on the commit pipeline
+// (commit_pipeline.h), whose leader hands each group to RocksDbSink below: one WriteBatch, one
+// RocksDB write. Opening is here too; what the journal reads is journal_reads.cc.
 #include "wal/journal.h"
 
 #include <algorithm>
@@ -9,18 +11,15 @@
 #include <utility>
 
 #include <rocksdb/db.h>
-#include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
-#include <rocksdb/slice.h>
 #include <rocksdb/status.h>
 #include <rocksdb/write_batch.h>
 
-#include "wal/backup.h"
 #include "wal/codec.h"
 #include "wal/database.h"
 #include "wal/far_codec.h"
-#include "wal/far_reads.h"
-#include "wal/open_db.h"
+#include "wal/journal_impl.h"
+#include "wal/journal_sink.h"
 #include "wal/paused.h"
 
 namespace delayq::wal {
@@ -96,47 +95,6 @@ class RocksDbSink final : public CommitSink {
 };
 
 }  // namespace
-
-struct Journal::Impl {
-  JournalOptions options;
-  std::unique_ptr<Database> database;
-  std::unique_ptr<RocksDbSink> sink;
-  std::unique_ptr<CommitPipeline> pipeline;  // none when read-only
-
-  ~Impl() {
-    if (!pipeline) return;
-    pipeline->close();
-    if (pipeline->status().ok()) database->flush();  // a clean close
-  }
-
-  const std::string& dir() const { return database->dir(); }
-
-  // Damage found in the store (`msg`): corrupt, or with tolerant reported (with what follows
-  // from it, `consequence`) and passed over.
-  Status damaged(const std::string& msg, const std::string& consequence = {}) {
-    return damaged_as_said("store " + dir() + ": " + msg, consequence);
-  }
-  // The same for a message that names the store already.
-  Status damaged_as_said(const std::string& msg, const std::string& consequence) {
-    if (!options.tolerant) return Status(Errc::corrupt, msg);
-    if (options.on_skip) options.on_skip(msg + consequence);
-    return Status();
-  }
-
-  // meta/`key` read with `decode`; T{} when it is absent, or damaged and passed over.
-  template <class T>
-  Result<T> read_meta(const char* key, Result<T> (*decode)(std::string_view), const char* what,
-                      const std::string& consequence) {
-    std::string value;
-    rocksdb::Status s = database->db().Get(rocksdb::ReadOptions(), database->meta(), key, &value);
-    if (s.IsNotFound()) return T{};
-    if (!s.ok()) return from_rocksdb(s, dir(), std::string("reading the ") + what);
-    Result<T> r = decode(value);
-    if (r.ok()) return r;
-    if (Status st = damaged(r.status().message(), consequence); !st.ok()) return st;
-    return T{};
-  }
-};
 
 Journal::Journal(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Journal::~Journal() = default;
@@ -216,47 +174,6 @@ uint64_t Journal::written() const {
   return impl_->pipeline ? impl_->pipeline->written() : UINT64_MAX;
 }
 
-Result<std::optional<engine::JobRecord>> Journal::find_far(std::string_view id) {
-  Result<std::optional<engine::JobRecord>> r = wal::find_far(*impl_->database, id);
-  if (!r.is(Errc::corrupt)) return r;
-  // Tolerant: the damage is reported, and the job taken as not there.
-  if (Status st = impl_->damaged_as_said(r.status().message(), " (the job is taken as gone)");
-      !st.ok())
-    return st;
-  return std::optional<engine::JobRecord>();
-}
-
-Status Journal::scan_far(const engine::FarKey& from, const engine::FarKey& below,
-                         const std::function<bool(engine::JobRecord&&)>& fn) {
-  return wal::scan_far(*impl_->database, from, below, fn, [this](const Status& damage) {
-    return impl_->damaged_as_said(damage.message(), " (the job is skipped)");
-  });
-}
-
-void Journal::prefetch_far(const engine::FarKey& from, const engine::FarKey& below, size_t n) {
-  wal::prefetch_far(*impl_->database, from, below, n);
-}
-
-Result<engine::FarKey> Journal::horizon() {
-  return read_horizon(*impl_->database);
-}
-
-Result<std::optional<Duration>> Journal::horizon_span() {
-  return read_horizon_span(*impl_->database);
-}
-
-Status Journal::store_horizon_span(Duration span) {
-  if (!impl_->pipeline)
-    return Status(Errc::invalid_state, "store " + impl_->dir() + " is open read-only; write refused");
-  return write_horizon_span(*impl_->database, span);
-}
-
-Result<engine::TopicCounts> Journal::far_counts() {
-  Result<engine::TopicCounts> c = read_far_counts(*impl_->database);
-  if (c && impl_->pipeline) impl_->pipeline->set_counts(*c);
-  return c;
-}
-
 Result<uint64_t> Journal::append_paused(std::string_view topic, bool paused) {
   if (!impl_->pipeline)
     return Status(Errc::invalid_state,
@@ -264,86 +181,31 @@ Result<uint64_t> Journal::append_paused(std::string_view topic, bool paused) {
   return impl_->pipeline->append_paused(std::string(topic), paused);
 }
 
-Result<std::vector<std::string>> Journal::paused_topics() {
-  return read_paused(*impl_->database, [this](const Status& damage) {
-    return impl_->damaged_as_said(damage.message(), " (the topic is taken as running)");
-  });
-}
-
 Status Journal::sync_to(uint64_t ticket) {
   return impl_->pipeline ? impl_->pipeline->sync_to(ticket) : Status();
 }
 
-Status Journal::checkpoint(const std::string& dir) {
-  Impl& m = *impl_;
-  // A read-only journal has no lock: another process may be writing the store meanwhile.
-  if (m.options.read_only)
-    return Status(Errc::invalid_argument, "backup: store " + m.dir() +
-                                              " is open read-only; back up a store opened for "
-                                              "writing (it holds the lock, so the copy is whole)");
-  return wal::checkpoint(m.database->db(), m.dir(), dir);
+// ---- the engine's side: every call's changes come in here (journal_sink.h) ----
+
+Result<uint64_t> JournalSink::write(const std::vector<engine::Change>& changes,
+                                    const Stats& totals) {
+  if (read_only_) return ++view_tickets_;
+  return journal_->append(changes, totals, counters_now());
 }
 
-Result<Stats> Journal::totals() {
-  Impl& m = *impl_;
-  Result<Stats> t = m.read_meta<Stats>(kTotalsKey, decode_totals, "totals",
-                                       " (the totals of stats() restart at zero)");
-  if (t && m.pipeline) m.pipeline->set_totals(*t);
-  return t;
+Result<uint64_t> JournalSink::write(const std::vector<engine::Change>& changes,
+                                    const engine::FarBatch& far, const Stats& totals) {
+  if (read_only_) return ++view_tickets_;
+  return journal_->append(changes, totals, counters_now(), far);
 }
 
-Result<engine::Counters> Journal::counters() {
-  Impl& m = *impl_;
-  Result<engine::Counters> c = m.read_meta<engine::Counters>(
-      kCountersKey, decode_counters, "counters",
-      " (fences and generated ids restart from the wall clock, which repeats them if it stepped "
-      "back)");
-  if (c && m.pipeline) m.pipeline->set_counters(*c);
-  return c;
+Result<uint64_t> JournalSink::write_paused(std::string_view topic, bool paused) {
+  if (read_only_) return ++view_tickets_;
+  return journal_->append_paused(topic, paused);
 }
 
-Status Journal::scan(const std::function<Status(engine::JobRecord&&)>& fn) {
-  Impl& m = *impl_;
-  // Every key is 8 bytes, so [8 x 00, 8 x ff + 00) covers all of them, seq UINT64_MAX included.
-  const std::string lower(kJobKeySize, '\0');
-  const std::string upper = std::string(kJobKeySize, '\xff') + '\0';
-  const rocksdb::Slice lower_slice(lower), upper_slice(upper);
-  rocksdb::ReadOptions ro;
-  ro.iterate_lower_bound = &lower_slice;
-  ro.iterate_upper_bound = &upper_slice;
-  ro.fill_cache = false;  // a one-off pass over everything
-  // The iterator must be gone before the bounds (and, at the latest, before the DB).
-  std::unique_ptr<rocksdb::Iterator> it(m.database->db().NewIterator(ro, m.database->jobs()));
-
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    const std::string_view k(it->key().data(), it->key().size());
-    if (k.size() != kJobKeySize) {
-      if (Status st = m.damaged("family 'jobs' holds a key of " + std::to_string(k.size()) +
-                                " bytes (expected 8): " + hex(k.substr(0, 32)));
-          !st.ok())
-        return st;
-      continue;
-    }
-    const rocksdb::Slice v = it->value();
-    Result<engine::JobRecord> r = decode_record(job_seq(k), std::string_view(v.data(), v.size()));
-    if (!r.ok()) {
-      if (Status st = m.damaged(r.status().message()); !st.ok()) return st;
-      continue;
-    }
-    if (Status st = fn(std::move(r).value()); !st.ok()) return st;
-  }
-  if (const rocksdb::Status& s = it->status(); !s.ok()) {
-    Status st = from_rocksdb(s, m.dir(), "scanning family 'jobs'");
-    // A damaged block of a table file: the records in it cannot be read, nor can it be known
-    // which ones they are, so there is nothing to skip (tolerant or not).
-    if (st.is(Errc::corrupt))
-      return Status(Errc::corrupt, st.message() +
-                                       "; the store cannot be read past it, even "
-                                       "with tolerant: restore the directory from a "
-                                       "backup");
-    return st;
-  }
-  return Status();
+Status JournalSink::wait_durable(uint64_t ticket) {
+  return read_only_ ? Status() : journal_->sync_to(ticket);
 }
 
 }  // namespace delayq::wal

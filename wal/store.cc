@@ -1,4 +1,5 @@
-// open_store(): the Engine on a Journal.
+// open_store(): the options checked, the journal opened and read, the engine restored on it with
+// the journal as its store (JournalSink, journal_sink.h); backups of an open store.
 #include "delayq/store.h"
 
 #include <cstdio>
@@ -7,98 +8,15 @@
 #include "engine/far.h"
 #include "engine/open.h"
 #include "wal/journal.h"
+#include "wal/journal_sink.h"
 #include "wal/store_testing.h"
 
 namespace delayq {
 namespace {
 
-// The engine's store: the journal. With a disk tier (docs/tiered-store.md) it is the engine's
-// FarStore too. Read-only (only with a disk tier: without one a read-only engine has no store),
-// it writes nothing: the calls change the engine's view, and the disk tier's changes stay in the
-// engine's overlays, their batches never written.
-class JournalSink final : public engine::Persistence, public engine::FarStore {
- public:
-  JournalSink(std::shared_ptr<wal::Journal> journal, const engine::Counters& recorded,
-              bool read_only)
-      : journal_(std::move(journal)), recorded_(recorded), read_only_(read_only) {}
-  Result<uint64_t> write(const std::vector<engine::Change>& changes, const Stats& totals) override {
-    if (read_only_) return ++view_tickets_;
-    return journal_->append(changes, totals, counters_now());
-  }
-  Result<uint64_t> write_paused(std::string_view topic, bool paused) override {
-    if (read_only_) return ++view_tickets_;
-    return journal_->append_paused(topic, paused);
-  }
-  Status wait_durable(uint64_t ticket) override {
-    return read_only_ ? Status() : journal_->sync_to(ticket);
-  }
-  engine::Counters recorded_counters() override { return recorded_; }
-  void track(const std::atomic<uint64_t>* fences, const std::atomic<uint64_t>* next_id,
-             const std::atomic<uint64_t>* seqs) override {
-    fences_ = fences;
-    next_id_ = next_id;
-    seqs_ = seqs;
-  }
-  const std::shared_ptr<wal::Journal>& journal() const { return journal_; }
-
-  // The disk tier, once its stored state is read (give_tier()).
-  engine::FarStore* far() override { return tiered_ ? this : nullptr; }
-  void give_tier(Duration span, uint64_t budget, const engine::FarKey& horizon,
-                 engine::TopicCounts counts) {
-    tiered_ = true;
-    span_ = span;
-    budget_ = budget;
-    horizon_ = horizon;
-    counts_ = std::move(counts);
-  }
-  Duration horizon_span() const override { return span_; }
-  uint64_t memory_budget() const override { return budget_; }
-  engine::FarKey stored_horizon() const override { return horizon_; }
-  const engine::TopicCounts& stored_counts() const override { return counts_; }
-  Result<uint64_t> write(const std::vector<engine::Change>& changes, const engine::FarBatch& far,
-                         const Stats& totals) override {
-    if (read_only_) return ++view_tickets_;
-    return journal_->append(changes, totals, counters_now(), far);
-  }
-  bool written(uint64_t ticket) const override {
-    return !read_only_ && journal_->written() >= ticket;
-  }
-  Result<std::optional<engine::JobRecord>> find(std::string_view id) override {
-    return journal_->find_far(id);
-  }
-  Status scan(const engine::FarKey& from, const engine::FarKey& below,
-              const std::function<bool(engine::JobRecord&&)>& fn) override {
-    return journal_->scan_far(from, below, fn);
-  }
-  void prefetch(const engine::FarKey& from, const engine::FarKey& below, size_t n) override {
-    journal_->prefetch_far(from, below, n);
-  }
-
- private:
-  // Read after the engine's call issued what its changes hold, so they are covered. Seqs only
-  // with a disk tier: without one every record is read at open, which is what restores them.
-  engine::Counters counters_now() const {
-    if (!fences_) return {};
-    return {fences_->load(), next_id_->load(), tiered_ ? seqs_->load() : 0};
-  }
-
-  std::shared_ptr<wal::Journal> journal_;
-  engine::Counters recorded_;
-  const bool read_only_;
-  std::atomic<uint64_t> view_tickets_{0};  // read-only: the tickets of writes never made
-  const std::atomic<uint64_t>* fences_ = nullptr;
-  const std::atomic<uint64_t>* next_id_ = nullptr;
-  const std::atomic<uint64_t>* seqs_ = nullptr;
-  bool tiered_ = false;
-  Duration span_ = Duration::max();
-  uint64_t budget_ = 0;
-  engine::FarKey horizon_;
-  engine::TopicCounts counts_;
-};
-
 // The disk tier's stored state, and its horizon: the options', stored for the next open that
 // leaves it unset, or as stored.
-Status give_tier(wal::Journal& journal, const StoreOptions& o, JournalSink& sink) {
+Status give_tier(wal::Journal& journal, const StoreOptions& o, wal::JournalSink& sink) {
   Result<std::optional<Duration>> stored = journal.horizon_span();
   if (!stored) return stored.status();
   if (o.horizon && *stored != o.horizon && !o.read_only)
@@ -132,7 +50,7 @@ Result<Sync> parse_sync(std::string_view text) {
 }
 
 Status backup_store(Engine& store, const std::string& dir) {
-  auto* sink = dynamic_cast<JournalSink*>(engine::persistence_of(store));
+  auto* sink = dynamic_cast<wal::JournalSink*>(engine::persistence_of(store));
   if (sink == nullptr)
     return Status(Errc::invalid_argument,
                   "backup: this queue has no store to copy (an in-memory Engine, or a store "
@@ -188,9 +106,9 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   if (!counters) return counters.status();
   Result<std::vector<std::string>> paused = journal->paused_topics();
   if (!paused) return paused.status();
-  std::unique_ptr<JournalSink> sink;
+  std::unique_ptr<wal::JournalSink> sink;
   if (!o.read_only || journal->tiered())
-    sink = std::make_unique<JournalSink>(journal, *counters, o.read_only);
+    sink = std::make_unique<wal::JournalSink>(journal, *counters, o.read_only);
   if (journal->tiered())
     if (Status st = give_tier(*journal, o, *sink); !st.ok()) return st;
   // The engine's refusals of records (Core::restore) do not know the directory: add it.
