@@ -1,12 +1,20 @@
 // Every rule of the Queue contract, on the in-memory engine, with a ManualClock: time moves only
-// when the test moves it, so nothing here sleeps or depends on the machine's speed.
+// when the test moves it, so nothing here depends on the machine's speed. The few tests on the
+// system clock (consumers' sleeps, consume()'s batches) say so, with margins of a second.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <mutex>
 #include <set>
+#include <span>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "delayq/engine.h"
+#include "forwarding_queue.h"
 
 namespace delayq {
 namespace {
@@ -582,6 +590,49 @@ TEST(EngineRealClock, AnEarlierPushWakesAConsumerSleepingUntilALaterDeadline) {
   ASSERT_TRUE(d.ok()) << d.status().to_string();
   EXPECT_EQ(d->id, "early");
   EXPECT_LT(waited, 2s) << "the consumer slept through the earlier job";
+}
+
+// consume() takes jobs in batches where the backend can (Redis, in one claim run). This queue
+// hands out every ready job at once, whatever the batch size asked (the rule below is about the
+// jobs of a batch, not its size): an in-memory engine on the system clock behind it.
+class WholeBatchQueue : public testing::ForwardingQueue {
+ protected:
+  Result<std::vector<Delivery>> reserve_batch_interruptible(std::span<const std::string> topics,
+                                                            size_t, Duration timeout,
+                                                            const std::atomic<bool>& stop) override {
+    Result<Delivery> first = reserve_interruptible(topics, timeout, stop);
+    if (!first) return first.status();
+    std::vector<Delivery> out{std::move(*first)};
+    for (Result<Delivery> d = reserve(topics, 0ms); d; d = reserve(topics, 0ms))
+      out.push_back(std::move(*d));
+    return out;
+  }
+};
+
+// A job of a batch (other than its first) whose lease is more than half gone when its turn comes
+// is given back with release(): it never reaches the handler, no attempt is counted, and it comes
+// again in its place in the line (docs/semantics.md, "consume()"). Leases of 2 s and a first
+// handler call of 1.2 s: the short lease is past half whatever the machine's speed, the long one
+// (1 h) nowhere near.
+TEST(ConsumeBatches, AJobWhoseLeaseIsMoreThanHalfGoneWhenItsTurnComesIsReleasedUnhandled) {
+  WholeBatchQueue q;
+  ASSERT_TRUE(q.push({.topic = "t", .id = "first", .ttr = 1h}).ok());
+  ASSERT_TRUE(q.push({.topic = "t", .id = "short", .ttr = 2s}).ok());
+  ASSERT_TRUE(q.push({.topic = "t", .id = "long", .ttr = 1h}).ok());
+  std::mutex mu;
+  std::vector<std::pair<std::string, uint32_t>> calls;  // id, attempt
+  Consumer c = q.consume("t", [&](const Delivery& d) {
+    if (d.id == "first") std::this_thread::sleep_for(1200ms);
+    std::lock_guard l(mu);
+    calls.emplace_back(d.id, d.attempt);
+    return HandlerResult::ack();
+  });
+  for (int i = 0; i < 10000 && c.handled() < 3; ++i) std::this_thread::sleep_for(1ms);
+  c.stop();
+  const std::vector<std::pair<std::string, uint32_t>> want{{"first", 1}, {"long", 1}, {"short", 1}};
+  EXPECT_EQ(calls, want) << "'short' must be released unhandled, then come again as attempt 1";
+  EXPECT_EQ(q.stats().released, 1u);
+  EXPECT_TRUE(q.get("short").is(Errc::not_found)) << "acked on its second delivery";
 }
 
 }  // namespace
