@@ -45,18 +45,6 @@ constexpr size_t kProbes = 100;
 constexpr Duration kSpread = std::chrono::hours(24 * 30);
 const std::string kBody(64, 'x');
 
-StoreOptions options(const CapacityArgs& a) {
-  StoreOptions o;
-  o.sync = a.sync;
-  o.sync_batch_ops = a.sync_batch_ops;
-  o.sync_interval = a.sync_interval;
-  o.engine.shards = a.shards;
-  o.horizon = a.horizon_s > 0 ? std::optional<Duration>(std::chrono::duration_cast<Duration>(
-                                    std::chrono::duration<double>(a.horizon_s)))
-                              : std::optional<Duration>(Duration::max());
-  return o;
-}
-
 // Runs fn() in a child process, which sends back N numbers through a pipe; nullopt if it did not.
 template <size_t N, class F>
 std::optional<std::array<double, N>> in_child(F&& fn) {
@@ -148,26 +136,6 @@ class NearStream {
   std::thread producer_, consumer_;
 };
 
-// Pushes n far jobs, due uniformly over kSpread, as push_all() does (in batches of `batch`, or one
-// push() each); false if any push failed. The specs are made a chunk at a time, never all at
-// once: N of them in memory (about 200 bytes each) would count in rss_bytes as if the store
-// held them. Making a chunk costs far less than pushing it (tens of ns a job against µs).
-bool push_far(Engine& q, size_t n, uint64_t seed, size_t batch) {
-  std::mt19937_64 rng(seed);
-  const size_t chunk = batch == 0 ? 1000 : batch;
-  for (size_t done = 0; done < n;) {
-    std::vector<JobSpec> part(std::min(chunk, n - done));
-    for (JobSpec& s : part) {
-      s.topic = "far";
-      s.delay = Duration(static_cast<int64_t>(rng() % static_cast<uint64_t>(kSpread.count())));
-      s.body = kBody;
-    }
-    done += part.size();
-    if (!push_all(q, part, batch, nullptr)) return false;
-  }
-  return true;
-}
-
 void push_probes(Engine& q) {
   std::vector<JobSpec> probes(kProbes, JobSpec{.topic = "probe", .body = kBody});
   (void)push_all(q, probes, kProbes, nullptr);
@@ -176,13 +144,14 @@ void push_probes(Engine& q) {
 // Phase 1. Numbers: push_per_s, near_push_per_s, rss_bytes, near pushed, near received, early or
 // twice, lateness p50, p99, max, min, mean.
 std::optional<std::array<double, 11>> fill(const CapacityArgs& a, const std::string& dir) {
-  StoreOptions o = options(a);
+  StoreOptions o = store_options(a);
   o.dir = dir;
   auto q = open_store(o);
   if (!q) return std::cerr << "capacity: " << q.status().to_string() << "\n", std::nullopt;
   NearStream near(**q);
+  std::mt19937_64 rng(a.seed);
   Steady::time_point t0 = Steady::now();
-  if (!push_far(**q, a.jobs, a.seed, a.batch)) return std::nullopt;
+  if (!push_far(**q, a.jobs, rng, Duration::zero(), kSpread, a.batch)) return std::nullopt;
   const double push_s = seconds(Steady::now() - t0);
   std::this_thread::sleep_for(2s);
   const double rss = static_cast<double>(rss_bytes());
@@ -223,7 +192,7 @@ std::optional<std::array<double, 11>> fill(const CapacityArgs& a, const std::str
 
 // Phases 2 and 4. Numbers: reopen_s, first_delivery_s, far jobs pending, near jobs pending.
 std::optional<std::array<double, 4>> reopen(const CapacityArgs& a, const std::string& dir) {
-  StoreOptions o = options(a);
+  StoreOptions o = store_options(a);
   o.dir = dir;
   const Steady::time_point t0 = Steady::now();
   auto q = open_store(o);
@@ -247,14 +216,50 @@ size_t more_far_jobs(const CapacityArgs& a) {
 
 // Phase 3: more far jobs and probes, then SIGKILL (so nothing comes back through the pipe).
 std::optional<std::array<double, 1>> fill_then_kill(const CapacityArgs& a, const std::string& dir) {
-  StoreOptions o = options(a);
+  StoreOptions o = store_options(a);
   o.dir = dir;
   auto q = open_store(o);
   if (!q) return std::nullopt;
-  if (!push_far(**q, more_far_jobs(a), a.seed + 1, a.batch)) return std::nullopt;
+  std::mt19937_64 rng(a.seed + 1);
+  if (!push_far(**q, more_far_jobs(a), rng, Duration::zero(), kSpread, a.batch))
+    return std::nullopt;
   push_probes(**q);
   raise(SIGKILL);
   return std::nullopt;
+}
+
+std::string phase_json(const std::array<double, 4>& r) {
+  return "{\"reopen_s\":" + num(r[0]) + ",\"first_delivery_s\":" + num(r[1]) + "}";
+}
+
+}  // namespace
+
+StoreOptions store_options(const CapacityArgs& a) {
+  StoreOptions o;
+  o.sync = a.sync;
+  o.sync_batch_ops = a.sync_batch_ops;
+  o.sync_interval = a.sync_interval;
+  o.engine.shards = a.shards;
+  o.horizon = a.horizon_s > 0 ? std::optional<Duration>(std::chrono::duration_cast<Duration>(
+                                    std::chrono::duration<double>(a.horizon_s)))
+                              : std::optional<Duration>(Duration::max());
+  return o;
+}
+
+bool push_far(Engine& q, size_t n, std::mt19937_64& rng, Duration from, Duration span,
+              size_t batch) {
+  const size_t chunk = batch == 0 ? 1000 : batch;
+  for (size_t done = 0; done < n;) {
+    std::vector<JobSpec> part(std::min(chunk, n - done));
+    for (JobSpec& s : part) {
+      s.topic = "far";
+      s.delay = from + Duration(static_cast<int64_t>(rng() % static_cast<uint64_t>(span.count())));
+      s.body = kBody;
+    }
+    done += part.size();
+    if (!push_all(q, part, batch, nullptr)) return false;
+  }
+  return true;
 }
 
 uint64_t disk_bytes(const std::string& dir) {
@@ -263,12 +268,6 @@ uint64_t disk_bytes(const std::string& dir) {
     if (e.is_regular_file()) n += e.file_size();
   return n;
 }
-
-std::string phase_json(const std::array<double, 4>& r) {
-  return "{\"reopen_s\":" + num(r[0]) + ",\"first_delivery_s\":" + num(r[1]) + "}";
-}
-
-}  // namespace
 
 int run_capacity(const CapacityArgs& a) {
   std::string dir = a.dir;

@@ -76,7 +76,8 @@ struct Args {
   double slack_us = -1;  // -1: the engine's default
   double time_limit_s = 0;  // 0: delay_max + 30 s
   uint64_t seed = 1;
-  double horizon_s = 3600;  // capacity: StoreOptions::horizon in seconds (0: none)
+  double horizon_s = 3600;  // capacity, disk-churn: StoreOptions::horizon in seconds (0: none)
+  size_t rounds = 60;       // disk-churn: rounds of half a day each
   std::string redis;  // redis: the server's url
   uint32_t connections = 0;  // redis: connections per client (0: consumers + producers + 1)
   uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
@@ -95,7 +96,9 @@ struct Args {
                "                    [--redis URL] [--connections N] [--claim-batch N]  (--backend redis)\n"
                "                    [--consume 0|1]  (W1: consumers as one Queue::consume())\n"
                "                    [--expected-jobs N]  (EngineOptions::expected_jobs)\n"
-               "       workloads: W1 W2 recovery reopen capacity redis-memory wheel-vs-zset\n"
+               "                    [--rounds N]  (disk-churn)\n"
+               "       workloads: W1 W2 recovery reopen capacity disk-churn redis-memory\n"
+               "       wheel-vs-zset\n"
                "       backends: memory (W2: TimerService) rocksdb redis; baselines asio (one\n"
                "       steady_timer per job, W1 W2), heap (priority_queue + mutex + timer thread,\n"
                "       W1 W2), rocksdb-raw (W1)\n";
@@ -138,13 +141,15 @@ Args parse(int argc, char** argv) {
     else if (k == "--claim-batch") a.claim_batch = static_cast<uint32_t>(need_num(1));
     else if (k == "--consume") a.consume = need_num(0) != 0;
     else if (k == "--expected-jobs") a.expected_jobs = static_cast<size_t>(need_num(0));
+    else if (k == "--rounds") a.rounds = static_cast<size_t>(need_num(0));
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
-      a.workload != "reopen" && a.workload != "capacity" && a.workload != "redis-memory" &&
+      a.workload != "reopen" && a.workload != "capacity" && a.workload != "disk-churn" &&
+      a.workload != "redis-memory" &&
       a.workload != "wheel-vs-zset")
     usage("unknown workload " + a.workload);
-  if (a.workload == "capacity") a.backend = "rocksdb";
+  if (a.workload == "capacity" || a.workload == "disk-churn") a.backend = "rocksdb";
   if (a.workload == "redis-memory" || a.workload == "wheel-vs-zset") a.backend = "redis";
   if (a.backend != "memory" && a.backend != "asio" && a.backend != "heap" &&
       a.backend != "rocksdb" && a.backend != "rocksdb-raw" && a.backend != "redis")
@@ -695,7 +700,8 @@ int run_capacity_of(const Args& a) {
   c.shards = a.shards;
   c.horizon_s = a.horizon_s;
   c.seed = a.seed;
-  return delayq::bench::run_capacity(c);
+  return a.workload == "disk-churn" ? delayq::bench::run_disk_churn(c, a.rounds)
+                                    : delayq::bench::run_capacity(c);
 }
 
 // reopen: times open_store() of an existing --dir (for profiling recovery by itself).
@@ -915,12 +921,13 @@ int run_w2(const Args& a) {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
-  std::cerr << "delayq-bench: " << a.workload << " on " << a.backend << ", " << a.jobs
-            << " jobs, delays up to " << a.delay_max_s << " s\n";
+  std::cerr << "delayq-bench: " << a.workload << " on " << a.backend << ", " << a.jobs << " jobs";
+  if (a.workload == "W1" || a.workload == "W2") std::cerr << ", delays up to " << a.delay_max_s << " s";
+  std::cerr << "\n";
   if (a.workload == "W2") return run_w2(a);
   if (a.workload == "recovery") return run_recovery(a);
   if (a.workload == "reopen") return run_reopen(a);
-  if (a.workload == "capacity") return run_capacity_of(a);
+  if (a.workload == "capacity" || a.workload == "disk-churn") return run_capacity_of(a);
   if (a.workload == "redis-memory") return run_redis_memory(a);
   if (a.workload == "wheel-vs-zset") return run_wheel_vs_zset(a);
   if (a.backend == "asio") return run_w1_asio(a);
