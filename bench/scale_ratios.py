@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Prints every ratio of issue 13 ("Speed at scale") from a scale.jsonl of bench/run.sh, one block
 per round, each figure against the classic heap scheduler (--backend heap) of the same round, and
-each target met or missed.
+each target met or missed. With --redis, the issue's Redis targets from the W1 lines that
+`ONLY=i13 bench/redis.sh` printed (bench/run.sh keeps them in scale-redis.jsonl).
 
 Usage: bench/scale_ratios.py OUT_DIR/scale.jsonl
+       bench/scale_ratios.py --redis OUT_DIR/scale-redis.jsonl
 """
 import json
 import sys
 
 
 def peer_of(r):
-    return {"heap": "heap", "asio-steady-timer": "asio"}.get(r["peer"], "delayq")
+    peer = {"heap": "heap", "asio-steady-timer": "asio"}.get(r["peer"], "delayq")
+    if peer == "delayq" and r.get("params", {}).get("expected_jobs", 0) > 0:
+        return "delayq-expected"  # EngineOptions::expected_jobs set
+    return peer
 
 
 def verdict(ok):
@@ -46,14 +51,16 @@ def block(runs, workload, jobs):
         return
     key, unit = RATE[workload]
     print(f"  {workload} {jobs}: heap {heap[key] / 1e6:.2f} M {unit}, {detail(workload, heap)}")
-    for peer in ("asio", "delayq"):
+    for peer in ("asio", "delayq", "delayq-expected"):
         r = runs.get((workload, jobs, peer))
         if not r:
             continue
         ratio = r[key] / heap[key]
         name = "TimerService" if peer == "delayq" and workload == "W2" else peer
+        if peer == "delayq-expected":
+            name = f"delayq, expected_jobs {r['params']['expected_jobs']}"
         print(f"    {name}: {r[key] / 1e6:.2f} M {unit} = {ratio:.2f}x heap, "
-              f"{detail(workload, r)}{targets(workload, r, ratio) if peer == 'delayq' else ''}")
+              f"{detail(workload, r)}{targets(workload, r, ratio) if peer != 'asio' else ''}")
 
 
 def main(path):
@@ -69,5 +76,27 @@ def main(path):
             block(runs, workload, jobs)
 
 
+def redis(path):
+    """Issue 13's Redis targets, a line per W1 run: p99 <= 10 ms and every job received."""
+    print("redis (4 consumers, consume()'s batching)")
+    for line in open(path):
+        if not line.startswith("{"):
+            continue
+        r = json.loads(line)
+        if r.get("peer") != "delayq-redis" or r.get("workload") != "W1":
+            continue
+        p, lat = r["params"], r["lateness_ms"]
+        how = (f"push_batch of {p['batch']}" if p["batch"] else
+               f"one push() a job from {p['producers']} producers")
+        ok = (lat["p99"] <= 10 and lat["min"] >= 0 and r["received"] == r["jobs"]
+              and r.get("duplicates", 0) == 0)
+        print(f"  W1 {r['jobs']}, {how}: {r['push_per_s']:.0f} pushes/s, p99 {lat['p99']:.2f} ms, "
+              f"min {lat['min']:.3f} ms, received {r['received']}  "
+              f"[p99 <= 10 ms, none early, all received once: {verdict(ok)}]")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--redis":
+        redis(sys.argv[2])
+    else:
+        main(sys.argv[1])
