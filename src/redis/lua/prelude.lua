@@ -2,7 +2,9 @@
 -- the rules of the state machine, mirroring src/engine/core.cc. The library is this file and then
 -- one file per transition (the other files of this folder, each registering one function), run
 -- once when the library loads; a call runs only its own function. src/redis/scripts.cc puts the
--- library together and names it; docs/redis.md has the long form of what follows.
+-- library together and names it; docs/redis.md has the long form of what follows. It is longer
+-- than the project's 400 lines because Lua in Redis has no modules: every helper that two
+-- functions share must be in the library's text once, and this file is that text.
 --
 -- Conventions:
 --  - KEYS[1..7] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
