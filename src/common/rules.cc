@@ -240,4 +240,11 @@ Status reserve_timeout(std::span<const std::string> topics) {
   return Status(Errc::timeout, "no job of " + list + " became ready in time");
 }
 
+void merge_dead_lists(std::vector<JobInfo>& all, size_t shards, size_t limit) {
+  if (shards > 1)
+    std::stable_sort(all.begin(), all.end(),
+                     [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
+  if (all.size() > limit) all.resize(limit);
+}
+
 }  // namespace delayq::rules

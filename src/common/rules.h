@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "delayq/error.h"
 #include "delayq/job.h"
@@ -83,5 +84,9 @@ Status check_requeueable(std::string_view id, JobState state);
 Status check_topics(std::span<const std::string> topics);
 // reserve() that found nothing ready in time (timeout).
 Status reserve_timeout(std::span<const std::string> topics);
+
+// list_dead() over `shards` shards: `all` holds each shard's answer (oldest first) one after
+// another. Leaves the `limit` oldest of them, oldest first, equal due times in shard order.
+void merge_dead_lists(std::vector<JobInfo>& all, size_t shards, size_t limit);
 
 }  // namespace delayq::rules

@@ -246,10 +246,7 @@ Result<std::vector<JobInfo>> ShardedEngine::list_dead(std::string_view topic, si
     all.insert(all.end(), std::make_move_iterator(part.begin()),
                std::make_move_iterator(part.end()));
   }
-  if (shards_.size() > 1)
-    std::stable_sort(all.begin(), all.end(),
-                     [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
-  if (all.size() > limit) all.resize(limit);
+  rules::merge_dead_lists(all, shards_.size(), limit);
   return all;
 }
 

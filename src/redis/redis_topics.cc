@@ -21,10 +21,7 @@ Result<std::vector<JobInfo>> RedisQueue::list_dead(std::string_view topic, size_
     if (!r) return r.status();
     read_dead_list(std::move(*r), topic, &all);
   }
-  if (keys_.size() > 1)
-    std::stable_sort(all.begin(), all.end(),
-                     [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
-  if (all.size() > limit) all.resize(limit);
+  rules::merge_dead_lists(all, keys_.size(), limit);
   return all;
 }
 

@@ -70,7 +70,7 @@ extern "C" int clock_gettime(clockid_t id, struct timespec* ts) noexcept {
 namespace delayq {
 namespace {
 
-using testutil::TempDir;
+using testing::TempDir;
 
 class WallStep : public ::testing::Test {
  protected:

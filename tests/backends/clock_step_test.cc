@@ -39,7 +39,7 @@ class SteppingClock final : public Clock {
   std::atomic<int64_t> offset_{0};
 };
 
-using testutil::TempDir;
+using testing::TempDir;
 
 // Long enough that a consumer sleeping out a distance counted before a step of an hour fails the
 // test, short enough that the failure does not take long. Correct runs end well before it.

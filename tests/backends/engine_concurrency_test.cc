@@ -162,10 +162,7 @@ void StartAsyncCallers(std::vector<std::thread>& threads, Engine& q, int callers
 // 4 producers x 2000 jobs with delays of 0-20 ms over 3 topics; 4 consumers reserve from all of
 // them and ack.
 void ProduceAndConsume(size_t shards, Duration tick = 1ms) {
-  EngineOptions opt;
-  opt.shards = shards;
-  opt.tick = tick;
-  auto q = OpenEngine(opt);
+  auto q = OpenEngine({.tick = tick, .shards = shards});
   ASSERT_TRUE(q);
   constexpr int kProducers = 4, kPerProducer = 2000, kConsumers = 4;
   constexpr int kTotal = kProducers * kPerProducer;
@@ -271,9 +268,7 @@ TEST(EngineConcurrency, ProducersAndConsumersWithAOneSecondTick) { ProduceAndCon
 // ---- consumers that nack at random ----
 
 TEST(EngineConcurrency, RandomNacksRetryUntilAcked) {
-  EngineOptions opt;
-  opt.shards = 2;
-  auto q = OpenEngine(opt);
+  auto q = OpenEngine({.shards = 2});
   ASSERT_TRUE(q);
   constexpr int kProducers = 4, kPerProducer = 500, kConsumers = 4;
   constexpr int kTotal = kProducers * kPerProducer;
@@ -629,9 +624,7 @@ TEST(EngineConcurrency, ConsumeRetriesThrowingHandlersPerPolicy) {
 // ---- reserve_async ----
 
 TEST(EngineConcurrency, ReserveAsyncFromManyThreadsDeliversEachJobOnce) {
-  EngineOptions opt;
-  opt.shards = 2;
-  auto q = OpenEngine(opt);
+  auto q = OpenEngine({.shards = 2});
   ASSERT_TRUE(q);
   constexpr int kCallers = 4, kPerCaller = 400;
   constexpr int kCalls = kCallers * kPerCaller;
@@ -934,9 +927,7 @@ TEST(EngineConcurrencyDeathTest, CloseFromAReserveAsyncCallback) {
 // ---- ids and tokens under contention ----
 
 TEST(EngineConcurrency, ConcurrentPushesOfTheSameIdsAdmitOneEach) {
-  EngineOptions opt;
-  opt.shards = 4;
-  auto q = OpenEngine(opt);
+  auto q = OpenEngine({.shards = 4});
   ASSERT_TRUE(q);
   constexpr int kThreads = 4, kIds = 1000;
   std::vector<std::atomic<int>> wins(kIds);
@@ -975,9 +966,7 @@ TEST(EngineConcurrency, ConcurrentPushesOfTheSameIdsAdmitOneEach) {
 }
 
 TEST(EngineConcurrency, AckRacingCancelSucceedsExactlyOnce) {
-  EngineOptions opt;
-  opt.shards = 2;
-  auto q = OpenEngine(opt);
+  auto q = OpenEngine({.shards = 2});
   ASSERT_TRUE(q);
   constexpr int kJobs = 1000;
   std::vector<Token> tokens;
@@ -1017,9 +1006,7 @@ TEST(EngineConcurrency, AckRacingCancelSucceedsExactlyOnce) {
 
 // Job.h: "`fence` grows with every delivery in the queue" -- the whole queue, sharded or not.
 TEST(EngineConcurrency, ShardedQueueHandsOutDistinctFences) {
-  EngineOptions opt;
-  opt.shards = 4;
-  auto q = OpenEngine(opt);
+  auto q = OpenEngine({.shards = 4});
   ASSERT_TRUE(q);
   constexpr int kJobs = 200;
   for (int i = 0; i < kJobs; ++i)

@@ -106,7 +106,7 @@ class JournalFar : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << st.to_string();
     return out;
   }
-  testutil::TempDir dir_;
+  testing::TempDir dir_;
 };
 
 JobRecord far_job(uint64_t seq, int64_t due_ns, std::string topic = "t") {

@@ -17,13 +17,14 @@
 #include <set>
 #include <thread>
 
+#include "child_process.h"
 #include "delayq/engine.h"
 #include "delayq/redis.h"
-#include "redis_cut_proxy.h"
-#include "redis_server.h"
 #include "redis/connection.h"
 #include "redis/lua_sources.h"
 #include "redis/scripts.h"
+#include "redis_cut_proxy.h"
+#include "redis_server.h"
 
 namespace delayq {
 namespace {
@@ -636,24 +637,19 @@ TEST(RedisConsume, AConsumerKilledWhileHoldingABatchLosesItsJobsToAnother) {
   RedisOptions o;
   o.url = server.url();
   o.queue = "killed";
-  int report[2];
-  ASSERT_EQ(pipe(report), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // Acks the "fast" jobs, then writes the token of the first "held" job it gets and hangs.
-    close(report[0]);
+  // Acks the "fast" jobs, then writes the token of the first "held" job it gets and hangs.
+  testing::ChildProcess child([&](int report) {
     auto q = open_redis(o);
     if (!q) _exit(2);
     Consumer c = (*q)->consume("work", [&](const Delivery& d) {
       if (d.id.starts_with("fast")) return HandlerResult::ack();
       const std::string line = d.id + " " + std::to_string(d.token.fence) + "\n";
-      (void)!write(report[1], line.data(), line.size());
+      (void)!write(report, line.data(), line.size());
       for (;;) pause();
     });
     for (;;) pause();
-  }
-  close(report[1]);
+  });
+  ASSERT_TRUE(child.started()) << "pipe or fork failed";
   auto q = open_redis(o).value();
   // Fast jobs first, so that the child's handler is timed as fast and its batches grow.
   for (int i = 0; i < 50; ++i)
@@ -673,8 +669,7 @@ TEST(RedisConsume, AConsumerKilledWhileHoldingABatchLosesItsJobsToAnother) {
   // The child's handler has the first one; what it took with it stays reserved.
   std::string line;
   char ch;
-  while (read(report[0], &ch, 1) == 1 && ch != '\n') line += ch;
-  close(report[0]);
+  while (read(child.reports(), &ch, 1) == 1 && ch != '\n') line += ch;
   ASSERT_FALSE(line.empty()) << "the child reported no held job";
   std::map<std::string, TimePoint> lease_end;
   for (int i = 0; i < kHeld; ++i) {
@@ -684,8 +679,7 @@ TEST(RedisConsume, AConsumerKilledWhileHoldingABatchLosesItsJobsToAnother) {
     if (j->state == JobState::reserved) lease_end[id] = j->lease_deadline;
   }
   EXPECT_GT(lease_end.size(), 1u) << "the child held no batch, only the job in its handler";
-  ::kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
+  child.kill_and_wait();
 
   const std::string held_id = line.substr(0, line.find(' '));
   const Token held{held_id, std::stoull(line.substr(line.find(' ') + 1))};
@@ -998,11 +992,7 @@ TEST_F(RedisBadInput, StateRefusalsMatchTheEngine) {
 TEST(RedisOutage, CallsFailWithUnavailableAndWorkAgainOnceTheServerIsBack) {
   RedisServer server;
   ASSERT_TRUE(server.started()) << server.log();
-  RedisOptions o;
-  o.url = server.url();
-  o.reconnect_min = 20ms;
-  o.reconnect_max = 200ms;
-  auto q = open_redis(o).value();
+  auto q = open_redis({.url = server.url(), .reconnect_min = 20ms, .reconnect_max = 200ms}).value();
   ASSERT_TRUE(q->push({.topic = "t", .id = "before"}).ok());
   server.kill_now();
   Result<std::string> r = q->push({.topic = "t", .id = "during"});

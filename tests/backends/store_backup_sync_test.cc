@@ -52,7 +52,7 @@ extern "C" int fdatasync(int fd) {
 namespace {
 
 TEST(StoreBackupSync, EveryFileOfTheCopyAndItsDirectoriesAreSyncedBeforeItReturns) {
-  delayq::testutil::TempDir tmp("delayq-backup-sync");
+  delayq::testing::TempDir tmp("delayq-backup-sync");
   // Sync::none: the store itself syncs nothing, so what is synced below is the backup's doing.
   auto q = delayq::open_store({.dir = tmp.path() + "/store", .sync = delayq::Sync::none}).value();
   for (int i = 0; i < 200; ++i)

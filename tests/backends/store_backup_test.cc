@@ -179,7 +179,7 @@ class StoreBackup : public ::testing::TestWithParam<Sync> {};
 // Five backups while two producers and two consumers run; each copy holds every answered push
 // that was not removed, none of the jobs removed before it, and opens and serves.
 TEST_P(StoreBackup, CopiesTakenUnderLoadHoldEveryAnsweredCall) {
-  delayq::testutil::TempDir tmp("delayq-backup");
+  delayq::testing::TempDir tmp("delayq-backup");
   auto store = delayq::open_store({.dir = tmp.path() + "/store", .sync = GetParam()});
   ASSERT_TRUE(store.ok()) << store.status().to_string();
   Log log;
@@ -218,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, StoreBackup, ::testing::Values(Sync::always, Syn
 // Restoring: the copy moved into the place of the store (the daemon stopped) opens as the queue
 // it holds, reserved jobs included, which come back when their lease runs out.
 TEST(StoreBackupRestore, TheCopyMovedIntoPlaceIsTheQueue) {
-  delayq::testutil::TempDir tmp("delayq-backup");
+  delayq::testing::TempDir tmp("delayq-backup");
   const std::string dir = tmp.path() + "/store", copy = tmp.path() + "/copy";
   {
     auto q = delayq::open_store({.dir = dir, .sync = Sync::none}).value();
@@ -251,7 +251,7 @@ TEST(StoreBackupRestore, TheCopyMovedIntoPlaceIsTheQueue) {
 // On another file system the table files cannot be hard links: the copy is whole, and opens
 // after the store is gone.
 TEST(StoreBackupRestore, ABackupOnAnotherFileSystemIsAFullCopy) {
-  delayq::testutil::TempDir tmp("delayq-backup");
+  delayq::testing::TempDir tmp("delayq-backup");
   const std::string shm = "/dev/shm";
   struct stat a {
   }, b{};
@@ -276,7 +276,7 @@ TEST(StoreBackupRestore, ABackupOnAnotherFileSystemIsAFullCopy) {
 // What cannot be backed up, and where a backup cannot go, is refused saying why; nothing is
 // written there.
 TEST(StoreBackupRefusals, BadTargetsAndQueuesWithoutAStore) {
-  delayq::testutil::TempDir tmp("delayq-backup");
+  delayq::testing::TempDir tmp("delayq-backup");
   const std::string dir = tmp.path() + "/store";
   auto q = delayq::open_store({.dir = dir}).value();
   ASSERT_TRUE(q->push({.topic = "t", .id = "x"}).ok());

@@ -75,7 +75,7 @@ void make_store(const std::string& dir) {
 // opens, with every job, the totals counting from zero, and serves (and keeps them from then).
 TEST(StoreFormat, AnOlderStoreWithoutTotalsOrCountersOpens) {
   TempDir dir;
-  const std::string store = (dir.path / "s").string();
+  const std::string store = dir.sub("s");
   make_store(store);
   RawStore raw(store);
   raw.put("meta", "totals", nullptr);
@@ -101,7 +101,7 @@ TEST(StoreFormat, AnOlderStoreWithoutTotalsOrCountersOpens) {
 // store is left exactly as it was.
 TEST(StoreFormat, ANewerStoreIsRefusedEverywhereAndLeftAsItWas) {
   TempDir dir;
-  const std::string store = (dir.path / "s").string();
+  const std::string store = dir.sub("s");
   make_store(store);
   RawStore raw(store);
   const std::string newer = std::to_string(delayq::wal::kFormatVersion + 1);

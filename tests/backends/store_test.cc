@@ -13,25 +13,16 @@
 #include <set>
 #include <thread>
 
+#include "child_process.h"
 #include "delayq/store.h"
+#include "temp_dir.h"
 
 namespace delayq {
 namespace {
 
 using namespace std::chrono_literals;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "delayq-store-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 class Store : public ::testing::Test {
  protected:
@@ -358,29 +349,22 @@ std::vector<uint64_t> run_until_killed(const std::string& dir, Sync sync, uint64
                                        std::chrono::milliseconds run,
                                        const std::function<Status(Engine&, uint64_t)>& calls) {
   std::vector<uint64_t> reported;
-  int fds[2];
-  EXPECT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  EXPECT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
+  testing::ChildProcess child([&](int fd) {
     auto q = open_store({.dir = dir, .sync = sync});
     if (!q) _exit(3);
     for (uint64_t i = first;; ++i) {
       if (!calls(**q, i).ok()) _exit(4);
-      if (write(fds[1], &i, sizeof i) != sizeof i) _exit(5);
+      if (write(fd, &i, sizeof i) != sizeof i) _exit(5);
     }
-  }
-  close(fds[1]);
+  });
+  EXPECT_TRUE(child.started()) << "pipe or fork failed";
   const auto until = std::chrono::steady_clock::now() + run;
   uint64_t i;
-  while (std::chrono::steady_clock::now() < until && read(fds[0], &i, sizeof i) == sizeof i)
+  while (std::chrono::steady_clock::now() < until &&
+         read(child.reports(), &i, sizeof i) == sizeof i)
     reported.push_back(i);
-  kill(pid, SIGKILL);
-  while (read(fds[0], &i, sizeof i) == sizeof i) reported.push_back(i);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const int status = child.kill_and_wait();
+  while (read(child.reports(), &i, sizeof i) == sizeof i) reported.push_back(i);
   EXPECT_TRUE(WIFSIGNALED(status)) << "the child exited by itself: " << WEXITSTATUS(status);
   return reported;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "reports.h"
 #include "tiered_fixture.h"
 
 namespace delayq {
@@ -182,13 +183,8 @@ class TieredModel : public TieredStore {
       if (!a || !b) continue;
       SCOPED_TRACE("job " + j + ", seed " + std::to_string(seed_) + ", step " +
                    std::to_string(step_));
-      EXPECT_EQ(a->state, b->state);
-      EXPECT_EQ(a->topic, b->topic);
-      EXPECT_EQ(a->attempts, b->attempts);
-      EXPECT_EQ(a->max_attempts, b->max_attempts);
+      testing::expect_same_fields(*b, *a);
       EXPECT_EQ(a->due, b->due);
-      EXPECT_EQ(a->ttr, b->ttr);
-      EXPECT_EQ(a->body, b->body);
       if (a->state == JobState::reserved) {
         EXPECT_EQ(a->lease_deadline, b->lease_deadline);
       }

@@ -42,10 +42,13 @@ using Steady = std::chrono::steady_clock;
 constexpr int kKillCyclesPerMode = kUnderAsan ? 25 : 50;
 constexpr int kDefaultPowerCycles = kUnderAsan ? 80 : 120;
 
-std::string replay_text(uint64_t seed, const char* cycles_var, int cycles, const char* filter) {
+// How to run the current test again with the same choices: its seed, and its number of cycles
+// where `cycles_var` sets one.
+std::string replay_text(uint64_t seed, const char* cycles_var = "", int cycles = 0) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
   return "seed " + std::to_string(seed) + " (replay: DELAYQ_CRASH_SEED=" + std::to_string(seed) +
          (cycles > 0 ? std::string(" ") + cycles_var + "=" + std::to_string(cycles) : "") +
-         " --gtest_filter=" + filter + ")";
+         " --gtest_filter=" + test->test_suite_name() + "." + test->name() + ")";
 }
 
 void report_problems(const Model& m) {
@@ -53,13 +56,34 @@ void report_problems(const Model& m) {
   if (m.problems.size() > 20) ADD_FAILURE() << "... and " << (m.problems.size() - 20) << " more";
 }
 
-// Drains the store after the last cycle: every job still owed must be delivered.
-void drain_store(Model& m, const std::string& dir, uint64_t* delivered, size_t* owed) {
-  if (!m.problems.empty()) return;
-  m.cycle += 1;  // problems of the drain count as the cycle after the last
-  std::unique_ptr<Engine> q = open_for_check(m, dir);
-  if (q) drain(m, *q, owed, delivered);
-}
+// What a harness test starts from: a seed (DELAYQ_CRASH_SEED, or a random one), the line that
+// replays the test, a temporary directory (empty if it could not be made), a fresh model.
+struct HarnessRun {
+  explicit HarnessRun(const char* cycles_var = "", int cycles = 0)
+      : replay(replay_text(seed, cycles_var, cycles)) {}
+
+  // After the last cycle: drains the store in `store_dir` (every job still owed must be
+  // delivered), then reports the model's problems as failures.
+  void finish(const std::string& store_dir) {
+    if (m.problems.empty()) {
+      m.cycle += 1;  // problems of the drain count as the cycle after the last
+      std::unique_ptr<Engine> q = open_for_check(m, store_dir);
+      if (q) drain(m, *q, &owed, &drained);
+    }
+    secs = std::chrono::duration<double>(Steady::now() - t0).count();
+    report_problems(m);
+  }
+
+  const uint64_t seed = random_seed();
+  const std::string replay;
+  TempDir dir{"delayq-crash"};
+  Model m = new_model(seed);
+  const Steady::time_point t0 = Steady::now();
+  // Set by finish(): jobs the drain delivered of those owed, and the seconds since t0.
+  uint64_t drained = 0;
+  size_t owed = 0;
+  double secs = 0;
+};
 
 void print_calls(const Model::Counts& c) {
   std::printf(
@@ -89,22 +113,14 @@ void expect_every_call(const Model::Counts& c, int cycles) {
 }
 
 TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
-  const uint64_t seed = random_seed();
   const int cycles = static_cast<int>(env_u64("DELAYQ_CRASH_CYCLES", 4 * kKillCyclesPerMode));
-  const std::string replay = replay_text(seed, "DELAYQ_CRASH_CYCLES", cycles,
-                                         "CrashHarness.SigkillsInEverySyncModeKeepEveryPromise");
-  SCOPED_TRACE(replay);
-  TempDir dir;
-  ASSERT_FALSE(dir.path().empty()) << "mkdtemp failed";
-  Model m = new_model(seed);
-  const Steady::time_point t0 = Steady::now();
+  HarnessRun run("DELAYQ_CRASH_CYCLES", cycles);
+  SCOPED_TRACE(run.replay);
+  ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
+  Model& m = run.m;
   KillTally t;
-  run_kill_cycles(m, cycles, seed, dir.path(), t);
-  uint64_t drained = 0;
-  size_t owed = 0;
-  drain_store(m, dir.path(), &drained, &owed);
-  const double secs = std::chrono::duration<double>(Steady::now() - t0).count();
-  report_problems(m);
+  run_kill_cycles(m, cycles, run.seed, run.dir.path(), t);
+  run.finish(run.dir.path());
 
   const int opened = t.done_cycles - t.killed_before_open;
   std::printf(
@@ -113,12 +129,11 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
       "[ harness  ] kills: %d before the store was open, %d with a call that writes in flight, "
       "%d during a RocksDB flush or compaction; %d workers reopened a store a kill had left\n",
       kUnderAsan ? "ASan, " : "", t.done_cycles, t.per_mode[0], t.per_mode[1], t.per_mode[2],
-      t.per_mode[3], t.tiered, secs, replay.c_str(), t.killed_before_open, t.mid_write,
-      t.mid_background,
-      t.worker_reopened);
+      t.per_mode[3], t.tiered, run.secs, run.replay.c_str(), t.killed_before_open, t.mid_write,
+      t.mid_background, t.worker_reopened);
   print_calls(m.counts);
-  std::printf("[ harness  ] drain: %llu of %zu owed jobs delivered\n", (unsigned long long)drained,
-              owed);
+  std::printf("[ harness  ] drain: %llu of %zu owed jobs delivered\n",
+              (unsigned long long)run.drained, run.owed);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   expect_every_call(m.counts, t.done_cycles);
   // The kills must land where they can do harm, in a good share of the cycles.
@@ -129,26 +144,18 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
 }
 
 TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
-  const uint64_t seed = random_seed();
   const int cycles = static_cast<int>(env_u64("DELAYQ_POWER_CYCLES", kDefaultPowerCycles));
-  const std::string replay =
-      replay_text(seed, "DELAYQ_POWER_CYCLES", cycles,
-                  "CrashHarness.PowerLossesLoseNoMoreThanEachSyncModePromises");
-  SCOPED_TRACE(replay);
-  TempDir root;
-  ASSERT_FALSE(root.path().empty()) << "mkdtemp failed";
-  Model m = new_model(seed);
-  const Steady::time_point t0 = Steady::now();
+  HarnessRun run("DELAYQ_POWER_CYCLES", cycles);
+  SCOPED_TRACE(run.replay);
+  ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
+  Model& m = run.m;
   PowerTally t;
-  run_power_cycles(m, PowerPlan{cycles, seed, power_mode, power_mode, false}, root.path(), t);
-  uint64_t drained = 0;
-  size_t owed = 0;
-  drain_store(m, root.path() + "/store", &drained, &owed);
-  const double secs = std::chrono::duration<double>(Steady::now() - t0).count();
-  report_problems(m);
+  run_power_cycles(m, PowerPlan{cycles, run.seed, power_mode, power_mode, false}, run.dir.path(),
+                   t);
+  run.finish(run.dir.path() + "/store");
 
   std::printf("[ harness  ] %s%d power-loss cycles (%d with the disk tier) in %.1f s, %s\n",
-              kUnderAsan ? "ASan, " : "", t.done_cycles, t.tiered, secs, replay.c_str());
+              kUnderAsan ? "ASan, " : "", t.done_cycles, t.tiered, run.secs, run.replay.c_str());
   for (Sync s : kModes) {
     const size_t i = mode_index(s);
     std::printf(
@@ -167,7 +174,7 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
       (unsigned long long)t.fs.files, (unsigned long long)t.fs.bytes_dropped,
       (unsigned long long)t.fs.unsynced_tails_kept, (unsigned long long)t.fs.never_synced_deleted,
       (unsigned long long)t.fs.never_synced_emptied, t.mid_background, t.killed_before_open,
-      (unsigned long long)drained, owed);
+      (unsigned long long)run.drained, run.owed);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   // A simulation that never dropped a byte, or workers that never got going, would pass
   // without proving anything; and Sync::batch must not be Sync::always in disguise.
@@ -186,7 +193,7 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
 // must say so within a few cycles.
 TEST(CrashHarness, PowerLossChecksCatchAStoreThatDoesNotSync) {
   const uint64_t seed = random_seed();
-  SCOPED_TRACE(replay_text(seed, "", 0, "CrashHarness.PowerLossChecksCatchAStoreThatDoesNotSync"));
+  SCOPED_TRACE(replay_text(seed));
   for (const Sync promised : {Sync::always, Sync::batch}) {
     TempDir root;
     ASSERT_FALSE(root.path().empty()) << "mkdtemp failed";
@@ -211,16 +218,14 @@ TEST(CrashHarness, PowerLossChecksCatchAStoreThatDoesNotSync) {
 // The check that Sync::batch loses something catches a store that syncs every call: a worker
 // running Sync::always, checked as Sync::batch, never loses an answered call.
 TEST(CrashHarness, BatchCheckCatchesAStoreThatSyncsEveryCall) {
-  const uint64_t seed = random_seed();
-  SCOPED_TRACE(replay_text(seed, "", 0, "CrashHarness.BatchCheckCatchesAStoreThatSyncsEveryCall"));
-  TempDir root;
-  ASSERT_FALSE(root.path().empty()) << "mkdtemp failed";
-  Model m = new_model(seed);
+  HarnessRun run;
+  SCOPED_TRACE(run.replay);
+  ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
   PowerTally t;
-  const PowerPlan plan{16, seed, [](int) { return Sync::always; }, [](int) { return Sync::batch; },
-                       /*from_open_only=*/true};
-  run_power_cycles(m, plan, root.path(), t);
-  report_problems(m);
+  const PowerPlan plan{16, run.seed, [](int) { return Sync::always; },
+                       [](int) { return Sync::batch; }, /*from_open_only=*/true};
+  run_power_cycles(run.m, plan, run.dir.path(), t);
+  report_problems(run.m);
   const std::string caught = batch_that_never_lost(t);
   EXPECT_FALSE(caught.empty()) << t.done_cycles << " cycles (" << t.batch_cycles_to_tell
                                << " with enough calls): the check did not fire";
@@ -299,14 +304,13 @@ std::optional<Planted> plant_lost_call(Model& m, const std::string& dir, bool na
 }
 
 void expect_planted_loss_caught(bool nack) {
-  const uint64_t seed = random_seed();
-  SCOPED_TRACE(replay_text(seed, "", 0, "CrashHarness.StateChecksCatchALost*"));
-  TempDir dir;
-  ASSERT_FALSE(dir.path().empty()) << "mkdtemp failed";
-  Model m = new_model(seed);
+  HarnessRun run;
+  SCOPED_TRACE(run.replay);
+  ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
+  Model& m = run.m;
   KillTally t;
   std::optional<Planted> planted;
-  run_kill_cycles(m, 40, seed, dir.path(), t, [&](Model& mm, const std::string& d) {
+  run_kill_cycles(m, 40, run.seed, run.dir.path(), t, [&](Model& mm, const std::string& d) {
     if (!planted) planted = plant_lost_call(mm, d, nack);
   });
   ASSERT_TRUE(planted) << "in " << t.done_cycles << " cycles no answered "

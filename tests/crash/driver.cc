@@ -22,17 +22,6 @@ using Steady = std::chrono::steady_clock;
 constexpr int kMinRunMs = 10;
 constexpr int kMaxRunMs = 80;
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "delayq-crash-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 uint64_t env_u64(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;

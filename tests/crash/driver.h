@@ -9,9 +9,10 @@
 #include <random>
 #include <string>
 
-#include "power_loss_fs.h"
 #include "delayq/store.h"
 #include "model.h"
+#include "power_loss_fs.h"
+#include "temp_dir.h"
 #include "worker.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -33,15 +34,7 @@ inline size_t mode_index(Sync s) {
   return static_cast<size_t>(s) % 4;
 }
 
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 uint64_t env_u64(const char* name, uint64_t fallback);
 uint64_t random_seed();  // DELAYQ_CRASH_SEED, or a random one

@@ -22,9 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "power_loss_fs.h"
+#include "child_process.h"
 #include "driver.h"
 #include "fork_safe_env.h"
+#include "power_loss_fs.h"
 #include "wal/store_testing.h"
 
 namespace delayq::crash {
@@ -64,22 +65,14 @@ constexpr int kBody = 1000;
 
 // Runs push_jobs() in a child until it reports, then kills it.
 void run_child(const std::string& dir, const std::string& side_log, int first, int last) {
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
+  testing::ChildProcess child([&](int fd) {
     alarm(60);
-    push_jobs(dir, side_log, first, last, fds[1]);
-  }
-  close(fds[1]);
+    push_jobs(dir, side_log, first, last, fd);
+  });
+  ASSERT_TRUE(child.started()) << "pipe or fork failed";
   char c = 0;
-  const ssize_t n = read(fds[0], &c, 1);
-  close(fds[0]);
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const ssize_t n = read(child.reports(), &c, 1);
+  const int status = child.kill_and_wait();
   ASSERT_EQ(n, 1) << "the child did not push its jobs (status " << status << ")";
 }
 

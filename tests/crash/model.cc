@@ -2,8 +2,20 @@
 #include "model.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace delayq::crash {
+namespace {
+
+// The jobs a push (one: r.job) or push_batch intent (r.n: r.job, r.job + kThreads, ...) names.
+std::vector<uint64_t> pushed_jobs(const Record& r) {
+  const uint64_t n = r.kind == Kind::push_intent ? 1 : r.n;
+  std::vector<uint64_t> jobs(n);
+  for (uint64_t i = 0; i < n; ++i) jobs[i] = r.job + i * kThreads;
+  return jobs;
+}
+
+}  // namespace
 
 bool JobModel::gone() const {
   return std::all_of(cands.begin(), cands.end(), [](const Rec& r) { return r.st == St::absent; });
@@ -137,15 +149,14 @@ bool Model::apply_intent(const Record& r) {
       return true;
     case Kind::push_intent:
     case Kind::batch_intent: {
-      const uint64_t n = r.kind == Kind::push_intent ? 1 : r.n;
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint64_t job = r.job + i * kThreads;
+      const std::vector<uint64_t> pushed = pushed_jobs(r);
+      for (uint64_t job : pushed) {
         if (job < next_job) return fail("the worker pushed " + job_id(job) + " twice");
         if (owner_of(job) != r.thread) return fail(job_id(job) + " pushed by the wrong thread");
         jobs[job].cands = {Rec{}};  // until the push returns
         note(job, r);
       }
-      next_job = r.job + (n - 1) * kThreads + 1;
+      if (!pushed.empty()) next_job = pushed.back() + 1;
       return true;
     }
     default:
@@ -174,14 +185,13 @@ bool Model::apply_outcome(const Record& r, const Record& intent) {
       return false;
     case Kind::push_done:
     case Kind::batch_done: {
-      const uint64_t n = intent.kind == Kind::push_intent ? 1 : intent.n;
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint64_t job = intent.job + i * kThreads;
+      const std::vector<uint64_t> pushed = pushed_jobs(intent);
+      for (uint64_t job : pushed) {
         note(job, r);
         jobs[job].cands = {r.code == 0 ? after_call(Rec{}, job, intent, &r, w) : Rec{}};
       }
       if (r.code != 0) return fail(what + " failed: " + outcome);
-      ++(n == 1 ? counts.pushes : counts.batches);
+      ++(pushed.size() == 1 ? counts.pushes : counts.batches);
       return true;
     }
     case Kind::purge_done:
@@ -195,26 +205,32 @@ bool Model::apply_outcome(const Record& r, const Record& intent) {
   Rec& rec = j->cands[0];
   if (is_token_call(intent.kind)) return apply_token_outcome(r, intent, rec);
   const bool refused = has_code(r, Errc::invalid_state);
+  // reschedule and requeue_dead: a live job takes the call only in state `needs` (waiting, dead)
+  // and refuses it (invalid_state) in the other two.
+  auto only_when = [&](St needs, uint64_t& done) {
+    const auto may_be_other = [&] {
+      for (St s : {St::waiting, St::reserved, St::dead})
+        if (s != needs && may_be(rec, r.job, w, s)) return true;
+      return false;
+    };
+    if (r.code == 0 && !may_be(rec, r.job, w, needs))
+      return fail(what + " succeeded, but the job was not " + st_text(needs));
+    if (refused && !may_be_other())
+      return fail(what + " was refused (" + outcome + "), but the job was " + st_text(needs));
+    if (r.code != 0 && !refused) return fail(what + ", a live job, failed: " + outcome);
+    ++(r.code == 0 ? done : counts.refused);
+    return true;
+  };
   switch (intent.kind) {
     case Kind::cancel_intent:
       if (r.code != 0) return fail(what + ", a live job, failed (a lost job?): " + outcome);
       ++counts.cancels;
       break;
     case Kind::resched_intent:
-      if (r.code == 0 && !may_be(rec, r.job, w, St::waiting))
-        return fail(what + " succeeded, but the job was reserved or dead all along");
-      if (refused && !may_be(rec, r.job, w, St::reserved) && !may_be(rec, r.job, w, St::dead))
-        return fail(what + " was refused (" + outcome + "), but the job was waiting");
-      if (r.code != 0 && !refused) return fail(what + ", a live job, failed: " + outcome);
-      ++(r.code == 0 ? counts.reschedules : counts.refused);
+      if (!only_when(St::waiting, counts.reschedules)) return false;
       break;
     case Kind::requeue_intent:
-      if (r.code == 0 && !may_be(rec, r.job, w, St::dead))
-        return fail(what + " succeeded, but the job was not dead");
-      if (refused && !may_be(rec, r.job, w, St::waiting) && !may_be(rec, r.job, w, St::reserved))
-        return fail(what + " was refused (" + outcome + "), but the job was dead");
-      if (r.code != 0 && !refused) return fail(what + ", a live job, failed: " + outcome);
-      ++(r.code == 0 ? counts.requeues : counts.refused);
+      if (!only_when(St::dead, counts.requeues)) return false;
       break;
     default:
       return fail("unknown outcome kind " + std::to_string(static_cast<int>(r.kind)));
@@ -361,11 +377,7 @@ void Model::settle(const Record& intent, int64_t kill_hi) {
       return;
     case Kind::push_intent:
     case Kind::batch_intent: {
-      const uint64_t n = intent.kind == Kind::push_intent ? 1 : intent.n;
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint64_t job = intent.job + i * kThreads;
-        add(job, after_call(Rec{}, job, intent, nullptr, w));
-      }
+      for (uint64_t job : pushed_jobs(intent)) add(job, after_call(Rec{}, job, intent, nullptr, w));
       return;
     }
     case Kind::purge_intent:

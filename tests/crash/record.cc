@@ -35,62 +35,42 @@ std::string text_of(const Record& r) {
 }
 
 const char* errc_text(uint8_t code) {
-  switch (static_cast<Errc>(code)) {
-    case Errc::ok:
-      return "ok";
-    case Errc::invalid_argument:
-      return "invalid_argument";
-    case Errc::duplicate_id:
-      return "duplicate_id";
-    case Errc::not_found:
-      return "not_found";
-    case Errc::stale_token:
-      return "stale_token";
-    case Errc::invalid_state:
-      return "invalid_state";
-    case Errc::timeout:
-      return "timeout";
-    case Errc::closed:
-      return "closed";
-    case Errc::unavailable:
-      return "unavailable";
-    case Errc::io_error:
-      return "io_error";
-    case Errc::corrupt:
-      return "corrupt";
-    case Errc::cancelled:
-      return "cancelled";
-  }
-  return "?";
+  return to_string(static_cast<Errc>(code));
 }
 
+namespace {
+
+// Each call the worker reports: its intent, its outcome and its name.
+struct Call {
+  Kind intent, done;
+  const char* name;
+};
+
+constexpr Call kCalls[] = {
+    {Kind::push_intent, Kind::push_done, "push"},
+    {Kind::batch_intent, Kind::batch_done, "push_batch"},
+    {Kind::reserve_intent, Kind::reserve_done, "reserve"},
+    {Kind::ack_intent, Kind::ack_done, "ack"},
+    {Kind::nack_intent, Kind::nack_done, "nack"},
+    {Kind::dead_intent, Kind::dead_done, "dead_letter"},
+    {Kind::touch_intent, Kind::touch_done, "touch"},
+    {Kind::cancel_intent, Kind::cancel_done, "cancel"},
+    {Kind::resched_intent, Kind::resched_done, "reschedule"},
+    {Kind::requeue_intent, Kind::requeue_done, "requeue_dead"},
+    {Kind::purge_intent, Kind::purge_done, "purge_dead"},
+};
+
+const Call* call_of(Kind intent) {
+  for (const Call& c : kCalls)
+    if (c.intent == intent) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
 Kind done_of(Kind intent) {
-  switch (intent) {
-    case Kind::push_intent:
-      return Kind::push_done;
-    case Kind::batch_intent:
-      return Kind::batch_done;
-    case Kind::reserve_intent:
-      return Kind::reserve_done;
-    case Kind::ack_intent:
-      return Kind::ack_done;
-    case Kind::nack_intent:
-      return Kind::nack_done;
-    case Kind::dead_intent:
-      return Kind::dead_done;
-    case Kind::touch_intent:
-      return Kind::touch_done;
-    case Kind::cancel_intent:
-      return Kind::cancel_done;
-    case Kind::resched_intent:
-      return Kind::resched_done;
-    case Kind::requeue_intent:
-      return Kind::requeue_done;
-    case Kind::purge_intent:
-      return Kind::purge_done;
-    default:
-      return intent;
-  }
+  const Call* c = call_of(intent);
+  return c ? c->done : intent;
 }
 
 bool is_intent(Kind k) {
@@ -103,32 +83,8 @@ bool is_token_call(Kind intent) {
 }
 
 const char* call_name(Kind intent) {
-  switch (intent) {
-    case Kind::push_intent:
-      return "push";
-    case Kind::batch_intent:
-      return "push_batch";
-    case Kind::reserve_intent:
-      return "reserve";
-    case Kind::ack_intent:
-      return "ack";
-    case Kind::nack_intent:
-      return "nack";
-    case Kind::dead_intent:
-      return "dead_letter";
-    case Kind::touch_intent:
-      return "touch";
-    case Kind::cancel_intent:
-      return "cancel";
-    case Kind::resched_intent:
-      return "reschedule";
-    case Kind::requeue_intent:
-      return "requeue_dead";
-    case Kind::purge_intent:
-      return "purge_dead";
-    default:
-      return "?";
-  }
+  const Call* c = call_of(intent);
+  return c ? c->name : "?";
 }
 
 }  // namespace delayq::crash

@@ -37,7 +37,7 @@ TEST(CliTimes, TimesPastTheYear2262AreRefusedNotWrapped) {
 // once.
 TEST(CliTimes, AFarDueAtIsRefusedAndNothingIsPushed) {
   TempDir dir;
-  const std::string store = (dir.path / "store").string();
+  const std::string store = dir.sub("store");
   CliRun far =
       cli({"--store", store, "push", "t", "--id", "j", "--due-at", "2300-01-01T00:00:00Z"});
   EXPECT_EQ(far.exit, 2) << describe(far);
@@ -57,9 +57,9 @@ TEST(CliTimes, AFarDueAtIsRefusedAndNothingIsPushed) {
 // Through delayqd the daemon checks due_at_ms against its queue's max_delay, in the same words.
 TEST(CliTimes, ThroughTheDaemonTheSameRefusal) {
   TempDir dir;
-  DaemonProcess daemon(DELAYQD_PATH, dir.path / "delayqd.log");
-  const int port = daemon.start(
-      {"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string(), "--sync", "none"});
+  DaemonProcess daemon(DELAYQD_PATH, dir.sub("delayqd.log"));
+  const int port =
+      daemon.start({"--listen", "127.0.0.1:0", "--store", dir.sub("s"), "--sync", "none"});
   ASSERT_GT(port, 0) << "delayqd did not start";
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   CliRun beyond = cli({"--url", url, "push", "t", "--due-at", "2200-01-01T00:00:00Z"});
@@ -76,9 +76,9 @@ TEST(CliTimes, ThroughTheDaemonTheSameRefusal) {
 // --max-job-bytes reaches the queue and the daemon's checks, and its refusal names the flag.
 TEST(DelayqdSettings, MaxJobBytesIsTheQueuesLimitAndIsNamed) {
   TempDir dir;
-  DaemonProcess daemon(DELAYQD_PATH, dir.path / "delayqd.log");
-  const int port = daemon.start({"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string(),
-                                 "--sync", "none", "--max-job-bytes", "100"});
+  DaemonProcess daemon(DELAYQD_PATH, dir.sub("delayqd.log"));
+  const int port = daemon.start({"--listen", "127.0.0.1:0", "--store", dir.sub("s"), "--sync",
+                                 "none", "--max-job-bytes", "100"});
   ASSERT_GT(port, 0) << "delayqd did not start";
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   CliRun big = cli({"--url", url, "push", "t", "--body", std::string(101, 'x')});
@@ -96,7 +96,7 @@ CliRun delayqd(const std::vector<std::string>& args) {
 // delayqd's duration flags and config values: range-checked, and a config value names file:line.
 TEST(DelayqdSettings, BadValuesNameTheFlagOrTheFileAndLine) {
   TempDir dir;
-  const std::string conf = (dir.path / "delayqd.conf").string();
+  const std::string conf = dir.sub("delayqd.conf");
   std::ofstream(conf) << "# settings\nthreads = 2\n\npop-timeout = 99999999999999999999\n";
   CliRun r = delayqd({"--config", conf});
   EXPECT_EQ(r.exit, 2) << describe(r);
@@ -125,8 +125,8 @@ TEST(DelayqdSettings, BadValuesNameTheFlagOrTheFileAndLine) {
 // program), as the CLI does, and says what to do.
 TEST(DelayqdSettings, ASecondDaemonOnALockedStoreNamesTheHolder) {
   TempDir dir;
-  const std::string store = (dir.path / "s").string();
-  DaemonProcess first(DELAYQD_PATH, dir.path / "first.log");
+  const std::string store = dir.sub("s");
+  DaemonProcess first(DELAYQD_PATH, dir.sub("first.log"));
   ASSERT_GT(first.start({"--listen", "127.0.0.1:0", "--store", store, "--sync", "none"}), 0);
   CliRun second = delayqd({"--listen", "127.0.0.1:0", "--store", store});
   EXPECT_EQ(second.exit, 1) << describe(second);

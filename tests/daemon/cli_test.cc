@@ -80,7 +80,7 @@ TEST(CliParse, Durations) {
 // jq get something to test), with the same exit codes and stderr line as without it.
 TEST(CliJson, FailuresAreJsonOnStdoutToo) {
   TempDir dir;
-  const std::string store = (dir.path / "store").string();
+  const std::string store = dir.sub("store");
   ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "a"}).exit, 0);
 
   CliRun missing = cli({"--store", store, "get", "nope", "--json"});
@@ -393,60 +393,61 @@ void kill_through(delayq::Queue& q, const std::string& id) {
 
 // ---- (a) a store directory --------------------------------------------------------------------
 
-TEST(CliStore, PushGetCancelStats) {
-  TempDir dir;
-  basic_flow({"--store", (dir.path / "store").string()});
+// A store directory that the commands name with --store (the first that writes makes it).
+class CliStore : public ::testing::Test {
+ protected:
+  TempDir dir_;
+  const std::string store_ = dir_.sub("store");
+};
+
+TEST_F(CliStore, PushGetCancelStats) {
+  basic_flow({"--store", store_});
 }
 
-TEST(CliStore, DeadLetters) {
-  TempDir dir;
-  const std::string store = (dir.path / "store").string();
-  CliRun push = cli({"--store", store, "push", "jobs", "--id", "d1", "--retry", "fixed:0s:1",
+TEST_F(CliStore, DeadLetters) {
+  CliRun push = cli({"--store", store_, "push", "jobs", "--id", "d1", "--retry", "fixed:0s:1",
                      "--body", "payload"});
   ASSERT_EQ(push.exit, 0) << describe(push);
   // The library, between CLI runs: the store is one process's at a time.
   const auto kill = [&] {
-    auto q = delayq::open_store({.dir = store});
+    auto q = delayq::open_store({.dir = store_});
     ASSERT_TRUE(q.ok()) << q.status().to_string();
     kill_through(**q, "d1");
   };
   kill();
-  dead_flow({"--store", store}, "d1", kill);
+  dead_flow({"--store", store_}, "d1", kill);
 }
 
-TEST(CliStore, PauseAndResume) {
-  TempDir dir;
-  pause_flow({"--store", (dir.path / "store").string()});
+TEST_F(CliStore, PauseAndResume) {
+  pause_flow({"--store", store_});
 }
 
-TEST(CliStore, ReadsDoNotChangeTheStoreAndALockedStoreIsRefused) {
-  TempDir dir;
-  const std::string store = (dir.path / "store").string();
+TEST_F(CliStore, ReadsDoNotChangeTheStoreAndALockedStoreIsRefused) {
   // Every command but push: a missing store is not created.
   for (const std::vector<std::string>& command :
        {std::vector<std::string>{"stats"}, {"cancel", "x"}, {"backup", "x"}}) {
-    std::vector<std::string> args = {"--store", store};
+    std::vector<std::string> args = {"--store", store_};
     args.insert(args.end(), command.begin(), command.end());
     CliRun missing = cli(args);
     EXPECT_EQ(missing.exit, 1) << describe(missing);
     EXPECT_TRUE(contains(missing.err, "does not exist")) << missing.err;
-    EXPECT_FALSE(fs::exists(store)) << command[0] << " created the store";
+    EXPECT_FALSE(fs::exists(store_)) << command[0] << " created the store";
   }
 
-  ASSERT_EQ(cli({"--store", store, "push", "t", "--id", "x"}).exit, 0);
-  auto q = delayq::open_store({.dir = store});
+  ASSERT_EQ(cli({"--store", store_, "push", "t", "--id", "x"}).exit, 0);
+  auto q = delayq::open_store({.dir = store_});
   ASSERT_TRUE(q.ok()) << q.status().to_string();
-  for (const auto& args : std::vector<std::vector<std::string>>{{"--store", store, "stats"},
-                                                                {"--store", store, "push", "t"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--store", store_, "stats"},
+                                                                {"--store", store_, "push", "t"}}) {
     CliRun r = cli(args);
     EXPECT_EQ(r.exit, 1) << describe(r);
-    EXPECT_TRUE(contains(r.err, "unavailable: store directory " + store + " is locked by process " +
-                                    std::to_string(::getpid())))
+    EXPECT_TRUE(contains(r.err, "unavailable: store directory " + store_ +
+                                    " is locked by process " + std::to_string(::getpid())))
         << r.err;
     EXPECT_TRUE(contains(r.err, "--url http://HOST:PORT")) << r.err;
   }
   q->reset();
-  CliRun get = cli({"--store", store, "get", "x"});
+  CliRun get = cli({"--store", store_, "get", "x"});
   EXPECT_EQ(get.exit, 0) << describe(get);
 }
 
@@ -454,7 +455,7 @@ TEST(CliStore, ReadsDoNotChangeTheStoreAndALockedStoreIsRefused) {
 
 TEST(CliUsage, BadInputExitsTwoAndSaysWhy) {
   TempDir dir;
-  const std::string store = (dir.path / "store").string();
+  const std::string store = dir.sub("store");
   struct Case {
     std::vector<std::string> args;
     std::string message;
@@ -470,7 +471,7 @@ TEST(CliUsage, BadInputExitsTwoAndSaysWhy) {
       {{"--store", store, "push", "t", "--retry", "fixed:1s"}, "--retry: bad retry policy", "push"},
       {{"--store", store, "push", "t", "--delay", "1s", "--due-at", "0"}, "not both", "push"},
       {{"--store", store, "push", "t", "--body", "a", "--body-file", "-"}, "not both", "push"},
-      {{"--store", store, "push", "t", "--body-file", (dir.path / "none").string()},
+      {{"--store", store, "push", "t", "--body-file", dir.sub("none")},
        "cannot read --body-file",
        "push"},
       {{"--store", store, "get"}, "delayq: get: get needs an ID", "usage: delayq TARGET get ID"},
@@ -521,10 +522,10 @@ TEST(CliUsage, BadInputExitsTwoAndSaysWhy) {
 class CliDaemonTest : public StoreDaemonTest {
  protected:
   void SetUp() override {
-    token_file_ = (dir_.path / "token").string();
+    token_file_ = dir_.sub("token");
     std::ofstream(token_file_) << "s3cret\n";
     ::chmod(token_file_.c_str(), 0600);
-    store_ = (dir_.path / "store").string();
+    store_ = dir_.sub("store");
     port_ = start({"--token-file", token_file_});
     ASSERT_GT(port_, 0) << "delayqd did not start";
     url_ = "http://127.0.0.1:" + std::to_string(port_);
@@ -599,8 +600,8 @@ TEST_F(CliDaemonTest, TokenAndLockedStore) {
 // not exist, and over an existing directory.
 TEST(CliBackup, OfAStoreDirectory) {
   TempDir dir;
-  const std::string store = (dir.path / "store").string();
-  const std::string copy = (dir.path / "copies" / "one").string();
+  const std::string store = dir.sub("store");
+  const std::string copy = dir.sub("copies/one");
   CliRun none = cli({"--store", store, "backup", copy});
   EXPECT_EQ(none.exit, 1) << describe(none);
   EXPECT_TRUE(contains(none.err, "no store in " + store)) << none.err;
@@ -624,9 +625,9 @@ TEST(CliBackup, OfAStoreDirectory) {
   EXPECT_EQ(at(again.json(), "error").as_string(), "invalid_argument");
   EXPECT_TRUE(contains(again.err, copy + " already exists")) << again.err;
 
-  DaemonProcess daemon(DELAYQD_PATH, dir.path / "d.log");
+  DaemonProcess daemon(DELAYQD_PATH, dir.sub("d.log"));
   ASSERT_GT(daemon.start({"--listen", "127.0.0.1:0", "--store", store}), 0);
-  const std::string locked_copy = (dir.path / "copies" / "two").string();
+  const std::string locked_copy = dir.sub("copies/two");
   CliRun locked = cli({"--store", store, "backup", locked_copy});
   EXPECT_EQ(locked.exit, 1) << describe(locked);
   EXPECT_TRUE(contains(locked.err, "is locked by process " + std::to_string(daemon.pid())))
@@ -643,13 +644,13 @@ TEST(CliBackup, OfAStoreDirectory) {
 // --backup-dir it is refused saying how to turn it on.
 TEST(CliBackup, ThroughTheDaemonOnlyUnderItsBackupDir) {
   TempDir dir;
-  const std::string store = (dir.path / "store").string();
-  const std::string root = (dir.path / "backups").string();
-  const std::string token = (dir.path / "token").string();
+  const std::string store = dir.sub("store");
+  const std::string root = dir.sub("backups");
+  const std::string token = dir.sub("token");
   std::ofstream(token) << "s3cret\n";
   ::chmod(token.c_str(), 0600);
   {
-    DaemonProcess off(DELAYQD_PATH, dir.path / "off.log");
+    DaemonProcess off(DELAYQD_PATH, dir.sub("off.log"));
     const int port =
         off.start({"--listen", "127.0.0.1:0", "--store", store, "--token-file", token});
     ASSERT_GT(port, 0);
@@ -661,7 +662,7 @@ TEST(CliBackup, ThroughTheDaemonOnlyUnderItsBackupDir) {
     CliRun no_token = cli({"--url", url, "backup", "n"});
     EXPECT_TRUE(contains(no_token.err, "401 unauthorized")) << no_token.err;
   }
-  DaemonProcess daemon(DELAYQD_PATH, dir.path / "d.log");
+  DaemonProcess daemon(DELAYQD_PATH, dir.sub("d.log"));
   const int port = daemon.start(
       {"--listen", "127.0.0.1:0", "--store", store, "--token-file", token, "--backup-dir", root});
   ASSERT_GT(port, 0);
@@ -681,7 +682,7 @@ TEST(CliBackup, ThroughTheDaemonOnlyUnderItsBackupDir) {
     EXPECT_TRUE(contains(r.err, "invalid argument: \"name\" ")) << r.err;
     EXPECT_TRUE(contains(r.err, "only directly under its --backup-dir")) << r.err;
   }
-  EXPECT_FALSE(fs::exists(dir.path / "escape"));
+  EXPECT_FALSE(fs::exists(dir.sub("escape")));
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(root)) names.push_back(e.path().filename());
   EXPECT_EQ(names, std::vector<std::string>{"nightly"});

@@ -33,10 +33,10 @@ constexpr const char* kToken = "s3cret-token";
 class DelayqdConnectionTest : public delayq::testing::StoreDaemonTest {
  protected:
   std::vector<std::string> token_flag() {
-    const auto file = dir_.path / "token";
+    const std::string file = dir_.sub("token");
     std::ofstream(file) << kToken << "\n";
     ::chmod(file.c_str(), 0600);
-    return {"--token-file", file.string()};
+    return {"--token-file", file};
   }
 
   // A value of /metrics ("name{labels} value"), -1 if the series is absent.

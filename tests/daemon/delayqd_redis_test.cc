@@ -45,7 +45,7 @@ class DelayqdRedisTest : public ::testing::Test {
 
   RedisServer redis_;
   TempDir dir_{"delayqd-redis-test"};
-  DaemonProcess daemon_{DELAYQD_PATH, dir_.path / "delayqd.log"};
+  DaemonProcess daemon_{DELAYQD_PATH, dir_.sub("delayqd.log")};
 };
 
 std::string field(const HttpAnswer& a, const std::string& name) { return a.data_string(name); }

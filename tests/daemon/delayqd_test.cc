@@ -40,7 +40,7 @@ using DelayqdTest = delayq::testing::StoreDaemonTest;
 // balancer and systemd's Restart=on-failure act on it. Mounting needs root (CAP_SYS_ADMIN), which
 // ./scripts/test.sh has here; where it is refused the test is skipped, saying why.
 TEST_F(DelayqdTest, AFullDiskMakesHealthAnswer503WithTheReason) {
-  const fs::path disk = dir_.path / "disk";
+  const fs::path disk = dir_.sub("disk");
   fs::create_directories(disk);
   if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=16m") != 0)
     GTEST_SKIP() << "cannot mount a tmpfs at " << disk << " (" << std::strerror(errno)
@@ -161,7 +161,7 @@ TEST_F(DelayqdTest, Extensions) {
 }
 
 TEST_F(DelayqdTest, BadRequestsAreAnsweredAndTheServerKeepsServing) {
-  fs::path token_file = dir_.path / "token";
+  fs::path token_file = dir_.sub("token");
   std::ofstream(token_file) << "t0ken\n";
   ::chmod(token_file.c_str(), 0600);
   const int port = start({"--token-file", token_file.string(), "--max-body-bytes", "2048",
@@ -299,22 +299,22 @@ TEST_F(DelayqdTest, SigtermDrainsWaitingPops) {
 TEST(DelayqdFlags, BadFlagsAndConfigExitWith2) {
   TempDir dir;
   const auto run = [&](std::vector<std::string> args) {
-    DaemonProcess d(DELAYQD_PATH, dir.path / "log");
+    DaemonProcess d(DELAYQD_PATH, dir.sub("log"));
     EXPECT_EQ(d.start(args), 0);
     return d.exit_code();
   };
   EXPECT_EQ(run({"--bogus", "1"}), 2);
   EXPECT_EQ(run({"--listen", "nowhere"}), 2);
   EXPECT_EQ(run({"--listen", "127.0.0.1:99999"}), 2);
-  EXPECT_EQ(run({"--sync", "sometimes", "--store", (dir.path / "s").string()}), 2);
+  EXPECT_EQ(run({"--sync", "sometimes", "--store", dir.sub("s")}), 2);
   EXPECT_EQ(run({"--store", "a", "--redis", "redis://127.0.0.1:1"}), 2);
   EXPECT_EQ(run({"--shards", "2"}), 2);
-  EXPECT_EQ(run({"--token-file", (dir.path / "missing").string()}), 2);
-  std::ofstream(dir.path / "bad.conf") << "# comment\nlisten = 127.0.0.1:0\nnot a setting line\n";
-  EXPECT_EQ(run({"--config", (dir.path / "bad.conf").string()}), 2);
-  std::ofstream(dir.path / "unknown.conf") << "colour = blue\n";
-  EXPECT_EQ(run({"--config", (dir.path / "unknown.conf").string()}), 2);
-  std::ifstream in(dir.path / "log");
+  EXPECT_EQ(run({"--token-file", dir.sub("missing")}), 2);
+  std::ofstream(dir.sub("bad.conf")) << "# comment\nlisten = 127.0.0.1:0\nnot a setting line\n";
+  EXPECT_EQ(run({"--config", dir.sub("bad.conf")}), 2);
+  std::ofstream(dir.sub("unknown.conf")) << "colour = blue\n";
+  EXPECT_EQ(run({"--config", dir.sub("unknown.conf")}), 2);
+  std::ifstream in(dir.sub("log"));
   const std::string log((std::istreambuf_iterator<char>(in)), {});
   EXPECT_NE(log.find("unknown flag --bogus"), std::string::npos) << log;
   EXPECT_NE(log.find("bad.conf:3"), std::string::npos) << log;
@@ -323,17 +323,17 @@ TEST(DelayqdFlags, BadFlagsAndConfigExitWith2) {
 
 TEST(DelayqdFlags, ConfigFileWorksAndFlagsWin) {
   TempDir dir;
-  std::ofstream(dir.path / "d.conf") << "listen = 127.0.0.1:1\nstore = "
-                                      << (dir.path / "s").string() << "\nsync = batch\n";
-  DaemonProcess d(DELAYQD_PATH, dir.path / "log");
-  const int port = d.start({"--config", (dir.path / "d.conf").string(), "--listen", "127.0.0.1:0"});
+  std::ofstream(dir.sub("d.conf"))
+      << "listen = 127.0.0.1:1\nstore = " << dir.sub("s") << "\nsync = batch\n";
+  DaemonProcess d(DELAYQD_PATH, dir.sub("log"));
+  const int port = d.start({"--config", dir.sub("d.conf"), "--listen", "127.0.0.1:0"});
   ASSERT_GT(port, 1);
   HttpClient c(port);
   EXPECT_EQ(c.get("/health").status, 200);
   d.signal(SIGTERM);
   ASSERT_TRUE(d.wait(120s));
   EXPECT_EQ(d.exit_code(), 0);
-  EXPECT_TRUE(fs::exists(dir.path / "s"));
+  EXPECT_TRUE(fs::exists(dir.sub("s")));
 }
 
 // Once delayqd has said where it listens, SIGTERM is a clean shutdown however soon it comes
@@ -341,8 +341,8 @@ TEST(DelayqdFlags, ConfigFileWorksAndFlagsWin) {
 TEST(DelayqdSignals, ASigtermAsSoonAsItListensDrainsCleanly) {
   TempDir dir;
   for (int i = 0; i < 20; ++i) {
-    DaemonProcess d(DELAYQD_PATH, dir.path / "log");
-    ASSERT_GT(d.start({"--listen", "127.0.0.1:0", "--store", (dir.path / "s").string()}), 0);
+    DaemonProcess d(DELAYQD_PATH, dir.sub("log"));
+    ASSERT_GT(d.start({"--listen", "127.0.0.1:0", "--store", dir.sub("s")}), 0);
     d.signal(SIGTERM);
     ASSERT_TRUE(d.wait(120s));
     ASSERT_EQ(d.exit_code(), 0) << "start " << i << "\n" << d.log();

@@ -80,11 +80,7 @@ TEST(QueueHealth, HealthAnswers503WithTheReasonOnceTheStoreFailed) {
 TEST(QueueHealth, RedisHealthFollowsTheServer) {
   RedisServer server;
   ASSERT_TRUE(server.started()) << server.log();
-  RedisOptions opt;
-  opt.url = server.url();
-  opt.connect_timeout = 1s;
-  opt.call_timeout = 2s;
-  auto q = open_redis(opt).value();
+  auto q = open_redis({.url = server.url(), .connect_timeout = 1s, .call_timeout = 2s}).value();
   http::ApiOptions api_opt;
   api_opt.backend = "redis";
   http::Api api(*q, api_opt);

@@ -23,12 +23,7 @@ class HttpInputTest : public ApiTest {};
 
 // The reported bug: {"topic":"order","dealy":1800} pushed a job due at once and answered success.
 TEST_F(HttpInputTest, UnknownMembersAreRefusedNamingTheClosestKnownOne) {
-  struct Case {
-    const char* route;
-    const char* body;
-    const char* message;
-  };
-  const Case cases[] = {
+  const Refused cases[] = {
       {"/push", R"({"topic":"order","dealy":1800})",
        R"(unknown field "dealy" (did you mean "delay"?))"},
       {"/push", R"({"Topic":"order"})", R"(unknown field "Topic" (did you mean "topic"?))"},
@@ -57,12 +52,7 @@ TEST_F(HttpInputTest, UnknownMembersAreRefusedNamingTheClosestKnownOne) {
       {"/dead/purge", R"({"topic":"t","all":true})",
        R"(unknown field "all": /dead/purge takes topic)"},
   };
-  for (const Case& c : cases) {
-    Answer a = call(c.route, c.body);
-    EXPECT_EQ(a.status, 400) << c.route << " " << c.body << " -> " << a.text;
-    EXPECT_EQ(a.error(), "bad_request") << a.text;
-    EXPECT_TRUE(has(a.message(), c.message)) << c.route << " " << c.body << " -> " << a.text;
-  }
+  for (const Refused& c : cases) expect_refused(c);
   EXPECT_EQ(queue_->stats().pushed, 0u);
   // A batch refuses the job with the typo, not its neighbours.
   Answer batch = call("/push", R"([{"topic":"t","id":"a"},{"topic":"t","dealy":5}])");

@@ -92,10 +92,7 @@ TEST_F(HttpLimitsTest, EveryDurationFieldIsCheckedBeforeItIsConverted) {
       {"/nack", R"({"token":"1:j","delay_ms":9300000000000})", "delay_ms"},
   };
   for (const Case& c : cases) {
-    Answer a = call(c.route, c.body);
-    EXPECT_EQ(a.status, 400) << c.route << " " << c.body << " -> " << a.text;
-    EXPECT_EQ(a.error(), "bad_request") << a.text;
-    EXPECT_TRUE(has(a.message(), std::string(c.field) + " of ")) << c.field << ": " << a.text;
+    Answer a = expect_refused({c.route, c.body, std::string(c.field) + " of "});
     EXPECT_TRUE(has(a.message(), "exceeds max_delay (3650d)")) << a.text;
   }
   // Too large for a Duration: shown as the number that was sent.

@@ -66,7 +66,7 @@ TEST_F(MetricsPromtool, TheMetricsTextPassesPromtoolCheckMetrics) {
         "delayq_delayed_jobs_by_due{overflow=\"true\",due=\"next_week\"} 1",
         "delayq_oldest_ready_age_seconds{topic=\"orders\"} 0", "delayq_overflow_topics 1"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
-  const std::string file = (dir_.path / "metrics.txt").string();
+  const std::string file = dir_.sub("metrics.txt");
   std::ofstream(file) << text;
   const auto [status, said] = run("promtool check metrics < " + file);
   EXPECT_EQ(status, 0) << said << "\n" << text;

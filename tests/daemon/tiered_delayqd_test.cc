@@ -28,30 +28,29 @@ std::optional<engine::FarKey> horizon_of(const std::string& dir) {
 
 TEST(DelayqdHorizon, TheFlagReachesTheStoreWhichKeepsIt) {
   TempDir dir;
-  const std::string store = (dir.path / "s").string();
-  run_and_stop({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "60"}, dir.path / "log");
+  const std::string store = dir.sub("s");
+  run_and_stop({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "60"}, dir.sub("log"));
   const TimePoint now = SystemClock::instance().now();
   const std::optional<engine::FarKey> h = horizon_of(store);
   ASSERT_TRUE(h.has_value()) << "no disk tier";
   EXPECT_GT(h->due, now + std::chrono::seconds(50));
   EXPECT_LE(h->due, now + std::chrono::seconds(70));
   // No flag: the store's own.
-  run_and_stop({"--listen", "127.0.0.1:0", "--store", store}, dir.path / "log");
+  run_and_stop({"--listen", "127.0.0.1:0", "--store", store}, dir.sub("log"));
   ASSERT_TRUE(horizon_of(store).has_value());
   EXPECT_LE(horizon_of(store)->due, SystemClock::instance().now() + std::chrono::seconds(70));
 }
 
 TEST(DelayqdHorizon, OffKeepsEveryJobInMemory) {
   TempDir dir;
-  const std::string store = (dir.path / "s").string();
-  run_and_stop({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "off"},
-               dir.path / "log");
+  const std::string store = dir.sub("s");
+  run_and_stop({"--listen", "127.0.0.1:0", "--store", store, "--horizon", "off"}, dir.sub("log"));
   EXPECT_FALSE(horizon_of(store).has_value());
 }
 
 TEST(DelayqdHorizon, BadValuesAreRefused) {
   TempDir dir;
-  const std::string store = (dir.path / "s").string();
+  const std::string store = dir.sub("s");
   for (const char* bad : {"0", "-5", "1.5", "soon", "3153600001"}) {
     CliRun r = run_program(DELAYQD_PATH, {"--store", store, "--horizon", bad});
     EXPECT_EQ(r.exit, 2) << bad << ": " << describe(r);

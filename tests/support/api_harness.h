@@ -78,6 +78,22 @@ class ApiTest : public ::testing::Test {
     return testing::call(*api_, target, body, method, auth);
   }
 
+  // A POST to `route` with `body` and a part of the message that must refuse it.
+  struct Refused {
+    const char* route;
+    const char* body;
+    std::string says;
+  };
+  // The request is refused with 400 bad_request, its message holding `says`. Returns the answer
+  // for further checks.
+  Answer expect_refused(const Refused& r) {
+    Answer a = call(r.route, r.body);
+    EXPECT_EQ(a.status, 400) << r.route << " " << r.body << " -> " << a.text;
+    EXPECT_EQ(a.error(), "bad_request") << a.text;
+    EXPECT_TRUE(has(a.message(), r.says)) << r.route << " " << r.body << " -> " << a.text;
+    return a;
+  }
+
   std::unique_ptr<Engine> queue_;
   std::unique_ptr<http::Api> api_;
 };

@@ -1,7 +1,7 @@
 // The real delayqd binary as a child process, for every test that runs it: started with flags
 // (among them "--listen 127.0.0.1:0": the kernel picks the port, and the daemon prints
 // "delayqd: listening on HOST:PORT" on stdout, where it is read), signalled, killed, waited for,
-// its stderr log read. Also a temporary directory, and a fixture with a daemon on a fresh store.
+// its stderr log read. Also a fixture with a daemon on a fresh store in a temporary directory.
 // Header-only; POSIX.
 #pragma once
 
@@ -24,23 +24,9 @@
 #include <utility>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace delayq::testing {
-
-// A directory under /tmp, removed with everything in it at the end of its scope.
-struct TempDir {
-  explicit TempDir(const char* prefix = "delayq-test") {
-    std::string tmpl = std::string("/tmp/") + prefix + "-XXXXXX";
-    if (const char* d = ::mkdtemp(tmpl.data())) path = d;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::filesystem::path path;
-};
 
 // delayqd as a child process; its stderr goes to `log`, appended to across restarts. Killed
 // (SIGKILL) when the object goes.
@@ -185,8 +171,8 @@ class StoreDaemonTest : public ::testing::Test {
   // Starts (or restarts, on the same store) the daemon with `extra` flags; returns its port, 0
   // on failure (a failed expectation shows the log).
   int start(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {
-        "--listen", "127.0.0.1:0", "--store", (dir_.path / "store").string(), "--sync", "none"};
+    std::vector<std::string> args = {"--listen",        "127.0.0.1:0", "--store",
+                                     dir_.sub("store"), "--sync",      "none"};
     args.insert(args.end(), extra.begin(), extra.end());
     const int port = daemon_.start(args);
     EXPECT_GT(port, 0) << daemon_.log();
@@ -194,7 +180,7 @@ class StoreDaemonTest : public ::testing::Test {
   }
 
   TempDir dir_{"delayqd-test"};
-  DaemonProcess daemon_{DELAYQD_PATH, dir_.path / "delayqd.log"};
+  DaemonProcess daemon_{DELAYQD_PATH, dir_.sub("delayqd.log")};
 };
 
 }  // namespace delayq::testing

@@ -7,9 +7,10 @@
 #include <chrono>
 #include <filesystem>
 
+#include "writable_file_fs.h"
+
 namespace delayq::faults {
 
-using rocksdb::FileOptions;
 using rocksdb::FSWritableFile;
 using rocksdb::IODebugContext;
 using rocksdb::IOOptions;
@@ -145,32 +146,16 @@ class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
   const std::string path_;
 };
 
-class FaultyFileSystem final : public rocksdb::FileSystemWrapper {
+class FaultyFileSystem final : public testing::WritableFileWrappingFs {
  public:
-  explicit FaultyFileSystem(std::shared_ptr<FaultControl> control)
-      : FileSystemWrapper(rocksdb::FileSystem::Default()), control_(std::move(control)) {}
+  explicit FaultyFileSystem(std::shared_ptr<FaultControl> control) : control_(std::move(control)) {}
 
   const char* Name() const override { return "DelayqFaultyFileSystem"; }
 
-  IOStatus NewWritableFile(const std::string& path, const FileOptions& o,
-                           std::unique_ptr<FSWritableFile>* out, IODebugContext* dbg) override {
-    return wrap(path, target()->NewWritableFile(path, o, out, dbg), out);
-  }
-  IOStatus ReopenWritableFile(const std::string& path, const FileOptions& o,
-                              std::unique_ptr<FSWritableFile>* out, IODebugContext* dbg) override {
-    return wrap(path, target()->ReopenWritableFile(path, o, out, dbg), out);
-  }
-  IOStatus ReuseWritableFile(const std::string& path, const std::string& old_path,
-                             const FileOptions& o, std::unique_ptr<FSWritableFile>* out,
-                             IODebugContext* dbg) override {
-    return wrap(path, target()->ReuseWritableFile(path, old_path, o, out, dbg), out);
-  }
-
  private:
-  IOStatus wrap(const std::string& path, IOStatus opened, std::unique_ptr<FSWritableFile>* out) {
-    if (opened.ok() && is_wal(path))
-      *out = std::make_unique<FaultyFile>(std::move(*out), control_, path);
-    return opened;
+  IOStatus wrap(const std::string& path, std::unique_ptr<FSWritableFile>* out, bool) override {
+    if (is_wal(path)) *out = std::make_unique<FaultyFile>(std::move(*out), control_, path);
+    return IOStatus::OK();
   }
 
   std::shared_ptr<FaultControl> control_;

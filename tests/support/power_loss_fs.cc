@@ -20,6 +20,8 @@
 #include <sstream>
 #include <vector>
 
+#include "writable_file_fs.h"
+
 namespace delayq::power_loss {
 namespace {
 
@@ -156,34 +158,12 @@ class RecordingFile final : public rocksdb::FSWritableFileOwnerWrapper {
 // The default file system, with writable files that record their syncs, and deletions,
 // truncations and renames recorded by inode (so that an inode the file system reuses for a new
 // file never inherits an old file's synced size).
-class RecordingFileSystem final : public rocksdb::FileSystemWrapper {
+class RecordingFileSystem final : public testing::WritableFileWrappingFs {
  public:
-  explicit RecordingFileSystem(std::shared_ptr<SideLog> log)
-      : FileSystemWrapper(rocksdb::FileSystem::Default()), log_(std::move(log)) {}
+  explicit RecordingFileSystem(std::shared_ptr<SideLog> log) : log_(std::move(log)) {}
 
   const char* Name() const override { return "DelayqSyncRecordingFileSystem"; }
 
-  IOStatus NewWritableFile(const std::string& path, const FileOptions& o,
-                           std::unique_ptr<FSWritableFile>* out, IODebugContext* dbg) override {
-    IOStatus s = target()->NewWritableFile(path, o, out, dbg);
-    if (!s.ok()) return s;
-    return wrap(path, out, /*fresh=*/true);
-  }
-  IOStatus ReopenWritableFile(const std::string& path, const FileOptions& o,
-                              std::unique_ptr<FSWritableFile>* out, IODebugContext* dbg) override {
-    IOStatus s = target()->ReopenWritableFile(path, o, out, dbg);
-    if (!s.ok()) return s;
-    return wrap(path, out, /*fresh=*/false);  // appends to what is there, synced or not
-  }
-  IOStatus ReuseWritableFile(const std::string& path, const std::string& old_path,
-                             const FileOptions& o, std::unique_ptr<FSWritableFile>* out,
-                             IODebugContext* dbg) override {
-    // WAL recycling (off in delayq's options): the old log is renamed and overwritten from the
-    // start. Treated as a new file whose old bytes count as unsynced, which can only drop more.
-    IOStatus s = target()->ReuseWritableFile(path, old_path, o, out, dbg);
-    if (!s.ok()) return s;
-    return wrap(path, out, /*fresh=*/true);
-  }
   IOStatus NewRandomRWFile(const std::string& path, const FileOptions&,
                            std::unique_ptr<rocksdb::FSRandomRWFile>*, IODebugContext*) override {
     // Its writes would bypass the record; delayq's store never asks for one. Refused loudly
@@ -211,7 +191,10 @@ class RecordingFileSystem final : public rocksdb::FileSystemWrapper {
   }
 
  private:
-  IOStatus wrap(const std::string& path, std::unique_ptr<FSWritableFile>* out, bool fresh) {
+  // A reopened file appends to what is there, synced or not; a reused one (WAL recycling) is a
+  // new file whose old bytes count as unsynced, which can only drop more.
+  IOStatus wrap(const std::string& path, std::unique_ptr<FSWritableFile>* out,
+                bool fresh) override {
     const std::optional<struct stat> st = stat_of(path);
     if (!st) return IOStatus::IOError("power-loss test: cannot stat the file just opened", path);
     const auto inode = static_cast<uint64_t>(st->st_ino);

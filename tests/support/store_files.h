@@ -1,8 +1,6 @@
-// Small helpers for tests that work on a store's files: a temporary directory, the files of a
-// kind in it, and damage done to one byte.
+// Small helpers for tests that work on a store's files: a temporary directory (temp_dir.h), the
+// files of a kind in it, and damage done to one byte.
 #pragma once
-
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -11,26 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace delayq::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "delayq-files-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // The files in `dir` whose names end with `suffix` (".log", ".sst"), sorted by name.
 inline std::vector<std::string> files_ending(const std::string& dir, const std::string& suffix) {

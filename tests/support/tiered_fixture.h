@@ -59,7 +59,7 @@ class TieredStore : public ::testing::Test {
     return out;
   }
 
-  testutil::TempDir dir_;
+  testing::TempDir dir_;
   size_t shards_ = 1;
   uint64_t memory_jobs_ = 0;
   ManualClock clock_;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "engine/core.h"
+#include "reports.h"
 
 namespace delayq::engine {
 namespace {
@@ -48,12 +49,7 @@ class Mirror {
       Result<JobInfo> x = a_.get(rec.id, now_), y = b.get(rec.id, now_);
       ASSERT_TRUE(x.ok() && y.ok()) << rec.id;
       SCOPED_TRACE("job " + rec.id);
-      EXPECT_EQ(x->state, y->state);
-      EXPECT_EQ(x->attempts, y->attempts);
-      EXPECT_EQ(x->max_attempts, y->max_attempts);
-      EXPECT_EQ(x->topic, y->topic);
-      EXPECT_EQ(x->body, y->body);
-      EXPECT_EQ(x->ttr, y->ttr);
+      testing::expect_same_fields(*y, *x);
       if (x->state == JobState::reserved) EXPECT_EQ(x->lease_deadline, y->lease_deadline);
       else EXPECT_EQ(x->due, y->due);
     }

@@ -237,7 +237,7 @@ class Timing : public ::testing::Test {
   }
 
   B backend_;
-  testutil::TempDir dir_;
+  testing::TempDir dir_;
   ManualClock clock_{TimePoint(1767225600s) + 20min + 30s};  // 2026-01-01T00:20:30Z
   std::unique_ptr<Engine> q_;
 };
