@@ -115,8 +115,14 @@ Args parse(int argc, char** argv) {
     char* end = nullptr;
     const double num = std::strtod(v.c_str(), &end);
     const bool is_num = end && *end == '\0' && !v.empty();
-    auto need_num = [&](double lo) {
-      if (!is_num || num < lo) usage("bad value for " + k + ": '" + v + "'");
+    // Checked before any conversion: at most 1e9 (seconds, milliseconds, counts), so that no
+    // cast to an integer overflows and no duration in ns passes int64; a seed up to 2^53.
+    auto need_num = [&](double lo, double hi = 1e9) {
+      if (!is_num || !(num >= lo && num <= hi)) {
+        std::ostringstream range;
+        range << lo << " to " << hi;
+        usage("bad value for " + k + ": '" + v + "' (a number from " + range.str() + ")");
+      }
       return num;
     };
     if (k == "--workload") a.workload = v;
@@ -134,14 +140,14 @@ Args parse(int argc, char** argv) {
     else if (k == "--tick-ms") a.tick_ms = static_cast<int>(need_num(1));
     else if (k == "--slack-us") a.slack_us = need_num(0);
     else if (k == "--time-limit") a.time_limit_s = need_num(0);
-    else if (k == "--seed") a.seed = static_cast<uint64_t>(need_num(0));
+    else if (k == "--seed") a.seed = static_cast<uint64_t>(need_num(0, 9007199254740992.0));
     else if (k == "--horizon-s") a.horizon_s = need_num(0);
     else if (k == "--redis") a.redis = v;
     else if (k == "--connections") a.connections = static_cast<uint32_t>(need_num(1));
     else if (k == "--claim-batch") a.claim_batch = static_cast<uint32_t>(need_num(1));
     else if (k == "--consume") a.consume = need_num(0) != 0;
     else if (k == "--expected-jobs") a.expected_jobs = static_cast<size_t>(need_num(0));
-    else if (k == "--rounds") a.rounds = static_cast<size_t>(need_num(0));
+    else if (k == "--rounds") a.rounds = static_cast<size_t>(need_num(1));
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
