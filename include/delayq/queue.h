@@ -188,6 +188,11 @@ class Queue {
   // when it closed. Jobs stay where they are (a durable backend keeps them for the next open; the
   // durable store lets go of its directory when the queue is destroyed). Idempotent; the
   // destructor calls it.
+  //
+  // fork(): a queue belongs to the process that opened it. In a child forked after the open
+  // every call fails with `closed` (naming fork), stats() is empty, and close() and the
+  // destructor leave everything as it is (no thread joined, no file closed or flushed), so the
+  // parent's queue is untouched. Fork first, then open a queue in the child (docs/semantics.md).
   virtual void close() = 0;
 
   // Worker-style consumption of one topic with `concurrency` threads. The handler's result
