@@ -48,6 +48,13 @@ class Queue;
 // A running consume() loop: `concurrency` threads (Queue::consume() says how they batch). Its
 // destruction (or stop()) lets each thread finish the job it holds, give back the rest of its
 // batch and send its acks, then joins them; jobs not yet reserved stay in the queue.
+//
+// Lifetimes: closing the queue (or destroying it, which closes it) stops and joins its
+// consumers first, so a Consumer may outlive its queue, or be declared before it: its stop() and
+// destructor then have nothing left to do. stop() (or the destructor) may be called from the
+// consumer's own handler: the calling thread is not joined (it ends when its handler returns, and
+// that job is settled as the handler decided); the other threads are. In a child forked after
+// the queue opened, stop() and the destructor join nothing (see Queue::close()).
 class Consumer {
  public:
   Consumer() = default;
@@ -62,8 +69,9 @@ class Consumer {
  private:
   friend class Queue;
   struct State;
+  // Stops the loop and waits for its threads (consumer.cc); `forget_queue`: the queue is closing.
+  static void halt(State& st, bool forget_queue);
   std::shared_ptr<State> state_;
-  std::vector<std::thread> threads_;
 };
 
 class Queue {
@@ -213,6 +221,10 @@ class Queue {
 
  protected:
   friend class Consumer;
+  // Stops and joins every consume() thread of this queue (all but the calling one, when called
+  // from a handler), letting each settle the job it holds. Every backend's close() calls it
+  // first, while the queue still serves their last acks.
+  void stop_consumers();
   // reserve() that also returns (Errc::closed) soon after `stop` becomes true and
   // wake_waiters() is called. The default waits in slices of 100 ms; backends override both.
   virtual Result<Delivery> reserve_interruptible(std::span<const std::string> topics,
@@ -224,6 +236,11 @@ class Queue {
       std::span<const std::string> topics, size_t max, Duration timeout,
       const std::atomic<bool>& stop);
   virtual void wake_waiters() {}
+
+ private:
+  struct Consumers;  // the consume() loops started on this queue (consumer.cc)
+  std::shared_ptr<Consumers> consumers_ = make_consumers();
+  static std::shared_ptr<Consumers> make_consumers();
 };
 
 }  // namespace delayq

@@ -44,6 +44,7 @@ ShardedEngine::~ShardedEngine() {
 
 void ShardedEngine::close() {
   if (waiting_.forked()) return;  // the parent's queue: left alone (common/fork_guard.h)
+  stop_consumers();  // first, while their last acks are still served
   if (shut_.exchange(true)) return;
   // Blocked reserves return `closed` (or the store's failure, if that came first), pending
   // reserve_async callbacks run with it on the waiting thread, later calls fail with it.

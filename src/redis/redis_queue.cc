@@ -97,6 +97,7 @@ RedisQueue::~RedisQueue() {
 
 void RedisQueue::close() {
   if (waiting_.forked()) return;  // the parent's queue: left alone (common/fork_guard.h)
+  stop_consumers();  // first, while their last acks are still served
   if (closed_.exchange(true)) return;
   waiting_.close(closed_error());
   listener_.stop();
