@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "delayq/error.h"
@@ -111,6 +112,19 @@ class Queue {
   void reserve_async(std::vector<std::string> topics, Duration timeout,
                      std::function<void(Result<Delivery>)> done) {
     reserve_async(std::move(topics), timeout, std::move(done), std::stop_token());
+  }
+  // The same with a callback that cannot be copied (a std::function needs one that can): it is
+  // kept in one shared allocation and called once, as above.
+  template <class F>
+    requires(!std::is_copy_constructible_v<std::decay_t<F>> &&
+             std::is_invocable_v<std::decay_t<F>&, Result<Delivery>>)
+  void reserve_async(std::vector<std::string> topics, Duration timeout, F&& done,
+                     std::stop_token stop = {}) {
+    auto kept = std::make_shared<std::decay_t<F>>(std::forward<F>(done));
+    reserve_async(std::move(topics), timeout,
+                  std::function<void(Result<Delivery>)>(
+                      [kept](Result<Delivery> r) { (*kept)(std::move(r)); }),
+                  std::move(stop));
   }
 
   // Acknowledges a delivery: the job is done and gone.
@@ -218,6 +232,16 @@ class Queue {
   // handled() counts a delivery once its ack, nack or dead letter was sent. Backends that cannot
   // take several jobs at once take one (the in-memory engine and the store today).
   Consumer consume(std::string topic, Handler handler, size_t concurrency = 1);
+  // The same with a handler that cannot be copied: each thread cannot have a copy of its own, so
+  // the threads share it, and with concurrency > 1 it is called from several threads at once.
+  template <class H>
+    requires(!std::is_copy_constructible_v<std::decay_t<H>> &&
+             std::is_invocable_r_v<HandlerResult, std::decay_t<H>&, const Delivery&>)
+  Consumer consume(std::string topic, H&& handler, size_t concurrency = 1) {
+    auto shared = std::make_shared<std::decay_t<H>>(std::forward<H>(handler));
+    return consume(std::move(topic),
+                   Handler([shared](const Delivery& d) { return (*shared)(d); }), concurrency);
+  }
 
  protected:
   friend class Consumer;
