@@ -207,5 +207,51 @@ TEST_F(HttpLimitsTest, FourMebibytesOfAnyShapeAreAnsweredWithinTheCaps) {
   EXPECT_EQ(call("/push", R"({"topic":"t"})").code(), 0) << "still serving";
 }
 
+// The reported bug: a ttr under a millisecond was taken, and the job could never be finished
+// (every ack came after its lease ran out; /get showed "ttr": 0). A ttr in seconds is checked
+// before it is converted, so that a tiny one cannot round to 0 (the default) either; 0 still
+// means the default, and 1 ms is the shortest ttr taken.
+TEST_F(HttpLimitsTest, TtrBelowOneMillisecondIsRefused) {
+  for (const char* body : {R"({"topic":"t","id":"a","ttr":0.0004})",
+                           R"({"topic":"t","id":"a","ttr":0.000999})",
+                           R"({"topic":"t","id":"a","ttr":1e-10})",
+                           R"({"topic":"t","id":"a","ttr":5e-324})"}) {
+    Answer a = expect_refused({"/push", body, "below the minimum of 1ms"});
+    EXPECT_TRUE(has(a.message(), "use 0 for the default ttr")) << a.text;
+    EXPECT_TRUE(queue_->get("a").is(Errc::not_found)) << body;
+  }
+  Answer batch = call("/push_batch", R"({"jobs":[{"topic":"t","id":"b","ttr":0.0005}]})");
+  EXPECT_TRUE(has(batch.text, "below the minimum of 1ms")) << batch.text;
+  EXPECT_TRUE(queue_->get("b").is(Errc::not_found));
+  // The library refuses it too, in the same words, whatever sends it.
+  auto lib = queue_->push({.topic = "t", .id = "c", .ttr = std::chrono::microseconds(400)});
+  EXPECT_TRUE(lib.is(Errc::invalid_argument)) << lib.status().to_string();
+  EXPECT_TRUE(has(lib.status().message(), "below the minimum of 1ms")) << lib.status().to_string();
+  // The edges: 1 ms in either unit, and 0 (the default, 30 s).
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"s","ttr":0.001})").code(), 0);
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"m","ttr_ms":1})").code(), 0);
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"z","ttr":0})").code(), 0);
+  EXPECT_EQ(queue_->get("s")->ttr, 1ms);
+  EXPECT_EQ(queue_->get("m")->ttr, 1ms);
+  EXPECT_EQ(queue_->get("z")->ttr, 30s);
+}
+
+// The reported bug: a reserve over 100 000 topics that timed out named every one of them, a
+// message of 1.5 MB. It names the first few and says how many more.
+TEST_F(HttpLimitsTest, ReserveTimeoutOverManyTopicsNamesAFew) {
+  std::vector<std::string> topics;
+  for (int i = 0; i < 100'000; ++i) topics.push_back("topic-" + std::to_string(i));
+  auto r = queue_->reserve(topics, 0ms);
+  ASSERT_TRUE(r.is(Errc::timeout)) << (r.ok() ? r->id : r.status().to_string());
+  const std::string m = r.status().message();
+  EXPECT_LT(m.size(), 1024u) << m.substr(0, 2000);
+  EXPECT_TRUE(has(m, "'topic-0', 'topic-1', 'topic-2'")) << m.substr(0, 2000);
+  EXPECT_TRUE(has(m, "and 99997 more")) << m.substr(0, 2000);
+  EXPECT_FALSE(has(m, "topic-3")) << m.substr(0, 2000);
+  // A few topics are all named, as before.
+  auto two = queue_->reserve(std::vector<std::string>{"x", "y"}, 0ms);
+  EXPECT_EQ(two.status().message(), "no job of 'x', 'y' became ready in time");
+}
+
 }  // namespace
 }  // namespace delayq::testing
