@@ -3,7 +3,9 @@
 // now), and each refusal names the field and the limit, in the library's words.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -251,6 +253,45 @@ TEST_F(HttpLimitsTest, ReserveTimeoutOverManyTopicsNamesAFew) {
   // A few topics are all named, as before.
   auto two = queue_->reserve(std::vector<std::string>{"x", "y"}, 0ms);
   EXPECT_EQ(two.status().message(), "no job of 'x', 'y' became ready in time");
+}
+
+// The reported bug: /stats listed every topic (47 MB at 100 000 topics). It lists at most
+// `limit` topics (default 1000, at most 10000) in name order, from after `after`, says whether it
+// was cut ("truncated") and where the next page starts ("next_after"); the totals always come.
+TEST_F(HttpLimitsTest, StatsListsTopicsInPages) {
+  for (int i = 0; i < 1001; ++i) {
+    char topic[16];
+    std::snprintf(topic, sizeof topic, "t%04d", i);
+    ASSERT_EQ(call("/push", std::string(R"({"topic":")") + topic + R"("})").code(), 0);
+  }
+  Answer all = call("/stats", "", "GET");
+  ASSERT_EQ(all.code(), 0) << all.text.substr(0, 300);
+  EXPECT_EQ(all.data().find("topics")->as_object().size(), 1000u);
+  EXPECT_TRUE(all.data().find("truncated")->as_bool());
+  EXPECT_EQ(all.data().find("next_after")->as_string(), "t0999");
+  EXPECT_EQ(all.data().find("pushed")->as_int(), 1001);
+  EXPECT_TRUE(has(all.message(), "next_after")) << all.message();
+  std::vector<std::string> seen;
+  std::string after;
+  for (int page = 0; page < 20; ++page) {
+    const std::string body =
+        after.empty() ? R"({"limit":400})" : R"({"limit":400,"after":")" + after + "\"}";
+    Answer a = call("/stats", body);
+    ASSERT_EQ(a.code(), 0) << a.text.substr(0, 300);
+    EXPECT_EQ(a.data().find("pushed")->as_int(), 1001) << "the totals come on every page";
+    for (const auto& [name, t] : a.data().find("topics")->as_object()) seen.push_back(name);
+    if (!a.data().find("truncated")->as_bool()) {
+      EXPECT_EQ(a.data().find("next_after"), nullptr);
+      break;
+    }
+    after = a.data().find("next_after")->as_string();
+  }
+  ASSERT_EQ(seen.size(), 1001u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(seen.front(), "t0000");
+  EXPECT_EQ(seen.back(), "t1000");
+  expect_refused({"/stats", R"({"limit":0})", "\"limit\""});
+  expect_refused({"/stats", R"({"limit":10001})", "\"limit\""});
 }
 
 }  // namespace
