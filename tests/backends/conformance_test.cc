@@ -589,6 +589,8 @@ TYPED_TEST(Conformance, BadPushesAreRefusedAndChangeNothing) {
       {"delay and due_at", {.topic = "t", .delay = 1s, .due_at = t + 1s}},
       {"negative ttr", {.topic = "t", .ttr = -1s}},
       {"ttr beyond max_delay", {.topic = "t", .ttr = 1h + 1s}},
+      {"ttr below 1ms", {.topic = "t", .ttr = 999us}},
+      {"ttr of 1ns", {.topic = "t", .ttr = 1ns}},
       {"max_attempts 0", {.topic = "t", .retry = RetryPolicy::fixed(1s, 0)}},
       {"negative fixed delay", {.topic = "t", .retry = RetryPolicy::fixed(-1s, 3)}},
       {"empty list", {.topic = "t", .retry = RetryPolicy::list({})}},
@@ -621,6 +623,7 @@ TYPED_TEST(Conformance, BadPushesAreRefusedAndChangeNothing) {
       {.topic = "t", .delay = 1h},
       {.topic = "t", .due_at = now() + 1h - 1s},
       {.topic = "t", .ttr = 1h},
+      {.topic = "t", .ttr = 1ms},
       {.topic = "t", .retry = RetryPolicy::fixed(1h, 1)},
   };
   for (const JobSpec& spec : edge) {
