@@ -9,6 +9,7 @@
 #include "delayqd/answers.h"
 #include "delayqd/routes.h"
 #include "wire/stats.h"
+#include "wire/version.h"
 
 namespace delayq::http::routes {
 
@@ -107,7 +108,7 @@ void health(RouteContext& ctx, const Request&, const Value&, Done& done) {
   const Status s = ctx.queue.health();
   Writer w;
   w.begin_object().key("status").value(s.ok() ? "ok" : errc_name(s));
-  w.key("backend").value(ctx.options.backend);
+  w.key("backend").value(ctx.options.backend).key("version").value(wire::version());
   if (!s.ok()) w.key("reason").value(s.message());
   w.end_object();
   if (s.ok()) return done(ok("ok", w.str()));

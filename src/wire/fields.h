@@ -7,6 +7,7 @@
 
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -74,6 +75,12 @@ class Fields {
 // The optimal-string-alignment distance (insertions, deletions, substitutions and swaps of two
 // neighbours each count 1): "dealy" is 1 from "delay".
 size_t edit_distance(std::string_view a, std::string_view b);
+
+// The name in `known` closest to `typed`, when it is close enough to be what was meant: a typo,
+// two letters swapped, a capital letter, or the name cut short ("due_at" for "due_at_ms");
+// empty when none is. Names longer than 64 bytes are no typo of a known one. Fields::only()
+// uses it for members, delayqd and the CLI for their flags ("did you mean").
+std::string_view closest_name(std::string_view typed, std::span<const std::string_view> known);
 
 // `s` in double quotes, cut to 64 bytes ("..." marks the cut): a name as a client wrote it, for
 // a refusal; a hostile 4 MiB key must not come back whole.
