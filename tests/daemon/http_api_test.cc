@@ -245,6 +245,17 @@ TEST_F(HttpApiTest, FinishSeveralTokensAtOnce) {
   auto all = call("/finish", R"({"tokens":[")" + pop.data().find("token")->as_string() + "\"]}");
   EXPECT_EQ(all.code(), 0) << all.text;
   EXPECT_EQ(all.message(), "1 of 1 finished") << all.text;
+  // A token given twice: the second is not_found.
+  ASSERT_EQ(call("/push", R"({"topic":"acks","id":"a5"})").code(), 0);
+  pop = call("/pop", R"({"topic":"acks","timeout":5})");
+  ASSERT_TRUE(pop.data().is_object()) << pop.text;
+  const std::string t5 = pop.data().find("token")->as_string();
+  auto twice = call("/finish", R"({"tokens":[")" + t5 + R"(",")" + t5 + "\"]}");
+  EXPECT_EQ(twice.message(), "1 of 2 finished") << twice.text;
+  const auto& r2 = twice.data().find("results")->as_array();
+  ASSERT_EQ(r2.size(), 2u);
+  EXPECT_EQ(r2[0].find("code")->as_int(), 0);
+  EXPECT_EQ(r2[1].find("error")->as_string(), "not_found") << twice.text;
 
   // Refused whole, nothing finished: not an array, empty, not strings, mixed with token or id,
   // over the limit (1000, ApiOptions::max_batch).
