@@ -43,6 +43,9 @@ struct CoreOptions {
   bool record_changes = false;
   // Jobs to make room for up front (EngineOptions::expected_jobs, this core's share); 0: none.
   uint32_t expected_jobs = 0;
+  // Topics that hold no job and are not paused, kept for their lateness in stats() (the most
+  // recently emptied ones); beyond this many, the one emptied longest ago is forgotten.
+  uint32_t idle_topics = 1024;
 };
 
 // What calls did beyond their results (Core::take_effects()).
@@ -129,6 +132,11 @@ class Core {
   // windows of what fires when expect no delayed job due by `now`).
   void add_stats(Stats& s, TimePoint now) const;
   size_t jobs() const { return ids_.size(); }
+  // The topic and retry-policy slots this core holds, used or free for reuse: at most the topics
+  // with a job or paused plus CoreOptions::idle_topics, and the policies of live jobs plus the
+  // default one, at their peak.
+  size_t topic_slots() const { return topics_.size(); }
+  size_t policy_slots() const { return policies_.size(); }
   const CoreOptions& options() const { return opt_; }
 
  private:
@@ -174,6 +182,10 @@ class Core {
     TopicStats counts;      // counts.paused: the topic hands out nothing
     DueBins due;            // the delayed jobs by due time (what fires when)
     Lateness first, retry;  // how late deliveries were handed out (reserve())
+    // Holds no job and is not paused: in the list of idle topics (idle_prev/idle_next).
+    bool idle = false;
+    uint32_t idle_prev = kNil, idle_next = kNil;
+    uint64_t jobs() const { return counts.delayed + counts.ready + counts.reserved + counts.dead; }
   };
 
   struct Hash {
@@ -185,8 +197,17 @@ class Core {
   int64_t lookup(std::string_view id, uint64_t h) const {
     return ids_.find(id, h, [this](uint32_t j) -> std::string_view { return jobs_[j].id; });
   }
+  // The slot of topic `name`, made if need be, and no longer idle: the caller is about to give
+  // it a job or pause it.
   uint32_t topic_index(std::string_view name);
+  // A topic that holds no job and is not paused joins the idle ones; beyond
+  // CoreOptions::idle_topics of them, the one idle longest is freed.
+  void unused_topic(uint32_t i);
+  void unlink_idle(uint32_t i);
+  void free_topic(uint32_t i);
+  // The slot of retry policy `p` with one more job using it; release_policy() lets go of it.
   uint32_t policy_index(const RetryPolicy& p);
+  void release_policy(uint32_t i);
   uint64_t to_tick_floor(TimePoint t) const;
   TimePoint from_tick(uint64_t tick) const;
 
@@ -246,7 +267,12 @@ class Core {
   uint32_t last_topic_ = kNil;  // the topic of the previous push: skips a lookup
   std::vector<Topic> topics_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> topic_ids_;
-  std::vector<RetryPolicy> policies_;
+  std::vector<uint32_t> free_topics_;
+  uint32_t idle_head_ = kNil, idle_tail_ = kNil;  // the idle topics, emptied longest ago first
+  uint32_t idle_count_ = 0;
+  std::vector<RetryPolicy> policies_;  // [0]: the default, always kept
+  std::vector<uint32_t> policy_refs_;  // the jobs using each policy
+  std::vector<uint32_t> free_policies_;
   std::unordered_multimap<size_t, uint32_t> policy_ids_;
   std::mt19937_64 rng_;
   std::atomic<uint64_t> own_fences_{0};

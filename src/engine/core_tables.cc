@@ -14,27 +14,106 @@ namespace delayq::engine {
 // ---- interning ----
 
 uint32_t Core::topic_index(std::string_view name) {
-  if (last_topic_ != kNil && topics_[last_topic_].name == name) return last_topic_;
-  if (auto it = topic_ids_.find(name); it != topic_ids_.end()) return last_topic_ = it->second;
-  const uint32_t i = static_cast<uint32_t>(topics_.size());
-  topics_.emplace_back();
-  topics_.back().name = std::string(name);
-  topic_ids_.emplace(std::string(name), i);
+  uint32_t i = last_topic_;
+  if (i == kNil || topics_[i].name != name) {
+    if (auto it = topic_ids_.find(name); it != topic_ids_.end()) {
+      i = it->second;
+    } else if (!free_topics_.empty()) {
+      i = free_topics_.back();
+      free_topics_.pop_back();
+      topics_[i].name = std::string(name);
+      topic_ids_.emplace(std::string(name), i);
+    } else {
+      i = static_cast<uint32_t>(topics_.size());
+      topics_.emplace_back();
+      topics_.back().name = std::string(name);
+      topic_ids_.emplace(std::string(name), i);
+    }
+  }
+  if (topics_[i].idle) unlink_idle(i);
   return last_topic_ = i;
 }
 
-uint32_t Core::policy_index(const RetryPolicy& p) {
-  if (p == policies_[0]) return 0;
+void Core::unused_topic(uint32_t i) {
+  Topic& t = topics_[i];
+  if (t.idle || t.counts.paused || t.jobs() > 0) return;
+  t.idle = true;
+  t.idle_prev = idle_tail_;
+  t.idle_next = kNil;
+  if (idle_tail_ != kNil)
+    topics_[idle_tail_].idle_next = i;
+  else
+    idle_head_ = i;
+  idle_tail_ = i;
+  if (++idle_count_ > opt_.idle_topics) free_topic(idle_head_);
+}
+
+void Core::unlink_idle(uint32_t i) {
+  Topic& t = topics_[i];
+  if (t.idle_prev != kNil)
+    topics_[t.idle_prev].idle_next = t.idle_next;
+  else
+    idle_head_ = t.idle_next;
+  if (t.idle_next != kNil)
+    topics_[t.idle_next].idle_prev = t.idle_prev;
+  else
+    idle_tail_ = t.idle_prev;
+  t.idle = false;
+  t.idle_prev = t.idle_next = kNil;
+  --idle_count_;
+}
+
+void Core::free_topic(uint32_t i) {
+  unlink_idle(i);
+  topic_ids_.erase(topic_ids_.find(topics_[i].name));
+  topics_[i] = Topic{};  // its name, bins and lateness go with it
+  free_topics_.push_back(i);
+  if (last_topic_ == i) last_topic_ = kNil;
+}
+
+namespace {
+size_t policy_hash(const RetryPolicy& p) {
   size_t h = std::hash<int>()(static_cast<int>(p.kind)) ^ (p.max_attempts * 0x9e3779b97f4a7c15ull);
   h ^= std::hash<int64_t>()(p.base.count()) + (h << 6);
   for (Duration d : p.delays) h ^= std::hash<int64_t>()(d.count()) + (h << 6) + (h >> 2);
+  return h;
+}
+}  // namespace
+
+uint32_t Core::policy_index(const RetryPolicy& p) {
+  if (p == policies_[0]) return 0;
+  const size_t h = policy_hash(p);
   auto [lo, hi] = policy_ids_.equal_range(h);
   for (auto it = lo; it != hi; ++it)
-    if (policies_[it->second] == p) return it->second;
-  policies_.push_back(p);
-  const uint32_t i = static_cast<uint32_t>(policies_.size() - 1);
+    if (policies_[it->second] == p) {
+      ++policy_refs_[it->second];
+      return it->second;
+    }
+  uint32_t i;
+  if (!free_policies_.empty()) {
+    i = free_policies_.back();
+    free_policies_.pop_back();
+    policies_[i] = p;
+  } else {
+    i = static_cast<uint32_t>(policies_.size());
+    policies_.push_back(p);
+    policy_refs_.push_back(0);
+  }
+  policy_refs_[i] = 1;
   policy_ids_.emplace(h, i);
   return i;
+}
+
+void Core::release_policy(uint32_t i) {
+  if (i == 0 || --policy_refs_[i] > 0) return;
+  auto [lo, hi] = policy_ids_.equal_range(policy_hash(policies_[i]));
+  for (auto it = lo; it != hi; ++it)
+    if (it->second == i) {
+      policy_ids_.erase(it);
+      break;
+    }
+  policies_[i] = RetryPolicy{};
+  free_policies_.push_back(i);
 }
 
 // ---- state bookkeeping ----
@@ -77,6 +156,8 @@ void Core::delay_until(Job& j, TimePoint due) {
 void Core::uncount(Job& j) {
   if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
   --state_count(counts(j), j.state);
+  unused_topic(j.topic);
+  release_policy(j.policy);
 }
 
 void Core::link(List& l, uint32_t j) {
