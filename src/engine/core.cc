@@ -381,6 +381,7 @@ void Core::set_paused(std::string_view topic, bool paused, TimePoint now) {
   Topic& t = topics_[i];
   const bool was = t.counts.paused;
   t.counts.paused = paused;
+  changed(i);
   if (!paused && was && t.ready.head != kNil) ++ready_added_;
   unused_topic(i);  // when resumed (or never paused) and empty
 }

@@ -65,8 +65,10 @@ void Core::unlink_idle(uint32_t i) {
 
 void Core::free_topic(uint32_t i) {
   unlink_idle(i);
-  topic_ids_.erase(topic_ids_.find(topics_[i].name));
-  topics_[i] = Topic{};  // its name, bins and lateness go with it
+  Topic& t = topics_[i];
+  topic_ids_.erase(topic_ids_.find(t.name));
+  if (t.published) gone_.push_back(std::move(t.name));
+  t = Topic{.changed = t.changed};  // its name, bins and lateness go with it
   free_topics_.push_back(i);
   if (last_topic_ == i) last_topic_ = kNil;
 }
@@ -133,6 +135,7 @@ uint64_t& Core::state_count(TopicStats& c, JobState s) {
 }
 
 void Core::set_state(Job& j, JobState s) {
+  changed(j.topic);
   TopicStats& c = counts(j);
   if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
   --state_count(c, j.state);
@@ -141,6 +144,7 @@ void Core::set_state(Job& j, JobState s) {
 }
 
 void Core::delay_until(Job& j, TimePoint due) {
+  changed(j.topic);
   if (j.state == JobState::delayed) {
     topics_[j.topic].due.remove(j.due);
   } else {
@@ -154,6 +158,7 @@ void Core::delay_until(Job& j, TimePoint due) {
 }
 
 void Core::uncount(Job& j) {
+  changed(j.topic);
   if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
   --state_count(counts(j), j.state);
   unused_topic(j.topic);
@@ -234,27 +239,60 @@ uint32_t Core::alloc_job() {
   return j;
 }
 
+void add_topic(Stats& s, const std::string& name, const TopicStats& c, const DueBins& due,
+               const Lateness& first, const Lateness& retry,
+               std::optional<TimePoint> ready_front, TimePoint now) {
+  const bool live = c.delayed + c.ready + c.reserved + c.dead > 0;
+  if (live || c.paused) {
+    TopicStats& o = s.topics[name];
+    o.paused = o.paused || c.paused;
+    o.delayed += c.delayed;
+    o.ready += c.ready;
+    o.reserved += c.reserved;
+    o.dead += c.dead;
+  }
+  if (!live && first.count + retry.count == 0) return;
+  TopicTiming timing{.due = due.windows(now, c.delayed), .first = first, .retry = retry};
+  // The front of the line: jobs join it in due order (unless the clock stepped back, or a
+  // catch-up made a retry whose wait had passed ready at the catch-up's instant).
+  if (ready_front) timing.oldest_ready = std::max(Duration::zero(), rules::distance(*ready_front, now));
+  timing::add(s.timing[name], timing);
+}
+
 void Core::add_stats(Stats& s, TimePoint now) const {
   for (const Topic& t : topics_) {
-    const TopicStats& c = t.counts;
-    const bool live = c.delayed + c.ready + c.reserved + c.dead > 0;
-    if (live || c.paused) {
-      TopicStats& o = s.topics[t.name];
-      o.paused = o.paused || c.paused;
-      o.delayed += c.delayed;
-      o.ready += c.ready;
-      o.reserved += c.reserved;
-      o.dead += c.dead;
-    }
-    if (!live && t.first.count + t.retry.count == 0) continue;
-    TopicTiming timing{.due = t.due.windows(now, c.delayed), .first = t.first, .retry = t.retry};
-    // The front of the line: jobs join it in due order (unless the clock stepped back, or a
-    // catch-up made a retry whose wait had passed ready at the catch-up's instant).
-    if (t.ready.head != kNil)
-      timing.oldest_ready = std::max(Duration::zero(), rules::distance(jobs_[t.ready.head].due, now));
-    timing::add(s.timing[t.name], timing);
+    if (t.name.empty()) continue;  // a free slot
+    std::optional<TimePoint> front;
+    if (t.ready.head != kNil) front = jobs_[t.ready.head].due;
+    add_topic(s, t.name, t.counts, t.due, t.first, t.retry, front, now);
   }
   add_totals(s, totals_);
+}
+
+void Core::publish() {
+  TopicView& view = view_;
+  for (const std::string& name : gone_) view.topics_.erase(name);
+  gone_.clear();
+  for (uint32_t i : changed_) {
+    Topic& t = topics_[i];
+    if (!t.changed) continue;  // listed twice
+    t.changed = false;
+    if (t.name.empty()) continue;  // freed since
+    TopicSummary& v = view.topics_[t.name];
+    v.counts = t.counts;
+    v.due = t.due;
+    v.first = t.first;
+    v.retry = t.retry;
+    v.ready_front.reset();
+    if (t.ready.head != kNil) v.ready_front = jobs_[t.ready.head].due;
+    t.published = true;
+  }
+  changed_.clear();
+}
+
+void TopicView::add_to(Stats& s, TimePoint now) const {
+  for (const auto& [name, t] : topics_)
+    add_topic(s, name, t.counts, t.due, t.first, t.retry, t.ready_front, now);
 }
 
 }  // namespace delayq::engine

@@ -301,14 +301,25 @@ Status ShardedEngine::health() {
 Stats ShardedEngine::stats() {
   Stats st;
   std::map<std::string, int64_t> on_disk;  // disk-only jobs per topic
-  for (const auto& s : shards_.all())
+  for (const auto& s : shards_.all()) {
+    // The shard's lock is held only to copy the topics that changed since the last stats()
+    // (Core::publish); every topic is added from the core's view after it is released, so that
+    // pushes do not wait for work in proportion to the number of topics. The view's lock, taken
+    // first, keeps concurrent stats() calls in order.
+    TopicView& view = s->core.view();
+    const std::unique_lock view_lock = view.lock();
+    TimePoint at{};
     shards_.apply(*s, [&](Core& c, TimePoint now) {
       c.advance(now);  // counts as of now, not as of the last call
-      c.add_stats(st, now);
+      c.publish();
+      at = now;
+      add_totals(st, c.totals());
       for (const auto& [topic, n] : s->far.count_deltas) on_disk[topic] += n;
       add_totals(st, s->far.totals_since_open);
       return 0;
     });
+    view.add_to(st, at);
+  }
   if (Tier* tier = shards_.tier())
     for (const auto& [topic, n] : tier->store().stored_counts()) on_disk[topic] += n;
   // Disk-only jobs count as delayed, and as due beyond a week: they are due at or after the

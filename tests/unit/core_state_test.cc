@@ -225,3 +225,58 @@ TEST(CoreState, SlotsStayWithinWhatLiveJobsAndPausesNeedUnderRandomCalls) {
 
 }  // namespace
 }  // namespace delayq::engine
+
+namespace delayq::engine {
+namespace {
+
+// What the engine's stats() reads without the shard's lock (Core::publish into the core's view,
+// then TopicView::add_to) is what add_stats() computes from the whole core, whatever changed
+// in between: topics made, emptied, forgotten and made again, paused, jobs falling due.
+TEST(CoreState, TheViewThatStatsReadsAgreesWithTheWholeCoreUnderRandomCalls) {
+  std::mt19937_64 rng(11);
+  Core c(WithIdle(3), kStart);
+  TimePoint now = kStart;
+  uint64_t next = 0;
+  std::vector<Token> held;
+  for (int step = 0; step < 6000; ++step) {
+    const std::string topic = "t" + std::to_string(rng() % 30);
+    const int r = static_cast<int>(rng() % 12);
+    if (r < 4) {
+      const auto delay = rng() % 3 ? std::chrono::milliseconds(rng() % 5000)
+                                   : std::chrono::milliseconds(rng() % 100'000'000);
+      (void)c.push({.topic = topic, .id = "j" + std::to_string(++next), .delay = delay}, now);
+    } else if (r < 6) {
+      if (Result<Delivery> d = c.reserve(one(topic), now)) held.push_back(d->token);
+    } else if (r < 8 && !held.empty()) {
+      const size_t k = rng() % held.size();
+      switch (rng() % 4) {
+        case 0: (void)c.ack(held[k], now); break;
+        case 1: (void)c.nack(held[k], std::nullopt, now); break;
+        case 2: (void)c.release(held[k], now); break;
+        default: (void)c.dead_letter(held[k], now); break;
+      }
+      held[k] = held.back();
+      held.pop_back();
+    } else if (r < 9) {
+      (void)c.cancel("j" + std::to_string(rng() % (next + 1)), now);
+      (void)c.purge_dead(topic, now);
+    } else if (r < 10) {
+      c.set_paused(topic, rng() % 2, now);
+    } else {
+      now += std::chrono::milliseconds(rng() % (rng() % 8 ? 2000 : 4'000'000));
+    }
+    if (rng() % 40 == 0) {  // a stats() call
+      c.advance(now);
+      const std::unique_lock l = c.view().lock();
+      c.publish();
+      Stats from_view, whole;
+      c.view().add_to(from_view, now);
+      c.add_stats(whole, now);
+      ASSERT_EQ(from_view.topics, whole.topics) << "step " << step;
+      ASSERT_EQ(from_view.timing, whole.timing) << "step " << step;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace delayq::engine
