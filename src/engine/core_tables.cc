@@ -239,12 +239,21 @@ uint32_t Core::alloc_job() {
   return j;
 }
 
+namespace {
+// m[name], appended at the end when `name` comes after every key (topics added in name order).
+template <class M>
+typename M::mapped_type& entry(M& m, const std::string& name) {
+  if (m.empty() || m.rbegin()->first < name) return m.emplace_hint(m.end(), name, typename M::mapped_type{})->second;
+  return m[name];
+}
+}  // namespace
+
 void add_topic(Stats& s, const std::string& name, const TopicStats& c, const DueBins& due,
                const Lateness& first, const Lateness& retry,
                std::optional<TimePoint> ready_front, TimePoint now) {
   const bool live = c.delayed + c.ready + c.reserved + c.dead > 0;
   if (live || c.paused) {
-    TopicStats& o = s.topics[name];
+    TopicStats& o = entry(s.topics, name);
     o.paused = o.paused || c.paused;
     o.delayed += c.delayed;
     o.ready += c.ready;
@@ -256,7 +265,7 @@ void add_topic(Stats& s, const std::string& name, const TopicStats& c, const Due
   // The front of the line: jobs join it in due order (unless the clock stepped back, or a
   // catch-up made a retry whose wait had passed ready at the catch-up's instant).
   if (ready_front) timing.oldest_ready = std::max(Duration::zero(), rules::distance(*ready_front, now));
-  timing::add(s.timing[name], timing);
+  timing::add(entry(s.timing, name), timing);
 }
 
 void Core::add_stats(Stats& s, TimePoint now) const {

@@ -5,10 +5,10 @@
 // since the last stats() (and their due bins), not to all the topics the core holds.
 #pragma once
 
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include "delayq/job.h"
 #include "engine/due_bins.h"
@@ -39,7 +39,8 @@ class TopicView {
  private:
   friend class Core;
   std::mutex mu_;
-  std::unordered_map<std::string, TopicSummary> topics_;
+  // In name order, as stats() lists them: add_to() appends to its maps rather than search them.
+  std::map<std::string, TopicSummary, std::less<>> topics_;
 };
 
 }  // namespace delayq::engine
