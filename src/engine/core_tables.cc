@@ -289,7 +289,7 @@ void Core::publish() {
     if (t.name.empty()) continue;  // freed since
     TopicSummary& v = view.topics_[t.name];
     v.counts = t.counts;
-    v.due = t.due;
+    v.due = t.due.fitted();  // the view holds every topic: no room to spare
     v.first = t.first;
     v.retry = t.retry;
     v.ready_front.reset();

@@ -3,6 +3,7 @@
 // "Topics that are gone"). Plain `now` values, no clock.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -274,6 +275,40 @@ TEST(CoreState, TheViewThatStatsReadsAgreesWithTheWholeCoreUnderRandomCalls) {
       c.add_stats(whole, now);
       ASSERT_EQ(from_view.topics, whole.topics) << "step " << step;
       ASSERT_EQ(from_view.timing, whole.timing) << "step " << step;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace delayq::engine
+
+namespace delayq::engine {
+namespace {
+
+// The view holds a fitted copy of each topic's due bins (DueBins::fitted): it answers as the
+// bins it was copied from, at any `now`, whatever their tables went through before.
+TEST(CoreState, FittedDueBinsAnswerAsTheBinsTheyCopy) {
+  std::mt19937_64 rng(5);
+  DueBins bins;
+  std::vector<TimePoint> due;
+  for (int round = 0; round < 40; ++round) {
+    const int adds = static_cast<int>(rng() % 400), removes = static_cast<int>(rng() % 400);
+    for (int i = 0; i < adds; ++i) {
+      due.push_back(kStart + std::chrono::milliseconds(rng() % (rng() % 2 ? 120'000 : 900'000'000)));
+      bins.add(due.back());
+    }
+    for (int i = 0; i < removes && !due.empty(); ++i) {
+      const size_t k = rng() % due.size();
+      bins.remove(due[k]);
+      due[k] = due.back();
+      due.pop_back();
+    }
+    const DueBins copy = bins.fitted();
+    for (const TimePoint now : {kStart - 1s, kStart, kStart + 59s, kStart + 3h, kStart + 200h}) {
+      const uint64_t later = static_cast<uint64_t>(
+          std::count_if(due.begin(), due.end(), [&](TimePoint d) { return d > now; }));
+      if (later != due.size()) continue;  // windows() expects no job due by `now`
+      ASSERT_EQ(copy.windows(now, due.size()), bins.windows(now, due.size())) << round;
     }
   }
 }
