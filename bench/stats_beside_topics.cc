@@ -7,7 +7,7 @@
 // max, in ms), how many pushes and stats() calls ran, the mean stats() time, and the time of a
 // first stats() made before the pushes start (the one that sees every topic new). Run it niced:
 // the machine's own stalls (delayq-stall-probe) are a floor under the maximum.
-//   delayq-stats-probe [--topics 100000] [--seconds 3] [--every-us 50] [--shards 1]
+//   delayq-stats-probe [--topics 100000] [--seconds 3] [--every-us 50] [--shards 1] [--warmup 1]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -37,9 +37,14 @@ double quantile(std::vector<double> v, double q) {
 int main(int argc, char** argv) {
   size_t topics = 100000, shards = 1;
   double seconds = 3, every_us = 50;
+  bool warmup = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const double v = std::atof(argv[i + 1]);
+    if (k == "--warmup" && (v == 0 || v == 1)) {
+      warmup = v == 1;
+      continue;
+    }
     if (!(v > 0 && v <= 1e7)) {
       std::fprintf(stderr, "bad value for %s\n", k.c_str());
       return 2;
@@ -49,7 +54,7 @@ int main(int argc, char** argv) {
     else if (k == "--every-us") every_us = v;
     else if (k == "--shards") shards = static_cast<size_t>(v);
     else {
-      std::fprintf(stderr, "usage: delayq-stats-probe [--topics N] [--seconds S] [--every-us U] [--shards N]\n");
+      std::fprintf(stderr, "usage: delayq-stats-probe [--topics N] [--seconds S] [--every-us U] [--shards N] [--warmup 0|1]\n");
       return 2;
     }
   }
@@ -67,9 +72,13 @@ int main(int argc, char** argv) {
 
   // The first stats() after the topics were made copies every one of them into the engine's view
   // of its topics (those that changed since the last stats()): timed apart, before the pushes.
-  const auto f0 = Steady::now();
-  if (e.stats().topics.size() < topics) return 1;
-  const double first_stats_ms = ms(Steady::now() - f0);
+  // With --warmup 0 it runs beside the pushes like the others, and the maximum includes it.
+  double first_stats_ms = 0;
+  if (warmup) {
+    const auto f0 = Steady::now();
+    if (e.stats().topics.size() < topics) return 1;
+    first_stats_ms = ms(Steady::now() - f0);
+  }
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> stats_calls{0};
@@ -102,10 +111,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"probe\":\"push-beside-stats\",\"topics\":%zu,\"shards\":%zu,\"pushes\":%zu,"
       "\"push_ms\":{\"p50\":%.4f,\"p99\":%.4f,\"max\":%.4f},\"stats_calls\":%llu,"
-      "\"stats_mean_ms\":%.3f,\"first_stats_ms\":%.3f}\n",
+      "\"stats_mean_ms\":%.3f,\"first_stats_ms\":%.3f,\"warmup\":%s}\n",
       topics, shards, lat.size(), quantile(lat, 0.5), quantile(lat, 0.99),
       lat.empty() ? 0.0 : *std::max_element(lat.begin(), lat.end()),
       static_cast<unsigned long long>(calls), calls ? ms(stats_time) / static_cast<double>(calls) : 0.0,
-      first_stats_ms);
+      first_stats_ms, warmup ? "true" : "false");
   return 0;
 }

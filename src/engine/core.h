@@ -139,8 +139,10 @@ class Core {
   // Copies into view() (its lock held) the topics that changed since the last publish(), and
   // drops those freed since: work in proportion to what changed, not to the topics held. The
   // engine's stats() calls it under the shard's lock, then view().add_to() without that lock.
-  // Call advance(now) first, as for add_stats().
-  void publish();
+  // Call advance(now) first, as for add_stats(). At most `limit` topics are done: true when
+  // nothing is left, and then the view is the core's as of this call (a topic done in an earlier
+  // call that changed since is listed again), to be read with this call's `now`.
+  bool publish(size_t limit = SIZE_MAX);
   // The one part of a core used without the shard's lock: it has its own (TopicView::lock()).
   TopicView& view() { return view_; }
   // The totals of stats() (add_stats() adds them too).

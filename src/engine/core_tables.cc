@@ -278,12 +278,17 @@ void Core::add_stats(Stats& s, TimePoint now) const {
   add_totals(s, totals_);
 }
 
-void Core::publish() {
+bool Core::publish(size_t limit) {
   TopicView& view = view_;
-  for (const std::string& name : gone_) view.topics_.erase(name);
-  gone_.clear();
-  for (uint32_t i : changed_) {
-    Topic& t = topics_[i];
+  size_t done = 0;
+  // The topics freed first: a topic freed and made again has its new state listed in changed_.
+  for (; !gone_.empty() && done < limit; ++done) {
+    view.topics_.erase(gone_.back());
+    gone_.pop_back();
+  }
+  for (; !changed_.empty() && done < limit; ++done) {
+    Topic& t = topics_[changed_.back()];
+    changed_.pop_back();
     if (!t.changed) continue;  // listed twice
     t.changed = false;
     if (t.name.empty()) continue;  // freed since
@@ -296,7 +301,7 @@ void Core::publish() {
     if (t.ready.head != kNil) v.ready_front = jobs_[t.ready.head].due;
     t.published = true;
   }
-  changed_.clear();
+  return gone_.empty() && changed_.empty();
 }
 
 void TopicView::add_to(Stats& s, TimePoint now) const {
