@@ -68,5 +68,39 @@ TEST(EngineStats, StatsBesidePushesOnTopicsThatComeAndGoListsOnlyWhatRemains) {
   EXPECT_GE(st.timing.size(), 1024u);
 }
 
+// More topics changed than stats() copies under one hold of a shard's lock (4096): it takes
+// several, and lists every topic as of the last.
+TEST(EngineStats, StatsListsEveryTopicWhenMoreChangedThanOnePieceHolds) {
+  ManualClock clock(TimePoint(std::chrono::sys_days(std::chrono::year{2026} / 3 / 1)));
+  EngineOptions o;
+  o.clock = &clock;
+  auto opened = Engine::open(o);
+  ASSERT_TRUE(opened.ok());
+  Engine& e = **opened;
+  constexpr int kTopics = 10000;
+  for (int i = 0; i < kTopics; ++i)
+    ASSERT_TRUE(e.push({.topic = "t" + std::to_string(i), .delay = i % 2 ? 1h : 0ms}).ok());
+  Stats st = e.stats();
+  ASSERT_EQ(st.topics.size(), size_t{kTopics});
+  EXPECT_EQ(st.topics["t1"].delayed, 1u);
+  EXPECT_EQ(st.topics["t2"].ready, 1u);
+  EXPECT_EQ(st.timing["t9999"].due.next_day, 1u);
+  // Every ready one handed out and acked: 5000 topics emptied, 1024 of them kept for their
+  // lateness; and an hour later the delayed ones are ready.
+  for (int i = 0; i < kTopics; i += 2) {
+    Result<Delivery> d = e.reserve("t" + std::to_string(i), 0ms);
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(e.ack(d->token).ok());
+  }
+  clock.advance(1h);
+  st = e.stats();
+  ASSERT_EQ(st.topics.size(), size_t{kTopics / 2});
+  EXPECT_EQ(st.topics["t1"].ready, 1u);
+  EXPECT_EQ(st.timing.size(), size_t{kTopics / 2 + 1024});
+  EXPECT_EQ(st.timing["t9998"].first.count, 1u) << "emptied last: kept";
+  EXPECT_EQ(st.timing["t9999"].oldest_ready, 0ms);
+  EXPECT_EQ(st.pushed, uint64_t{kTopics});
+}
+
 }  // namespace
 }  // namespace delayq
