@@ -17,9 +17,7 @@ ShardedEngine::ShardedEngine(const EngineOptions& options, Clock& clock,
                              std::unique_ptr<Persistence> store)
     : opt_(options),
       clock_(clock),
-      shards_(clock, waiting_, std::move(store)),
-      driver_(shards_, clock, options.timer_slack),
-      waiting_([this] { return driver_.next_look(); }) {}
+      parts_(std::make_unique<Parts>(clock, std::move(store), options.timer_slack)) {}
 
 Status ShardedEngine::start() {
   // Before the driver follows a manual clock: no move runs on a half-caught-up shard.
@@ -29,6 +27,11 @@ Status ShardedEngine::start() {
 }
 
 ShardedEngine::~ShardedEngine() {
+  // In a child forked after the open: nothing is closed, joined or freed (common/fork_guard.h).
+  if (waiting_.forked()) {
+    (void)parts_.release();
+    return;
+  }
   close();
   // Destroying the engine from one of its own reserve_async callbacks would free the waiting
   // thread's state under its feet: a programming error, reported rather than left undefined.
@@ -40,6 +43,8 @@ ShardedEngine::~ShardedEngine() {
 }
 
 void ShardedEngine::close() {
+  if (waiting_.forked()) return;  // the parent's queue: left alone (common/fork_guard.h)
+  stop_consumers();  // first, while their last acks are still served
   if (shut_.exchange(true)) return;
   // Blocked reserves return `closed` (or the store's failure, if that came first), pending
   // reserve_async callbacks run with it on the waiting thread, later calls fail with it.
@@ -300,6 +305,9 @@ Status ShardedEngine::health() {
 
 Stats ShardedEngine::stats() {
   Stats st;
+  // In a forked child, nothing: the shards' locks may be held by threads that stayed in the
+  // parent (common/fork_guard.h); health() says why.
+  if (waiting_.forked()) return st;
   std::map<std::string, int64_t> on_disk;  // disk-only jobs per topic
   // Topics copied into a core's view per hold of the shard's lock (a few ms of work at most).
   constexpr size_t kPiece = 4096;

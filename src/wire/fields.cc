@@ -154,7 +154,7 @@ std::optional<double> Fields::number(std::string_view key, double min, double ma
 }
 
 std::optional<Duration> Fields::duration(std::string_view s_key, std::string_view ms_key,
-                                         std::string_view if_negative) {
+                                         std::string_view if_negative, Duration min_positive) {
   if (has(s_key) && has(ms_key)) {
     fail_with("give " + quoted(full(s_key)) + " or " + quoted(full(ms_key)) + ", not both");
     return std::nullopt;
@@ -169,7 +169,7 @@ std::optional<Duration> Fields::duration(std::string_view s_key, std::string_vie
   }
   auto d =
       rules::user_duration(full(key), v->as_double(), seconds ? Unit::seconds : Unit::milliseconds,
-                            limits_.max_delay, if_negative);
+                            limits_.max_delay, if_negative, min_positive);
   if (!d) {
     fail_with(d.status().message());
     return std::nullopt;

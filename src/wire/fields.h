@@ -49,10 +49,12 @@ class Fields {
   std::optional<double> number(std::string_view key, double min, double max);
 
   // A duration in seconds (`s_key`, fractions allowed) or whole milliseconds (`ms_key`); both at
-  // once is refused. Checked against 0 and max_delay before conversion; `if_negative` is the
-  // hint of the negative refusal ("use 0 for 'now'").
+  // once is refused. Checked against 0, `min_positive` (for a positive value) and max_delay
+  // before conversion; `if_negative` is the hint of the refusals below 0 or the minimum ("use 0
+  // for 'now'").
   std::optional<Duration> duration(std::string_view s_key, std::string_view ms_key,
-                                   std::string_view if_negative = {});
+                                   std::string_view if_negative = {},
+                                   Duration min_positive = Duration::zero());
   // A unix time in whole milliseconds, at most max_delay after `now`.
   std::optional<TimePoint> time_ms(std::string_view key, TimePoint now);
 
