@@ -9,6 +9,8 @@
 //             so every rule is kept by disk-only jobs and across the boundary.
 //  - Redis:   open_redis against one private redis-server per test binary (tests/support/redis_server.h),
 //             each test on a queue of its own name so that no test sees another's jobs.
+//  - DurableAlways, TieredAlways: Durable and Tiered under Sync::always, where every call waits
+//             for its fsync (the store's default).
 //
 // Everything runs in real time with short delays, on machines that may be slow and shared. So no
 // test asserts how soon something happened: only that it did not happen early (checked against
@@ -120,17 +122,19 @@ class Memory {
   }
 };
 
-template <bool kTiered>
+template <bool kTiered, Sync kSync = Sync::none>
 class DurableStore {
  public:
-  static constexpr const char* kName = kTiered ? "Tiered" : "Durable";
+  static constexpr const char* kName =
+      kSync == Sync::always ? (kTiered ? "TieredAlways" : "DurableAlways")
+                            : (kTiered ? "Tiered" : "Durable");
   static constexpr bool kKeepsJobs = true;
   Result<std::unique_ptr<Queue>> open(const Limits& l) {
     if (dir_.path().empty())
       return Status(Errc::io_error, "could not create a temporary directory");
     StoreOptions o;
     o.dir = dir_.path();
-    o.sync = Sync::none;
+    o.sync = kSync;
     if (kTiered) o.horizon = 20ms;
     o.engine = engine_options(l);
     return as_queue(open_store(o));
@@ -142,6 +146,10 @@ class DurableStore {
 // Classes, not aliases: their names are the ctest names' ("...<delayq::conformance::Tiered>").
 class Durable : public DurableStore<false> {};
 class Tiered : public DurableStore<true> {};
+// The same under Sync::always, where every call waits for its fsync (the group commit's other
+// path: a call that finds a write in flight waits for the next one).
+class DurableAlways : public DurableStore<false, Sync::always> {};
+class TieredAlways : public DurableStore<true, Sync::always> {};
 
 // One redis-server for the whole binary, started by the first test that needs it (a run filtered
 // to the other backends starts none) and killed when the tests are over.
@@ -374,7 +382,7 @@ class Conformance : public ::testing::Test {
   std::map<std::string, TimePoint> due_;
 };
 
-using Backends = ::testing::Types<Memory, Durable, Tiered, Redis>;
+using Backends = ::testing::Types<Memory, Durable, Tiered, Redis, DurableAlways, TieredAlways>;
 TYPED_TEST_SUITE(Conformance, Backends);
 
 // ---- push and ids ----
@@ -2134,14 +2142,14 @@ TYPED_TEST(Conformance, DelayedJobsAreCountedByTheWindowTheyFallDueIn) {
     this->push("win", "w" + std::to_string(n++), d);
   this->push("win", "ready-now");
   const DueWindows got = this->q_->stats().timing["win"].due;
-  if (std::string(TypeParam::kName) == "Tiered")
+  if (std::string_view(TypeParam::kName).starts_with("Tiered"))
     EXPECT_EQ(got, DueWindows{.beyond = 5}) << "jobs on disk count as beyond";
   else
     EXPECT_EQ(got, (DueWindows{1, 1, 1, 1, 1}));
   ASSERT_TRUE(this->q_->cancel("w4").ok());
   ASSERT_TRUE(this->q_->reschedule("w0", now() + 4 * 24h).ok());
   const DueWindows after = this->q_->stats().timing["win"].due;
-  if (std::string(TypeParam::kName) == "Tiered")
+  if (std::string_view(TypeParam::kName).starts_with("Tiered"))
     EXPECT_EQ(after, DueWindows{.beyond = 4});
   else
     EXPECT_EQ(after, (DueWindows{0, 1, 1, 2, 0}));
