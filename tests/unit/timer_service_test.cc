@@ -377,6 +377,26 @@ TEST(TimerService, StopFromInsideACallbackStopsWithoutWaitingForItself) {
   EXPECT_EQ(calls, 0);
 }
 
+// stop() from another thread waits for the callback running now to return; the callbacks of the
+// same firing that had not started are dropped, not run.
+TEST(TimerService, StopFromAnotherThreadWaitsForTheRunningCallback) {
+  TimerService timers;
+  std::atomic<bool> started{false}, finished{false};
+  std::atomic<int> after{0};
+  const auto at = Steady::now() + 5ms;
+  timers.schedule_at(at, [&] {
+    started.store(true);
+    std::this_thread::sleep_for(100ms);
+    finished.store(true);
+  });
+  timers.schedule_at(at, [&] { after.fetch_add(1); });
+  ASSERT_TRUE(eventually([&] { return started.load(); }));
+  timers.stop();
+  EXPECT_TRUE(finished.load());
+  EXPECT_EQ(after.load(), 0);
+  EXPECT_EQ(timers.pending(), 0u);
+}
+
 // Destroying the service from one of its callbacks: no join of itself (which aborted with
 // "Resource deadlock avoided"); the driver thread finishes that callback, drops what is pending
 // and exits, taking the service's state with it.
