@@ -3,7 +3,8 @@
 # again under AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrent tests under
 # ThreadSanitizer (scripts/tsan.sh), then a short run of the workload driver that checks every
 # job arrives and none early, then a short fuzzing run of each libFuzzer target (scripts/fuzz.sh:
-# delayqd's request parsing, the journal's record decoder, the Redis reply readers).
+# delayqd's request parsing, the journal's record decoder, the Redis reply readers). A test that
+# skips fails its stage unless scripts/allowed_skips.txt allows it there (scripts/check_skips.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -17,7 +18,9 @@ echo "== build (RelWithDebInfo) =="
 delayq_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build
 echo "== tests =="
-ctest --test-dir build --output-on-failure -j2
+ctest --test-dir build --output-on-failure -j2 --output-junit "$PWD/build/junit.xml"
+# A test that skips fails the stage unless scripts/allowed_skips.txt says why it may.
+python3 scripts/check_skips.py all build/junit.xml
 
 echo "== build (ASan + UBSan) =="
 # Line tables only (-g1): the sanitizers' reports keep their file:line, and the build takes about
@@ -28,7 +31,8 @@ delayq_configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_SANITIZE=
 cmake --build build-asan
 echo "== tests under sanitizers =="
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j2
+  ctest --test-dir build-asan --output-on-failure -j2 --output-junit "$PWD/build-asan/junit.xml"
+python3 scripts/check_skips.py asan build-asan/junit.xml
 
 echo "== build (ThreadSanitizer) =="
 ./scripts/tsan.sh build-tsan

@@ -18,6 +18,9 @@
 #       several threads, callbacks that call back)
 #   tiered_store_test  the disk tier: refills under every shard's lock racing pushes, consumers
 #       and RocksDB's reads and compactions
+#   engine_stats_test  stats() copying changed topics under each shard's lock while pushes run
+#   asio_test  async_reserve: the queue's thread posting to an io_context run on another, the
+#       context's shutdown racing the queue's callback
 # Left out: single-threaded suites (core, JSON, bad input), the CLI (one call per process) and
 # the crash harness (processes killed in cycles: minutes under TSan for little interleaving of
 # threads that the tests above do not already have).
@@ -31,7 +34,8 @@ source scripts/deps.sh
 build=${1:-build-tsan}
 tests=(engine_concurrency_test engine_semantics_test journal_test store_test
        engine_store_failure_test redis_test conformance_test redis_cluster_test http_api_test
-       delayqd_test delayqd_redis_test timer_service_test waiting_test tiered_store_test)
+       delayqd_test delayqd_redis_test timer_service_test waiting_test tiered_store_test
+       asio_test engine_stats_test)
 # Line tables only (-g1), as the ASan stage of test.sh: reports keep their file:line.
 delayq_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_TSAN=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
@@ -47,8 +51,9 @@ status=0
 # history_size=7, the longest: with less, the first access of a report is often lost ("failed to
 # restore the stack"), and a suppression cannot match a stack that is not there.
 opts="suppressions=$PWD/tests/tsan.supp log_path=$reports/tsan second_deadlock_stack=1 history_size=7"
-TSAN_OPTIONS="$opts ${TSAN_OPTIONS:-}" ctest --test-dir "$build" --output-on-failure -j2 -L "$labels" ||
-  status=$?
+TSAN_OPTIONS="$opts ${TSAN_OPTIONS:-}" ctest --test-dir "$build" --output-on-failure -j2 -L "$labels" \
+  --output-junit "$(cd "$build" && pwd)/junit.xml" || status=$?
+python3 scripts/check_skips.py tsan "$build/junit.xml" || status=1
 if compgen -G "$reports/tsan*" >/dev/null; then
   echo "ThreadSanitizer reported (files in $reports):" >&2
   cat "$reports"/tsan* >&2

@@ -16,6 +16,7 @@
 
 #include "wal/codec.h"
 #include "wal/far_codec.h"
+#include "wal/lock.h"
 #include "wal/open_db.h"
 
 namespace delayq::wal {
@@ -101,9 +102,14 @@ Status create_directory(const std::string& dir) {
 }  // namespace
 
 Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const JournalOptions& o) {
-  if (!o.read_only)
-    if (Status st = create_directory(dir); !st.ok()) return st;
   std::unique_ptr<Database> d(new Database());
+  if (!o.read_only) {
+    if (Status st = create_directory(dir); !st.ok()) return st;
+    // Before RocksDB is asked: a refused open must not touch what the holder has open (lock.h).
+    Result<std::unique_ptr<StoreLock>> lock = StoreLock::take(dir);
+    if (!lock) return lock.status();
+    d->lock_ = std::move(lock).value();
+  }
   d->dir_ = dir;
   rocksdb::DBOptions options = db_options(o);
   std::vector<rocksdb::ColumnFamilyDescriptor> fams = families(dir, options, o.tiered);

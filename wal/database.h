@@ -14,6 +14,7 @@
 
 #include "delayq/error.h"
 #include "wal/journal.h"
+#include "wal/lock.h"
 #include "wal/log_files.h"
 
 namespace delayq::wal {
@@ -51,6 +52,9 @@ class Database {
   Database() = default;
   Status check_format(bool read_only);
 
+  // The store's own lock (lock.h), held from before RocksDB opens until after it closed (declared
+  // first: destroyed last); none for a read-only open, which RocksDB does not lock either.
+  std::unique_ptr<StoreLock> lock_;
   std::string dir_;
   rocksdb::DB* db_ = nullptr;
   // As opened: [0] default, [1] jobs, [2] meta, then any families of a newer format. Destroyed

@@ -308,19 +308,10 @@ Status sync_logs(const OpenDbRequest& r, const std::vector<std::string>& logs, r
 
 Status from_rocksdb(const rocksdb::Status& s, const std::string& dir, const std::string& what) {
   if (is_lock_failure(s)) {
-    // Named, so that the operator knows which process to stop or to ask (the CLI says the same
-    // before it opens anything: wal/lock.h).
-    const std::string holder = lock_holder(dir);
-    if (holder.empty())
-      return Status(Errc::unavailable,
-                    "store directory " + dir +
-                        " is in use: this process already has it open (another open_store on "
-                        "it), and a store can be open once at a time (RocksDB: " +
-                        s.ToString() + ")");
-    return Status(Errc::unavailable,
-                  "store directory " + dir + " is locked by " + holder +
-                      ": it is in use by another process, and a store can be open in one "
-                      "process at a time; stop that process first, or go through it");
+    // This open holds delayq.lock (database.cc takes it first), so RocksDB's LOCK is held by a
+    // process that does not take delayq.lock (an older delayq), or by RocksDB opened otherwise in
+    // this process. Named, so that the operator knows which process to stop or to ask.
+    return store_in_use(dir, rocksdb_lock_holder(dir), "RocksDB: " + s.ToString());
   }
   if (s.IsCorruption())
     return Status(Errc::corrupt, "store " + dir + ": " + what +

@@ -39,6 +39,9 @@ class [[nodiscard]] Status {
   Status() = default;
   Status(Errc code, std::string message) : code_(make_error_code(code)), message_(std::move(message)) {}
 
+  // Mind the two opposite truths: a Status converts to true on SUCCESS (`if (st)` means ok),
+  // while its code(), a std::error_code, converts to true on FAILURE (`if (st.code())` means
+  // failed), as every error_code does. Prefer ok() and is() to either conversion.
   bool ok() const noexcept { return !code_; }
   explicit operator bool() const noexcept { return ok(); }
   std::error_code code() const noexcept { return code_; }
@@ -81,6 +84,7 @@ class [[nodiscard]] Result {
 
   // The failure; an ok Status when the Result holds a value.
   Status status() const { return ok() ? Status() : std::get<1>(v_); }
+  // As Status's: true on failure, where the Result itself is true on success.
   std::error_code code() const noexcept { return ok() ? std::error_code() : std::get<1>(v_).code(); }
   bool is(Errc e) const noexcept { return !ok() && std::get<1>(v_).is(e); }
 

@@ -173,8 +173,10 @@ struct TopicTiming {
 
 struct Stats {
   std::map<std::string, TopicStats> topics;  // topics with at least one live job, or paused
-  // Topics with a live job or a delivery since the queue was opened: when their jobs fall due,
-  // how long the ready ones have waited, and how late deliveries were handed out.
+  // Topics with a live job or a delivery since the queue was opened, while the queue keeps them
+  // (the engine forgets the topics emptied longest ago: docs/semantics.md, "Topics that are
+  // gone"): when their jobs fall due, how long the ready ones have waited, and how late
+  // deliveries were handed out.
   std::map<std::string, TopicTiming> timing;
   // Totals since the queue was opened (a durable store: since it was created).
   uint64_t pushed = 0;          // pushes that succeeded

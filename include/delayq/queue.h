@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "delayq/error.h"
@@ -48,6 +49,13 @@ class Queue;
 // A running consume() loop: `concurrency` threads (Queue::consume() says how they batch). Its
 // destruction (or stop()) lets each thread finish the job it holds, give back the rest of its
 // batch and send its acks, then joins them; jobs not yet reserved stay in the queue.
+//
+// Lifetimes: closing the queue (or destroying it, which closes it) stops and joins its
+// consumers first, so a Consumer may outlive its queue, or be declared before it: its stop() and
+// destructor then have nothing left to do. stop() (or the destructor) may be called from the
+// consumer's own handler: the calling thread is not joined (it ends when its handler returns, and
+// that job is settled as the handler decided); the other threads are. In a child forked after
+// the queue opened, stop() and the destructor join nothing (see Queue::close()).
 class Consumer {
  public:
   Consumer() = default;
@@ -62,8 +70,9 @@ class Consumer {
  private:
   friend class Queue;
   struct State;
+  // Stops the loop and waits for its threads (consumer.cc); `forget_queue`: the queue is closing.
+  static void halt(State& st, bool forget_queue);
   std::shared_ptr<State> state_;
-  std::vector<std::thread> threads_;
 };
 
 class Queue {
@@ -103,6 +112,19 @@ class Queue {
   void reserve_async(std::vector<std::string> topics, Duration timeout,
                      std::function<void(Result<Delivery>)> done) {
     reserve_async(std::move(topics), timeout, std::move(done), std::stop_token());
+  }
+  // The same with a callback that cannot be copied (a std::function needs one that can): it is
+  // kept in one shared allocation and called once, as above.
+  template <class F>
+    requires(!std::is_copy_constructible_v<std::decay_t<F>> &&
+             std::is_invocable_v<std::decay_t<F>&, Result<Delivery>>)
+  void reserve_async(std::vector<std::string> topics, Duration timeout, F&& done,
+                     std::stop_token stop = {}) {
+    auto kept = std::make_shared<std::decay_t<F>>(std::forward<F>(done));
+    reserve_async(std::move(topics), timeout,
+                  std::function<void(Result<Delivery>)>(
+                      [kept](Result<Delivery> r) { (*kept)(std::move(r)); }),
+                  std::move(stop));
   }
 
   // Acknowledges a delivery: the job is done and gone.
@@ -188,6 +210,11 @@ class Queue {
   // when it closed. Jobs stay where they are (a durable backend keeps them for the next open; the
   // durable store lets go of its directory when the queue is destroyed). Idempotent; the
   // destructor calls it.
+  //
+  // fork(): a queue belongs to the process that opened it. In a child forked after the open
+  // every call fails with `closed` (naming fork), stats() is empty, and close() and the
+  // destructor leave everything as it is (no thread joined, no file closed or flushed), so the
+  // parent's queue is untouched. Fork first, then open a queue in the child (docs/semantics.md).
   virtual void close() = 0;
 
   // Worker-style consumption of one topic with `concurrency` threads. The handler's result
@@ -205,9 +232,23 @@ class Queue {
   // handled() counts a delivery once its ack, nack or dead letter was sent. Backends that cannot
   // take several jobs at once take one (the in-memory engine and the store today).
   Consumer consume(std::string topic, Handler handler, size_t concurrency = 1);
+  // The same with a handler that cannot be copied: each thread cannot have a copy of its own, so
+  // the threads share it, and with concurrency > 1 it is called from several threads at once.
+  template <class H>
+    requires(!std::is_copy_constructible_v<std::decay_t<H>> &&
+             std::is_invocable_r_v<HandlerResult, std::decay_t<H>&, const Delivery&>)
+  Consumer consume(std::string topic, H&& handler, size_t concurrency = 1) {
+    auto shared = std::make_shared<std::decay_t<H>>(std::forward<H>(handler));
+    return consume(std::move(topic),
+                   Handler([shared](const Delivery& d) { return (*shared)(d); }), concurrency);
+  }
 
  protected:
   friend class Consumer;
+  // Stops and joins every consume() thread of this queue (all but the calling one, when called
+  // from a handler), letting each settle the job it holds. Every backend's close() calls it
+  // first, while the queue still serves their last acks.
+  void stop_consumers();
   // reserve() that also returns (Errc::closed) soon after `stop` becomes true and
   // wake_waiters() is called. The default waits in slices of 100 ms; backends override both.
   virtual Result<Delivery> reserve_interruptible(std::span<const std::string> topics,
@@ -219,6 +260,11 @@ class Queue {
       std::span<const std::string> topics, size_t max, Duration timeout,
       const std::atomic<bool>& stop);
   virtual void wake_waiters() {}
+
+ private:
+  struct Consumers;  // the consume() loops started on this queue (consumer.cc)
+  std::shared_ptr<Consumers> consumers_ = make_consumers();
+  static std::shared_ptr<Consumers> make_consumers();
 };
 
 }  // namespace delayq

@@ -5,11 +5,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "delayq/queue.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
+#include "redis/connection.h"
+#include "redis/keys.h"
 #include "wal/lock.h"
 #include "wire/answer.h"
 #include "wire/jobs.h"
@@ -86,11 +89,31 @@ Result<std::unique_ptr<Backend>> open_store_backend(const Target& t, Access acce
   return std::unique_ptr<Backend>(new QueueBackend(std::move(*q)));
 }
 
+// The shard count a Redis queue was created with, from its meta hash ("shards", which the first
+// opening sets: redis_queue.cc); nothing when the queue is new, or the count cannot be read
+// here (a server that does not answer, a Cluster node that does not hold the hash): then the
+// opening itself says what is wrong.
+std::optional<uint32_t> stored_shards(const RedisOptions& options) {
+  auto ep = redis::parse_url(options.url);
+  if (!ep) return std::nullopt;
+  auto c = redis::Connection::open(*ep, options.connect_timeout, options.call_timeout);
+  if (!c) return std::nullopt;
+  const redis::KeyLayout keys(options.queue, 1);
+  auto got = (*c)->call({"HGET", keys.meta(), "shards"});
+  if (!got) return std::nullopt;
+  const int64_t n = got->as_int(0);
+  if (n < 1 || n > 1024) return std::nullopt;
+  return static_cast<uint32_t>(n);
+}
+
 Result<std::unique_ptr<Backend>> open_redis_backend(const Target& t) {
   RedisOptions options;
   options.url = t.redis_url;
   if (!t.queue.empty()) options.queue = t.queue;
-  if (t.shards != 0) options.shards = t.shards;
+  if (t.shards != 0)
+    options.shards = t.shards;
+  else if (auto stored = stored_shards(options))
+    options.shards = *stored;
   options.connections = 1;  // one command at a time
   auto q = open_redis(options);
   if (!q) return q.status();
@@ -196,7 +219,7 @@ class HttpBackend final : public Backend {
     std::string message = answer->message;
     if (name == "unauthorized")
       message = "delayqd refused the request (HTTP 401 unauthorized: " + message +
-                "); give its bearer token with --token-file FILE";
+                "); give its bearer token with --token-file FILE (or DELAYQ_TOKEN_FILE)";
     else if ((errc == Errc::unavailable && name != "unavailable") || name == "forbidden" ||
              name == "not_supported")
       message =
@@ -207,11 +230,13 @@ class HttpBackend final : public Backend {
   wire::HttpClient client_;
 };
 
-Result<std::string> read_token(const std::string& path) {
+// The token in `path`; `source` names where the path came from (--token-file or
+// DELAYQ_TOKEN_FILE) in the refusals.
+Result<std::string> read_token(const std::string& path, const std::string& source) {
   std::ifstream in(path);
   if (!in)
     return Status(Errc::invalid_argument,
-                  "cannot read --token-file " + path + ": " + std::strerror(errno));
+                  "cannot read " + source + " " + path + ": " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string token = ss.str();
@@ -220,28 +245,28 @@ Result<std::string> read_token(const std::string& path) {
   token = b == std::string::npos ? "" : token.substr(b, e - b + 1);
   if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos)
     return Status(Errc::invalid_argument,
-                  "--token-file " + path + " must hold one token (no spaces or line breaks)");
+                  source + " " + path + " must hold one token (no spaces or line breaks)");
   return token;
 }
 
 }  // namespace
 
-Result<wire::HttpEndpoint> parse_url_flag(std::string_view text) {
+Result<wire::HttpEndpoint> parse_url_flag(std::string_view text, std::string_view source) {
   auto url = wire::parse_http_url(text);
   if (url) return url;
   return Status(Errc::invalid_argument,
-                "bad --url '" + std::string(text) + "': " + url.status().message() +
+                "bad " + std::string(source) + " '" + std::string(text) + "': " + url.status().message() +
                     " (expected http://HOST:PORT, e.g. http://127.0.0.1:9277)");
 }
 
 Result<std::unique_ptr<Backend>> open_backend(const Target& target, Access access) {
   if (!target.store_dir.empty()) return open_store_backend(target, access);
   if (!target.redis_url.empty()) return open_redis_backend(target);
-  auto url = parse_url_flag(target.url);
+  auto url = parse_url_flag(target.url, target.url_source);
   if (!url) return url.status();
   std::string token;
   if (!target.token_file.empty()) {
-    auto t = read_token(target.token_file);
+    auto t = read_token(target.token_file, target.token_source);
     if (!t) return t.status();
     token = std::move(*t);
   }

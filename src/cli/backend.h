@@ -42,14 +42,19 @@ struct Target {
   std::string store_dir;
   std::string url;
   std::string token_file;  // --url only
+  // Where url and token_file came from, for messages: the flag, or the environment variable
+  // that stood for it (DELAYQ_URL, DELAYQ_TOKEN_FILE).
+  std::string url_source = "--url";
+  std::string token_source = "--token-file";
   std::string redis_url;
   std::string queue;    // --redis only; empty: "default"
-  uint32_t shards = 0;  // --redis only; 0: 1
+  uint32_t shards = 0;  // --redis only; 0: the queue's own count (1 for a new queue)
 };
 
-// The value of --url: http://HOST:PORT[/PREFIX]. Errors: invalid_argument, "bad --url '...': "
-// what is wrong with it, and what a good one looks like.
-Result<wire::HttpEndpoint> parse_url_flag(std::string_view text);
+// The value of --url (or of `source`, DELAYQ_URL): http://HOST:PORT[/PREFIX]. Errors:
+// invalid_argument, "bad --url '...': " what is wrong with it, and what a good one looks like.
+Result<wire::HttpEndpoint> parse_url_flag(std::string_view text,
+                                          std::string_view source = "--url");
 
 // Opens the target for `access`.
 // Errors: unavailable (a store directory in use by a running process, a server that cannot be

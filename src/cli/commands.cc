@@ -22,6 +22,7 @@
 #include "cli/parse.h"
 #include "cli/stats_timing.h"
 #include "wire/json.h"
+#include "wire/version.h"
 
 namespace delayq::cli {
 
@@ -387,6 +388,7 @@ std::optional<int> answer_without_command(Invocation& inv, std::optional<UsageEr
     problem->command = command;
     return usage(io, *problem);
   }
+  if (inv.version) return print("delayq " + std::string(wire::version()) + "\n");
   if (inv.name.empty() && inv.help) return print(full_usage());
   if (inv.name.empty()) {
     io.err << "delayq: no command given\n" << full_usage();

@@ -1,7 +1,11 @@
 // What a delayq command line asks for (see invocation.h).
 #include "cli/invocation.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "cli/parse.h"
+#include "wire/fields.h"
 
 namespace delayq::cli {
 
@@ -12,8 +16,12 @@ constexpr const char* kTargetHelp =
   --store DIR                  the embedded store in DIR (no delayqd may have it open;
                                get, stats and dead list open it read-only)
   --url http://HOST:PORT       a running delayqd   [--token-file FILE: its bearer token]
+                               (DELAYQ_URL and DELAYQ_TOKEN_FILE in the environment stand
+                               for them; a flag wins over its variable, and any target flag
+                               over DELAYQ_URL)
   --redis URL                  a Redis queue (redis://host:port or unix:///path)
-                               [--queue NAME (default "default")] [--shards N (default 1)]
+                               [--queue NAME (default "default")] [--shards N (default:
+                               the queue's own count; 1 for a new queue)]
 Add --json to any command for one JSON document on stdout instead of text.
 )";
 
@@ -71,6 +79,14 @@ const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", 
                                            "shards", "id",        "delay",      "due-at", "ttr",
                                            "body",   "body-file", "retry",      "limit",  "topic"};
 
+// " (did you mean '--delay'?)" for a mistyped flag, "" when no flag is close.
+std::string did_you_mean(std::string_view typed) {
+  std::vector<std::string_view> names(kValueFlags.begin(), kValueFlags.end());
+  names.insert(names.end(), {"json", "help", "version"});
+  const std::string_view best = wire::closest_name(typed, names);
+  return best.empty() ? "" : " (did you mean '--" + std::string(best) + "'?)";
+}
+
 }  // namespace
 
 const CommandInfo* find_command(const std::string& name) {
@@ -87,7 +103,7 @@ std::string full_usage() {
       summary.replace(at, 1, "\n    ");
     s += "  " + std::string(c.usage) + "\n      " + summary + "\n";
   }
-  return s + "\n" + kTargetHelp +
+  return s + "\n" + kTargetHelp + "--version prints \"delayq VERSION\".\n" +
          "\nExit status: 0 ok, 1 the call failed, 2 bad usage. docs/cli.md has examples.\n";
 }
 
@@ -119,6 +135,10 @@ std::optional<UsageError> split_args(const std::vector<std::string>& args, Invoc
       inv.help = true;
       continue;
     }
+    if (a == "--version") {
+      inv.version = true;
+      continue;
+    }
     if (a.rfind("--", 0) != 0) {
       note("unknown flag '" + a + "'");
       continue;
@@ -136,7 +156,7 @@ std::optional<UsageError> split_args(const std::vector<std::string>& args, Invoc
       continue;
     }
     if (!kValueFlags.contains(name)) {
-      note("unknown flag '--" + name + "'");
+      note("unknown flag '--" + name + "'" + did_you_mean(name));
       continue;
     }
     if (!inline_value) {
@@ -195,10 +215,8 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
   const auto& f = inv.flags;
   const auto flag = [&](const char* name) { return f.contains(name) ? f.at(name) : ""; };
   const int targets = f.contains("store") + f.contains("url") + f.contains("redis");
-  if (targets == 0)
-    return bad("no target: give --store DIR, --url http://HOST:PORT or --redis URL");
   if (targets > 1) return bad("give one target: --store, --url or --redis, not several");
-  if (f.contains("token-file") && !f.contains("url"))
+  if (f.contains("token-file") && targets == 1 && !f.contains("url"))
     return bad("--token-file applies to --url only");
   if ((f.contains("queue") || f.contains("shards")) && !f.contains("redis"))
     return bad("--queue and --shards apply to --redis only");
@@ -207,10 +225,28 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
   target.token_file = flag("token-file");
   target.redis_url = flag("redis");
   target.queue = flag("queue");
+  // The environment, under the flags: DELAYQ_URL when no flag names a target, and
+  // DELAYQ_TOKEN_FILE for a --url (from either) without --token-file.
+  const char* env_url = std::getenv("DELAYQ_URL");
+  const bool url_from_env = targets == 0 && env_url != nullptr && *env_url != '\0';
+  if (url_from_env) {
+    target.url = env_url;
+    target.url_source = "DELAYQ_URL";
+  }
+  if (targets == 0 && !url_from_env)
+    return bad("no target: give --store DIR, --url http://HOST:PORT (or DELAYQ_URL) or "
+               "--redis URL");
+  const char* env_token = std::getenv("DELAYQ_TOKEN_FILE");
+  if (!target.url.empty() && !f.contains("token-file") && env_token != nullptr &&
+      *env_token != '\0') {
+    target.token_file = env_token;
+    target.token_source = "DELAYQ_TOKEN_FILE";
+  }
   if (f.contains("store") && target.store_dir.empty()) return bad("--store needs a directory");
   if (f.contains("redis") && target.redis_url.empty()) return bad("--redis needs a URL");
-  if (f.contains("url"))
-    if (auto u = parse_url_flag(target.url); !u) return bad(u.status().message());
+  if (!target.url.empty() || f.contains("url"))
+    if (auto u = parse_url_flag(target.url, target.url_source); !u)
+      return bad(u.status().message());
   if (f.contains("shards")) {
     auto n = parse_count(flag("shards"), 1, 1024);
     if (!n) return bad("bad --shards: " + n.status().message());

@@ -41,6 +41,7 @@ struct Invocation {
   std::vector<std::string> positional;
   bool json = false;
   bool help = false;
+  bool version = false;  // --version
   // Once the command is known: its name ("dead list") and the arguments after it.
   std::string name;
   std::vector<std::string> rest;
@@ -57,7 +58,9 @@ bool take_command_name(Invocation& inv);
 // Whether the flags apply to `command` and its arguments are the ones it takes.
 std::optional<UsageError> check_args(const Invocation& inv, const CommandInfo& command);
 
-// The one target the flags name, checked (a --url parsed, --shards counted).
+// The one target the flags name, checked (a --url parsed, --shards counted). Without a target
+// flag, DELAYQ_URL stands for --url; with a --url from either, DELAYQ_TOKEN_FILE stands for a
+// --token-file not given (a flag wins over its variable).
 std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& command,
                                       Target& target);
 

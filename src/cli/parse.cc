@@ -70,7 +70,7 @@ std::string quoted(std::string_view s) {
 namespace {
 
 // The units a duration takes, with the spellings people type: "5min", "90sec", "2hrs", "3days".
-// Lower case only ("M" could be months); no fractions ("1.5h" is "1h30m").
+// Lower case only ("M" could be months). A number may have a fraction ("1.5h", "0.5s").
 struct Unit {
   std::string_view name;
   int64_t ns;
@@ -90,7 +90,25 @@ constexpr Unit kUnits[] = {
     {"days", 86400 * kSecondNs},
 };
 constexpr std::string_view kUnitList =
-    "ms, s (sec), m (min), h (hr) or d (day), e.g. 90s, 5min, 2h30m, 3d";
+    "units: ms, s (sec), m (min), h (hr), d (day); e.g. 90s, 1.5h, 5min, 2h30m, 3d";
+// At most 9 digits after the point: a billionth of a unit.
+constexpr size_t kMaxFractionDigits = 9;
+
+// The fraction digits after a '.' at `pos` (the point already checked by the caller), as a
+// numerator over 10^digits; false when there are none or more than kMaxFractionDigits.
+bool read_fraction_digits(std::string_view s, size_t& pos, uint64_t& numerator, uint64_t& scale) {
+  ++pos;  // the '.'
+  const size_t start = pos;
+  numerator = 0;
+  scale = 1;
+  while (pos < s.size() && is_digit(s[pos])) {
+    if (pos - start >= kMaxFractionDigits) return false;
+    numerator = numerator * 10 + static_cast<uint64_t>(s[pos] - '0');
+    scale *= 10;
+    ++pos;
+  }
+  return pos > start;
+}
 
 }  // namespace
 
@@ -102,28 +120,44 @@ Result<Duration> parse_duration(std::string_view text) {
                "from now, 0 is the least");
   // Far beyond any max_delay, and far from int64 nanoseconds (~292 years).
   constexpr int64_t kMaxNs = int64_t{36500} * 86400 * kSecondNs;
+  const auto too_long = [&] { return bad("bad duration " + quoted(text) + ": longer than 36500 days"); };
   int64_t total = 0;
   size_t pos = 0;
   while (pos < text.size()) {
+    const size_t number_start = pos;
     uint64_t n = 0;
     if (!read_uint(text, pos, n))
       return bad("bad duration " + quoted(text) + ": expected a number at " +
-                 quoted(text.substr(pos)) + " (e.g. 90s, 30m, 1h30m)");
+                 quoted(text.substr(pos)) + " (" + std::string(kUnitList) + ")");
+    uint64_t numerator = 0, scale = 1;
+    if (pos < text.size() && text[pos] == '.' &&
+        !read_fraction_digits(text, pos, numerator, scale))
+      return bad("bad duration " + quoted(text) + ": " +
+                 quoted(text.substr(number_start, pos - number_start)) +
+                 " needs 1 to 9 digits after the point (e.g. 1.5h, 0.25s)");
+    const std::string_view number = text.substr(number_start, pos - number_start);
     const size_t unit_start = pos;
-    while (pos < text.size() && !is_digit(text[pos])) ++pos;
+    while (pos < text.size() && !is_digit(text[pos]) && text[pos] != '.') ++pos;
     const std::string_view unit = text.substr(unit_start, pos - unit_start);
     if (unit.empty())
-      return bad("bad duration " + quoted(text) + ": the number " + std::to_string(n) +
+      return bad("bad duration " + quoted(text) + ": the number " + std::string(number) +
                  " has no unit (" + std::string(kUnitList) + ")");
     const Unit* u = std::find_if(std::begin(kUnits), std::end(kUnits),
                                  [&](const Unit& k) { return k.name == unit; });
     if (u == std::end(kUnits))
-      return bad("bad duration " + quoted(text) + ": unknown unit " + quoted(unit) + " (use " +
+      return bad("bad duration " + quoted(text) + ": unknown unit " + quoted(unit) + " (" +
                  std::string(kUnitList) + ")");
-    if (n > static_cast<uint64_t>(kMaxNs / u->ns) ||
-        total > kMaxNs - static_cast<int64_t>(n) * u->ns)
-      return bad("bad duration " + quoted(text) + ": longer than 36500 days");
-    total += static_cast<int64_t>(n) * u->ns;
+    // Range-checked before anything is multiplied: the whole part against the limit, then the
+    // fraction of one unit (below u->ns, so below 10^14: no overflow in 128 bits, nor after).
+    if (n > static_cast<uint64_t>(kMaxNs / u->ns)) return too_long();
+    const int64_t whole = static_cast<int64_t>(n) * u->ns;
+    const auto part = static_cast<int64_t>(static_cast<unsigned __int128>(numerator) *
+                                           static_cast<uint64_t>(u->ns) / scale);
+    if (whole > kMaxNs - total || part > kMaxNs - total - whole) return too_long();
+    if (numerator != 0 && part == 0)
+      return bad("bad duration " + quoted(text) + ": " + std::string(number) + std::string(unit) +
+                 " is less than a nanosecond");
+    total += whole + part;
   }
   return Duration(total);
 }

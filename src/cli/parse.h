@@ -15,8 +15,10 @@ namespace delayq::cli {
 
 // "1500ms", "90s", "30m", "2h", "3d", or several of them in a row ("1h30m", "2d12h"); "0" alone
 // is zero. The longer spellings people type work too: msec, sec, secs, second(s), min, mins,
-// minute(s), hr, hrs, hour(s), day(s) ("5min", "2hrs", "1hr30min"). Lower case, whole numbers.
-// A bare number other than 0 is refused: "90" could mean seconds or milliseconds.
+// minute(s), hr, hrs, hour(s), day(s) ("5min", "2hrs", "1hr30min"). Lower case. A number may
+// have up to 9 digits after a point ("1.5h", "0.5s"), exact to the nanosecond; it is checked
+// against 36500 days before it is converted. A bare number other than 0 is refused, the message
+// listing the units: "90" could mean seconds or milliseconds.
 // Errors: invalid_argument, naming what is wrong (a negative duration is called that).
 Result<Duration> parse_duration(std::string_view text);
 

@@ -2,12 +2,16 @@
 // sending acks in batches (the contract is in queue.h, above consume()).
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <exception>
 #include <functional>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "common/fork_guard.h"
 #include "common/rules.h"
 #include "common/waiting.h"
 #include "delayq/clock.h"
@@ -16,17 +20,67 @@
 namespace delayq {
 
 struct Consumer::State {
+  // The queue, while it is open: its close() (Queue::stop_consumers) stops this consumer and
+  // clears it, under mu.
   Queue* queue = nullptr;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> handled{0};
-  std::atomic<int> running{0};
+  const ForkGuard fork;
+  std::mutex mu;
+  std::condition_variable ended_cv;  // a thread ended (running went down)
+  int running = 0;                   // under mu: threads not yet ended
+  std::vector<std::thread> threads;  // under mu; taken by the first stop, which joins them
+  std::vector<std::thread::id> ids;  // under mu: the threads' ids, for a stop from a handler
 };
+
+struct Queue::Consumers {
+  std::mutex mu;
+  std::vector<std::weak_ptr<Consumer::State>> states;  // under mu
+};
+
+std::shared_ptr<Queue::Consumers> Queue::make_consumers() {
+  return std::make_shared<Consumers>();
+}
+
+// Stops the consumer of `st` and waits until its threads ended, except the calling thread when it
+// is one of them (a stop from a handler: it ends when its handler returns, detached). The first
+// caller joins the threads; a concurrent one waits for that. `forget_queue`: the queue is
+// closing, and the state must not reach it afterwards.
+void Consumer::halt(State& st, bool forget_queue) {
+  if (st.fork.forked()) {
+    // In a child forked after the open: the threads stayed in the parent (common/fork_guard.h).
+    (void)new std::vector<std::thread>(std::move(st.threads));
+    return;
+  }
+  st.stop.store(true);
+  const std::thread::id self = std::this_thread::get_id();
+  std::vector<std::thread> mine;
+  int own = 0;  // 1 when called from one of the consumer's handlers
+  {
+    std::lock_guard lock(st.mu);
+    own = std::find(st.ids.begin(), st.ids.end(), self) != st.ids.end() ? 1 : 0;
+    // Threads that are still running may be blocked in the queue, which is alive while it is set.
+    if (st.queue != nullptr && st.running > 0) st.queue->wake_waiters();
+    mine = std::move(st.threads);
+    st.threads.clear();
+  }
+  for (std::thread& t : mine) {
+    if (t.get_id() == self)
+      t.detach();  // ends when its handler returns
+    else
+      t.join();
+  }
+  // A concurrent stop may have taken the threads: wait until they ended all the same (the
+  // calling handler's own thread excepted), so that nothing uses the queue after this returns.
+  std::unique_lock lock(st.mu);
+  st.ended_cv.wait(lock, [&] { return st.running <= own; });
+  if (forget_queue) st.queue = nullptr;
+}
 
 Consumer& Consumer::operator=(Consumer&& other) noexcept {
   if (this != &other) {
     stop();
     state_ = std::move(other.state_);
-    threads_ = std::move(other.threads_);
   }
   return *this;
 }
@@ -36,13 +90,18 @@ Consumer::~Consumer() {
 }
 
 void Consumer::stop() {
-  if (!state_) return;
-  state_->stop.store(true);
-  // Threads that are still running are blocked in the queue, which is alive while they are.
-  if (state_->running.load() > 0) state_->queue->wake_waiters();
-  for (std::thread& t : threads_)
-    if (t.joinable()) t.join();
-  threads_.clear();
+  if (state_) halt(*state_, false);
+}
+
+void Queue::stop_consumers() {
+  std::vector<std::shared_ptr<Consumer::State>> live;
+  {
+    std::lock_guard lock(consumers_->mu);
+    for (const std::weak_ptr<Consumer::State>& w : consumers_->states)
+      if (std::shared_ptr<Consumer::State> st = w.lock()) live.push_back(std::move(st));
+    consumers_->states.clear();
+  }
+  for (const auto& st : live) Consumer::halt(*st, true);
 }
 
 uint64_t Consumer::handled() const {
@@ -170,18 +229,32 @@ class Worker {
 Consumer Queue::consume(std::string topic, Handler handler, size_t concurrency) {
   Consumer c;
   c.state_ = std::make_shared<Consumer::State>();
-  c.state_->queue = this;
+  Consumer::State& st = *c.state_;
+  st.queue = this;
   const size_t n = concurrency == 0 ? 1 : concurrency;
-  c.state_->running.store(static_cast<int>(n));
+  {
+    // Registered before its threads start: a close() from now on stops them. Finished states are
+    // dropped here too, so the list stays as long as the consumers alive.
+    std::lock_guard lock(consumers_->mu);
+    std::erase_if(consumers_->states, [](const auto& w) { return w.expired(); });
+    consumers_->states.push_back(c.state_);
+  }
+  std::lock_guard lock(st.mu);
   for (size_t i = 0; i < n; ++i) {
     auto reserve = [this](std::span<const std::string> topics, size_t max, Duration timeout,
                           const std::atomic<bool>& stop) {
       return reserve_batch_interruptible(topics, max, timeout, stop);
     };
-    c.threads_.emplace_back([st = c.state_, topic, handler, reserve] {
-      Worker(*st->queue, reserve, st->stop, st->handled, handler).run({topic});
-      st->running.fetch_sub(1);
+    ++st.running;
+    st.threads.emplace_back([state = c.state_, q = this, topic, handler, reserve] {
+      Worker(*q, reserve, state->stop, state->handled, handler).run({topic});
+      {
+        std::lock_guard end(state->mu);
+        --state->running;
+      }
+      state->ended_cv.notify_all();
     });
+    st.ids.push_back(st.threads.back().get_id());
   }
   return c;
 }

@@ -66,15 +66,20 @@ int64_t nanoseconds(double amount, Unit unit) {
   return static_cast<int64_t>(whole) * per_unit + std::llround(fraction * scale(unit));
 }
 
+// A user's number as sent, with its unit ("0.0004s", "1e-10s").
+std::string as_sent(double amount, Unit unit) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, amount);
+  return std::string(buf, r.ec == std::errc() ? r.ptr : buf) + suffix(unit);
+}
+
 // A user's number as a person reads it: as a duration when it fits one ("-5s", "1h30m"),
 // else the number itself with its unit ("9.5e+09s").
 std::string shown(double amount, Unit unit) {
   const double ns = amount * scale(unit);
   if (std::isfinite(ns) && std::fabs(ns) < 9e18)
     return format_duration(Duration(static_cast<int64_t>(std::llround(ns))));
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, amount);
-  return std::string(buf, r.ec == std::errc() ? r.ptr : buf) + suffix(unit);
+  return as_sent(amount, unit);
 }
 
 }  // namespace
@@ -90,6 +95,14 @@ Status beyond_max_delay(std::string_view what, std::string_view shown, Duration 
              format_duration(max_delay) + ")");
 }
 
+Status below_minimum(std::string_view what, std::string_view shown, Duration minimum,
+                     std::string_view hint) {
+  std::string m = std::string(what) + " of " + std::string(shown) + " is below the minimum of " +
+                  format_duration(minimum);
+  if (!hint.empty()) m += "; " + std::string(hint);
+  return bad(std::move(m));
+}
+
 Status due_beyond_max_delay(std::string_view what, std::string_view away, Duration max_delay) {
   return bad(std::string(what) + " is " + std::string(away) + " away, beyond max_delay (" +
              format_duration(max_delay) + ")");
@@ -101,10 +114,13 @@ Status body_too_large(size_t size, size_t limit, std::string_view setting) {
 }
 
 Result<Duration> user_duration(std::string_view what, double amount, Unit unit, Duration max_delay,
-                               std::string_view if_negative) {
+                               std::string_view if_negative, Duration min_positive) {
   const double ns = amount * scale(unit);
   if (std::isnan(ns)) return bad(std::string(what) + " is not a number");
   if (ns < 0) return negative_duration(what, shown(amount, unit), if_negative);
+  // Before the conversion, which could round a tiny amount to 0 (for a ttr: the default).
+  if (amount > 0 && ns < static_cast<double>(min_positive.count()))
+    return below_minimum(what, as_sent(amount, unit), min_positive, if_negative);
   // Compared as doubles first: the value may be far beyond what a Duration holds.
   if (ns > static_cast<double>(max_delay.count()))
     return beyond_max_delay(what, shown(amount, unit), max_delay);
@@ -166,6 +182,8 @@ Status check_spec(const JobSpec& s, const Limits& limits, TimePoint now) {
     return due_beyond_max_delay("due_at", format_duration(distance(now, *s.due_at)),
                                 limits.max_delay);
   if (s.ttr < Duration::zero()) return negative_duration("ttr", format_duration(s.ttr));
+  if (s.ttr > Duration::zero() && s.ttr < kMinTtr)
+    return below_minimum("ttr", format_duration(s.ttr), kMinTtr, "use 0 for the default ttr");
   if (s.ttr > limits.max_delay)
     return beyond_max_delay("ttr", format_duration(s.ttr), limits.max_delay);
   if (s.body.size() > limits.max_body_bytes)
@@ -236,7 +254,10 @@ Status check_topics(std::span<const std::string> topics) {
 
 Status reserve_timeout(std::span<const std::string> topics) {
   std::string list;
-  for (const std::string& t : topics) list += (list.empty() ? "'" : ", '") + t + "'";
+  for (const std::string& t : topics.first(std::min(topics.size(), kNamedTopics)))
+    list += (list.empty() ? "'" : ", '") + t + "'";
+  if (topics.size() > kNamedTopics)
+    list += " and " + std::to_string(topics.size() - kNamedTopics) + " more topics";
   return Status(Errc::timeout, "no job of " + list + " became ready in time");
 }
 

@@ -27,6 +27,10 @@ Duration distance(TimePoint from, TimePoint to);
 // (year 2262). No call can set a due time, lease or wait further than this from its `now`.
 inline constexpr Duration kLongestDelay = std::chrono::hours(24 * 365 * 100);
 
+// The shortest ttr a job may have. A shorter lease would run out before any consumer could
+// settle it (every ack stale); a ttr of 0 is not one: it means the queue's default_ttr.
+inline constexpr Duration kMinTtr = std::chrono::milliseconds(1);
+
 // Empty when no wait of the policy exceeds max_delay, else what is wrong.
 std::string check_waits(const RetryPolicy& p, Duration max_delay);
 
@@ -47,6 +51,9 @@ Status check_new_due(TimePoint when, TimePoint now, Duration max_delay);
 // is the value as a person reads it ("-5s", "8e+09s"); `hint`, if any, follows after "; ".
 Status negative_duration(std::string_view what, std::string_view shown, std::string_view hint = {});
 Status beyond_max_delay(std::string_view what, std::string_view shown, Duration max_delay);
+// A positive duration shorter than `minimum` (a ttr under kMinTtr).
+Status below_minimum(std::string_view what, std::string_view shown, Duration minimum,
+                     std::string_view hint = {});
 // A due time `away` (as shown) from now, beyond max_delay.
 Status due_beyond_max_delay(std::string_view what, std::string_view away, Duration max_delay);
 // A body over the size limit; `setting` names what changes the limit ("max_body_bytes").
@@ -54,10 +61,13 @@ Status body_too_large(size_t size, size_t limit, std::string_view setting);
 
 // A number of seconds or milliseconds that a user sent (JSON, a flag), checked against 0 and
 // max_delay BEFORE it becomes a Duration, so that no value can overflow the conversion or a later
-// `now + d`. Errors: invalid_argument, in the words above.
+// `now + d`. A positive amount under `min_positive` is refused too, before it could round to 0
+// (a ttr: 0 means the default, kMinTtr is the shortest). Errors: invalid_argument, in the words
+// above.
 enum class Unit : uint8_t { seconds, milliseconds };
 Result<Duration> user_duration(std::string_view what, double amount, Unit unit, Duration max_delay,
-                               std::string_view if_negative = {});
+                               std::string_view if_negative = {},
+                               Duration min_positive = Duration::zero());
 // A point in time a user sent as unix `amount` in `unit`, checked the same way: not negative,
 // and at most max_delay after `now` (a time in the past is fine: it means now).
 Result<TimePoint> user_time(std::string_view what, double amount, Unit unit, TimePoint now,
@@ -82,7 +92,9 @@ Status check_reschedulable(std::string_view id, JobState state);
 Status check_requeueable(std::string_view id, JobState state);
 // reserve() of no topic at all (invalid_argument); ok when there is one.
 Status check_topics(std::span<const std::string> topics);
-// reserve() that found nothing ready in time (timeout).
+// reserve() that found nothing ready in time (timeout). Names the first kNamedTopics topics and
+// says how many more there are, so that a reserve over very many topics gets a short message.
+inline constexpr size_t kNamedTopics = 3;
 Status reserve_timeout(std::span<const std::string> topics);
 
 // list_dead() over `shards` shards: `all` holds each shard's answer (oldest first) one after

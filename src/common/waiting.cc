@@ -40,7 +40,7 @@ Result<Delivery> Waiting::wait(const Try& attempt, Duration timeout,
       Steady::now() + std::clamp(timeout, Duration::zero(), kForever);
   auto stopped = [stop] { return stop != nullptr && stop->load(); };
   for (;;) {
-    if (closed_.load()) return closed_status();
+    if (closed()) return closed_status();
     if (stopped()) return stopped_error();
     const uint64_t seen = epoch_.load();
     Attempt a = attempt(deadline);
@@ -64,6 +64,7 @@ Result<Delivery> Waiting::wait(const Try& attempt, Duration timeout,
 }
 
 void Waiting::wait_async(Try attempt, Duration timeout, Done done, std::stop_token stop) {
+  if (fork_.forked()) return done(fork_.refusal());  // before mu_, which a lost thread may hold
   auto w = std::make_unique<AsyncWait>();
   w->attempt = std::move(attempt);
   w->deadline = Steady::now() + std::clamp(timeout, Duration::zero(), kForever);
@@ -123,6 +124,7 @@ void Waiting::close(Status why) {
 }
 
 Status Waiting::closed_status() const {
+  if (fork_.forked()) return fork_.refusal();  // before mu_, which a lost thread may hold
   std::lock_guard lock(mu_);
   return why_;
 }

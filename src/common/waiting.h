@@ -36,6 +36,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "common/fork_guard.h"
 #include "delayq/error.h"
 #include "delayq/job.h"
 
@@ -89,9 +90,14 @@ class Waiting {
   // Closes, with `why` (a failure replaces a plain Errc::closed given before, never the other
   // way). Does not wait for the component's thread: join() does.
   void close(Status why);
-  bool closed() const { return closed_.load(); }
+  // Also true in a child forked after the component was made (fork_guard.h), where every wait is
+  // refused with ForkGuard::refusal() before any lock is taken.
+  bool closed() const { return closed_.load() || fork_.forked(); }
   // Why it closed (ok while open).
   Status closed_status() const;
+  // True in a child forked after the component was made: its owner must leave it (and itself)
+  // as it is, without closing or destroying it (fork_guard.h).
+  bool forked() const { return fork_.forked(); }
   // Waits until the component's thread has completed every async wait and ended. After close();
   // not on that thread (on_own_thread()).
   void join();
@@ -118,6 +124,7 @@ class Waiting {
   void finish(AsyncWait& w, Result<Delivery> r);
 
   const std::function<Steady::time_point()> next_look_;
+  const ForkGuard fork_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<uint64_t> epoch_{0};  // moved by ready()

@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "wire/fields.h"
+#include "wire/version.h"
+
 namespace delayq::http {
 
 namespace {
@@ -54,13 +57,14 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
                             100000 (default 1000); the others are summed as overflow="true"
   --config FILE             read "name = value" lines (the flag names without "--");
                             flags given on the command line win
+  --version                 print "delayqd VERSION" and exit
   --help                    this text
 
 Exit status: 0 after a clean shutdown, 1 if the queue or the socket could not be opened,
 2 for a bad flag or config line.
 )";
 
-const std::vector<std::string> kKeys = {
+const std::vector<std::string_view> kKeys = {
     "listen",          "store",          "sync",          "redis",
     "queue",           "shards",         "token-file",    "threads",
     "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops",
@@ -89,6 +93,17 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+// " (did you mean --threads?)" for a mistyped name, "" when no known one is close: the closest
+// known name between `before` and `after` ("--" before a flag, quotes around a config setting).
+// A flag may also be --help or --version.
+std::string did_you_mean(std::string_view typed, const std::string& before,
+                         const std::string& after, bool flag) {
+  std::vector<std::string_view> names = kKeys;
+  if (flag) names.insert(names.end(), {"help", "version"});
+  const std::string_view best = wire::closest_name(typed, names);
+  return best.empty() ? "" : " (did you mean " + before + std::string(best) + after + "?)";
+}
+
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "delayqd: " << message << "\n(delayqd --help lists the flags)\n";
   std::exit(2);
@@ -103,16 +118,24 @@ Settings parse_flags(int argc, char** argv) {
       std::cout << kUsage;
       std::exit(0);
     }
+    if (arg == "--version") {
+      std::cout << "delayqd " << wire::version() << "\n";
+      std::exit(0);
+    }
     if (arg.rfind("--", 0) != 0) usage_error("unexpected argument '" + arg + "'");
     std::string key = arg.substr(2), value;
-    if (const size_t eq = key.find('='); eq != std::string::npos) {
+    const size_t eq = key.find('=');
+    if (eq != std::string::npos) {
       value = key.substr(eq + 1);
       key = key.substr(0, eq);
-    } else {
+    }
+    // An unknown flag is named before its value is looked for: "--verison" is a typo, not a
+    // flag without a value.
+    if (!known(key)) usage_error("unknown flag --" + key + did_you_mean(key, "--", "", true));
+    if (eq == std::string::npos) {
       if (i + 1 >= argc) usage_error("flag --" + key + " needs a value");
       value = argv[++i];
     }
-    if (!known(key)) usage_error("unknown flag --" + key);
     if (flags.contains(key)) usage_error("flag --" + key + " given twice");
     flags[key] = {value, "--" + key};
   }
@@ -133,7 +156,9 @@ Settings parse_config(const std::string& path) {
     if (eq == std::string::npos) usage_error(where + "expected 'name = value', got '" + t + "'");
     const std::string key = trim(t.substr(0, eq));
     const std::string value = trim(t.substr(eq + 1));
-    if (!known(key) || key == "config") usage_error(where + "unknown setting '" + key + "'");
+    if (!known(key) || key == "config")
+      usage_error(where + "unknown setting '" + key + "'" +
+                  (key == "config" ? "" : did_you_mean(key, "'", "'", false)));
     if (value.empty()) usage_error(where + "setting '" + key + "' has no value");
     if (values.contains(key)) usage_error(where + "setting '" + key + "' given twice");
     values[key] = {value, where + key};

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "delayqd/prometheus.h"
+#include "wire/version.h"
 
 namespace delayq::http {
 
@@ -124,6 +125,9 @@ std::string Metrics::text(const Stats& stats, Gauges gauges) {
   gauge(out, "delayqd_waiting_pops", "Pops waiting for a job.",
         static_cast<int64_t>(gauges.waiting_pops));
   gauge(out, "delayqd_connections", "Open HTTP connections.", gauges.connections);
+  prom::help(out, "delayq_build_info", "gauge",
+             "1, labelled with this daemon's version (delayqd --version).");
+  line(out, "delayq_build_info{version=\"" + label(wire::version()) + "\"} 1");
   requests_part(out);
   return out;
 }

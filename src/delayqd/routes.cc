@@ -64,12 +64,13 @@ std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
+// HEAD is answered wherever GET is (the server sends GET's headers without the body).
 const char* method_names(Methods m) {
-  return m == Methods::get ? "GET" : m == Methods::post ? "POST" : "GET or POST";
+  return m == Methods::get ? "GET (or HEAD)" : m == Methods::post ? "POST" : "GET (or HEAD) or POST";
 }
 
 const char* allow_header(Methods m) {
-  return m == Methods::get ? "GET" : m == Methods::post ? "POST" : "GET, POST";
+  return m == Methods::get ? "GET, HEAD" : m == Methods::post ? "POST" : "GET, HEAD, POST";
 }
 
 std::optional<std::string> only_name(const RouteContext& ctx, const wire::json::Value& body,
@@ -83,7 +84,7 @@ std::optional<std::string> only_name(const RouteContext& ctx, const wire::json::
 }
 
 bool method_fits(Methods m, std::string_view method) {
-  if (method == "GET") return m != Methods::post;
+  if (method == "GET" || method == "HEAD") return m != Methods::post;
   if (method == "POST") return m != Methods::get;
   return false;
 }

@@ -70,7 +70,8 @@ struct RouteSpec {
 const RouteSpec* find_route(std::string_view path);
 // The target without its "?query".
 std::string_view path_of(std::string_view target);
-// "GET", "POST" or "GET or POST", for a refusal; and as an Allow header ("GET, POST").
+// What a route takes, for a refusal ("GET (or HEAD) or POST"); and as an Allow header ("GET,
+// HEAD, POST"). HEAD fits wherever GET does.
 const char* method_names(Methods m);
 const char* allow_header(Methods m);
 bool method_fits(Methods m, std::string_view method);

@@ -9,6 +9,7 @@
 #include "delayqd/answers.h"
 #include "delayqd/routes.h"
 #include "wire/stats.h"
+#include "wire/version.h"
 
 namespace delayq::http::routes {
 
@@ -55,13 +56,24 @@ Response backups_off(const ApiOptions& options) {
 
 }  // namespace
 
+// The totals, and a page of the topics: at most `limit` (1000 unless asked, at most 10000), so
+// that the answer stays bounded however many topics there are (docs/http-api.md).
 void stats(RouteContext& ctx, const Request&, const Value& body, Done& done) {
   Fields f(body, ctx.limits);
-  f.only({}, "/stats");
+  f.only({"limit", "after"}, "/stats");
+  auto limit = f.integer("limit", 1, 10'000);
+  auto after = f.string("after");
   if (!f.ok()) return done(bad_request(f.error()));
+  const std::string from = after.value_or("");
+  const wire::TopicPage page{from, static_cast<size_t>(limit.value_or(1000))};
   Writer w;
-  wire::write_stats(w, ctx.queue.stats(), {{"waiting_pops", ctx.waiting_pops.load()}});
-  done(ok("ok", w.str()));
+  const wire::PageCut cut =
+      wire::write_stats(w, ctx.queue.stats(), {{"waiting_pops", ctx.waiting_pops.load()}}, &page);
+  if (!cut.truncated) return done(ok("ok", w.str()));
+  done(ok("only the first " + std::to_string(page.limit) +
+              " topics are listed; ask again with \"after\" set to data.next_after for the next "
+              "ones",
+          w.str()));
 }
 
 // A backup into the directory delayqd was given (--backup-dir), under the name the request
@@ -96,7 +108,7 @@ void health(RouteContext& ctx, const Request&, const Value&, Done& done) {
   const Status s = ctx.queue.health();
   Writer w;
   w.begin_object().key("status").value(s.ok() ? "ok" : errc_name(s));
-  w.key("backend").value(ctx.options.backend);
+  w.key("backend").value(ctx.options.backend).key("version").value(wire::version());
   if (!s.ok()) w.key("reason").value(s.message());
   w.end_object();
   if (s.ok()) return done(ok("ok", w.str()));

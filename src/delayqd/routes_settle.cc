@@ -3,6 +3,7 @@
 // /finish names only the job (see routes.h, docs/http-api.md).
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "delayqd/answers.h"
 #include "delayqd/routes.h"
@@ -14,6 +15,7 @@ namespace {
 
 using wire::Fields;
 using wire::json::Value;
+using wire::json::Writer;
 
 // The members that name the delivery.
 struct Names {
@@ -103,6 +105,8 @@ std::optional<Named> named(RouteContext& ctx, Route route, const Value& body, Do
   const bool nacking = route == Route::nack;
   if (nacking)
     f.only({"token", "id", "delay", "delay_ms"}, "/nack");
+  else if (route == Route::finish)
+    f.only({"token", "id", "tokens"}, "/finish");  // "tokens": finish_batch
   else
     f.only({"token", "id"}, std::string("/") + route_name(route));
   const Names names = read_names(f);
@@ -113,9 +117,69 @@ std::optional<Named> named(RouteContext& ctx, Route route, const Value& body, Do
   return n;
 }
 
+// /finish with "tokens": several deliveries at once (Queue::ack_batch). The request is refused
+// whole when its shape is wrong (not an array of strings, empty, over max_batch, beside "token"
+// or "id"); otherwise each token is finished or refused on its own, a token that does not parse
+// as invalid_argument, and the answer lists the outcomes in order, as /push_batch does.
+void finish_batch(RouteContext& ctx, const Value& body, Done& done) {
+  if (body.find("token") != nullptr || body.find("id") != nullptr)
+    return done(bad_request("give \"tokens\", or one \"token\" or \"id\", not both"));
+  Fields f(body, ctx.limits);
+  f.only({"tokens"}, "/finish with \"tokens\"");
+  const Value* list = f.ok() ? f.get("tokens") : nullptr;
+  if (!f.ok()) return done(bad_request(f.error()));
+  if (list == nullptr || !list->is_array())
+    return done(bad_request("field \"tokens\" must be an array of tokens from /pop"));
+  const auto& items = list->as_array();
+  if (items.empty()) return done(bad_request("\"tokens\" is empty: give at least one token"));
+  if (items.size() > ctx.options.max_batch)
+    return done(fail(413, wire::Refusal::too_large,
+                     "at most " + std::to_string(ctx.options.max_batch) +
+                         " tokens in one request; this one has " + std::to_string(items.size())));
+  std::vector<Status> outcome(items.size());
+  std::vector<Token> tokens;
+  std::vector<size_t> index;  // tokens[k] is items[index[k]]
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].is_string())
+      return done(bad_request("tokens[" + std::to_string(i) + "] must be a string, not a " +
+                              to_string(items[i].type())));
+    auto t = Token::parse(items[i].as_string());
+    if (!t) {
+      outcome[i] = t.status();
+      continue;
+    }
+    tokens.push_back(std::move(*t));
+    index.push_back(i);
+  }
+  const std::vector<Status> acked = ctx.queue.ack_batch(tokens);
+  for (size_t k = 0; k < tokens.size(); ++k) {
+    outcome[index[k]] = k < acked.size() ? acked[k] : Status(Errc::io_error, "no result");
+    if (outcome[index[k]].ok() || outcome[index[k]].is(Errc::not_found))
+      ctx.tokens.forget(tokens[k].id);
+  }
+  Writer w;
+  size_t finished = 0;
+  w.begin_object().key("results").begin_array();
+  for (const Status& st : outcome) {
+    w.begin_object().key("code").value(st.ok() ? 0 : 1);
+    if (st.ok())
+      ++finished;
+    else
+      w.key("error").value(errc_name(st)).key("message").value(st.message());
+    w.end_object();
+  }
+  w.end_array().key("finished").value(static_cast<uint64_t>(finished));
+  w.key("refused").value(static_cast<uint64_t>(items.size() - finished)).end_object();
+  const std::string message =
+      std::to_string(finished) + " of " + std::to_string(items.size()) + " finished";
+  done(Response{200, "application/json",
+                wire::answer_json(finished == items.size() ? 0 : 1, message, w.str())});
+}
+
 }  // namespace
 
 void finish(RouteContext& ctx, const Request&, const Value& body, Done& done) {
+  if (body.find("tokens") != nullptr) return finish_batch(ctx, body, done);
   if (auto n = named(ctx, Route::finish, body, done))
     settled(ctx, *n, ctx.queue.ack(n->token), true, "finished", done);
 }

@@ -54,6 +54,36 @@ Peer look(tcp::socket& s) {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Peer::quiet : Peer::gone;
 }
 
+// Why a request's head cannot be served whatever its route, as the answer to send, or nullopt.
+// RFC 9112: an HTTP/1.1 request needs one Host, and no request may have two (3.2); a transfer
+// coding the server does not understand is 501 (6.1): delayqd understands `chunked` alone.
+// Two Authorization headers are refused rather than one of them believed.
+std::optional<Response> head_problem(Api& api,
+                                     const bhttp::request_parser<bhttp::string_body>& parser) {
+  const auto& req = parser.get();
+  const size_t hosts = req.count(bhttp::field::host);
+  if (hosts > 1 || (hosts == 0 && req.version() >= 11))
+    return api.error(400, wire::Refusal::bad_http,
+                     hosts > 1 ? "the request has " + std::to_string(hosts) +
+                                     " Host headers; send exactly one (RFC 9112, 3.2)"
+                               : std::string("an HTTP/1.1 request needs a Host header (RFC 9112, 3.2)"));
+  const size_t codings = req.count(bhttp::field::transfer_encoding);
+  if (codings > 0) {
+    beast::string_view coding = req[bhttp::field::transfer_encoding];
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+    if (codings > 1 || !beast::iequals(coding, "chunked"))
+      return api.error(501, wire::Refusal::not_supported,
+                       "delayqd understands no Transfer-Encoding but \"chunked\" alone; send the "
+                       "body plain or chunked, uncompressed");
+  }
+  if (const size_t auths = req.count(bhttp::field::authorization); auths > 1)
+    return api.error(400, wire::Refusal::bad_http,
+                     "the request has " + std::to_string(auths) +
+                         " Authorization headers; send exactly one");
+  return std::nullopt;
+}
+
 }  // namespace
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -94,6 +124,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  // The most a request's head may hold (docs/http-api.md).
   static constexpr size_t kHeaderLimit = 16 * 1024;
   // Bytes of a next request kept while the current one is answered (pipelining); beyond this
   // the client is plainly there, and the watch stops.
@@ -101,6 +132,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Idle: the next request's first byte must come within idle_timeout.
   void read() {
+    head_ = false;
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     // The body's size is checked once the headers have been screened (on_header).
@@ -123,9 +155,16 @@ class Session : public std::enable_shared_from_this<Session> {
                              beast::bind_front_handler(&Session::on_header, shared_from_this()));
   }
 
-  void on_header(beast::error_code ec, size_t) {
+  // `head_bytes`: the request line, the header lines and the blank line after them.
+  void on_header(beast::error_code ec, size_t head_bytes) {
     if (ec) return on_error(ec);
     version_ = parser_->get().version();
+    head_ = parser_->get().method() == bhttp::verb::head;
+    // The parser's own limit counts the request line and the header lines apart; the
+    // documented one is for the whole head.
+    if (head_bytes > kHeaderLimit) return write(headers_too_large());
+    if (std::optional<Response> refused = head_problem(shared_.api, *parser_))
+      return write(std::move(*refused));
     if (parser_->is_done()) return on_read({}, 0);  // no body: the request is all here
     const auto& req = parser_->get();
     const auto view = [](beast::string_view v) { return std::string_view(v.data(), v.size()); };
@@ -171,6 +210,12 @@ class Session : public std::enable_shared_from_this<Session> {
                                  " bytes (--max-body-bytes)");
   }
 
+  Response headers_too_large() {
+    return shared_.api.error(431, wire::Refusal::too_large,
+                             "the request's head (its request line and header lines) is over " +
+                                 std::to_string(kHeaderLimit) + " bytes");
+  }
+
   void on_error(beast::error_code ec) {
     reading_ = false;
     if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
@@ -178,9 +223,7 @@ class Session : public std::enable_shared_from_this<Session> {
         ec == asio::error::connection_reset || !parser_ || !parser_->got_some())
       return close();
     if (ec == bhttp::error::body_limit) return write(too_large());
-    if (ec == bhttp::error::header_limit)
-      return write(
-          shared_.api.error(431, wire::Refusal::too_large, "the request headers are too large"));
+    if (ec == bhttp::error::header_limit) return write(headers_too_large());
     // Anything else is malformed HTTP: say so, then close (the stream is out of step).
     return write(
         shared_.api.error(400, wire::Refusal::bad_http, "malformed HTTP request: " + ec.message()));
@@ -272,6 +315,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep);
     res->body() = std::move(r.body);
     res->prepare_payload();
+    // The answer to HEAD: GET's headers (its Content-Length too), no body.
+    if (head_) res->body().clear();
     stream_.expires_after(shared_.options.idle_timeout);
     bhttp::async_write(stream_, *res,
                        [self = shared_from_this(), res, keep,
@@ -337,6 +382,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool gone_ = false;       // the client closed its side
   bool lingering_ = false;  // the last answer is written; discarding what still comes
   bool keep_alive_ = false;
+  bool head_ = false;  // the current request is HEAD: its answer has no body
   unsigned version_ = 11;
 };
 

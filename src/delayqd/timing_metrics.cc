@@ -55,6 +55,11 @@ std::set<std::string> TimingMetrics::active(const Stats& st) {
   return out;
 }
 
+size_t TimingMetrics::topics_remembered() {
+  std::lock_guard lock(mu_);
+  return seen_.size();
+}
+
 void TimingMetrics::grow_overflow(Lateness& seen, const Lateness& now, Lateness& overflow) {
   // Counters only grow; a stats() snapshot older than the last one seen adds nothing.
   const auto more = [](uint64_t& last, uint64_t cur, uint64_t& into) {
@@ -89,6 +94,10 @@ void TimingMetrics::render(std::string& out, const Stats& st,
     timing::add(overflow.due, t.due);
     overflow.oldest_ready = std::max(overflow.oldest_ready, t.oldest_ready);
   }
+  // A topic the engine no longer keeps (docs/semantics.md, "Topics that are gone") is dropped:
+  // otherwise every topic name ever scraped would stay here for good. Its growth is in the
+  // overflow already; if it comes back it starts with no lateness, and is counted from 0.
+  std::erase_if(seen_, [&](const auto& kv) { return !st.timing.contains(kv.first); });
   for (const std::string& name : named) {
     const auto t = st.timing.find(name);
     rows.push_back(Row{"topic=\"" + prom::label(name) + "\"",

@@ -30,6 +30,8 @@ class TimingMetrics {
   std::set<std::string> active(const Stats& st);
   // Appends the series, `named` being the topics with series of their own. Thread-safe.
   void render(std::string& out, const Stats& st, const std::vector<std::string>& named);
+  // How many topics' lateness is remembered from the last scrape (for tests). Thread-safe.
+  size_t topics_remembered();
 
  private:
   struct Seen {
@@ -39,7 +41,8 @@ class TimingMetrics {
   void grow_overflow(Lateness& seen, const Lateness& now, Lateness& overflow);
 
   std::mutex mu_;
-  std::map<std::string, Seen> seen_;  // per topic, its lateness as of the last scrape
+  // Per topic the engine kept at the last scrape, its lateness as of that scrape.
+  std::map<std::string, Seen> seen_;
   Seen overflow_;
 };
 

@@ -54,6 +54,16 @@ class BinCounts {
     slots_[hole] = Slot{};
     --size_;
   }
+  // A copy in the smallest table that holds its bins (at most half full), for a copy that is
+  // only read: the table itself keeps the size of its peak.
+  BinCounts fitted() const {
+    BinCounts c;
+    if (size_ == 0) return c;
+    c.slots_.assign(std::bit_ceil(2 * size_), Slot{});
+    c.shift_ = 64 - std::countr_zero(c.slots_.size());
+    for_each([&](int64_t b, uint64_t n) { c.slots_[c.insert(b)].count = n; });
+    return c;
+  }
   int64_t key(size_t i) const { return slots_[i].key; }
   uint64_t& count(size_t i) { return slots_[i].count; }
   uint64_t count(size_t i) const { return slots_[i].count; }

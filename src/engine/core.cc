@@ -18,6 +18,7 @@ Core::Core(const CoreOptions& options, TimePoint now)
       tick_ns_(options.tick.count()),
       wheel_(0),
       policies_{options.limits.default_retry},
+      policy_refs_{0},
       rng_(options.seed),
       fences_(options.fences ? options.fences : &own_fences_),
       seqs_(options.seqs ? options.seqs : &own_seqs_) {
@@ -347,9 +348,10 @@ uint64_t Core::requeue_dead_topic(std::string_view topic, TimePoint now) {
   advance(now);
   auto it = topic_ids_.find(topic);
   if (it == topic_ids_.end()) return 0;
+  const uint32_t ti = it->second;
   uint64_t n = 0;
-  while (topics_[it->second].dead.head != kNil) {
-    const Status s = requeue_dead(jobs_[topics_[it->second].dead.head].id, now);
+  while (topics_[ti].dead.head != kNil) {
+    const Status s = requeue_dead(jobs_[topics_[ti].dead.head].id, now);
     (void)s;  // a dead-list member is dead by construction
     ++n;
   }
@@ -374,19 +376,24 @@ std::optional<uint64_t> Core::seq_of(std::string_view id) const {
 
 void Core::set_paused(std::string_view topic, bool paused, TimePoint now) {
   advance(now);
-  Topic& t = topics_[topic_index(topic)];
-  if (t.counts.paused == paused) return;
+  if (!paused && !topic_ids_.contains(topic)) return;  // not paused here: nothing to resume
+  const uint32_t i = topic_index(topic);
+  Topic& t = topics_[i];
+  const bool was = t.counts.paused;
   t.counts.paused = paused;
-  if (!paused && t.ready.head != kNil) ++ready_added_;
+  changed(i);
+  if (!paused && was && t.ready.head != kNil) ++ready_added_;
+  unused_topic(i);  // when resumed (or never paused) and empty
 }
 
 uint64_t Core::purge_dead(std::string_view topic, TimePoint now) {
   advance(now);
   auto it = topic_ids_.find(topic);
   if (it == topic_ids_.end()) return 0;
+  const uint32_t ti = it->second;  // erase() may free the topic, and `it` with it
   uint64_t n = 0;
-  while (topics_[it->second].dead.head != kNil) {
-    erase(topics_[it->second].dead.head);
+  while (topics_[ti].dead.head != kNil) {
+    erase(topics_[ti].dead.head);
     ++n;
   }
   totals_.purged += n;

@@ -23,6 +23,7 @@
 #include "delayq/job.h"
 #include "delayq/limits.h"
 #include "delayq/timing_wheel.h"
+#include "engine/core_view.h"
 #include "engine/due_bins.h"
 #include "engine/id_index.h"
 #include "engine/record.h"
@@ -43,6 +44,9 @@ struct CoreOptions {
   bool record_changes = false;
   // Jobs to make room for up front (EngineOptions::expected_jobs, this core's share); 0: none.
   uint32_t expected_jobs = 0;
+  // Topics that hold no job and are not paused, kept for their lateness in stats() (the most
+  // recently emptied ones); beyond this many, the one emptied longest ago is forgotten.
+  uint32_t idle_topics = 1024;
 };
 
 // What calls did beyond their results (Core::take_effects()).
@@ -96,7 +100,11 @@ class Core {
   // caller. Records no change: the engine journals the pause itself.
   void set_paused(std::string_view topic, bool paused, TimePoint now);
   // Pauses a topic as a store recorded it (recovery): like restore(), no advance().
-  void restore_paused(std::string_view topic) { topics_[topic_index(topic)].counts.paused = true; }
+  void restore_paused(std::string_view topic) {
+    const uint32_t i = topic_index(topic);
+    topics_[i].counts.paused = true;
+    changed(i);
+  }
 
   // For a durable store's disk tier (docs/tiered-store.md): takes a delayed or ready job out of
   // this core, as cancel() would but counting nothing (it moves, it is not cancelled), and
@@ -128,7 +136,23 @@ class Core {
   // Adds this core's counts and timing as of `now` into `s` (call advance(now) first: the
   // windows of what fires when expect no delayed job due by `now`).
   void add_stats(Stats& s, TimePoint now) const;
+  // Copies into view() (its lock held) the topics that changed since the last publish(), and
+  // drops those freed since: work in proportion to what changed, not to the topics held. The
+  // engine's stats() calls it under the shard's lock, then view().add_to() without that lock.
+  // Call advance(now) first, as for add_stats(). At most `limit` topics are done: true when
+  // nothing is left, and then the view is the core's as of this call (a topic done in an earlier
+  // call that changed since is listed again), to be read with this call's `now`.
+  bool publish(size_t limit = SIZE_MAX);
+  // The one part of a core used without the shard's lock: it has its own (TopicView::lock()).
+  TopicView& view() { return view_; }
+  // The totals of stats() (add_stats() adds them too).
+  const Stats& totals() const { return totals_; }
   size_t jobs() const { return ids_.size(); }
+  // The topic and retry-policy slots this core holds, used or free for reuse: at most the topics
+  // with a job or paused plus CoreOptions::idle_topics, and the policies of live jobs plus the
+  // default one, at their peak.
+  size_t topic_slots() const { return topics_.size(); }
+  size_t policy_slots() const { return policies_.size(); }
   const CoreOptions& options() const { return opt_; }
 
  private:
@@ -174,6 +198,14 @@ class Core {
     TopicStats counts;      // counts.paused: the topic hands out nothing
     DueBins due;            // the delayed jobs by due time (what fires when)
     Lateness first, retry;  // how late deliveries were handed out (reserve())
+    // Holds no job and is not paused: in the list of idle topics (idle_prev/idle_next).
+    bool idle = false;
+    uint32_t idle_prev = kNil, idle_next = kNil;
+    // Listed in changed_ (it changed since the last publish()); kept when the slot is freed, so
+    // that a reused slot is listed once.
+    bool changed = false;
+    bool published = false;  // in the view: when freed, the view must drop it
+    uint64_t jobs() const { return counts.delayed + counts.ready + counts.reserved + counts.dead; }
   };
 
   struct Hash {
@@ -185,8 +217,24 @@ class Core {
   int64_t lookup(std::string_view id, uint64_t h) const {
     return ids_.find(id, h, [this](uint32_t j) -> std::string_view { return jobs_[j].id; });
   }
+  // The slot of topic `name`, made if need be, and no longer idle: the caller is about to give
+  // it a job or pause it.
   uint32_t topic_index(std::string_view name);
+  // A topic that holds no job and is not paused joins the idle ones; beyond
+  // CoreOptions::idle_topics of them, the one idle longest is freed.
+  void unused_topic(uint32_t i);
+  void unlink_idle(uint32_t i);
+  // Notes that what stats() shows of topic `i` changed (see publish()).
+  void changed(uint32_t i) {
+    Topic& t = topics_[i];
+    if (t.changed) return;
+    t.changed = true;
+    changed_.push_back(i);
+  }
+  void free_topic(uint32_t i);
+  // The slot of retry policy `p` with one more job using it; release_policy() lets go of it.
   uint32_t policy_index(const RetryPolicy& p);
+  void release_policy(uint32_t i);
   uint64_t to_tick_floor(TimePoint t) const;
   TimePoint from_tick(uint64_t tick) const;
 
@@ -246,7 +294,15 @@ class Core {
   uint32_t last_topic_ = kNil;  // the topic of the previous push: skips a lookup
   std::vector<Topic> topics_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> topic_ids_;
-  std::vector<RetryPolicy> policies_;
+  std::vector<uint32_t> free_topics_;
+  uint32_t idle_head_ = kNil, idle_tail_ = kNil;  // the idle topics, emptied longest ago first
+  uint32_t idle_count_ = 0;
+  std::vector<uint32_t> changed_;  // topics that changed since the last publish()
+  std::vector<std::string> gone_;  // published topics freed since the last publish()
+  TopicView view_;
+  std::vector<RetryPolicy> policies_;  // [0]: the default, always kept
+  std::vector<uint32_t> policy_refs_;  // the jobs using each policy
+  std::vector<uint32_t> free_policies_;
   std::unordered_multimap<size_t, uint32_t> policy_ids_;
   std::mt19937_64 rng_;
   std::atomic<uint64_t> own_fences_{0};

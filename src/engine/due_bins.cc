@@ -38,6 +38,12 @@ void DueBins::remove(TimePoint due) {
   }
 }
 
+DueBins DueBins::fitted() const {
+  DueBins d;
+  for (size_t i = 0; i < levels_.size(); ++i) d.levels_[i].bins = levels_[i].bins.fitted();
+  return d;
+}
+
 uint64_t DueBins::sum(const Level& l, int64_t from, int64_t to) {
   uint64_t n = 0;
   if (l.bins.capacity() <= static_cast<size_t>(to - from)) {

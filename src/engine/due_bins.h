@@ -29,6 +29,8 @@ class DueBins {
   void add(TimePoint due);
   // Precondition: a job due at `due` was added and not removed since.
   void remove(TimePoint due);
+  // A copy that takes no more memory than its bins need (BinCounts::fitted), for reading.
+  DueBins fitted() const;
   // The windows of the jobs counted, as of `now` (no job due by then), `delayed` of them in all.
   DueWindows windows(TimePoint now, uint64_t delayed) const;
 

@@ -17,9 +17,7 @@ ShardedEngine::ShardedEngine(const EngineOptions& options, Clock& clock,
                              std::unique_ptr<Persistence> store)
     : opt_(options),
       clock_(clock),
-      shards_(clock, waiting_, std::move(store)),
-      driver_(shards_, clock, options.timer_slack),
-      waiting_([this] { return driver_.next_look(); }) {}
+      parts_(std::make_unique<Parts>(clock, std::move(store), options.timer_slack)) {}
 
 Status ShardedEngine::start() {
   // Before the driver follows a manual clock: no move runs on a half-caught-up shard.
@@ -29,6 +27,11 @@ Status ShardedEngine::start() {
 }
 
 ShardedEngine::~ShardedEngine() {
+  // In a child forked after the open: nothing is closed, joined or freed (common/fork_guard.h).
+  if (waiting_.forked()) {
+    (void)parts_.release();
+    return;
+  }
   close();
   // Destroying the engine from one of its own reserve_async callbacks would free the waiting
   // thread's state under its feet: a programming error, reported rather than left undefined.
@@ -40,6 +43,8 @@ ShardedEngine::~ShardedEngine() {
 }
 
 void ShardedEngine::close() {
+  if (waiting_.forked()) return;  // the parent's queue: left alone (common/fork_guard.h)
+  stop_consumers();  // first, while their last acks are still served
   if (shut_.exchange(true)) return;
   // Blocked reserves return `closed` (or the store's failure, if that came first), pending
   // reserve_async callbacks run with it on the waiting thread, later calls fail with it.
@@ -300,15 +305,37 @@ Status ShardedEngine::health() {
 
 Stats ShardedEngine::stats() {
   Stats st;
+  // In a forked child, nothing: the shards' locks may be held by threads that stayed in the
+  // parent (common/fork_guard.h); health() says why.
+  if (waiting_.forked()) return st;
   std::map<std::string, int64_t> on_disk;  // disk-only jobs per topic
-  for (const auto& s : shards_.all())
-    shards_.apply(*s, [&](Core& c, TimePoint now) {
-      c.advance(now);  // counts as of now, not as of the last call
-      c.add_stats(st, now);
-      for (const auto& [topic, n] : s->far.count_deltas) on_disk[topic] += n;
-      add_totals(st, s->far.totals_since_open);
-      return 0;
-    });
+  // Topics copied into a core's view per hold of the shard's lock (a few ms of work at most).
+  constexpr size_t kPiece = 4096;
+  for (const auto& s : shards_.all()) {
+    // The shard's lock is held only to copy the topics that changed since the last stats()
+    // (Core::publish), kPiece at a time, the lock released in between; every topic is added from
+    // the core's view after it is released, so that pushes do not wait for work in proportion to
+    // the number of topics. The view's lock, taken first, keeps concurrent stats() calls in
+    // order. After 64 pieces (changes coming faster than they are copied) the rest goes at once.
+    TopicView& view = s->core.view();
+    const std::unique_lock view_lock = view.lock();
+    TimePoint at{};
+    bool done = false, last = false;
+    for (int piece = 1; !done; ++piece) {
+      shards_.apply(*s, [&](Core& c, TimePoint now) {
+        c.advance(now);  // counts as of now, not as of the last call
+        done = c.publish(last ? SIZE_MAX : kPiece);
+        if (!done) return 0;
+        at = now;
+        add_totals(st, c.totals());
+        for (const auto& [topic, n] : s->far.count_deltas) on_disk[topic] += n;
+        add_totals(st, s->far.totals_since_open);
+        return 0;
+      });
+      last = piece + 1 >= 64;
+    }
+    view.add_to(st, at);
+  }
   if (Tier* tier = shards_.tier())
     for (const auto& [topic, n] : tier->store().stored_counts()) on_disk[topic] += n;
   // Disk-only jobs count as delayed, and as due beyond a week: they are due at or after the

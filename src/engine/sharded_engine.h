@@ -109,9 +109,22 @@ class ShardedEngine final : public Engine {
   std::atomic<bool> shut_{false};  // close() has run
   std::mutex pause_mu_;
   std::set<std::string, std::less<>> paused_;  // the paused topics; under pause_mu_
-  Shards shards_;
-  Driver driver_;
-  Waiting waiting_;  // declared last: its thread, which calls into the shards, goes first
+  // What owns threads, locks and the store, in one allocation: in a child forked after the open,
+  // the destructor leaves it as it is (common/fork_guard.h), since joining, closing or freeing
+  // any of it there could hang on a thread that stayed in the parent or touch the parent's store.
+  struct Parts {
+    Parts(Clock& clock, std::unique_ptr<Persistence> store, Duration timer_slack)
+        : shards(clock, waiting, std::move(store)),
+          driver(shards, clock, timer_slack),
+          waiting([this] { return driver.next_look(); }) {}
+    Shards shards;
+    Driver driver;
+    Waiting waiting;  // declared last: its thread, which calls into the shards, goes first
+  };
+  std::unique_ptr<Parts> parts_;
+  Shards& shards_ = parts_->shards;
+  Driver& driver_ = parts_->driver;
+  Waiting& waiting_ = parts_->waiting;
 };
 
 }  // namespace delayq::engine

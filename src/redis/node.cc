@@ -45,6 +45,9 @@ Status Node::load_library(Connection& c) {
 
 Result<std::unique_ptr<Connection>> Node::acquire() {
   using Steady = std::chrono::steady_clock;
+  // Never the parent's connections in a forked child; checked before mu_, which a thread that
+  // stayed in the parent may hold (common/fork_guard.h).
+  if (fork_.forked()) return fork_.refusal();
   std::unique_lock lock(mu_);
   for (;;) {
     if (closed_) return Status(Errc::closed, "the queue is closed");

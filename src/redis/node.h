@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/fork_guard.h"
 #include "delayq/clock.h"
 #include "delayq/error.h"
 #include "redis/connection.h"
@@ -63,6 +64,7 @@ class Node {
   Endpoint ep_;
   NodeOptions opt_;
   const Library* lib_;
+  const ForkGuard fork_;  // acquire() refuses in a child forked after the open
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Connection>> idle_;

@@ -18,8 +18,8 @@ constexpr size_t kAckChunk = 256;
 
 std::vector<Status> RedisQueue::ack_batch(std::span<const Token> tokens) {
   std::vector<Status> out(tokens.size());
-  if (closed_.load()) {
-    std::fill(out.begin(), out.end(), closed_error());
+  if (shut()) {
+    std::fill(out.begin(), out.end(), shut_status());
     return out;
   }
   // By shard, then topic: the tokens' indexes, in order. A token whose topic this client does

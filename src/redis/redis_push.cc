@@ -29,7 +29,7 @@ std::string RedisQueue::next_id() {
 }
 
 Result<std::string> RedisQueue::push(JobSpec spec) {
-  if (closed_.load()) return closed_error();
+  if (shut()) return shut_status();
   const bool generated = spec.id.empty();
   for (;;) {
     if (generated) spec.id = next_id();
@@ -59,8 +59,8 @@ Result<std::string> RedisQueue::push(JobSpec spec) {
 // that turns out to be taken is pushed again on its own with the next id.
 std::vector<Result<std::string>> RedisQueue::push_batch(std::vector<JobSpec> specs) {
   constexpr size_t kBatch = 100;
-  std::vector<Result<std::string>> out(specs.size(), closed_error());
-  if (closed_.load()) return out;
+  std::vector<Result<std::string>> out(specs.size(), shut_status());
+  if (shut()) return out;
   std::vector<bool> generated(specs.size());
   // Per shard: the groups of specs, by topic, each at most kBatch long.
   std::vector<std::vector<std::vector<size_t>>> groups(keys_.size());

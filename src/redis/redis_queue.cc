@@ -33,21 +33,24 @@ std::string fence(const Token& t) {
 
 }  // namespace
 
+RedisQueue::Parts::Parts(const RedisOptions& opt, Endpoint ep, const KeyLayout& keys)
+    : router(std::move(ep),
+             NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout, opt.reconnect_min,
+                         opt.reconnect_max},
+             &library()),
+      ahead(opt.claim_batch),
+      listener(
+          wake_channels(keys), [this] { return router.endpoints(); }, [this] { waiting.ready(); },
+          {opt.connect_timeout, opt.reconnect_min, opt.reconnect_max}),
+      waiting() {}
+
 RedisQueue::RedisQueue(const RedisOptions& opt, Endpoint ep)
     : opt_(opt),
       rules_(opt.limits),
       keys_(opt.queue, opt.shards),
-      router_(std::move(ep),
-              NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout, opt.reconnect_min,
-                          opt.reconnect_max},
-              &library()),
+      parts_(std::make_unique<Parts>(opt, std::move(ep), keys_)),
       common_(opt.limits.max_delay, opt.seed ? opt.seed : random_seed()),
-      jobs_(keys_, router_, common_, rules_),
-      ahead_(opt.claim_batch),
-      listener_(
-          wake_channels(keys_), [this] { return router_.endpoints(); }, [this] { waiting_.ready(); },
-          {opt.connect_timeout, opt.reconnect_min, opt.reconnect_max}),
-      waiting_() {
+      jobs_(keys_, router_, common_, rules_) {
   // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
   // '-' and this opening's number (start()), so that two openings never draw the same id,
   // whatever their wall clocks say.
@@ -78,6 +81,11 @@ Status RedisQueue::start() {
 }
 
 RedisQueue::~RedisQueue() {
+  // In a child forked after the open: nothing is closed, joined or freed (common/fork_guard.h).
+  if (waiting_.forked()) {
+    (void)parts_.release();
+    return;
+  }
   // Destroying the queue from one of its own reserve_async callbacks would free the waiting
   // thread's state under its feet: a programming error, reported rather than left undefined.
   if (waiting_.on_own_thread()) {
@@ -88,6 +96,8 @@ RedisQueue::~RedisQueue() {
 }
 
 void RedisQueue::close() {
+  if (waiting_.forked()) return;  // the parent's queue: left alone (common/fork_guard.h)
+  stop_consumers();  // first, while their last acks are still served
   if (closed_.exchange(true)) return;
   waiting_.close(closed_error());
   listener_.stop();
@@ -105,7 +115,7 @@ void RedisQueue::close() {
 
 // A call about one job: refused after close(); refusals in the engine's words (JobCalls).
 Result<Reply> RedisQueue::about(const JobCall& call, const std::vector<std::string>& args) {
-  if (closed_.load()) return closed_error();
+  if (shut()) return shut_status();
   return jobs_.run(call, args);
 }
 
@@ -131,7 +141,7 @@ Status RedisQueue::ack(const Token& t) {
 }
 
 Status RedisQueue::nack(const Token& t, std::optional<Duration> delay) {
-  if (closed_.load()) return closed_error();
+  if (shut()) return shut_status();
   if (Status s = rules_.check_nack_delay(delay, SystemClock::instance().now()); !s.ok()) return s;
   return about(delivery(kNack, t), {fence(t), delay ? std::to_string(ceil_us(*delay)) : ""})
       .status();

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -129,10 +130,27 @@ class RedisQueue final : public Queue {
   // set of paused topics).
   Status set_paused(std::string_view topic, bool paused);
 
+  // Refused: closed, or used in a child forked after the open (common/fork_guard.h).
+  bool shut() const { return closed_.load() || waiting_.forked(); }
+  Status shut_status() const { return waiting_.forked() ? waiting_.closed_status() : Waiting::closed_error(); }
+
+  // What owns threads, locks and connections, in one allocation: in a child forked after the
+  // open, the destructor leaves it as it is (common/fork_guard.h): joining, closing or freeing
+  // any of it there could hang on a thread that stayed in the parent.
+  struct Parts {
+    Parts(const RedisOptions& opt, Endpoint ep, const KeyLayout& keys);
+    Router router;
+    ClaimAhead ahead;
+    Listener listener;
+    // Last: destroyed first, its thread joined before anything its looks use goes.
+    Waiting waiting;
+  };
+
   RedisOptions opt_;
   Rules rules_;
   KeyLayout keys_;
-  Router router_;
+  std::unique_ptr<Parts> parts_;
+  Router& router_ = parts_->router;
   CommonArgs common_;
   JobCalls jobs_;
   std::string id_tag_;  // this opening's number, in base 36 (start())
@@ -141,10 +159,9 @@ class RedisQueue final : public Queue {
   std::atomic<bool> closed_{false};
   std::mutex final_stats_mu_;
   std::optional<Stats> final_stats_;  // set by close()
-  ClaimAhead ahead_;
-  Listener listener_;
-  // Last: destroyed first, its thread joined before anything its looks use goes.
-  Waiting waiting_;
+  ClaimAhead& ahead_ = parts_->ahead;
+  Listener& listener_ = parts_->listener;
+  Waiting& waiting_ = parts_->waiting;
 };
 
 // Why a call failed after close().

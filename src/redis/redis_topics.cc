@@ -10,7 +10,7 @@
 namespace delayq::redis {
 
 Result<std::vector<JobInfo>> RedisQueue::list_dead(std::string_view topic, size_t limit) {
-  if (closed_.load()) return closed_error();
+  if (shut()) return shut_status();
   std::vector<JobInfo> all;
   if (limit == 0) return all;
   const std::string lim = std::to_string(std::min<size_t>(limit, 1000000000));
@@ -35,7 +35,7 @@ Result<uint64_t> RedisQueue::purge_dead(std::string_view topic) {
 
 // requeue_dead_topic / purge_dead: each shard, a batch per call until none are left.
 Result<uint64_t> RedisQueue::over_dead(ScriptId script, std::string_view topic) {
-  if (closed_.load()) return closed_error();
+  if (shut()) return shut_status();
   uint64_t n = 0;
   for (const ShardKeys& sh : keys_.shards()) {
     for (;;) {
@@ -51,7 +51,7 @@ Result<uint64_t> RedisQueue::over_dead(ScriptId script, std::string_view topic) 
 }
 
 Status RedisQueue::set_paused(std::string_view topic, bool paused) {
-  if (closed_.load()) return closed_error();
+  if (shut()) return shut_status();
   if (Status s = rules::check_topic(topic); !s.ok()) return s;
   for (const ShardKeys& sh : keys_.shards()) {
     std::vector<std::string> args = common_(sh);
@@ -66,7 +66,7 @@ Status RedisQueue::set_paused(std::string_view topic, bool paused) {
 
 // One PING for a single server; in a cluster one per shard, each to the node that holds it.
 Status RedisQueue::health() {
-  if (closed_.load()) return closed_error();
+  if (shut()) return shut_status();
   for (const ShardKeys& sh : keys_.shards()) {
     Result<Reply> r = router_.command(sh.slot, {"PING"});
     if (!r) return r.status();
@@ -78,6 +78,9 @@ Status RedisQueue::health() {
 }
 
 Stats RedisQueue::stats() {
+  // In a forked child, nothing: its locks may be held by threads that stayed in the parent, and
+  // its connections are the parent's (common/fork_guard.h); health() says why.
+  if (waiting_.forked()) return {};
   {
     // After close(), the snapshot taken as it closed: the jobs stay in Redis, but this client no
     // longer talks to it.

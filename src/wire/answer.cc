@@ -46,14 +46,14 @@ std::string answer_json(int code, std::string_view message, std::string_view dat
   json::Writer w;
   w.begin_object().key("code").value(code).key("message").value(message);
   w.key("data").raw(data).end_object();
-  return w.take();
+  return w.take() + "\n";
 }
 
 std::string refusal_json(std::string_view error, std::string_view message, std::string_view data) {
   json::Writer w;
   w.begin_object().key("code").value(1).key("message").value(message).key("error").value(error);
   w.key("data").raw(data).end_object();
-  return w.take();
+  return w.take() + "\n";
 }
 
 std::optional<Answer> read_answer(std::string_view body) {

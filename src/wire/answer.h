@@ -38,10 +38,11 @@ const char* to_string(Refusal r) noexcept;
 // unavailable for any other word.
 Errc errc_of(std::string_view error);
 
-// {"code":<code>,"message":...,"data":<data>}, `data` already JSON. code 0 is success; a batch
+// {"code":<code>,"message":...,"data":<data>} and a newline (so that an answer printed in a
+// terminal ends its line), `data` already JSON. code 0 is success; a batch
 // that was partly refused has code 1 and no "error" (its data says which jobs).
 std::string answer_json(int code, std::string_view message, std::string_view data = "null");
-// {"code":1,"message":...,"error":<error>,"data":<data>}.
+// {"code":1,"message":...,"error":<error>,"data":<data>} and a newline.
 std::string refusal_json(std::string_view error, std::string_view message,
                          std::string_view data = "null");
 

@@ -65,23 +65,25 @@ const Value* Fields::get(std::string_view key) const {
   return v == nullptr || v->is_null() ? nullptr : v;
 }
 
+std::string_view closest_name(std::string_view typed, std::span<const std::string_view> known) {
+  std::string_view best;
+  size_t best_distance = 3;
+  if (typed.size() > 64) return best;
+  for (std::string_view k : known) {
+    size_t d = edit_distance(typed, k);
+    if (d >= 3 && typed.size() >= 3 && k.starts_with(typed)) d = 2;
+    if (d < best_distance && d < k.size()) {
+      best = k;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
 void Fields::only(std::initializer_list<std::string_view> known, std::string_view where) {
   for (const auto& [key, value] : obj_.as_object()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    // The closest known name, if it is close enough to be what was meant: a typo, a swap, a
-    // capital letter, or the name cut short ("due_at" for "due_at_ms"). Long keys are no typo of
-    // ours and are not compared.
-    std::string_view best;
-    size_t best_distance = 3;
-    if (key.size() <= 64)
-      for (std::string_view k : known) {
-        size_t d = edit_distance(key, k);
-        if (d >= 3 && key.size() >= 3 && k.starts_with(key)) d = 2;
-        if (d < best_distance && d < k.size()) {
-          best = k;
-          best_distance = d;
-        }
-      }
+    const std::string_view best = closest_name(key, {known.begin(), known.size()});
     std::string m = "unknown field " + quoted(full(key));
     if (!best.empty()) {
       m += " (did you mean " + quoted(full(best)) + "?)";
@@ -154,7 +156,7 @@ std::optional<double> Fields::number(std::string_view key, double min, double ma
 }
 
 std::optional<Duration> Fields::duration(std::string_view s_key, std::string_view ms_key,
-                                         std::string_view if_negative) {
+                                         std::string_view if_negative, Duration min_positive) {
   if (has(s_key) && has(ms_key)) {
     fail_with("give " + quoted(full(s_key)) + " or " + quoted(full(ms_key)) + ", not both");
     return std::nullopt;
@@ -169,7 +171,7 @@ std::optional<Duration> Fields::duration(std::string_view s_key, std::string_vie
   }
   auto d =
       rules::user_duration(full(key), v->as_double(), seconds ? Unit::seconds : Unit::milliseconds,
-                            limits_.max_delay, if_negative);
+                            limits_.max_delay, if_negative, min_positive);
   if (!d) {
     fail_with(d.status().message());
     return std::nullopt;

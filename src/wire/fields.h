@@ -7,6 +7,7 @@
 
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -49,10 +50,12 @@ class Fields {
   std::optional<double> number(std::string_view key, double min, double max);
 
   // A duration in seconds (`s_key`, fractions allowed) or whole milliseconds (`ms_key`); both at
-  // once is refused. Checked against 0 and max_delay before conversion; `if_negative` is the
-  // hint of the negative refusal ("use 0 for 'now'").
+  // once is refused. Checked against 0, `min_positive` (for a positive value) and max_delay
+  // before conversion; `if_negative` is the hint of the refusals below 0 or the minimum ("use 0
+  // for 'now'").
   std::optional<Duration> duration(std::string_view s_key, std::string_view ms_key,
-                                   std::string_view if_negative = {});
+                                   std::string_view if_negative = {},
+                                   Duration min_positive = Duration::zero());
   // A unix time in whole milliseconds, at most max_delay after `now`.
   std::optional<TimePoint> time_ms(std::string_view key, TimePoint now);
 
@@ -72,6 +75,12 @@ class Fields {
 // The optimal-string-alignment distance (insertions, deletions, substitutions and swaps of two
 // neighbours each count 1): "dealy" is 1 from "delay".
 size_t edit_distance(std::string_view a, std::string_view b);
+
+// The name in `known` closest to `typed`, when it is close enough to be what was meant: a typo,
+// two letters swapped, a capital letter, or the name cut short ("due_at" for "due_at_ms");
+// empty when none is. Names longer than 64 bytes are no typo of a known one. Fields::only()
+// uses it for members, delayqd and the CLI for their flags ("did you mean").
+std::string_view closest_name(std::string_view typed, std::span<const std::string_view> known);
 
 // `s` in double quotes, cut to 64 bytes ("..." marks the cut): a name as a client wrote it, for
 // a refusal; a hostile 4 MiB key must not come back whole.

@@ -103,7 +103,7 @@ ReplyParse take_body(std::string_view rest, const Framing& f, bool eof, std::str
 
 }  // namespace
 
-ReplyParse take_reply(std::string& pending, bool eof, HttpReply& out) {
+ReplyParse take_reply(std::string& pending, bool eof, HttpReply& out, bool to_head) {
   const size_t head_end = pending.find("\r\n\r\n");
   if (head_end == kNone) {
     if (!eof) return ReplyParse::incomplete;
@@ -117,7 +117,7 @@ ReplyParse take_reply(std::string& pending, bool eof, HttpReply& out) {
   const std::string_view rest = all.substr(head_end + 4);
   std::string body;
   size_t used = 0;  // bytes of `rest` that belong to this answer
-  if (!has_no_body(status)) {
+  if (!to_head && !has_no_body(status)) {
     const ReplyParse r = take_body(rest, f, eof, body, used);
     if (r != ReplyParse::done) return r;
   }

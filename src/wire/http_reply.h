@@ -24,7 +24,8 @@ enum class ReplyParse {
 
 // Takes one answer off the front of `pending`, the bytes read so far; `eof` says that no more
 // will come. An interim answer ("100 Continue") is an answer of its own, with no body, as are
-// 204 and 304. With `eof` and nothing pending the result is `cut`.
-ReplyParse take_reply(std::string& pending, bool eof, HttpReply& out);
+// 204 and 304, and any answer to a HEAD request (`to_head`), whatever its Content-Length says.
+// With `eof` and nothing pending the result is `cut`.
+ReplyParse take_reply(std::string& pending, bool eof, HttpReply& out, bool to_head = false);
 
 }  // namespace delayq::wire

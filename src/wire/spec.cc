@@ -111,7 +111,7 @@ Status read_spec(const Value& v, JobSpec& spec, const InputLimits& limits) {
   if (times > 1) f.fail_with("give at most one of \"delay\", \"delay_ms\" and \"due_at_ms\"");
   auto delay = f.duration("delay", "delay_ms", "use 0 for 'now'");
   auto due_at = f.time_ms("due_at_ms", SystemClock::instance().now());
-  auto ttr = f.duration("ttr", "ttr_ms", "use 0 for the default ttr");
+  auto ttr = f.duration("ttr", "ttr_ms", "use 0 for the default ttr", rules::kMinTtr);
   if (const Value* r = f.get("retry"); r != nullptr && f.ok()) {
     RetryPolicy p;
     if (Status s = read_retry(*r, limits, p); !s.ok()) return s;

@@ -100,8 +100,9 @@ void write_lateness_bounds(json::Writer& w) {
   w.end_array();
 }
 
-void write_stats(json::Writer& w, const Stats& s,
-                 std::initializer_list<std::pair<std::string_view, uint64_t>> more) {
+PageCut write_stats(json::Writer& w, const Stats& s,
+                    std::initializer_list<std::pair<std::string_view, uint64_t>> more,
+                    const TopicPage* page) {
   w.begin_object();
   write_members(w, s, kTotalNames);
   for (const auto& [name, n] : more) w.key(name).value(n);
@@ -110,8 +111,19 @@ void write_stats(json::Writer& w, const Stats& s,
   std::map<std::string_view, std::pair<const TopicStats*, const TopicTiming*>> topics;
   for (const auto& [name, t] : s.topics) topics[name].first = &t;
   for (const auto& [name, t] : s.timing) topics[name].second = &t;
+  const TopicPage all;
+  const TopicPage& p = page != nullptr ? *page : all;
+  PageCut cut;
+  size_t listed = 0;
   w.key("topics").begin_object();
-  for (const auto& [name, t] : topics) {
+  for (auto it = topics.upper_bound(p.after); it != topics.end(); ++it) {
+    const auto& [name, t] = *it;
+    if (listed == p.limit) {
+      cut.truncated = true;
+      break;
+    }
+    ++listed;
+    cut.last = name;
     w.key(name).begin_object();
     const TopicStats counts = t.first != nullptr ? *t.first : TopicStats{};
     write_members(w, counts, kStates);
@@ -121,7 +133,12 @@ void write_stats(json::Writer& w, const Stats& s,
   }
   w.end_object();
   write_lateness_bounds(w.key("lateness_bounds_s"));
+  if (page != nullptr) {
+    w.key("truncated").value(cut.truncated);
+    if (cut.truncated) w.key("next_after").value(cut.last);
+  }
   w.end_object();
+  return cut;
 }
 
 Stats read_stats(const json::Value& v) {

@@ -9,6 +9,8 @@
 //             so every rule is kept by disk-only jobs and across the boundary.
 //  - Redis:   open_redis against one private redis-server per test binary (tests/support/redis_server.h),
 //             each test on a queue of its own name so that no test sees another's jobs.
+//  - DurableAlways, TieredAlways: Durable and Tiered under Sync::always, where every call waits
+//             for its fsync (the store's default).
 //
 // Everything runs in real time with short delays, on machines that may be slow and shared. So no
 // test asserts how soon something happened: only that it did not happen early (checked against
@@ -23,6 +25,9 @@
 // the check allows the one microsecond that Redis may round by.
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +35,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -117,17 +123,19 @@ class Memory {
   }
 };
 
-template <bool kTiered>
+template <bool kTiered, Sync kSync = Sync::none>
 class DurableStore {
  public:
-  static constexpr const char* kName = kTiered ? "Tiered" : "Durable";
+  static constexpr const char* kName =
+      kSync == Sync::always ? (kTiered ? "TieredAlways" : "DurableAlways")
+                            : (kTiered ? "Tiered" : "Durable");
   static constexpr bool kKeepsJobs = true;
   Result<std::unique_ptr<Queue>> open(const Limits& l) {
     if (dir_.path().empty())
       return Status(Errc::io_error, "could not create a temporary directory");
     StoreOptions o;
     o.dir = dir_.path();
-    o.sync = Sync::none;
+    o.sync = kSync;
     if (kTiered) o.horizon = 20ms;
     o.engine = engine_options(l);
     return as_queue(open_store(o));
@@ -139,6 +147,10 @@ class DurableStore {
 // Classes, not aliases: their names are the ctest names' ("...<delayq::conformance::Tiered>").
 class Durable : public DurableStore<false> {};
 class Tiered : public DurableStore<true> {};
+// The same under Sync::always, where every call waits for its fsync (the group commit's other
+// path: a call that finds a write in flight waits for the next one).
+class DurableAlways : public DurableStore<false, Sync::always> {};
+class TieredAlways : public DurableStore<true, Sync::always> {};
 
 // One redis-server for the whole binary, started by the first test that needs it (a run filtered
 // to the other backends starts none) and killed when the tests are over.
@@ -380,7 +392,7 @@ class Conformance : public ::testing::Test {
   std::map<std::string, TimePoint> due_;
 };
 
-using Backends = ::testing::Types<Memory, Durable, Tiered, Redis>;
+using Backends = ::testing::Types<Memory, Durable, Tiered, Redis, DurableAlways, TieredAlways>;
 TYPED_TEST_SUITE(Conformance, Backends);
 
 // ---- push and ids ----
@@ -736,6 +748,8 @@ TYPED_TEST(Conformance, BadPushesAreRefusedAndChangeNothing) {
       {"delay and due_at", {.topic = "t", .delay = 1s, .due_at = t + 1s}},
       {"negative ttr", {.topic = "t", .ttr = -1s}},
       {"ttr beyond max_delay", {.topic = "t", .ttr = 1h + 1s}},
+      {"ttr below 1ms", {.topic = "t", .ttr = 999us}},
+      {"ttr of 1ns", {.topic = "t", .ttr = 1ns}},
       {"max_attempts 0", {.topic = "t", .retry = RetryPolicy::fixed(1s, 0)}},
       {"negative fixed delay", {.topic = "t", .retry = RetryPolicy::fixed(-1s, 3)}},
       {"empty list", {.topic = "t", .retry = RetryPolicy::list({})}},
@@ -768,6 +782,7 @@ TYPED_TEST(Conformance, BadPushesAreRefusedAndChangeNothing) {
       {.topic = "t", .delay = 1h},
       {.topic = "t", .due_at = now() + 1h - 1s},
       {.topic = "t", .ttr = 1h},
+      {.topic = "t", .ttr = 1ms},
       {.topic = "t", .retry = RetryPolicy::fixed(1h, 1)},
   };
   for (const JobSpec& spec : edge) {
@@ -1810,6 +1825,102 @@ TYPED_TEST(Conformance, CloseEndsWaitsAndLaterCallsFailWithClosed) {
   EXPECT_EQ(st.topics.at("cl"), (TopicStats{.delayed = 1, .ready = 1, .reserved = 1, .dead = 1}));
 }
 
+// ---- fork() ----
+
+// Runs `child` in a process forked from this one (threads, locks and all), which writes what it
+// saw to a pipe and ends with _exit; returns what it wrote, or what went wrong. A child that does
+// not end within kLong is killed: a queue that hangs in a forked child fails here.
+std::string run_forked(const std::function<std::string()>& child) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) {
+    ::close(fds[0]);
+    const std::string said = child();
+    (void)!::write(fds[1], said.data(), said.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string said;
+  const auto deadline = std::chrono::steady_clock::now() + kLong;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{.fd = fds[0], .events = POLLIN, .revents = 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      said += "\n(the child hung: killed)";
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    char buf[4096];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    said.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) said += "\n(the child did not exit 0)";
+  return said;
+}
+
+// A queue used in a child forked after it was opened refuses every call with `closed`, naming
+// fork (never an ok that would be lost: the parent's threads and store are not the child's),
+// and closing or destroying it there hangs on nothing and leaves the parent's queue as it was.
+// Seen to fail before the fork guard: the child's push and cancel returned ok.
+TYPED_TEST(Conformance, AQueueUsedInAForkedChildRefusesEveryCall) {
+  Queue& q = *this->q_;
+  Delivery held = this->every_state("fk");
+  const std::string said = run_forked([&] {
+    std::string out;
+    auto note = [&](const char* call, const Status& s) {
+      const bool refused = s.is(Errc::closed) && s.message().find("forked") != std::string::npos;
+      if (!refused) out += std::string(call) + ": " + s.to_string() + "\n";
+    };
+    note("push", q.push({.topic = "fk", .id = "fk-child"}).status());
+    for (const Result<std::string>& r : q.push_batch({{.topic = "fk"}, {.topic = "fk"}}))
+      note("push_batch", r.status());
+    note("reserve", q.reserve("fk", 0ms).status());
+    note("reserve (waiting)", q.reserve("fk", kLong).status());
+    bool called = false;
+    q.reserve_async({"fk"}, kLong, [&](Result<Delivery> r) {
+      called = true;
+      note("reserve_async", r.status());
+    });
+    if (!called) out += "reserve_async: its callback did not run on the calling thread\n";
+    note("ack", q.ack(held.token));
+    for (const Status& s : q.ack_batch(std::vector<Token>{held.token})) note("ack_batch", s);
+    note("nack", q.nack(held.token));
+    note("dead_letter", q.dead_letter(held.token));
+    note("release", q.release(held.token));
+    note("touch", q.touch(held.token).status());
+    note("cancel", q.cancel("fk-ready"));
+    note("get", q.get("fk-ready").status());
+    note("reschedule", q.reschedule("fk-delayed", now()));
+    note("list_dead", q.list_dead("fk", 10).status());
+    note("requeue_dead", q.requeue_dead("fk-dead"));
+    note("requeue_dead_topic", q.requeue_dead_topic("fk").status());
+    note("purge_dead", q.purge_dead("fk").status());
+    note("pause", q.pause("fk"));
+    note("resume", q.resume("fk"));
+    note("health", q.health());
+    const Stats st = q.stats();
+    if (st.pushed != 0 || !st.topics.empty()) out += "stats: not empty in the child\n";
+    q.close();
+    this->q_.reset();  // the destructor, in the child
+    return out + "end";
+  });
+  EXPECT_EQ(said, "end");
+  // The parent's queue is as it was, and goes on.
+  for (const char* s : {"delayed", "ready", "reserved", "dead"})
+    EXPECT_EQ(this->state(std::string("fk-") + s), std::string(s));
+  EXPECT_TRUE(q.get("fk-child").is(Errc::not_found));
+  EXPECT_TRUE(q.ack(held.token).ok());
+  this->push("fk", "fk-after");
+  EXPECT_EQ(this->take("fk").id, "fk-ready");
+}
+
 // ---- reopening ----
 
 TYPED_TEST(Conformance, AReopenedQueueHasItsJobsTokensAndTotals) {
@@ -2182,14 +2293,14 @@ TYPED_TEST(Conformance, DelayedJobsAreCountedByTheWindowTheyFallDueIn) {
     this->push("win", "w" + std::to_string(n++), d);
   this->push("win", "ready-now");
   const DueWindows got = this->q_->stats().timing["win"].due;
-  if (std::string(TypeParam::kName) == "Tiered")
+  if (std::string_view(TypeParam::kName).starts_with("Tiered"))
     EXPECT_EQ(got, DueWindows{.beyond = 5}) << "jobs on disk count as beyond";
   else
     EXPECT_EQ(got, (DueWindows{1, 1, 1, 1, 1}));
   ASSERT_TRUE(this->q_->cancel("w4").ok());
   ASSERT_TRUE(this->q_->reschedule("w0", now() + 4 * 24h).ok());
   const DueWindows after = this->q_->stats().timing["win"].due;
-  if (std::string(TypeParam::kName) == "Tiered")
+  if (std::string_view(TypeParam::kName).starts_with("Tiered"))
     EXPECT_EQ(after, DueWindows{.beyond = 4});
   else
     EXPECT_EQ(after, (DueWindows{0, 1, 1, 2, 0}));

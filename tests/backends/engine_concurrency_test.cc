@@ -924,6 +924,67 @@ TEST(EngineConcurrencyDeathTest, CloseFromAReserveAsyncCallback) {
   });
 }
 
+// ---- consumers and their queue's lifetime ----
+
+// A Consumer declared before its queue outlives it: the queue's destruction (its close()) stops
+// the consumer first and waits for the handler in progress, whose ack is still served; the
+// Consumer's own stop() then has nothing left to do. Seen to fail before the fix: the queue was
+// destroyed while the handler still ran (its ack then went to freed memory).
+TEST(EngineConcurrencyDeathTest, AConsumerMayOutliveItsQueue) {
+  RunIsolated([]() -> std::string {
+    Consumer consumer;  // declared before the queue: destroyed after it
+    auto opened = Engine::open({});
+    if (!opened.ok()) return opened.status().to_string();
+    std::unique_ptr<Engine> q = std::move(opened).value();
+    std::atomic<bool> entered{false}, returned{false};
+    consumer = q->consume("t", [&](const Delivery&) {
+      entered.store(true);
+      std::this_thread::sleep_for(300ms);
+      returned.store(true);
+      return HandlerResult::ack();
+    });
+    if (!q->push({.topic = "t", .id = "a"}).ok()) return "push failed";
+    if (!WaitFor([&] { return entered.load(); }, 10s)) return "the handler never ran";
+    q.reset();
+    if (!returned.load()) return "the queue was destroyed while its consumer's handler still ran";
+    if (consumer.handled() != 1) return "the handler's ack was not sent before the queue closed";
+    consumer.stop();  // nothing left to stop
+    return "";
+  });
+}
+
+// A handler may stop its own consumer: its thread is not joined (it ends when the handler
+// returns), the other threads are, and the job is settled as the handler said. Seen to fail
+// before the fix: stop() threw (a thread joining itself) and the job counted a failed attempt.
+TEST(EngineConcurrency, AHandlerMayStopItsOwnConsumer) {
+  auto q = OpenEngine();
+  ASSERT_TRUE(q);
+  std::atomic<bool> threw{false};
+  Consumer consumer;
+  consumer = q->consume(
+      "own",
+      [&](const Delivery&) {
+        try {
+          consumer.stop();
+        } catch (...) {
+          threw.store(true);
+          throw;
+        }
+        return HandlerResult::ack();
+      },
+      3);
+  ASSERT_TRUE(q->push({.topic = "own", .id = "a"}).ok());
+  ASSERT_TRUE(WaitFor([&] { return consumer.handled() == 1; }, 10s));
+  EXPECT_FALSE(threw.load());
+  consumer.stop();  // from here: returns once every thread ended
+  EXPECT_TRUE(q->get("a").is(Errc::not_found)) << "the handler's ack was not what settled the job";
+  EXPECT_EQ(q->stats().acked, 1u);
+  // Stopped for good: a job pushed now stays ready.
+  ASSERT_TRUE(q->push({.topic = "own", .id = "b"}).ok());
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(q->get("b")->state, JobState::ready);
+}
+
 // ---- ids and tokens under contention ----
 
 TEST(EngineConcurrency, ConcurrentPushesOfTheSameIdsAdmitOneEach) {

@@ -223,6 +223,54 @@ TEST_F(Store, ASecondOpenOfTheSameDirectoryIsRefused) {
   EXPECT_TRUE(again.is(Errc::unavailable)) << again.status().to_string();
 }
 
+// A refused second open must not drop the holder's lock (closing any descriptor of a file drops
+// every classic fcntl lock the process has on it): a process that shares nothing with the store
+// (forked before it opened, so no inherited descriptor) is still refused afterwards, and the
+// refusals name the holder. Seen to fail before the store took its own lock: the child opened
+// the store as a second writer.
+bool single_threaded();  // below
+
+TEST_F(Store, ARefusedSecondOpenLeavesTheStoreLockedForOtherProcesses) {
+  if (!single_threaded()) GTEST_SKIP() << "needs a process of its own (run it alone, as ctest does)";
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  const std::string path = dir.path();
+  testing::ChildProcess child([&](int report) {
+    ::close(go[1]);
+    char c;
+    if (::read(go[0], &c, 1) != 1) ::_exit(2);
+    StoreOptions o;
+    o.dir = path;
+    Result<std::unique_ptr<Engine>> q = open_store(o);
+    const std::string said = q.ok() ? "opened" : q.status().to_string();
+    (void)!::write(report, said.data(), said.size());
+    ::_exit(0);
+  });
+  ::close(go[0]);
+  ASSERT_TRUE(child.started());
+  auto q = open();
+  ASSERT_TRUE(q);
+  ASSERT_TRUE(q->push({.topic = "t", .id = "kept", .delay = 1h}).ok());
+  StoreOptions o;
+  o.dir = path;
+  Result<std::unique_ptr<Engine>> again = open_store(o);
+  ASSERT_TRUE(again.is(Errc::unavailable)) << again.status().to_string();
+  EXPECT_NE(again.status().message().find("this process already has it open"), std::string::npos)
+      << again.status().message();
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ::close(go[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = ::read(child.reports(), buf, sizeof buf)) > 0;) said.append(buf, n);
+  EXPECT_NE(said.find("is locked by process " + std::to_string(::getpid())), std::string::npos)
+      << said;
+  // The holder goes on: its job is there, and it writes.
+  EXPECT_TRUE(q->get("kept").ok());
+  EXPECT_TRUE(q->push({.topic = "t", .id = "after", .delay = 1h}).ok());
+  q.reset();
+  EXPECT_TRUE(open()->get("after").ok());
+}
+
 TEST_F(Store, ReadOnlyOpenShowsTheQueueAndWritesNothing) {
   {
     auto q = open();

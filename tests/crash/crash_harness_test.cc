@@ -1,7 +1,7 @@
 // The crash and power-loss harnesses of the durable store (tests/crash/ holds the harness).
 //
 // A driver (the test) forks a worker process that opens the store and runs a mixed load on it
-// from two threads: push, push_batch, reserve, ack, nack, dead_letter, touch, cancel,
+// from two threads: push, push_batch, reserve, ack, nack, dead_letter, touch, release, cancel,
 // reschedule, requeue_dead and purge_dead, on jobs with 3 attempts and leases of 15 or 200 ms
 // (so that dead letters happen: by nacks, dead_letter() and leases that run out). The worker
 // reports every call's intent and outcome over a pipe; the driver kills it with SIGKILL after
@@ -88,13 +88,14 @@ struct HarnessRun {
 void print_calls(const Model::Counts& c) {
   std::printf(
       "[ harness  ] calls that returned: %llu pushes, %llu push_batches, %llu deliveries, %llu "
-      "acks, %llu nacks, %llu dead_letters, %llu touches, %llu cancels, %llu reschedules, %llu "
+      "acks, %llu nacks, %llu dead_letters, %llu touches, %llu releases, %llu cancels, %llu "
+      "reschedules, %llu "
       "requeues, %llu purges (%llu jobs); %llu refused (stale token, wrong state)\n"
       "[ harness  ] reopened stores: %llu looked at; dead letters seen %llu times; in-flight "
       "calls found done %llu, not done %llu; deliveries never reported %llu\n",
       (unsigned long long)c.pushes, (unsigned long long)c.batches, (unsigned long long)c.deliveries,
       (unsigned long long)c.acks, (unsigned long long)c.nacks, (unsigned long long)c.dead_letters,
-      (unsigned long long)c.touches, (unsigned long long)c.cancels,
+      (unsigned long long)c.touches, (unsigned long long)c.releases, (unsigned long long)c.cancels,
       (unsigned long long)c.reschedules, (unsigned long long)c.requeues,
       (unsigned long long)c.purges, (unsigned long long)c.purged, (unsigned long long)c.refused,
       (unsigned long long)c.observations, (unsigned long long)c.seen_dead,
@@ -107,7 +108,7 @@ void expect_every_call(const Model::Counts& c, int cycles) {
   EXPECT_GE(c.opened, static_cast<uint64_t>(cycles / 2)) << "few workers opened the store";
   EXPECT_GE(c.pushes, static_cast<uint64_t>(cycles)) << "the workers pushed too little";
   EXPECT_GE(c.deliveries, static_cast<uint64_t>(cycles / 2)) << "too few deliveries";
-  for (uint64_t n : {c.batches, c.acks, c.nacks, c.dead_letters, c.touches, c.cancels,
+  for (uint64_t n : {c.batches, c.acks, c.nacks, c.dead_letters, c.touches, c.releases, c.cancels,
                      c.reschedules, c.requeues, c.purges, c.seen_dead})
     EXPECT_GT(n, 0u) << "a call of the load never succeeded, or no dead letter was ever seen";
 }
@@ -181,8 +182,13 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   EXPECT_GT(t.syncs_recorded, 0u) << "no sync was recorded: is the recording file system used?";
   EXPECT_GT(t.fs.bytes_dropped, 0u) << "no power loss dropped anything";
   expect_every_call(m.counts, t.done_cycles);
+  // The batch check says nothing below kBatchCyclesToTell qualifying cycles: a run must reach it.
+  EXPECT_GE(t.batch_cycles_to_tell, kBatchCyclesToTell)
+      << "too few Sync::batch cycles answered enough calls to tell whether batch ever loses";
   const std::string batch = batch_that_never_lost(t);
   EXPECT_TRUE(batch.empty()) << batch;
+  // Where the cuts landed: some while RocksDB flushed or compacted.
+  EXPECT_GT(t.mid_background, 0) << "no power loss came during a flush or compaction";
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
 }
 

@@ -115,6 +115,8 @@ struct PowerTally {
 };
 
 constexpr uint32_t kPowerBatchOps = 8;  // small, so that Sync::batch's bound bites
+// Batch cycles with enough answered calls (2 * kPowerBatchOps) to expect some loss among them.
+constexpr int kBatchCyclesToTell = 6;
 // How many answered calls a power loss may take in a mode; nullopt: any number (the latest).
 std::optional<uint64_t> allowed_loss(Sync s);
 Sync power_mode(int cycle);

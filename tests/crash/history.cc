@@ -27,6 +27,7 @@ std::string event_text(const Model& m, const Record& r) {
     case Kind::ack_intent:
     case Kind::dead_intent:
     case Kind::touch_intent:
+    case Kind::release_intent:
       return std::string(call_name(r.kind)) + " (fence " + std::to_string(r.n) + ") at " +
              m.rel(r.t0);
     case Kind::cancel_intent:
@@ -38,6 +39,7 @@ std::string event_text(const Model& m, const Record& r) {
     case Kind::push_done:
     case Kind::batch_done:
     case Kind::ack_done:
+    case Kind::release_done:
     case Kind::nack_done:
     case Kind::dead_done:
     case Kind::cancel_done:

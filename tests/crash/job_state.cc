@@ -140,6 +140,13 @@ Rec after_call(const Rec& before, uint64_t job, const Record& intent, const Reco
       r.st = St::dead;
       r.lease = Span{};
       return r;
+    case Kind::release_intent:
+      // Undone: ready again where it was (due as it last fell due), the attempt taken back.
+      r.st = St::waiting;
+      r.lease = Span{};
+      r.fence = 0;
+      if (r.attempts > 0) --r.attempts;
+      return r;
     case Kind::touch_intent:
       r.lease = done != nullptr ? Span::at(done->lease) : w.plus(ttr_of(job));
       return r;

@@ -55,7 +55,8 @@ class Loop {
     const bool room = live().size() < kLiveCap / kThreads;
     if (roll < 16) return room ? push() : reserve();
     if (roll < 21) return room ? push_batch() : reserve();
-    if (roll < 48) return reserve();
+    if (roll < 45) return reserve();
+    if (roll < 48) return held_.empty() ? reserve() : token_call(Kind::release_intent);
     if (roll < 61) return held_.empty() ? reserve() : token_call(Kind::ack_intent);
     if (roll < 67) return held_.empty() ? reserve() : token_call(Kind::nack_intent);
     if (roll < 70) return held_.empty() ? reserve() : token_call(Kind::dead_intent);
@@ -127,7 +128,7 @@ class Loop {
     held_.push_back(r->token);
   }
 
-  // ack, nack, dead_letter or touch on a delivery this thread holds.
+  // ack, nack, dead_letter, touch or release on a delivery this thread holds.
   void token_call(Kind kind) {
     const size_t i = below(held_.size());
     const Token t = held_[i];
@@ -149,6 +150,9 @@ class Loop {
         break;
       case Kind::dead_intent:
         s = q_.dead_letter(t);
+        break;
+      case Kind::release_intent:
+        s = q_.release(t);
         break;
       default: {
         Result<TimePoint> r = q_.touch(t);

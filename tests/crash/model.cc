@@ -266,6 +266,9 @@ bool Model::apply_token_outcome(const Record& r, const Record& intent, Rec& rec)
       case Kind::dead_intent:
         ++counts.dead_letters;
         break;
+      case Kind::release_intent:
+        ++counts.releases;
+        break;
       default:
         ++counts.touches;
         break;

@@ -82,7 +82,7 @@ struct Model {
 
   struct Counts {
     uint64_t opened = 0, pushes = 0, batches = 0, deliveries = 0, acks = 0, nacks = 0,
-             dead_letters = 0, touches = 0, cancels = 0, reschedules = 0, requeues = 0, purges = 0,
+             dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0, requeues = 0, purges = 0,
              purged = 0, refused = 0, resolved_present = 0, resolved_missing = 0, seen_dead = 0,
              seen_expired = 0, observations = 0, unreported_deliveries = 0;
     std::array<uint64_t, 64> killed_in{};  // kills during a call, by its intent kind

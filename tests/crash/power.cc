@@ -31,7 +31,6 @@ namespace {
 
 constexpr Duration kPowerBatchInterval = 10s;  // long: within a cycle only the count syncs
 constexpr Duration kPowerPeriodicInterval = 15ms;
-constexpr int kBatchCyclesToTell = 6;  // batch cycles with enough calls to expect a loss
 
 // After a power loss: the store must be the queue after some prefix of the calls, losing no
 // more answered calls than `checked` allows, and keep every other promise.

@@ -54,6 +54,7 @@ constexpr Call kCalls[] = {
     {Kind::nack_intent, Kind::nack_done, "nack"},
     {Kind::dead_intent, Kind::dead_done, "dead_letter"},
     {Kind::touch_intent, Kind::touch_done, "touch"},
+    {Kind::release_intent, Kind::release_done, "release"},
     {Kind::cancel_intent, Kind::cancel_done, "cancel"},
     {Kind::resched_intent, Kind::resched_done, "reschedule"},
     {Kind::requeue_intent, Kind::requeue_done, "requeue_dead"},
@@ -79,7 +80,7 @@ bool is_intent(Kind k) {
 
 bool is_token_call(Kind intent) {
   return intent == Kind::ack_intent || intent == Kind::nack_intent || intent == Kind::dead_intent ||
-         intent == Kind::touch_intent;
+         intent == Kind::touch_intent || intent == Kind::release_intent;
 }
 
 const char* call_name(Kind intent) {

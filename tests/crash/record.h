@@ -32,6 +32,8 @@ enum class Kind : uint8_t {
   dead_done,
   touch_intent,
   touch_done,  // lease = the new lease deadline
+  release_intent,  // release(): the delivery given back undone (attempts as before it)
+  release_done,
   cancel_intent,
   cancel_done,
   resched_intent,  // arg = the new due time
@@ -84,7 +86,7 @@ const char* errc_text(uint8_t code);
 // The outcome kind of an intent kind (reserve: reserve_done), or the kind itself.
 Kind done_of(Kind intent);
 bool is_intent(Kind k);
-// Calls on a delivery's token: ack, nack, dead_letter, touch.
+// Calls on a delivery's token: ack, nack, dead_letter, touch, release.
 bool is_token_call(Kind intent);
 const char* call_name(Kind intent);
 

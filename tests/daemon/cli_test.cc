@@ -64,14 +64,34 @@ TEST(CliParse, Durations) {
   EXPECT_EQ(*parse_duration("10seconds"), 10s);
   EXPECT_EQ(*parse_duration("1minute"), 1min);
   EXPECT_EQ(*parse_duration("250msec"), 250ms);
-  for (const char* bad : {"", "90", "5x", "1.5s", "-5s", "s", "10 s", "99999999999999d", "5MIN",
-                          "5mon", "2w", "-0s", "1h-5m"}) {
+  // Fractions of a unit (issue 21): exact to the nanosecond, range-checked before conversion.
+  EXPECT_EQ(*parse_duration("1.5h"), 90min);
+  EXPECT_EQ(*parse_duration("0.5s"), 500ms);
+  EXPECT_EQ(*parse_duration("1.25min"), 75s);
+  EXPECT_EQ(*parse_duration("0.001s"), 1ms);
+  EXPECT_EQ(*parse_duration("1.5ms"), std::chrono::microseconds(1500));
+  EXPECT_EQ(*parse_duration("0.1d"), std::chrono::minutes(144));
+  EXPECT_EQ(*parse_duration("1h0.5m"), 3630s);
+  EXPECT_EQ(*parse_duration("0.000000001s"), std::chrono::nanoseconds(1));
+  EXPECT_EQ(*parse_duration("36499.999999999d"),
+            std::chrono::hours(24 * 36500) - std::chrono::nanoseconds(86400));
+  for (const char* bad : {"", "90", "5x", "1.5", "1.s", ".5s", "1..5s", "1.5.5s",
+                          "0.0000000001s", "36500.5d", "99999999999999.5d", "-5s", "s", "10 s",
+                          "99999999999999d", "5MIN", "5mon", "2w", "-0s", "1h-5m"}) {
     auto d = parse_duration(bad);
     EXPECT_TRUE(d.is(Errc::invalid_argument)) << bad;
   }
   EXPECT_NE(parse_duration("5x").status().message().find("unknown unit 'x'"), std::string::npos);
   EXPECT_NE(parse_duration("5x").status().message().find("5min"), std::string::npos);
   EXPECT_NE(parse_duration("90").status().message().find("no unit"), std::string::npos);
+  // A bare number, or one that is cut short, names the units there are.
+  for (const char* bad : {"5", "90", "1.5", "1h5"}) {
+    const std::string m = parse_duration(bad).status().message();
+    EXPECT_NE(m.find("has no unit (units: ms, s (sec), m (min), h (hr), d (day)"), std::string::npos)
+        << bad << ": " << m;
+  }
+  EXPECT_NE(parse_duration("36500.5d").status().message().find("longer than 36500 days"),
+            std::string::npos);
   EXPECT_NE(parse_duration("-5s").status().message().find("negative"), std::string::npos)
       << parse_duration("-5s").status().message();
 }

@@ -211,6 +211,76 @@ TEST_F(HttpApiTest, BatchPush) {
   EXPECT_EQ(queue_->stats().topics["b"].ready, 4u);
 }
 
+// /finish (and /ack) with "tokens": several deliveries in one request, each settled or refused
+// on its own (Queue::ack_batch), the answer saying which, in order; bad input refused whole.
+TEST_F(HttpApiTest, FinishSeveralTokensAtOnce) {
+  std::vector<std::string> tokens;
+  for (const char* id : {"a1", "a2", "a3"}) {
+    ASSERT_EQ(call("/push", std::string(R"({"topic":"acks","id":")") + id + "\"}").code(), 0);
+    auto pop = call("/pop", R"({"topic":"acks","timeout":5})");
+    ASSERT_TRUE(pop.data().is_object()) << pop.text;
+    tokens.push_back(pop.data().find("token")->as_string());
+  }
+  // The first alone, then a batch: a2, a stale a1, a3, a token that does not parse.
+  ASSERT_EQ(call("/ack", R"({"token":")" + tokens[0] + "\"}").code(), 0);
+  auto batch = call("/ack", R"({"tokens":[")" + tokens[1] + R"(",")" + tokens[0] + R"(",")" +
+                                tokens[2] + R"(","nonsense"]})");
+  EXPECT_EQ(batch.status, 200) << batch.text;
+  EXPECT_EQ(batch.code(), 1) << batch.text;  // not every delivery was finished
+  EXPECT_EQ(batch.message(), "2 of 4 finished") << batch.text;
+  const auto& results = batch.data().find("results")->as_array();
+  ASSERT_EQ(results.size(), 4u) << batch.text;
+  EXPECT_EQ(results[0].find("code")->as_int(), 0);
+  EXPECT_EQ(results[1].find("error")->as_string(), "not_found") << batch.text;
+  EXPECT_EQ(results[2].find("code")->as_int(), 0);
+  EXPECT_EQ(results[3].find("error")->as_string(), "invalid_argument") << batch.text;
+  EXPECT_EQ(batch.data().find("finished")->as_int(), 2);
+  EXPECT_EQ(batch.data().find("refused")->as_int(), 2);
+  EXPECT_EQ(queue_->stats().acked, 3u);
+  EXPECT_EQ(queue_->stats().topics["acks"].reserved, 0u);
+  // All finished: code 0, on /finish as on /ack.
+  ASSERT_EQ(call("/push", R"({"topic":"acks","id":"a4"})").code(), 0);
+  auto pop = call("/pop", R"({"topic":"acks","timeout":5})");
+  ASSERT_TRUE(pop.data().is_object()) << pop.text;
+  auto all = call("/finish", R"({"tokens":[")" + pop.data().find("token")->as_string() + "\"]}");
+  EXPECT_EQ(all.code(), 0) << all.text;
+  EXPECT_EQ(all.message(), "1 of 1 finished") << all.text;
+  // A token given twice: the second is not_found.
+  ASSERT_EQ(call("/push", R"({"topic":"acks","id":"a5"})").code(), 0);
+  pop = call("/pop", R"({"topic":"acks","timeout":5})");
+  ASSERT_TRUE(pop.data().is_object()) << pop.text;
+  const std::string t5 = pop.data().find("token")->as_string();
+  auto twice = call("/finish", R"({"tokens":[")" + t5 + R"(",")" + t5 + "\"]}");
+  EXPECT_EQ(twice.message(), "1 of 2 finished") << twice.text;
+  const auto& r2 = twice.data().find("results")->as_array();
+  ASSERT_EQ(r2.size(), 2u);
+  EXPECT_EQ(r2[0].find("code")->as_int(), 0);
+  EXPECT_EQ(r2[1].find("error")->as_string(), "not_found") << twice.text;
+
+  // Refused whole, nothing finished: not an array, empty, not strings, mixed with token or id,
+  // over the limit (1000, ApiOptions::max_batch).
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"tokens":"1:a"})", "field \"tokens\" must be an array"},
+      {R"({"tokens":[]})", "\"tokens\" is empty"},
+      {R"({"tokens":["1:a",2]})", "tokens[1] must be a string"},
+      {R"({"tokens":["1:a"],"token":"1:a"})", "give \"tokens\", or one \"token\" or \"id\""},
+      {R"({"tokens":["1:a"],"id":"a"})", "give \"tokens\", or one \"token\" or \"id\""},
+      {R"({"toknes":["1:a"]})", "did you mean \"tokens\"?"},
+  };
+  for (const auto& [body, why] : bad) {
+    auto r = call("/ack", body);
+    EXPECT_EQ(r.status, 400) << body << ": " << r.text;
+    EXPECT_EQ(r.error(), "bad_request") << body;
+    EXPECT_TRUE(has(r.message(), why)) << body << ": " << r.text;
+  }
+  std::string many = R"({"tokens":[)";
+  for (int i = 0; i < 1001; ++i) many += std::string(i ? "," : "") + "\"1:x\"";
+  auto over = call("/ack", many + "]}");
+  EXPECT_EQ(over.status, 413) << over.text;
+  EXPECT_EQ(over.error(), "too_large");
+  EXPECT_TRUE(has(over.message(), "at most 1000 tokens in one request")) << over.text;
+}
+
 TEST_F(HttpApiTest, PopWaitsAndTakesSeveralTopics) {
   std::thread pusher([&] {
     std::this_thread::sleep_for(200ms);

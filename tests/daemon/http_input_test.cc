@@ -45,7 +45,7 @@ TEST_F(HttpInputTest, UnknownMembersAreRefusedNamingTheClosestKnownOne) {
       {"/get", R"({"id":"j","x":1})", R"(unknown field "x": /get takes id)"},
       {"/reschedule", R"({"id":"j","due_at":1})",
        R"(unknown field "due_at" (did you mean "due_at_ms"?))"},
-      {"/stats", R"({"topic":"t"})", R"(unknown field "topic": /stats takes no fields)"},
+      {"/stats", R"({"topic":"t"})", R"(unknown field "topic": /stats takes limit, after)"},
       {"/dead/list", R"({"topic":"t","limt":5})",
        R"(unknown field "limt" (did you mean "limit"?))"},
       {"/dead/requeue", R"({"topc":"t"})", R"(unknown field "topc" (did you mean "topic"?))"},

@@ -3,7 +3,9 @@
 // now), and each refusal names the field and the limit, in the library's words.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -205,6 +207,91 @@ TEST_F(HttpLimitsTest, FourMebibytesOfAnyShapeAreAnsweredWithinTheCaps) {
     EXPECT_TRUE(has(a.message(), s.expect)) << s.name << ": " << a.text.substr(0, 300);
   }
   EXPECT_EQ(call("/push", R"({"topic":"t"})").code(), 0) << "still serving";
+}
+
+// The reported bug: a ttr under a millisecond was taken, and the job could never be finished
+// (every ack came after its lease ran out; /get showed "ttr": 0). A ttr in seconds is checked
+// before it is converted, so that a tiny one cannot round to 0 (the default) either; 0 still
+// means the default, and 1 ms is the shortest ttr taken.
+TEST_F(HttpLimitsTest, TtrBelowOneMillisecondIsRefused) {
+  for (const char* body : {R"({"topic":"t","id":"a","ttr":0.0004})",
+                           R"({"topic":"t","id":"a","ttr":0.000999})",
+                           R"({"topic":"t","id":"a","ttr":1e-10})",
+                           R"({"topic":"t","id":"a","ttr":5e-324})"}) {
+    Answer a = expect_refused({"/push", body, "below the minimum of 1ms"});
+    EXPECT_TRUE(has(a.message(), "use 0 for the default ttr")) << a.text;
+    EXPECT_TRUE(queue_->get("a").is(Errc::not_found)) << body;
+  }
+  Answer batch = call("/push_batch", R"({"jobs":[{"topic":"t","id":"b","ttr":0.0005}]})");
+  EXPECT_TRUE(has(batch.text, "below the minimum of 1ms")) << batch.text;
+  EXPECT_TRUE(queue_->get("b").is(Errc::not_found));
+  // The library refuses it too, in the same words, whatever sends it.
+  auto lib = queue_->push({.topic = "t", .id = "c", .ttr = std::chrono::microseconds(400)});
+  EXPECT_TRUE(lib.is(Errc::invalid_argument)) << lib.status().to_string();
+  EXPECT_TRUE(has(lib.status().message(), "below the minimum of 1ms")) << lib.status().to_string();
+  // The edges: 1 ms in either unit, and 0 (the default, 30 s).
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"s","ttr":0.001})").code(), 0);
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"m","ttr_ms":1})").code(), 0);
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"z","ttr":0})").code(), 0);
+  EXPECT_EQ(queue_->get("s")->ttr, 1ms);
+  EXPECT_EQ(queue_->get("m")->ttr, 1ms);
+  EXPECT_EQ(queue_->get("z")->ttr, 30s);
+}
+
+// The reported bug: a reserve over 100 000 topics that timed out named every one of them, a
+// message of 1.5 MB. It names the first few and says how many more.
+TEST_F(HttpLimitsTest, ReserveTimeoutOverManyTopicsNamesAFew) {
+  std::vector<std::string> topics;
+  for (int i = 0; i < 100'000; ++i) topics.push_back("topic-" + std::to_string(i));
+  auto r = queue_->reserve(topics, 0ms);
+  ASSERT_TRUE(r.is(Errc::timeout)) << (r.ok() ? r->id : r.status().to_string());
+  const std::string m = r.status().message();
+  EXPECT_LT(m.size(), 1024u) << m.substr(0, 2000);
+  EXPECT_TRUE(has(m, "'topic-0', 'topic-1', 'topic-2'")) << m.substr(0, 2000);
+  EXPECT_TRUE(has(m, "and 99997 more")) << m.substr(0, 2000);
+  EXPECT_FALSE(has(m, "topic-3")) << m.substr(0, 2000);
+  // A few topics are all named, as before.
+  auto two = queue_->reserve(std::vector<std::string>{"x", "y"}, 0ms);
+  EXPECT_EQ(two.status().message(), "no job of 'x', 'y' became ready in time");
+}
+
+// The reported bug: /stats listed every topic (47 MB at 100 000 topics). It lists at most
+// `limit` topics (default 1000, at most 10000) in name order, from after `after`, says whether it
+// was cut ("truncated") and where the next page starts ("next_after"); the totals always come.
+TEST_F(HttpLimitsTest, StatsListsTopicsInPages) {
+  for (int i = 0; i < 1001; ++i) {
+    char topic[16];
+    std::snprintf(topic, sizeof topic, "t%04d", i);
+    ASSERT_EQ(call("/push", std::string(R"({"topic":")") + topic + R"("})").code(), 0);
+  }
+  Answer all = call("/stats", "", "GET");
+  ASSERT_EQ(all.code(), 0) << all.text.substr(0, 300);
+  EXPECT_EQ(all.data().find("topics")->as_object().size(), 1000u);
+  EXPECT_TRUE(all.data().find("truncated")->as_bool());
+  EXPECT_EQ(all.data().find("next_after")->as_string(), "t0999");
+  EXPECT_EQ(all.data().find("pushed")->as_int(), 1001);
+  EXPECT_TRUE(has(all.message(), "next_after")) << all.message();
+  std::vector<std::string> seen;
+  std::string after;
+  for (int page = 0; page < 20; ++page) {
+    const std::string body =
+        after.empty() ? R"({"limit":400})" : R"({"limit":400,"after":")" + after + "\"}";
+    Answer a = call("/stats", body);
+    ASSERT_EQ(a.code(), 0) << a.text.substr(0, 300);
+    EXPECT_EQ(a.data().find("pushed")->as_int(), 1001) << "the totals come on every page";
+    for (const auto& [name, t] : a.data().find("topics")->as_object()) seen.push_back(name);
+    if (!a.data().find("truncated")->as_bool()) {
+      EXPECT_EQ(a.data().find("next_after"), nullptr);
+      break;
+    }
+    after = a.data().find("next_after")->as_string();
+  }
+  ASSERT_EQ(seen.size(), 1001u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(seen.front(), "t0000");
+  EXPECT_EQ(seen.back(), "t1000");
+  expect_refused({"/stats", R"({"limit":0})", "\"limit\""});
+  expect_refused({"/stats", R"({"limit":10001})", "\"limit\""});
 }
 
 }  // namespace

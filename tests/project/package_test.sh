@@ -36,6 +36,28 @@ done
 for f in ./usr/bin/delayqd ./usr/lib/systemd/system/delayqd.service ./usr/share/delayq/delayqd.conf; do
   grep -q " $f\$" <<<"$contents" || { echo "$(basename "$deb") is missing $f"; exit 1; }
 done
+# The license: LICENSE is the Apache License 2.0 word for word (compared with Debian's copy where
+# there is one), shipped with the package beside a copyright file in Debian's machine-readable
+# format that names it; the control file names a maintainer who reads mail.
+grep -q "Apache License" "$src/LICENSE" && grep -q "Version 2.0, January 2004" "$src/LICENSE" ||
+  { echo "LICENSE is not the Apache License 2.0"; exit 1; }
+if [ -f /usr/share/common-licenses/Apache-2.0 ]; then
+  cmp -s "$src/LICENSE" /usr/share/common-licenses/Apache-2.0 ||
+    { echo "LICENSE differs from the Apache License 2.0 text"; exit 1; }
+fi
+for f in ./usr/share/doc/delayq/copyright ./usr/share/doc/delayq/LICENSE; do
+  grep -q " $f\$" <<<"$contents" || { echo "$(basename "$deb") is missing $f"; exit 1; }
+done
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/delayq/copyright >"$tmp/copyright"
+for line in "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" \
+            "Upstream-Name: delayq" "Files: *" "License: Apache-2.0"; do
+  grep -qxF "$line" "$tmp/copyright" || { echo "copyright lacks the line '$line'"; exit 1; }
+done
+maintainer=$(dpkg-deb -f "$deb" Maintainer)
+[ "$maintainer" = "delayq developers <delayq-maint@lists.delayq.dev>" ] ||
+  { echo "the package's Maintainer is '$maintainer'"; exit 1; }
+grep -q "^## License" "$src/README.md" && grep -q "Apache License 2.0" "$src/README.md" ||
+  { echo "README.md has no License section naming the Apache License 2.0"; exit 1; }
 mkdir "$tmp/control"
 dpkg-deb -e "$deb" "$tmp/control"
 for script in postinst postrm; do

@@ -42,9 +42,10 @@ inline std::string describe(const CliRun& r) {
   return "exit " + std::to_string(r.exit) + "\nstdout:\n" + r.out + "stderr:\n" + r.err;
 }
 
-// Runs `bin args...` with `input` on stdin, TZ=UTC so that times print alike everywhere.
+// Runs `bin args...` with `input` on stdin, TZ=UTC so that times print alike everywhere, and
+// `env` ("NAME=value") beside it: nothing else of the test's environment reaches the program.
 inline CliRun run_program(std::string bin, const std::vector<std::string>& args,
-                          const std::string& input = "") {
+                          const std::string& input = "", std::vector<std::string> env = {}) {
   CliRun r;
   int in[2], out[2], err[2];
   if (::pipe(in) != 0 || ::pipe(out) != 0 || ::pipe(err) != 0) return r;
@@ -53,7 +54,9 @@ inline CliRun run_program(std::string bin, const std::vector<std::string>& args,
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string tz = "TZ=UTC";
-  std::vector<char*> envp{tz.data(), nullptr};
+  std::vector<char*> envp{tz.data()};
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(in[0], 0);

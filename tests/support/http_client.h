@@ -119,13 +119,14 @@ class RawConnection {
   }
 
   // The next answer (an interim "100 Continue" is one), waiting up to `wait` for it; status 0 if
-  // none came.
-  HttpAnswer answer(std::chrono::milliseconds wait = std::chrono::seconds(30)) {
+  // none came. `to_head`: the answer is to a HEAD request (it has no body).
+  HttpAnswer answer(std::chrono::milliseconds wait = std::chrono::seconds(30),
+                    bool to_head = false) {
     const auto until = std::chrono::steady_clock::now() + wait;
     wire::HttpReply reply;
     bool eof = false;
     for (;;) {
-      const wire::ReplyParse r = wire::take_reply(pending_, eof, reply);
+      const wire::ReplyParse r = wire::take_reply(pending_, eof, reply, to_head);
       if (r == wire::ReplyParse::done) return HttpAnswer(std::move(reply));
       if (r != wire::ReplyParse::incomplete) return HttpAnswer();
       const ssize_t n = read_some(until);

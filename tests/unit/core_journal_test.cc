@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 
 #include "engine/core.h"
 #include "reports.h"
@@ -21,6 +22,7 @@ CoreOptions Recording() {
   CoreOptions o;
   o.record_changes = true;
   o.limits.default_ttr = 3s;
+  o.idle_topics = 2;  // topics come and go (Mirror::any_topic)
   return o;
 }
 
@@ -29,7 +31,9 @@ class Mirror {
   explicit Mirror(uint64_t seed) : rng_(seed), a_(Recording(), kStart), now_(kStart) {}
 
   void apply() {
-    for (Change& c : a_.take_effects().changes) {
+    Effects e = a_.take_effects();
+    add_totals(totals_, e.totals);
+    for (Change& c : e.changes) {
       if (c.record) journal_[c.seq] = std::move(*c.record);
       else journal_.erase(c.seq);
     }
@@ -40,6 +44,7 @@ class Mirror {
     a_.advance(now_);
     apply();
     Core b(Recording(), now_);
+    for (const std::string& t : paused_) b.restore_paused(t);  // the engine journals pauses
     for (const auto& [seq, rec] : journal_) ASSERT_TRUE(b.restore(JobRecord(rec), now_).ok()) << seq;
     b.advance(now_);
     EXPECT_TRUE(b.take_effects().changes.empty()) << "restoring must not record changes";
@@ -57,6 +62,12 @@ class Mirror {
     a_.add_stats(sa, now_);
     b.add_stats(sb, now_);
     EXPECT_EQ(sa.topics, sb.topics);
+    EXPECT_EQ(sa.pushed, totals_.pushed) << "the totals journaled add up to the core's";
+    EXPECT_EQ(sa.acked, totals_.acked);
+    EXPECT_EQ(sa.purged, totals_.purged);
+    // Topics that have gone keep no slot: at most those with a job or paused, and 2 idle ones,
+    // at their peak.
+    EXPECT_LE(a_.topic_slots(), peak_kept_);
     // What fires when comes back with the jobs (lateness does not: it counts since the open).
     for (const auto& [topic, t] : sa.timing) EXPECT_EQ(t.due, sb.timing[topic].due) << topic;
     apply();  // get() may have caught A up
@@ -70,34 +81,51 @@ class Mirror {
     else if (r < 75) cancel();
     else if (r < 80) reschedule();
     else if (r < 84) dead_ops();
+    else if (r < 86) pause();
     else now_ += std::chrono::milliseconds(rng_() % (rng_() % 10 ? 2000 : 60000));
     apply();
+    std::set<std::string> kept(paused_.begin(), paused_.end());
+    for (const auto& [seq, rec] : journal_) kept.insert(rec.topic);
+    peak_kept_ = std::max(peak_kept_, kept.size() + 2);
   }
 
   static constexpr const char* kTopics[] = {"orders", "sms", "callbacks"};
 
  private:
   std::string any_id() { return "j" + std::to_string(rng_() % (next_ + 1)); }
+  // Mostly the three long-lived topics, else one of many that come and go.
+  std::string any_topic() {
+    if (rng_() % 10 < 7) return kTopics[rng_() % 3];
+    return "churn" + std::to_string(rng_() % 200);
+  }
+  void pause() {
+    const std::string t = any_topic();
+    const bool p = rng_() % 2;
+    a_.set_paused(t, p, now_);
+    if (p) paused_.insert(t);
+    else paused_.erase(t);
+  }
 
   void push() {
     JobSpec s;
-    s.topic = kTopics[rng_() % 3];
+    s.topic = any_topic();
     s.id = rng_() % 10 ? "j" + std::to_string(++next_) : any_id();  // some duplicates
     s.body = std::string(rng_() % 40, static_cast<char>('a' + rng_() % 26));
     s.delay = std::chrono::milliseconds(rng_() % 3 ? rng_() % 8000 : 0);
     s.ttr = std::chrono::milliseconds(rng_() % 2 ? 0 : 500 + rng_() % 4000);
-    switch (rng_() % 4) {
+    switch (rng_() % 5) {
       case 0: s.retry = RetryPolicy::list({1s, 2s, 5s}); break;
       case 1: s.retry = RetryPolicy::fixed(0ms, 2); break;
       case 2: s.retry = RetryPolicy::exponential(500ms, 2.0, 4s, 0.3, 4); break;
+      case 3: s.retry = RetryPolicy::list({std::chrono::milliseconds(rng_() % 3000)}); break;
       default: break;
     }
     (void)a_.push(std::move(s), now_);
   }
 
   void reserve() {
-    std::vector<std::string> topics{kTopics[rng_() % 3]};
-    if (rng_() % 2) topics.push_back(kTopics[rng_() % 3]);
+    std::vector<std::string> topics{any_topic()};
+    if (rng_() % 2) topics.push_back(any_topic());
     Result<Delivery> d = a_.reserve(topics, now_);
     if (d) held_.push_back(d->token);
   }
@@ -125,7 +153,7 @@ class Mirror {
     (void)a_.reschedule(any_id(), now_ + std::chrono::milliseconds(rng_() % 5000), now_);
   }
   void dead_ops() {
-    const char* t = kTopics[rng_() % 3];
+    const std::string t = any_topic();
     switch (rng_() % 3) {
       case 0: (void)a_.requeue_dead(any_id(), now_); break;
       case 1: (void)a_.requeue_dead_topic(t, now_); break;
@@ -139,6 +167,9 @@ class Mirror {
   std::map<uint64_t, JobRecord> journal_;
   std::vector<Token> held_;
   uint64_t next_ = 0;
+  std::set<std::string> paused_;
+  Stats totals_;  // what the effects' totals added up to
+  size_t peak_kept_ = 0;
 };
 
 TEST(CoreJournal, ReplayingTheReportedChangesRebuildsTheSameQueue) {
