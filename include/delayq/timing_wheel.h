@@ -33,7 +33,15 @@
 // and leaves a stale reference, which is skipped when the slot is emptied; a slot whose stale
 // references outnumber its live ones is compacted, so memory follows the live entries even when
 // most entries are cancelled (order timeouts: most orders are paid). A stale handle (fired,
-// cancelled) cancels nothing.
+// cancelled) cancels nothing, however long the wheel runs: a node's generation moves on with
+// each schedule and each release and never comes back to a value it had; a node that has used
+// up its 32-bit generations (2^31 schedules of that one node) is retired, never reused, which
+// costs 24 bytes per 2^31 schedules (10 KB a day at 10 million schedules a second).
+//
+// Ticks at the ends of the range: a deadline at or before elapsed() (tick 0 included) fires on
+// the next advance(); a deadline at or beyond kMaxTick is held at kMaxTick - 1, the end of time
+// (~2.9e8 years at a 1 ms tick), so no deadline can wrap around into the past. advance() takes
+// any tick up to UINT64_MAX.
 //
 // Ordering: entries fire in deadline order; entries with the same deadline fire in the order
 // they were scheduled.
@@ -41,6 +49,7 @@
 // Not thread-safe: one thread owns a wheel (see TimerService for a threaded face).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cassert>
@@ -65,12 +74,13 @@ class TimingWheel {
   }
   // Ticks covered by a whole level k (= one slot of level k + 1).
   static constexpr uint64_t level_span(int k) { return slot_span(k + 1); }
-  // Deadlines are refused at or above this tick (far beyond any real use: ~5.8e8 years at 1 ms).
+  // Deadlines at or above this tick are held at kMaxTick - 1 (far beyond any real use: ~2.9e8
+  // years at 1 ms).
   static constexpr uint64_t kMaxTick = std::numeric_limits<uint64_t>::max() / 2;
 
   struct Handle {
     uint32_t index = 0;
-    uint32_t gen = 0;  // 0 never names a live entry
+    uint32_t gen = 0;  // 0 never names a live entry; never reissued for the same index
     explicit operator bool() const { return gen != 0; }
     bool operator==(const Handle&) const = default;
   };
@@ -79,8 +89,8 @@ class TimingWheel {
   explicit TimingWheel(uint64_t start = 0);
 
   // Schedules `payload` to fire when advance() reaches `deadline` (a tick). A deadline at or
-  // before elapsed() fires on the next advance(). Precondition: deadline < kMaxTick.
-  // O(1); may grow the slab.
+  // before elapsed() fires on the next advance(); one at or beyond kMaxTick is held at
+  // kMaxTick - 1 (and reported so by deadline() and on_fire). O(1); may grow the slab.
   Handle schedule(uint64_t deadline, uint64_t payload);
 
   // Cancels a pending entry. Returns false, changing nothing, if the handle is stale (the entry
@@ -115,17 +125,26 @@ class TimingWheel {
   // Bytes held by the slab and the level arrays (for memory accounting).
   size_t memory_bytes() const;
 
+  // Declared here, defined only by tests (tests/unit/timing_wheel_test.cc): reaches the private
+  // state to build cases that take billions of operations to reach (a node's last generations).
+  struct TestAccess;
+  friend struct TestAccess;
+
  private:
   static constexpr uint32_t kNil = 0xffffffffu;
   static constexpr uint32_t kDue = 0xfffffffeu;   // loc of an entry in the due list
   static constexpr uint32_t kFree = 0xfffffffdu;  // loc of a free node
+  // The last generation a node may reach. A free node on the free list has at most
+  // kLastGen - 2, so its next schedule and release stay within it; release() retires a node
+  // instead of letting its generation wrap around to values its old handles hold.
+  static constexpr uint32_t kLastGen = 0xffffffffu;
   static constexpr size_t kWords = (kSlots + 63) / 64;
   static_assert(kWords <= 64, "the summary word must cover a level's bitmap");
 
   struct Node {
     uint64_t deadline;
     uint64_t payload;  // while free: the next free node
-    uint32_t gen;      // changes when the node is scheduled, fires or is cancelled
+    uint32_t gen;      // goes up when the node is scheduled, fires or is cancelled
     uint32_t loc;      // level * kSlots + slot, kDue, or kFree
   };
   static_assert(sizeof(Node) == 24);
@@ -207,14 +226,16 @@ inline uint32_t TimingWheel::alloc(uint64_t deadline, uint64_t payload) {
   Node& n = nodes_[idx];
   n.deadline = deadline;
   n.payload = payload;
-  if (++n.gen == 0) n.gen = 1;  // 0 never names a live entry
+  ++n.gen;  // from 0 (a new node) or at most kLastGen - 2 (a free one): never 0, never wraps
   return idx;
 }
 
 inline void TimingWheel::release(uint32_t idx) {
   Node& n = nodes_[idx];
-  if (++n.gen == 0) n.gen = 1;  // stales every handle and reference to it
   n.loc = kFree;
+  // Stales every handle and reference to the node. A node past kLastGen - 2 has no generation
+  // left that it never had: it is retired, left off the free list for good.
+  if (++n.gen > kLastGen - 2) return;
   n.payload = free_node_;
   free_node_ = idx;
 }
@@ -282,8 +303,7 @@ inline void TimingWheel::place(uint32_t idx) {
 }
 
 inline TimingWheel::Handle TimingWheel::schedule(uint64_t deadline, uint64_t payload) {
-  assert(deadline < kMaxTick);
-  const uint32_t idx = alloc(deadline, payload);
+  const uint32_t idx = alloc(std::min(deadline, kMaxTick - 1), payload);
   place(idx);
   ++live_;
   return Handle{idx, nodes_[idx].gen};

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/rules.h"
+
 namespace delayq {
 
 SystemClock& SystemClock::instance() {
@@ -33,7 +35,8 @@ void ManualClock::unsubscribe(uint64_t id) {
 void ManualClock::advance(Duration d) {
   {
     std::lock_guard lock(mu_);
-    now_ += std::max(d, Duration::zero());
+    // Held at the end of time (April 2262) rather than wrapped around into the past.
+    if (d > Duration::zero()) now_ = rules::plus(now_, d);
   }
   notify();
 }

@@ -18,6 +18,12 @@ int64_t ns(TimePoint t) {
   return t.time_since_epoch().count();
 }
 
+// The first key past the jobs due before `t`; at the end of time (now + span saturated), past
+// every key, so that jobs due at the end of time itself are loaded too.
+FarKey up_to(TimePoint t) {
+  return FarKey{t, t == TimePoint::max() ? std::numeric_limits<uint64_t>::max() : 0};
+}
+
 bool by_key(const JobRecord& a, const JobRecord& b) {
   return far_key(a) < far_key(b);
 }
@@ -35,7 +41,7 @@ Tier::Tier(FarStore& store, Shards& shards, SkipReport skip)
   // too. A store last opened with a longer span (or none: Duration::max()) stored a horizon far
   // ahead; starting from now + span instead lets the pushes beyond that go to disk again (the
   // jobs in memory beyond it stay there, as retried ones do).
-  const FarKey now_plus_span{rules::plus(shards.clock().now(), span_), 0};
+  const FarKey now_plus_span = up_to(rules::plus(shards.clock().now(), span_));
   set_horizon(std::min(store.stored_horizon(), now_plus_span));
 }
 
@@ -69,7 +75,9 @@ uint64_t Tier::in_memory() const {
 }
 
 bool Tier::refill_due() const {
-  return ns(shards_.clock().now()) >= refill_at_ns();
+  // INT64_MAX is "never", even for a clock at the end of time (which reads INT64_MAX itself).
+  const int64_t at = refill_at_ns();
+  return at != std::numeric_limits<int64_t>::max() && ns(shards_.clock().now()) >= at;
 }
 
 Status Tier::keep_ahead() {
@@ -108,7 +116,7 @@ Status Tier::warm_then_step() {
   // that the step finds their blocks in RocksDB's cache instead of waiting for the disk. (The
   // horizon is read through its atomic copy: a lower bound of it is all this needs.)
   const FarKey from{TimePoint(Duration(horizon_ns_.load(std::memory_order_acquire))), 0};
-  const FarKey below{rules::plus(shards_.clock().now(), span_), 0};
+  const FarKey below = up_to(rules::plus(shards_.clock().now(), span_));
   store_.prefetch(from, below, kStep + 1);
   return step();
 }
@@ -121,7 +129,7 @@ Status Tier::step() {
   for (const auto& s : shards_.all()) locks.emplace_back(s->mu);
   const TimePoint now = shards_.clock().now();
   const bool limited = budget_ != 0 && in_memory() >= budget_;
-  const FarKey limit{rules::plus(now, limited ? 2 * min_lead_ : span_), 0};
+  const FarKey limit = up_to(rules::plus(now, limited ? 2 * min_lead_ : span_));
   if (!(horizon_ < limit)) {
     set_horizon(horizon_, limited);
     return Status();

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -59,7 +60,10 @@ class Tier {
   Status keep_ahead();
   // Without a lock: whether no disk-only job is due by `now` (a call at `now` may go ahead).
   bool covers(TimePoint now) const {
-    return now.time_since_epoch().count() < horizon_ns_.load(std::memory_order_acquire);
+    // A horizon at the end of time is past every key (Tier::step loads the jobs due at the end
+    // of time itself before it gets there), so it covers a clock at the end of time too.
+    const int64_t h = horizon_ns_.load(std::memory_order_acquire);
+    return now.time_since_epoch().count() < h || h == std::numeric_limits<int64_t>::max();
   }
   // When the next refill is due (ns since 1970; INT64_MAX: never): waiting consumers wake for it.
   int64_t refill_at_ns() const { return refill_at_ns_.load(std::memory_order_acquire); }

@@ -54,6 +54,11 @@ class TimerTable {
     });
   }
 
+  // Appends every pending callback to `out`, in tick order, leaving the table empty; its wheel
+  // then stands at the end of time, where every later schedule is due at once. For a table that
+  // is done with (TimerService::stop()).
+  void take_all(std::vector<Callback>& out) { take_due(UINT64_MAX, out); }
+
   // A lower bound on the earliest pending tick (TimingWheel::next_deadline).
   std::optional<uint64_t> next_deadline() const { return wheel_.next_deadline(); }
   size_t size() const { return wheel_.size(); }

@@ -46,6 +46,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/rules.h"
 #include "delayq/engine.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
@@ -314,6 +315,15 @@ class Conformance : public ::testing::Test {
         << " ns before the one the test computed";
   }
   Delivery take(const std::string& topic) { return take(std::vector<std::string>{topic}); }
+  // take() with the given reserve() timeout.
+  Delivery take_within(const std::string& topic, Duration timeout) {
+    Result<Delivery> d = q_->reserve(topic, timeout);
+    const TimePoint at = now();
+    EXPECT_TRUE(d.ok()) << d.status().to_string();
+    if (!d.ok()) return Delivery{};
+    expect_not_early(*d, at);
+    return *d;
+  }
 
   // Reserves the next job of `topic` and fails it at once (its last attempt: it is dead).
   void nack_next(const std::string& topic, std::optional<Duration> delay = std::nullopt) {
@@ -571,6 +581,147 @@ TYPED_TEST(Conformance, RescheduleToTheEndOfTimeIsRefused) {
   EXPECT_EQ(this->get("j").due, due);
   EXPECT_EQ(this->state("j"), "delayed");
   EXPECT_TRUE(s.is(Errc::invalid_argument)) << s.to_string();
+}
+
+// The longest max_delay a queue accepts (100 years, rules::kLongestDelay): a delay, due time,
+// lease, nack wait, policy wait or reschedule that far out is kept exactly (never wrapped into the
+// past, never "due now"), and one a nanosecond further is refused.
+TYPED_TEST(Conformance, TheLongestMaxDelayIsKeptExactlyAtEveryEntry) {
+  constexpr Duration kMax = rules::kLongestDelay;
+  ASSERT_NO_FATAL_FAILURE(
+      this->open(Limits{.max_delay = kMax, .max_body_bytes = 4096, .default_ttr = 30s}));
+  Queue& q = *this->q_;
+  TimePoint before = now();
+  this->push({.topic = "far", .id = "delay", .delay = kMax});
+  EXPECT_EQ(this->state("delay"), "delayed");
+  EXPECT_TRUE(Between(this->get("delay").due, before + kMax, now() + kMax));
+  const TimePoint at = whole_us(now()) + kMax - 1ms;
+  this->push({.topic = "far", .id = "due_at", .due_at = at});
+  EXPECT_EQ(this->get("due_at").due, at);
+  EXPECT_EQ(this->state("due_at"), "delayed");
+  EXPECT_TRUE(q.push({.topic = "far", .delay = kMax + 1ns}).is(Errc::invalid_argument));
+  EXPECT_TRUE(q.push({.topic = "far", .due_at = now() + kMax + 1min}).is(Errc::invalid_argument));
+
+  // A lease of max_delay, touched; then the policy's wait of max_delay.
+  this->push({.topic = "far", .id = "lease", .ttr = kMax, .retry = RetryPolicy::fixed(kMax, 3)});
+  before = now();
+  Delivery d = this->take("far");
+  ASSERT_EQ(d.id, "lease");
+  EXPECT_TRUE(Between(d.lease_deadline, before + kMax, now() + kMax));
+  before = now();
+  Result<TimePoint> lease = q.touch(d.token);
+  ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+  EXPECT_TRUE(Between(*lease, before + kMax, now() + kMax));
+  before = now();
+  ASSERT_TRUE(q.nack(d.token).ok());
+  EXPECT_EQ(this->state("lease"), "delayed");
+  EXPECT_TRUE(Between(this->get("lease").due, before + kMax, now() + kMax));
+
+  // Rescheduled to max_delay from now, then back to now, then nacked with max_delay.
+  Status s = q.reschedule("lease", now() + kMax + 1min);
+  EXPECT_TRUE(s.is(Errc::invalid_argument)) << s.to_string();
+  const TimePoint to = whole_us(now()) + kMax - 1ms;
+  ASSERT_TRUE(q.reschedule("lease", to).ok());
+  EXPECT_EQ(this->get("lease").due, to);
+  before = now();
+  ASSERT_TRUE(q.reschedule("lease", before).ok());
+  this->expect_due("lease", before);
+  d = this->take("far");
+  ASSERT_EQ(d.id, "lease");
+  s = q.nack(d.token, kMax + 1ns);
+  EXPECT_TRUE(s.is(Errc::invalid_argument)) << s.to_string();
+  before = now();
+  ASSERT_TRUE(q.nack(d.token, kMax).ok());
+  EXPECT_TRUE(Between(this->get("lease").due, before + kMax, now() + kMax));
+  EXPECT_EQ(q.stats().topics["far"], (TopicStats{.delayed = 3}));
+}
+
+// An exponential policy whose waits overflow any integer (1 ms x 1e6^n) stops at its cap, the
+// longest max_delay: every wait is the formula's, or the cap, never wrapped around to "now".
+TYPED_TEST(Conformance, AnExponentialPolicyThatOverflowsStopsAtItsCap) {
+  constexpr Duration kMax = rules::kLongestDelay;
+  ASSERT_NO_FATAL_FAILURE(
+      this->open(Limits{.max_delay = kMax, .max_body_bytes = 4096, .default_ttr = 30s}));
+  Queue& q = *this->q_;
+  this->push({.topic = "exp", .id = "j", .retry = RetryPolicy::exponential(1ms, 1e6, kMax, 0, 8)});
+  const std::vector<Duration> waits{1ms, 1000s, 1'000'000'000s, kMax, kMax, kMax, kMax};
+  for (size_t i = 0; i < waits.size(); ++i) {
+    SCOPED_TRACE("attempt " + std::to_string(i + 1));
+    Delivery d = this->take("exp");
+    ASSERT_EQ(d.id, "j");
+    const TimePoint before = now();
+    ASSERT_TRUE(q.nack(d.token).ok());
+    JobInfo j = this->get("j");
+    EXPECT_TRUE(Between(j.due, before + waits[i], now() + waits[i]));
+    // Back to now for the next attempt.
+    const TimePoint back = now();
+    ASSERT_TRUE(q.reschedule("j", back).ok());
+    this->expect_due("j", back);
+  }
+  Delivery d = this->take("exp");
+  ASSERT_TRUE(q.nack(d.token).ok());
+  EXPECT_EQ(this->state("j"), "dead");
+}
+
+// Waits of reserve() and reserve_async() at the ends of Duration: min() (and any negative
+// timeout) looks once and times out at once; max() waits as long as it takes, neither timing out
+// at once nor overflowing.
+TYPED_TEST(Conformance, ReserveTimeoutsAtTheEndsOfDuration) {
+  Queue& q = *this->q_;
+  for (const Duration t : {Duration::min(), Duration(-1h)}) {
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_TRUE(q.reserve("w", t).is(Errc::timeout));
+    EXPECT_LT(std::chrono::steady_clock::now() - started, kLong);
+    std::promise<Status> p;
+    q.reserve_async({"w"}, t, [&](Result<Delivery> r) { p.set_value(r.status()); });
+    auto f = p.get_future();
+    ASSERT_EQ(f.wait_for(kLong), std::future_status::ready);
+    EXPECT_TRUE(f.get().is(Errc::timeout));
+  }
+  this->push("w", "ready");
+  EXPECT_EQ(this->take_within("w", Duration::min()).id, "ready");
+
+  auto waiting = std::async(std::launch::async, [&] { return q.reserve("w", Duration::max()); });
+  std::promise<Result<Delivery>> p;
+  q.reserve_async({"w"}, Duration::max(), [&](Result<Delivery> r) { p.set_value(std::move(r)); });
+  std::this_thread::sleep_for(50ms);
+  this->push("w", "a", 20ms);
+  this->push("w", "b", 20ms);
+  auto f = p.get_future();
+  ASSERT_EQ(waiting.wait_for(kLong), std::future_status::ready);
+  ASSERT_EQ(f.wait_for(kLong), std::future_status::ready);
+  Result<Delivery> one = waiting.get(), two = f.get();
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  ASSERT_TRUE(two.ok()) << two.status().to_string();
+  this->expect_not_early(*one, now());
+  this->expect_not_early(*two, now());
+  EXPECT_EQ(std::set<std::string>({one->id, two->id}), (std::set<std::string>{"a", "b"}));
+}
+
+// push_batch() checks each spec's times on its own, as push() does.
+TYPED_TEST(Conformance, PushBatchTakesExtremeTimesAsPushDoes) {
+  Queue& q = *this->q_;
+  const TimePoint before = now();
+  std::vector<Result<std::string>> r = q.push_batch({
+      {.topic = "b", .id = "max-delay", .delay = Duration::max()},
+      {.topic = "b", .id = "min-delay", .delay = Duration::min()},
+      {.topic = "b", .id = "min-due", .due_at = TimePoint::min()},
+      {.topic = "b", .id = "max-due", .due_at = TimePoint::max()},
+      {.topic = "b", .id = "max-ttr", .ttr = Duration::max()},
+      {.topic = "b", .id = "hour", .delay = 1h},
+  });
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_TRUE(r[0].is(Errc::invalid_argument)) << r[0].status().to_string();
+  EXPECT_TRUE(r[1].is(Errc::invalid_argument)) << r[1].status().to_string();
+  ASSERT_TRUE(r[2].ok()) << r[2].status().to_string();
+  EXPECT_TRUE(r[3].is(Errc::invalid_argument)) << r[3].status().to_string();
+  EXPECT_TRUE(r[4].is(Errc::invalid_argument)) << r[4].status().to_string();
+  ASSERT_TRUE(r[5].ok()) << r[5].status().to_string();
+  EXPECT_EQ(this->state("min-due"), "ready");
+  EXPECT_TRUE(Between(this->get("min-due").due, before, now()));
+  EXPECT_EQ(this->state("hour"), "delayed");
+  EXPECT_TRUE(Between(this->get("hour").due, before + 1h, now() + 1h));
+  EXPECT_EQ(q.stats().topics["b"], (TopicStats{.delayed = 1, .ready = 1}));
 }
 
 // ---- bad input: the same Errc on every backend, and the memory engine's message ----

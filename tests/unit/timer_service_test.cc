@@ -4,6 +4,8 @@
 // threaded ones wait for what must happen, with a generous limit.
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +14,8 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -227,6 +231,217 @@ TEST(TimerService, StopDropsWhatIsPendingAndIsIdempotent) {
     timers.stop();
   }
   EXPECT_EQ(live, 0);
+  EXPECT_EQ(calls, 0);
+}
+
+// ---- extreme times ----
+
+// CPU time this process has used (all its threads).
+Duration process_cpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// "Never" never comes: Duration::max() (and any delay past the end of steady_clock's range, about
+// 292 years after boot) and time_point::max() are held at the end of that range instead of
+// wrapping into the past. They stay pending and cancellable, and the driver sleeps meanwhile
+// (it does not spin on a deadline it cannot arm for). A callback due soon after them still runs.
+TEST(TimerService, NeverIsNeverAndLeavesTheDriverAsleep) {
+  TimerService timers;
+  std::atomic<int> early{0};
+  std::atomic<bool> marker{false};
+  std::vector<TimerService::Handle> never{
+      timers.schedule_after(Duration::max(), [&] { early.fetch_add(1); }),
+      timers.schedule_at(Steady::time_point::max(), [&] { early.fetch_add(1); }),
+      timers.schedule_after(Duration::max() - 1ns, [&] { early.fetch_add(1); }),
+      timers.schedule_after(std::chrono::hours(24 * 365 * 200), [&] { early.fetch_add(1); }),
+      timers.schedule_at(Steady::time_point::max() - 1ns, [&] { early.fetch_add(1); }),
+      timers.schedule_after(
+          std::chrono::duration_cast<Duration>(Steady::time_point::max() - Steady::now()),
+          [&] { early.fetch_add(1); }),
+  };
+  const Duration cpu_before = process_cpu();
+  const auto wall_before = Steady::now();
+  std::this_thread::sleep_for(300ms);
+  timers.schedule_after(20ms, [&] { marker.store(true); });
+  ASSERT_TRUE(eventually([&] { return marker.load(); }));
+  std::this_thread::sleep_for(100ms);
+  const Duration cpu = process_cpu() - cpu_before;
+  const Duration wall = Steady::now() - wall_before;
+  EXPECT_EQ(early.load(), 0);
+  EXPECT_EQ(timers.pending(), never.size());
+  // A driver spinning on a wrapped-around deadline burns a core; asleep it uses next to nothing.
+  EXPECT_LT(cpu, wall / 3) << "the driver kept busy while waiting for 'never'";
+  for (const TimerService::Handle& h : never) EXPECT_TRUE(timers.cancel(h));
+  EXPECT_EQ(timers.pending(), 0u);
+}
+
+// The past runs now: a negative delay, Duration::min(), an instant before the service started and
+// time_point::min() (which once wrapped around to the far future and never ran).
+TEST(TimerService, ThePastAndTheStartOfTimeRunAtOnce) {
+  TimerService timers;
+  std::atomic<int> ran{0};
+  timers.schedule_at(Steady::time_point::min(), [&] { ran.fetch_add(1); });
+  timers.schedule_at(Steady::time_point::min() + 1ns, [&] { ran.fetch_add(1); });
+  timers.schedule_at(Steady::time_point{}, [&] { ran.fetch_add(1); });
+  timers.schedule_at(Steady::now() - 1h, [&] { ran.fetch_add(1); });
+  timers.schedule_after(Duration::min(), [&] { ran.fetch_add(1); });
+  timers.schedule_after(-1h, [&] { ran.fetch_add(1); });
+  timers.schedule_after(0ns, [&] { ran.fetch_add(1); });
+  EXPECT_TRUE(eventually([&] { return ran.load() == 7; })) << ran.load() << " of 7 ran";
+  EXPECT_EQ(timers.pending(), 0u);
+}
+
+// ---- callbacks that throw ----
+
+// An exception from a callback is caught on the driver thread and handed to the error handler;
+// the callbacks after it (the same tick included) still run, and the service goes on.
+TEST(TimerService, ACallbackThatThrowsIsReportedAndTheOthersStillRun) {
+  std::mutex mu;
+  std::vector<std::string> errors;
+  TimerService timers(1ms, [&](std::exception_ptr e) {
+    std::lock_guard lock(mu);
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      errors.push_back(x.what());
+    } catch (int i) {
+      errors.push_back("int " + std::to_string(i));
+    }
+  });
+  std::atomic<int> ran{0};
+  const auto at = Steady::now() + 5ms;  // one instant: one firing
+  timers.schedule_at(at, [&] { ran.fetch_add(1); });
+  timers.schedule_at(at, [] { throw std::runtime_error("boom"); });
+  timers.schedule_at(at, [&] { ran.fetch_add(1); });
+  timers.schedule_at(at, [] { throw 7; });
+  timers.schedule_at(at, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(eventually([&] { return ran.load() == 3; }));
+  timers.schedule_after(1ms, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(eventually([&] { return ran.load() == 4; }));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(errors, (std::vector<std::string>{"boom", "int 7"}));
+}
+
+// Without an error handler the exception is written to stderr. A handler that throws itself is
+// reported there too; neither stops the service.
+TEST(TimerService, WithoutAHandlerTheExceptionGoesToStderr) {
+  std::atomic<int> ran{0};
+  ::testing::internal::CaptureStderr();
+  {
+    TimerService timers;
+    timers.schedule_after(0ms, [] { throw std::logic_error("no handler here"); });
+    timers.schedule_after(2ms, [&] { ran.fetch_add(1); });
+    EXPECT_TRUE(eventually([&] { return ran.load() == 1; }));
+  }
+  {
+    TimerService timers(1ms, [](std::exception_ptr) { throw std::runtime_error("handler"); });
+    timers.schedule_after(0ms, [] { throw std::runtime_error("callback"); });
+    timers.schedule_after(2ms, [&] { ran.fetch_add(1); });
+    EXPECT_TRUE(eventually([&] { return ran.load() == 2; }));
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("delayq::TimerService: a callback threw: no handler here"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("delayq::TimerService: the error handler threw: handler"), std::string::npos)
+      << err;
+}
+
+// ---- stop and destruction from inside a callback; scheduling after stop ----
+
+// stop() from a callback does not join the driver (it is the thread running it): it returns at
+// once, no other callback runs afterwards (not even one due at the same tick), what was pending
+// is dropped, and the destructor, on another thread, joins as usual.
+TEST(TimerService, StopFromInsideACallbackStopsWithoutWaitingForItself) {
+  int live = 0, calls = 0;
+  std::atomic<bool> stopped{false};
+  std::atomic<int> after{0};
+  {
+    TimerService timers;
+    // First: the temporary's destructor (this thread) is done before the driver can stop.
+    timers.schedule_after(1h, Counted(&live, &calls));
+    const auto at = Steady::now() + 5ms;
+    timers.schedule_at(at, [&] {
+      timers.stop();
+      timers.stop();  // idempotent there too
+      stopped.store(true);
+    });
+    timers.schedule_at(at, [&] { after.fetch_add(1); });  // same tick, after the stop
+    ASSERT_TRUE(eventually([&] { return stopped.load(); }));
+    EXPECT_EQ(timers.pending(), 0u);
+    EXPECT_FALSE(timers.schedule_after(0ms, [&] { after.fetch_add(1); }));
+    EXPECT_EQ(live, 0) << "stop() drops what is pending";
+  }
+  EXPECT_EQ(after.load(), 0);
+  EXPECT_EQ(calls, 0);
+}
+
+// stop() from another thread waits for the callback running now to return; the callbacks of the
+// same firing that had not started are dropped, not run.
+TEST(TimerService, StopFromAnotherThreadWaitsForTheRunningCallback) {
+  TimerService timers;
+  std::atomic<bool> started{false}, finished{false};
+  std::atomic<int> after{0};
+  const auto at = Steady::now() + 5ms;
+  timers.schedule_at(at, [&] {
+    started.store(true);
+    std::this_thread::sleep_for(100ms);
+    finished.store(true);
+  });
+  timers.schedule_at(at, [&] { after.fetch_add(1); });
+  ASSERT_TRUE(eventually([&] { return started.load(); }));
+  timers.stop();
+  EXPECT_TRUE(finished.load());
+  EXPECT_EQ(after.load(), 0);
+  EXPECT_EQ(timers.pending(), 0u);
+}
+
+// Destroying the service from one of its callbacks: no join of itself (which aborted with
+// "Resource deadlock avoided"); the driver thread finishes that callback, drops what is pending
+// and exits, taking the service's state with it.
+TEST(TimerService, DestroyedFromInsideItsOwnCallback) {
+  auto token = std::make_shared<int>(0);
+  const std::weak_ptr<int> alive = token;  // expires when the pending callable is destroyed
+  std::atomic<int> after{0};
+  std::atomic<bool> destroyed{false};
+  auto* timers = new TimerService();
+  const auto at = Steady::now() + 5ms;
+  timers->schedule_at(at, [&, timers] {
+    delete timers;
+    destroyed.store(true);
+  });
+  timers->schedule_at(at, [&] { after.fetch_add(1); });
+  timers->schedule_after(1h, [&, t = std::move(token)] { after.fetch_add(1); });
+  ASSERT_TRUE(eventually([&] { return destroyed.load(); }));
+  EXPECT_TRUE(eventually([&] { return alive.expired(); }))
+      << "the pending callable was never dropped";
+  EXPECT_EQ(after.load(), 0);
+
+  // The same through a std::unique_ptr the callback resets.
+  std::unique_ptr<TimerService> owned = std::make_unique<TimerService>();
+  std::atomic<bool> reset{false};
+  owned->schedule_after(0ms, [&] {
+    owned.reset();
+    reset.store(true);
+  });
+  EXPECT_TRUE(eventually([&] { return reset.load(); }));
+}
+
+// After stop() a schedule is refused plainly: the handle is empty, cancel() of it returns false,
+// nothing is pending and the callable is destroyed without running.
+TEST(TimerService, ScheduleAfterStopReturnsAnEmptyHandle) {
+  int live = 0, calls = 0;
+  TimerService timers;
+  timers.stop();
+  const TimerService::Handle h = timers.schedule_after(0ms, Counted(&live, &calls));
+  EXPECT_FALSE(h);
+  EXPECT_EQ(h, TimerService::Handle{});
+  EXPECT_FALSE(timers.cancel(h));
+  EXPECT_FALSE(timers.schedule_at(Steady::now(), Counted(&live, &calls)));
+  EXPECT_EQ(timers.pending(), 0u);
+  EXPECT_EQ(live, 0);
+  std::this_thread::sleep_for(20ms);
   EXPECT_EQ(calls, 0);
 }
 

@@ -130,6 +130,53 @@ TEST(TimingWheel, StaleHandlesCancelNothing) {
   EXPECT_FALSE(w.cancel(TimingWheel::Handle{}));
 }
 
+}  // namespace
+
+// The test hook declared in timing_wheel.h: sets a free node's generation, as ~2^31 schedules
+// and cancels of that node would (a free node's generation is at most kLastGen - 2: see
+// release()).
+struct TimingWheel::TestAccess {
+  static void set_free_generation(TimingWheel& w, uint32_t index, uint32_t gen) {
+    ASSERT_EQ(w.nodes_[index].loc, kFree);
+    ASSERT_LE(gen, kLastGen - 2);
+    w.nodes_[index].gen = gen;
+  }
+};
+
+namespace {
+
+// A handle stays stale for good: a node's generation moves on with each use and never comes
+// back to a value it had (once 32 bits of generations are used up, the node is retired). Built
+// at the end of the range with the test hook; each of the last generations is one the node
+// reaches by reuse (the odd and even ones alike).
+TEST(TimingWheel, AStaleHandleNeverMatchesANewerEntryAtTheEndOfTheGenerations) {
+  for (const uint32_t start : {UINT32_MAX - 5, UINT32_MAX - 4, UINT32_MAX - 3, UINT32_MAX - 2}) {
+    SCOPED_TRACE(start);
+    TimingWheel w;
+    std::vector<TimingWheel::Handle> issued{w.schedule(10, 0)};  // generation 1
+    ASSERT_TRUE(w.cancel(issued[0]));
+    TimingWheel::TestAccess::set_free_generation(w, issued[0].index, start);
+    for (uint64_t i = 1; i <= 6; ++i) {
+      const TimingWheel::Handle h = w.schedule(10 + i, i);
+      ASSERT_TRUE(h);
+      ASSERT_TRUE(w.pending(h));
+      for (const TimingWheel::Handle& old : issued) {
+        EXPECT_NE(h, old) << "reissued: index " << h.index << " generation " << h.gen;
+        EXPECT_FALSE(w.pending(old));
+        EXPECT_FALSE(w.cancel(old)) << "a stale handle cancelled a newer entry";
+      }
+      ASSERT_TRUE(w.pending(h));
+      issued.push_back(h);
+      if (i % 2) {
+        ASSERT_TRUE(w.cancel(h));
+      } else {
+        ASSERT_EQ(advance(w, 10 + i).size(), 1u);  // firing frees the node too
+      }
+    }
+    EXPECT_TRUE(w.empty());
+  }
+}
+
 TEST(TimingWheel, CancelledSlotIsSkippedByNextDeadline) {
   TimingWheel w;
   TimingWheel::Handle a = w.schedule(100, 1);
@@ -160,6 +207,56 @@ TEST(TimingWheel, CallbackMayScheduleAndCancel) {
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].second, 2u);
   EXPECT_EQ(advance(w, 70).size(), 1u);
+}
+
+// The ends of the tick range. A deadline at or before elapsed() fires on the next advance(),
+// tick 0 included; one at or beyond kMaxTick is held at kMaxTick - 1 (the end of time: ~2.9e8
+// years at a 1 ms tick), and is never taken for an earlier tick.
+TEST(TimingWheel, DeadlinesAtTheEndsOfTheTickRange) {
+  constexpr uint64_t kEnd = TimingWheel::kMaxTick - 1;
+  {
+    TimingWheel w;
+    w.schedule(0, 1);
+    EXPECT_EQ(advance(w, 0), (Fired{{0, 1}}));
+  }
+  {
+    TimingWheel w(5 * kL3);
+    w.schedule(0, 1);
+    w.schedule(5 * kL3 - 1, 2);
+    EXPECT_EQ(w.next_deadline(), 5 * kL3);
+    EXPECT_EQ(advance(w, 5 * kL3), (Fired{{0, 1}, {5 * kL3 - 1, 2}}));
+  }
+  // Near the end: started three revolutions of the top level before it.
+  const uint64_t start = kEnd - 3 * kL3 - 12345;
+  TimingWheel w(start);
+  const TimingWheel::Handle last = w.schedule(kEnd, 1);
+  const TimingWheel::Handle beyond = w.schedule(TimingWheel::kMaxTick, 2);
+  const TimingWheel::Handle far_beyond = w.schedule(UINT64_MAX, 3);
+  w.schedule(kEnd - 1, 4);
+  for (const TimingWheel::Handle& h : {last, beyond, far_beyond}) {
+    ASSERT_TRUE(w.pending(h));
+    EXPECT_EQ(w.deadline(h), kEnd);
+  }
+  // Stepping the way a driver does (to next_deadline()) reaches them without firing early.
+  Fired fired;
+  for (int steps = 0; fired.empty(); ++steps) {
+    ASSERT_LT(steps, 20) << "next_deadline() makes no progress";
+    const std::optional<uint64_t> nd = w.next_deadline();
+    ASSERT_TRUE(nd);
+    ASSERT_GE(*nd, w.elapsed());
+    ASSERT_LE(*nd, kEnd - 1);
+    fired = advance(w, *nd);
+  }
+  EXPECT_EQ(fired, (Fired{{kEnd - 1, 4}}));
+  EXPECT_TRUE(advance(w, kEnd - 1).empty());
+  EXPECT_EQ(advance(w, UINT64_MAX), (Fired{{kEnd, 1}, {kEnd, 2}, {kEnd, 3}}));
+  EXPECT_EQ(w.elapsed(), UINT64_MAX);
+  // After the end every deadline is in the past: due at the next advance, in schedule order.
+  w.schedule(7, 5);
+  w.schedule(UINT64_MAX, 6);
+  EXPECT_EQ(w.next_deadline(), UINT64_MAX);
+  EXPECT_EQ(advance(w, UINT64_MAX), (Fired{{7, 5}, {kEnd, 6}}));
+  EXPECT_TRUE(w.empty());
 }
 
 TEST(TimingWheel, JumpsOverEmptySlotsAfterLongSleep) {
