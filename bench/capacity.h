@@ -1,4 +1,4 @@
-// The `capacity` workload of delayq-bench (../shared/workloads.md; docs/tiered-store.md): many
+// The `capacity` workload of delayq-bench (docs/benchmarks.md, "Capacity"; docs/tiered-store.md): many
 // far-future jobs pending in the durable store, with and without its disk tier.
 #pragma once
 

@@ -1,4 +1,4 @@
-// delayq-bench: the workload driver of ../shared/workloads.md. One JSON line per run on stdout;
+// delayq-bench: the workload driver of docs/benchmarks.md (W1, W2, ...). One JSON line per run on stdout;
 // notes on stderr.
 //
 //   delayq-bench --workload W1 --backend memory --jobs 100000 --delay-max 5

@@ -1,4 +1,4 @@
-// W1 and W2 on the heap scheduler (heap_scheduler.h), as ../shared/workloads.md describes them:
+// W1 and W2 on the heap scheduler (heap_scheduler.h), as docs/benchmarks.md describes them:
 // the figures delayq's are divided by in issue 13.
 #include "heap_scheduler.h"
 

@@ -1,7 +1,7 @@
 // delayq-http-bench: a load client for delayqd (the HTTP daemon). Blocking sockets, HTTP/1.1
 // keep-alive, one connection per thread, through the wire's small client (src/wire): what it
 // measures is the daemon plus the kernel's loopback, not a client framework. One JSON line per
-// run on stdout (the shape of ../shared/workloads.md), notes on stderr. The daemon is started by
+// run on stdout (the shape of delayq-bench's, bench/report.h), notes on stderr. The daemon is started by
 // the caller (bench/http.sh).
 //
 //   delayq-http-bench --port P --workload push --jobs 20000 --connections 4 [--delay 0]
@@ -12,7 +12,7 @@
 // push:       N /push requests (64-byte body, the given delay) spread over C connections.
 // pop-finish: N jobs pushed first (untimed), then C connections each loop /pop then /finish
 //             with the delivery's token until all N are finished.
-// W1:         W1 of workloads.md over HTTP: C connections push N jobs with delays uniform in
+// W1:         W1 (docs/benchmarks.md) over HTTP: C connections push N jobs with delays uniform in
 //             [0, D] s (whole ms) while C other connections pop and finish them; lateness is the
 //             moment a pop answer arrived minus (the moment its push was sent + its delay).
 // health:     N GET /health: the same client and server with no queue behind the route, the

@@ -1,4 +1,4 @@
-// The number formats of the benchmark drivers' JSON lines (../shared/workloads.md), shared so
+// The number formats of the benchmark drivers' JSON lines (docs/benchmarks.md reads them), shared so
 // that every driver prints the same fields the same way.
 #pragma once
 

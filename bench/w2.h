@@ -1,4 +1,4 @@
-// The timer workloads of ../shared/workloads.md as several peers run them: TimerService, the
+// The timer workloads of docs/benchmarks.md (W2) as several peers run them: TimerService, the
 // heap scheduler (heap_scheduler.h) and one Asio steady_timer per entry. W2 is written once here,
 // over any timer service, so that every peer does exactly the same work and only the service
 // differs.
