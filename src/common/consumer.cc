@@ -70,10 +70,11 @@ void Consumer::halt(State& st, bool forget_queue) {
     else
       t.join();
   }
-  // A concurrent stop may have taken the threads: wait until they ended all the same (the
-  // calling handler's own thread excepted), so that nothing uses the queue after this returns.
+  // A concurrent stop may have taken the threads: wait until they ended all the same, so that
+  // nothing uses the queue after this returns. Not from a handler of this consumer: two handlers
+  // stopping it at once would wait for each other (the one that took the threads joins the other).
   std::unique_lock lock(st.mu);
-  st.ended_cv.wait(lock, [&] { return st.running <= own; });
+  st.ended_cv.wait(lock, [&] { return own == 1 || st.running == 0; });
   if (forget_queue) st.queue = nullptr;
 }
 

@@ -953,6 +953,35 @@ TEST(EngineConcurrencyDeathTest, AConsumerMayOutliveItsQueue) {
   });
 }
 
+// Two handlers of one consumer stop it at the same moment: neither may wait for the other's
+// thread while that one waits for it. Seen to hang before the fix (each waited for the other).
+TEST(EngineConcurrencyDeathTest, TwoHandlersStoppingTheirConsumerAtOnce) {
+  RunIsolated([]() -> std::string {
+    auto opened = Engine::open({});
+    if (!opened.ok()) return opened.status().to_string();
+    std::unique_ptr<Engine> q = std::move(opened).value();
+    std::atomic<int> in{0}, stopped{0};
+    Consumer consumer;
+    consumer = q->consume(
+        "two",
+        [&](const Delivery&) {
+          in.fetch_add(1);
+          WaitFor([&] { return in.load() >= 2; }, 5s);  // both handlers inside
+          consumer.stop();
+          stopped.fetch_add(1);
+          return HandlerResult::ack();
+        },
+        2);
+    for (const char* id : {"a", "b"})
+      if (!q->push({.topic = "two", .id = id}).ok()) return "push failed";
+    if (!WaitFor([&] { return stopped.load() == 2; }, 10s))
+      return "the two stops did not both return (" + std::to_string(stopped.load()) + ")";
+    consumer.stop();
+    if (consumer.handled() != 2) return "the two jobs were not both settled";
+    return "";
+  }, 20);
+}
+
 // A handler may stop its own consumer: its thread is not joined (it ends when the handler
 // returns), the other threads are, and the job is settled as the handler said. Seen to fail
 // before the fix: stop() threw (a thread joining itself) and the job counted a failed attempt.
