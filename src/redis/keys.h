@@ -2,8 +2,9 @@
 //
 // A queue Q with N shards is N groups of keys; shard s uses the hash tag {dq:Q:s}, so that all
 // its keys sit in one cluster slot and one script may touch all of them:
-//   {dq:Q:s}:jobs, :body, :seq, :fence, :topics, :stats,  the shard's seven (KEYS[1..7])
-//   :paused (the set of paused topics, Queue::pause)
+//   {dq:Q:s}:jobs, :body, :seq, :fence, :topics, :stats,  the shard's eight (KEYS[1..8])
+//   :paused (the set of paused topics, Queue::pause),
+//   :emptied (the topics that emptied, by when: whose lateness counters to forget first)
 //   {dq:Q:s}:d:<topic>, :r:<topic>, :l:<topic>, :x:<topic> a topic's delayed, ready, leases, dead
 //   {dq:Q:s}:wake                                         the shard's wake channel (pub/sub)
 //   {dq:Q:0}:meta                                         the queue's shard count and openings
@@ -29,7 +30,7 @@ struct ShardKeys {
   std::string wake;               // the wake channel
   std::string topics;             // the hash of the shard's topics (topic -> live jobs)
   std::string paused;             // the set of paused topics (Queue::pause)
-  std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats, paused
+  std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats, paused, emptied
   uint16_t slot = 0;              // the hash slot of `tag`: in a cluster, its node holds the shard
 
   // Appends the four keys of `topic`: delayed, ready, leases, dead.

@@ -413,7 +413,7 @@ bool mentions(const Status& s, const std::string& what) {
 TEST_F(RedisQueueTest, PushBatchReportsEachJobWhenTheServerRefusesOneRunOfThePipeline) {
   ASSERT_EQ(server_.command("ACL SETUSER default resetkeys ~{dq:t:0}:jobs ~{dq:t:0}:body "
                             "~{dq:t:0}:seq ~{dq:t:0}:fence ~{dq:t:0}:topics ~{dq:t:0}:stats "
-                            "~{dq:t:0}:paused ~{dq:t:0}:meta ~{dq:t:0}:?:ok-*"),
+                            "~{dq:t:0}:paused ~{dq:t:0}:emptied ~{dq:t:0}:meta ~{dq:t:0}:?:ok-*"),
             "+OK");
   // Three runs, in the order of their topics' first jobs: ok-a, denied, ok-b.
   const std::vector<JobSpec> batch{

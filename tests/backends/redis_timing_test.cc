@@ -130,5 +130,35 @@ TEST_F(RedisTiming, OldestReadyIsHowLongTheFrontOfTheLineHasBeenDue) {
   EXPECT_EQ(q_->stats().timing.at("o").oldest_ready, 0s);
 }
 
+// docs/redis.md, "Lateness": a shard keeps the lateness counters of the 1024 topics emptied most
+// recently, and of the paused ones and those with jobs; the one emptied longest ago goes first.
+TEST_F(RedisTiming, TheLatenessOfTopicsEmptiedLongAgoIsForgottenBeyond1024) {
+  auto q = open(1, 1, "gone");
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  q_ = std::move(q).value();
+  const auto cycle = [&](const std::string& topic) {
+    ASSERT_TRUE(q_->push({.topic = topic}).ok());
+    ASSERT_TRUE(q_->ack(take(topic).token).ok());
+  };
+  cycle("held");
+  ASSERT_TRUE(q_->pause("held").ok());  // empty and paused: kept however long
+  cycle("again");                        // emptied first of all
+  cycle("t0");
+  ASSERT_TRUE(q_->push({.topic = "again", .delay = 1h}).ok());  // holds a job again: kept
+  for (int i = 1; i <= 1024; ++i) cycle("t" + std::to_string(i));
+  Stats st = q_->stats();
+  EXPECT_EQ(st.timing.size(), 1026u) << "held, again and the 1024 emptied most recently";
+  EXPECT_EQ(st.timing.count("t0"), 0u) << "emptied longest ago, beyond the 1024";
+  for (const char* kept : {"held", "again", "t1", "t1024"}) {
+    ASSERT_EQ(st.timing.count(kept), 1u) << kept;
+    EXPECT_EQ(st.timing.at(kept).first.count, 1u) << kept;
+  }
+  ASSERT_TRUE(q_->resume("held").ok());  // empty, resumed: emptied now
+  st = q_->stats();
+  EXPECT_EQ(st.timing.count("t1"), 0u);
+  EXPECT_EQ(st.timing.count("held"), 1u);
+  EXPECT_EQ(st.timing.size(), 1025u);
+}
+
 }  // namespace
 }  // namespace delayq

@@ -26,7 +26,7 @@ register('ack_many', function()
   redis.call('ZREM', k.l, unpack(ids))
   redis.call('HDEL', JOBS, unpack(ids))
   redis.call('HDEL', BODY, unpack(ids))
-  if redis.call('HINCRBY', TOPICS, topic, -#ids) <= 0 then redis.call('HDEL', TOPICS, topic) end
+  add_to_topic(topic, -#ids)
   redis.call('HINCRBY', STATS, 'acked', #ids)
   return out
 end)

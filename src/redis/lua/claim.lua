@@ -1,5 +1,5 @@
 -- claim (reserve): the ready job with the earliest due time among some topics, leased.
--- ARGV[4]: the number of topics (keys from KEYS[8] on, four per topic, in the caller's order);
+-- ARGV[4]: the number of topics (keys from KEYS[9] on, four per topic, in the caller's order);
 -- ARGV[5]: the most jobs to take (1 if absent). Takes the ready job with the earliest due time
 -- (ties: the topic listed first), again up to that many times; or says how long until the next
 -- due time or lease deadline of those topics. Replies {0, then per job: id, topic, body,

@@ -5,8 +5,10 @@ register('pause', function()
   local topic = ARGV[4]
   if ARGV[5] == '1' then
     redis.call('SADD', PAUSED, topic)
+    redis.call('ZREM', EMPTIED, topic)  -- kept however long it stays empty
   elseif redis.call('SREM', PAUSED, topic) == 1 then
     wake(topic)
+    if redis.call('HEXISTS', TOPICS, topic) == 0 then emptied(topic) end  -- it emptied now
   end
   return {0}
 end)

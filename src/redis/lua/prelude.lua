@@ -7,8 +7,9 @@
 -- functions share must be in the library's text once, and this file is that text.
 --
 -- Conventions:
---  - KEYS[1..7] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
---    paused topics). Then four keys per topic the script works on: delayed, ready, leases, dead.
+--  - KEYS[1..8] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
+--    paused topics), emptied (a zset of the topics that emptied, by when: see forget_late()).
+--    Then four keys per topic the script works on: delayed, ready, leases, dead.
 --    Nothing else is touched, so every script stays within one hash tag (one cluster slot).
 --  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter);
 --    the script's own arguments follow from ARGV[4].
@@ -29,11 +30,11 @@
 
 -- Set by setup() at the start of every call: the call's keys and arguments, the shard's keys,
 -- the wake channel, max_delay, the jitter seed and the server's time.
-local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, PAUSED, WAKE, MAXD, rng, NOW
+local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, PAUSED, EMPTIED, WAKE, MAXD, rng, NOW
 local function setup(keys, args)
   KEYS, ARGV = keys, args
   JOBS, BODY, SEQ, FENCE, TOPICS, STATS = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
-  PAUSED = keys[7]
+  PAUSED, EMPTIED = keys[7], keys[8]
   WAKE, MAXD, rng = args[1], tonumber(args[2]), tonumber(args[3])
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -66,7 +67,7 @@ end
 -- The keys of topic i, and its name `t`: the ready key is the shard's tag (JOBS without
 -- ':jobs'), ':r:', then the topic.
 local function tkeys(i)
-  local b = 7 + 4 * (i - 1)
+  local b = 8 + 4 * (i - 1)
   local r = KEYS[b + 2]
   return {d = KEYS[b + 1], r = r, l = KEYS[b + 3], x = KEYS[b + 4], t = string.sub(r, #JOBS - 1)}
 end
@@ -191,11 +192,48 @@ local function detach(id, j, k)
   redis.call('ZREM', key, id)
 end
 
+-- Topics that emptied keep their lateness counters in the stats hash (pushed to again, a topic
+-- goes on counting) while they are among the IDLE_TOPICS of the shard emptied most recently
+-- (the zset EMPTIED, scored by when); beyond that the one emptied longest ago loses them, so
+-- that clients pushing to ever new topic names do not make the hash grow for good. A paused
+-- topic is kept however long it stays empty. The engine's rule (CoreOptions::idle_topics,
+-- docs/semantics.md, "Topics that are gone").
+local IDLE_TOPICS = 1024
+
+local function forget_late(topic)
+  local fields = {}
+  for _, kind in ipairs({'f', 'r'}) do
+    for b = 0, #LATE_BOUNDS do fields[#fields + 1] = string.format('late:%s:%02d:', kind, b) .. topic end
+    fields[#fields + 1] = 'late:' .. kind .. ':su:' .. topic
+    fields[#fields + 1] = 'late:' .. kind .. ':cl:' .. topic
+  end
+  redis.call('HDEL', STATS, unpack(fields))
+end
+
+local function emptied(topic)
+  if redis.call('SISMEMBER', PAUSED, topic) == 1 then return end
+  redis.call('ZADD', EMPTIED, f(NOW), topic)
+  if redis.call('ZCARD', EMPTIED) > IDLE_TOPICS then
+    forget_late(redis.call('ZPOPMIN', EMPTIED)[1])
+  end
+end
+
+-- Counts `n` jobs more (or fewer) in `topic`.
+local function add_to_topic(topic, n)
+  local left = redis.call('HINCRBY', TOPICS, topic, n)
+  if left <= 0 then
+    redis.call('HDEL', TOPICS, topic)
+    emptied(topic)
+  elseif left == n then
+    redis.call('ZREM', EMPTIED, topic)  -- it held none: no longer among the emptied
+  end
+end
+
 local function erase(id, topic, j, k)
   detach(id, j, k)
   redis.call('HDEL', JOBS, id)
   redis.call('HDEL', BODY, id)
-  if redis.call('HINCRBY', TOPICS, topic, -1) <= 0 then redis.call('HDEL', TOPICS, topic) end
+  add_to_topic(topic, -1)
 end
 
 -- One timer of a job firing at `at`: a due delayed job becomes ready, a lease runs out.

@@ -19,7 +19,7 @@ register('push', function()
                tonumber(ARGV[14]), tonumber(ARGV[15]), delays}
   local j = {DELAYED, 0, 0, 0, tonumber(ARGV[9]), 0, redis.call('INCR', SEQ), pol}
   redis.call('HSET', BODY, id, ARGV[6])
-  redis.call('HINCRBY', TOPICS, topic, 1)
+  add_to_topic(topic, 1)
   count('pushed')
   schedule(id, topic, j, due, k)
   save(id, topic, j)

@@ -67,7 +67,7 @@ register('push_many', function()
   redis.call('HSET', JOBS, unpack(recs))
   if #line > 0 then redis.call('ZADD', k.r, unpack(line)) end
   if #delayed > 0 then redis.call('ZADD', k.d, unpack(delayed)) end
-  redis.call('HINCRBY', TOPICS, topic, #new)
+  add_to_topic(topic, #new)
   redis.call('HINCRBY', STATS, 'pushed', #new)
   if #line > 0 or (earliest and (head[2] == nil or earliest < tonumber(head[2]))) then wake(topic) end
   return out
