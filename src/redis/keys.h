@@ -35,7 +35,7 @@ struct ShardKeys {
 
   // Appends the four keys of `topic`: delayed, ready, leases, dead.
   void add_topic(std::string_view topic, std::vector<std::string>& keys) const;
-  // The keys of a script about one topic: the shard's seven, then the topic's four.
+  // The keys of a script about one topic: the shard's eight, then the topic's four.
   std::vector<std::string> with_topic(std::string_view topic) const;
 };
 
