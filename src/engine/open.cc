@@ -85,7 +85,7 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
   co.expected_jobs =
       static_cast<uint32_t>((options.expected_jobs + options.shards - 1) / options.shards);
   const uint64_t seed = options.seed ? options.seed : std::random_device()();
-  const TimePoint now = clock.now();
+  const TimePoint now = shards.now();
   for (size_t i = 0; i < options.shards; ++i) {
     co.seed = seed + i;
     shards.add(co, now);

@@ -39,13 +39,13 @@ TimePoint Shards::lock_at_now(std::unique_lock<ShardMutex>& lock) {
     // A failed refill stops the engine; the call goes on and meets the stop (every write fails).
     if (!tier_->keep_ahead().ok()) break;
     lock.lock();
-    const TimePoint now = clock_.now();
+    const TimePoint now = this->now();
     // The thread may have stalled since keep_ahead(): look again without the lock.
     if (tier_->covers(now)) return now;
     lock.unlock();
   }
   lock.lock();
-  return clock_.now();
+  return now();
 }
 
 Status Shards::stop(const Status& why) {

@@ -71,6 +71,14 @@ class Shards {
   void set_tier(std::unique_ptr<Tier> t) { tier_ = std::move(t); }
   Clock& clock() const { return clock_; }
   Waiting& waiting() const { return waiting_; }
+  // The clock's reading for a call. A durable store keeps instants as nanoseconds since 1970
+  // (docs/journal-format.md) and takes an earlier one for damage when it reopens: on a clock
+  // that reads before 1970 it reads 1970-01-01T00:00:00Z instead, so that it never writes a time
+  // it would refuse. Jobs are then late by as long as the clock is behind, never early.
+  TimePoint now() const {
+    const TimePoint t = clock_.now();
+    return store_ && t < TimePoint{} ? TimePoint{} : t;
+  }
 
   // Runs f(core, now) on the shard under its lock, with the commit protocol above. A call whose
   // changes the store refused returns the fail-stop error instead (when its result can hold a
@@ -100,7 +108,7 @@ class Shards {
 template <class F>
 auto Shards::apply(Shard& s, F&& f) {
   std::unique_lock lock(s.mu, std::defer_lock);
-  const TimePoint now = tier_ ? lock_at_now(lock) : (lock.lock(), clock_.now());
+  const TimePoint now = tier_ ? lock_at_now(lock) : (lock.lock(), this->now());
   auto result = f(s.core, now);
   auto stop_with = [&](const Status& stopped) {
     if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;

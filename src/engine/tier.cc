@@ -41,7 +41,7 @@ Tier::Tier(FarStore& store, Shards& shards, SkipReport skip)
   // too. A store last opened with a longer span (or none: Duration::max()) stored a horizon far
   // ahead; starting from now + span instead lets the pushes beyond that go to disk again (the
   // jobs in memory beyond it stay there, as retried ones do).
-  const FarKey now_plus_span = up_to(rules::plus(shards.clock().now(), span_));
+  const FarKey now_plus_span = up_to(rules::plus(shards.now(), span_));
   set_horizon(std::min(store.stored_horizon(), now_plus_span));
 }
 
@@ -77,7 +77,7 @@ uint64_t Tier::in_memory() const {
 bool Tier::refill_due() const {
   // INT64_MAX is "never", even for a clock at the end of time (which reads INT64_MAX itself).
   const int64_t at = refill_at_ns();
-  return at != std::numeric_limits<int64_t>::max() && ns(shards_.clock().now()) >= at;
+  return at != std::numeric_limits<int64_t>::max() && ns(shards_.now()) >= at;
 }
 
 Status Tier::keep_ahead() {
@@ -116,7 +116,7 @@ Status Tier::warm_then_step() {
   // that the step finds their blocks in RocksDB's cache instead of waiting for the disk. (The
   // horizon is read through its atomic copy: a lower bound of it is all this needs.)
   const FarKey from{TimePoint(Duration(horizon_ns_.load(std::memory_order_acquire))), 0};
-  const FarKey below = up_to(rules::plus(shards_.clock().now(), span_));
+  const FarKey below = up_to(rules::plus(shards_.now(), span_));
   store_.prefetch(from, below, kStep + 1);
   return step();
 }
@@ -127,7 +127,7 @@ Status Tier::warm_then_step() {
 Status Tier::step() {
   std::vector<std::unique_lock<ShardMutex>> locks;
   for (const auto& s : shards_.all()) locks.emplace_back(s->mu);
-  const TimePoint now = shards_.clock().now();
+  const TimePoint now = shards_.now();
   const bool limited = budget_ != 0 && in_memory() >= budget_;
   const FarKey limit = up_to(rules::plus(now, limited ? 2 * min_lead_ : span_));
   if (!(horizon_ < limit)) {

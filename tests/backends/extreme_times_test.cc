@@ -158,9 +158,51 @@ TEST_P(ExtremeTimes, AnHourBeforeTheEndOfTime) {
   EXPECT_EQ(last->id, "at-end");
 }
 
+// A clock that reads before 1970 (a ManualClock started there, or a Clock of the program's own):
+// every backend takes calls and keeps what it took. The stores keep instants as nanoseconds since
+// 1970 and read such a clock as 1970-01-01T00:00:00Z (before, they wrote records that their next
+// open refused as damage, and the store did not open again): late by the clock's lag, never early.
+TEST_P(ExtremeTimes, AClockBefore1970LosesNothing) {
+  const TimePoint epoch{};
+  ASSERT_NO_FATAL_FAILURE(open(epoch - 1h));
+  const bool store = GetParam() != Kind::memory;
+  const TimePoint t0 = store ? epoch : epoch - 1h;  // the time the queue goes by
+  ASSERT_TRUE(q_->push({.topic = "t", .id = "soon", .delay = 30min}).ok());
+  ASSERT_TRUE(q_->push({.topic = "t", .id = "now"}).ok());
+  ASSERT_TRUE(q_->push({.topic = "t", .id = "far", .delay = 2h}).ok());  // beyond the tier's horizon
+  EXPECT_EQ(get("soon").due, t0 + 30min) << show(get("soon").due);
+  auto d = q_->reserve("t", 0ms);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, "now");
+  EXPECT_EQ(d->lease_deadline, t0 + 30s) << show(d->lease_deadline);
+  ASSERT_TRUE(q_->release(d->token).ok());
+  if (store) {
+    ASSERT_NO_FATAL_FAILURE(reopen());  // opens again: every record it wrote is one it takes
+    for (const char* id : {"soon", "far"}) EXPECT_EQ(get(id).state, JobState::delayed) << id;
+    EXPECT_EQ(get("now").state, JobState::ready);
+    EXPECT_EQ(get("far").due, epoch + 2h) << show(get("far").due);
+  }
+  d = q_->reserve("t", 0ms);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, "now");
+  ASSERT_TRUE(q_->ack(d->token).ok());
+  clock_->set(epoch - 1ns);  // 59 min 59.999999999 s on: the engine's "soon" is due, not a store's
+  auto soon = q_->reserve("t", 0ms);
+  EXPECT_EQ(soon.ok(), !store) << soon.status().to_string();
+  if (store) {
+    clock_->set(epoch + 30min);
+    soon = q_->reserve("t", 0ms);
+  }
+  ASSERT_TRUE(soon.ok()) << soon.status().to_string();
+  EXPECT_EQ(soon->id, "soon");
+  ASSERT_TRUE(q_->ack(soon->token).ok());
+  clock_->set(epoch + 1h - 1ns);  // the engine's "far" is due an hour after 1970, a store's at 2 h
+  EXPECT_FALSE(q_->reserve("t", 0ms).ok()) << "far delivered early";
+}
+
 // The start of representable time, on the in-memory engine: due times in the past (before 1970,
-// down to the first instant) all mean now. (Only in memory: the durable store keys due times as
-// unsigned nanoseconds since 1970 and takes an earlier one for damage.)
+// down to the first instant) all mean now. (Only in memory: the durable store reads a clock before
+// 1970 as 1970, AClockBefore1970LosesNothing above.)
 TEST(EngineExtremeTimes, NearTheStartOfTimeThePastMeansNow) {
   ManualClock clock(TimePoint::min() + 1h);  // declared before q: outlives it
   EngineOptions o;
