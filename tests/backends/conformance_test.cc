@@ -1,5 +1,6 @@
 // The conformance suite: every rule of the Queue contract (include/delayq/queue.h, the long form
-// in docs/semantics.md), as one typed test suite run against each backend:
+// in docs/semantics.md), as one value-parameterized test suite run against each backend (each test
+// is compiled once and run on every backend: "Backends/Conformance.<Test>/<Backend>"):
 //
 //  - Memory:  Engine::open on the system clock.
 //  - Durable: open_store in a fresh temporary directory (Sync::none: a crash of the machine is not
@@ -63,8 +64,6 @@ static void PrintTo(const TopicStats& s, std::ostream* os) {
       << ", dead " << s.dead << "}";
 }
 
-// A named namespace, not an anonymous one: the backends' type names make the ctest names of the
-// discovered tests ("Conformance.<Test><delayq::conformance::Redis>").
 namespace conformance {
 
 using namespace std::chrono_literals;
@@ -110,27 +109,33 @@ Result<std::unique_ptr<Queue>> as_queue(Result<std::unique_ptr<Q>> r) {
 
 // ---- the backends ----
 //
-// Each one: kName (for messages), kKeepsJobs (a closed queue's jobs are there again at
-// the next open()), and open(limits). One backend object lives as long as one test; every open()
-// of it reaches the same jobs, except for the memory engine, which starts empty each time.
+// Each one: kName (the test name's suffix), kKeepsJobs (a closed queue's jobs are there again
+// at the next open()), and open(limits). One backend object lives as long as one test; every
+// open() of it reaches the same jobs, except for the memory engine, which starts empty each time.
 
-class Memory {
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Result<std::unique_ptr<Queue>> open(const Limits& l) = 0;
+};
+
+class Memory : public Backend {
  public:
   static constexpr const char* kName = "Memory";
   static constexpr bool kKeepsJobs = false;
-  Result<std::unique_ptr<Queue>> open(const Limits& l) {
+  Result<std::unique_ptr<Queue>> open(const Limits& l) override {
     return as_queue(Engine::open(engine_options(l)));
   }
 };
 
 template <bool kTiered, Sync kSync = Sync::none>
-class DurableStore {
+class DurableStore : public Backend {
  public:
   static constexpr const char* kName =
       kSync == Sync::always ? (kTiered ? "TieredAlways" : "DurableAlways")
                             : (kTiered ? "Tiered" : "Durable");
   static constexpr bool kKeepsJobs = true;
-  Result<std::unique_ptr<Queue>> open(const Limits& l) {
+  Result<std::unique_ptr<Queue>> open(const Limits& l) override {
     if (dir_.path().empty())
       return Status(Errc::io_error, "could not create a temporary directory");
     StoreOptions o;
@@ -144,7 +149,6 @@ class DurableStore {
  private:
   testing::TempDir dir_{"delayq-conformance"};
 };
-// Classes, not aliases: their names are the ctest names' ("...<delayq::conformance::Tiered>").
 class Durable : public DurableStore<false> {};
 class Tiered : public DurableStore<true> {};
 // The same under Sync::always, where every call waits for its fsync (the group commit's other
@@ -173,14 +177,14 @@ class SharedRedis : public ::testing::Environment {
 [[maybe_unused]] ::testing::Environment* const kSharedRedis =
     ::testing::AddGlobalTestEnvironment(new SharedRedis);
 
-class Redis {
+class Redis : public Backend {
  public:
   static constexpr const char* kName = "Redis";
   static constexpr bool kKeepsJobs = true;
   // A queue name no other test of this process uses: the tests share one server.
   Redis() : queue_("conf" + std::to_string(next_queue_.fetch_add(1))) {}
 
-  Result<std::unique_ptr<Queue>> open(const Limits& l) {
+  Result<std::unique_ptr<Queue>> open(const Limits& l) override {
     testing::RedisServer& server = SharedRedis::server();
     if (!server.started()) {
       return Status(Errc::unavailable, "redis-server did not start: " + server.log());
@@ -198,11 +202,25 @@ class Redis {
   std::string queue_;
 };
 
+// One backend as the suite's parameter: its name, whether it keeps jobs, and how to make one.
+struct Kind {
+  const char* name;
+  bool keeps_jobs;
+  std::unique_ptr<Backend> (*make)();
+};
+template <class B>
+constexpr Kind kind() {
+  return {B::kName, B::kKeepsJobs, [] { return std::unique_ptr<Backend>(std::make_unique<B>()); }};
+}
+void PrintTo(const Kind& k, std::ostream* os) { *os << k.name; }
+
 // ---- the fixture ----
 
-template <class Backend>
-class Conformance : public ::testing::Test {
+class Conformance : public ::testing::TestWithParam<Kind> {
  protected:
+  bool keeps_jobs() const { return GetParam().keeps_jobs; }
+  std::string_view backend_name() const { return GetParam().name; }
+
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(open()); }
   void TearDown() override {
     if (q_) q_->close();
@@ -212,8 +230,8 @@ class Conformance : public ::testing::Test {
   // (Re)opens the queue. The old one is closed first: a store's directory admits one owner.
   void open(const Limits& limits = test_limits()) {
     q_.reset();
-    Result<std::unique_ptr<Queue>> r = backend_.open(limits);
-    ASSERT_TRUE(r.ok()) << Backend::kName << ": " << r.status().to_string();
+    Result<std::unique_ptr<Queue>> r = backend_->open(limits);
+    ASSERT_TRUE(r.ok()) << backend_name() << ": " << r.status().to_string();
     q_ = std::move(r).value();
   }
 
@@ -384,7 +402,7 @@ class Conformance : public ::testing::Test {
     return reserved;
   }
 
-  Backend backend_;
+  std::unique_ptr<Backend> backend_ = GetParam().make();
   std::unique_ptr<Queue> q_;
   // Per job, the earliest instant its next delivery may come, as the test computed it (see the
   // top of the file). Kept across deliveries: a redelivery cannot come before it either, and a
@@ -392,12 +410,15 @@ class Conformance : public ::testing::Test {
   std::map<std::string, TimePoint> due_;
 };
 
-using Backends = ::testing::Types<Memory, Durable, Tiered, Redis, DurableAlways, TieredAlways>;
-TYPED_TEST_SUITE(Conformance, Backends);
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
+                         ::testing::Values(kind<Memory>(), kind<Durable>(), kind<Tiered>(),
+                                           kind<Redis>(), kind<DurableAlways>(),
+                                           kind<TieredAlways>()),
+                         [](const ::testing::TestParamInfo<Kind>& i) { return i.param.name; });
 
 // ---- push and ids ----
 
-TYPED_TEST(Conformance, PushReturnsTheGivenIdOrAGeneratedUniqueOne) {
+TEST_P(Conformance, PushReturnsTheGivenIdOrAGeneratedUniqueOne) {
   Queue& q = *this->q_;
   Result<std::string> given = q.push({.topic = "ids", .id = "order-42"});
   ASSERT_TRUE(given.ok()) << given.status().to_string();
@@ -416,7 +437,7 @@ TYPED_TEST(Conformance, PushReturnsTheGivenIdOrAGeneratedUniqueOne) {
   EXPECT_EQ(q.stats().topics["ids"], (TopicStats{.delayed = 20, .ready = 1}));
 }
 
-TYPED_TEST(Conformance, ADuplicateIdIsRefusedWhileTheJobLivesInAnyState) {
+TEST_P(Conformance, ADuplicateIdIsRefusedWhileTheJobLivesInAnyState) {
   Queue& q = *this->q_;
   this->every_state("dup");
   for (const char* s : {"delayed", "ready", "reserved", "dead"}) {
@@ -436,7 +457,7 @@ TYPED_TEST(Conformance, ADuplicateIdIsRefusedWhileTheJobLivesInAnyState) {
   EXPECT_EQ(st.topics.count("elsewhere"), 0u);
 }
 
-TYPED_TEST(Conformance, AnIdIsFreeAgainOnceItsJobIsAckedCancelledOrPurged) {
+TEST_P(Conformance, AnIdIsFreeAgainOnceItsJobIsAckedCancelledOrPurged) {
   Queue& q = *this->q_;
   this->push("free", "x", 0ms, std::nullopt, 0ms, "first");
   Delivery first = this->take("free");
@@ -478,7 +499,7 @@ TYPED_TEST(Conformance, AnIdIsFreeAgainOnceItsJobIsAckedCancelledOrPurged) {
 // "topic: 1 to 255 bytes of UTF-8" (NUL included); ids up to 255 bytes, any bytes. The Redis
 // backend builds keys, records and wake-up messages from them. A topic that is not UTF-8 is
 // refused, in the same words by every backend (common/rules).
-TYPED_TEST(Conformance, TopicsAndIdsMayHoldAnyBytes) {
+TEST_P(Conformance, TopicsAndIdsMayHoldAnyBytes) {
   Queue& q = *this->q_;
   const Result<std::string> binary = q.push({.topic = "\xff\xfe\x80", .id = "b"});
   EXPECT_TRUE(binary.is(Errc::invalid_argument)) << binary.status().to_string();
@@ -527,7 +548,7 @@ TYPED_TEST(Conformance, TopicsAndIdsMayHoldAnyBytes) {
 
 // The ends of the time range: never a wrap-around into "now", never an error other than
 // invalid_argument.
-TYPED_TEST(Conformance, ExtremeTimesMeanNowOrAreRefused) {
+TEST_P(Conformance, ExtremeTimesMeanNowOrAreRefused) {
   Queue& q = *this->q_;
   for (const TimePoint past : {TimePoint::min(), TimePoint{}, TimePoint(-(24h * 365 * 200))}) {
     SCOPED_TRACE(ns(past));
@@ -573,7 +594,7 @@ TYPED_TEST(Conformance, ExtremeTimesMeanNowOrAreRefused) {
 }
 
 // (Once a Redis bug: the due time, rounded up to whole microseconds, overflowed on its way back.)
-TYPED_TEST(Conformance, RescheduleToTheEndOfTimeIsRefused) {
+TEST_P(Conformance, RescheduleToTheEndOfTimeIsRefused) {
   Queue& q = *this->q_;
   this->push("x", "j", 10min);
   const TimePoint due = this->get("j").due;
@@ -586,7 +607,7 @@ TYPED_TEST(Conformance, RescheduleToTheEndOfTimeIsRefused) {
 // The longest max_delay a queue accepts (100 years, rules::kLongestDelay): a delay, due time,
 // lease, nack wait, policy wait or reschedule that far out is kept exactly (never wrapped into the
 // past, never "due now"), and one a nanosecond further is refused.
-TYPED_TEST(Conformance, TheLongestMaxDelayIsKeptExactlyAtEveryEntry) {
+TEST_P(Conformance, TheLongestMaxDelayIsKeptExactlyAtEveryEntry) {
   constexpr Duration kMax = rules::kLongestDelay;
   ASSERT_NO_FATAL_FAILURE(
       this->open(Limits{.max_delay = kMax, .max_body_bytes = 4096, .default_ttr = 30s}));
@@ -638,7 +659,7 @@ TYPED_TEST(Conformance, TheLongestMaxDelayIsKeptExactlyAtEveryEntry) {
 
 // An exponential policy whose waits overflow any integer (1 ms x 1e6^n) stops at its cap, the
 // longest max_delay: every wait is the formula's, or the cap, never wrapped around to "now".
-TYPED_TEST(Conformance, AnExponentialPolicyThatOverflowsStopsAtItsCap) {
+TEST_P(Conformance, AnExponentialPolicyThatOverflowsStopsAtItsCap) {
   constexpr Duration kMax = rules::kLongestDelay;
   ASSERT_NO_FATAL_FAILURE(
       this->open(Limits{.max_delay = kMax, .max_body_bytes = 4096, .default_ttr = 30s}));
@@ -666,7 +687,7 @@ TYPED_TEST(Conformance, AnExponentialPolicyThatOverflowsStopsAtItsCap) {
 // Waits of reserve() and reserve_async() at the ends of Duration: min() (and any negative
 // timeout) looks once and times out at once; max() waits as long as it takes, neither timing out
 // at once nor overflowing.
-TYPED_TEST(Conformance, ReserveTimeoutsAtTheEndsOfDuration) {
+TEST_P(Conformance, ReserveTimeoutsAtTheEndsOfDuration) {
   Queue& q = *this->q_;
   for (const Duration t : {Duration::min(), Duration(-1h)}) {
     const auto started = std::chrono::steady_clock::now();
@@ -699,7 +720,7 @@ TYPED_TEST(Conformance, ReserveTimeoutsAtTheEndsOfDuration) {
 }
 
 // push_batch() checks each spec's times on its own, as push() does.
-TYPED_TEST(Conformance, PushBatchTakesExtremeTimesAsPushDoes) {
+TEST_P(Conformance, PushBatchTakesExtremeTimesAsPushDoes) {
   Queue& q = *this->q_;
   const TimePoint before = now();
   std::vector<Result<std::string>> r = q.push_batch({
@@ -726,7 +747,7 @@ TYPED_TEST(Conformance, PushBatchTakesExtremeTimesAsPushDoes) {
 
 // ---- bad input: the same Errc on every backend, and the memory engine's message ----
 
-TYPED_TEST(Conformance, BadPushesAreRefusedAndChangeNothing) {
+TEST_P(Conformance, BadPushesAreRefusedAndChangeNothing) {
   Queue& q = *this->q_;
   // The reference for the wording: the messages are part of what the backends share.
   auto reference = Engine::open(engine_options(test_limits())).value();
@@ -794,7 +815,7 @@ TYPED_TEST(Conformance, BadPushesAreRefusedAndChangeNothing) {
   EXPECT_EQ(st.topics.size(), 2u);
 }
 
-TYPED_TEST(Conformance, BadCallsOtherThanPushAreRefusedAndChangeNothing) {
+TEST_P(Conformance, BadCallsOtherThanPushAreRefusedAndChangeNothing) {
   Queue& q = *this->q_;
   auto reference = Engine::open(engine_options(test_limits())).value();
   auto same_message = [&](const Status& got, const Status& want) {
@@ -854,7 +875,7 @@ TYPED_TEST(Conformance, BadCallsOtherThanPushAreRefusedAndChangeNothing) {
 
 // ---- due times and order ----
 
-TYPED_TEST(Conformance, NothingIsDeliveredBeforeItsDueTime) {
+TEST_P(Conformance, NothingIsDeliveredBeforeItsDueTime) {
   Queue& q = *this->q_;
   // Each job's due time, as the test sees it: delivery must not come before it.
   std::map<std::string, TimePoint> earliest;
@@ -893,7 +914,7 @@ TYPED_TEST(Conformance, NothingIsDeliveredBeforeItsDueTime) {
   EXPECT_TRUE(none.is(Errc::timeout)) << (none.ok() ? none->id : none.status().to_string());
 }
 
-TYPED_TEST(Conformance, JobsDueNowAreReadyAtOnceInPushOrder) {
+TEST_P(Conformance, JobsDueNowAreReadyAtOnceInPushOrder) {
   const TimePoint before = now();
   this->push("now", "zero-delay", 0ms);
   ASSERT_TRUE(this->push_r({.topic = "now", .id = "past", .due_at = now() - 1h}).ok());
@@ -911,12 +932,11 @@ TYPED_TEST(Conformance, JobsDueNowAreReadyAtOnceInPushOrder) {
   EXPECT_EQ(order, (std::vector<std::string>{"zero-delay", "past", "far-past", "no-time"}));
 }
 
-TYPED_TEST(Conformance, DelayedJobsComeOutInDueOrderTiesInPushOrder) {
+TEST_P(Conformance, DelayedJobsComeOutInDueOrderTiesInPushOrder) {
   Queue& q = *this->q_;
   // Every due time lies after the last push (push_ahead() makes sure): were one already past
   // when pushed, it would mean "now" and join the line in push order instead.
-  using Ahead = typename TestFixture::Ahead;
-  const std::vector<Ahead> jobs{
+    const std::vector<Ahead> jobs{
       {"order", "c1", 60ms}, {"order", "a1", 0ms},  {"order", "b1", 30ms},
       {"order", "c2", 60ms}, {"order", "a2", 0ms},  {"order", "b2", 30ms},
       {"order", "d", 90ms},  {"order", "c3", 60ms}, {"order", "a3", 0ms},
@@ -932,7 +952,7 @@ TYPED_TEST(Conformance, DelayedJobsComeOutInDueOrderTiesInPushOrder) {
             (std::vector<std::string>{"a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "d"}));
 }
 
-TYPED_TEST(Conformance, ReserveOverSeveralTopicsTakesTheEarliestDueTiesToTheFirstListed) {
+TEST_P(Conformance, ReserveOverSeveralTopicsTakesTheEarliestDueTiesToTheFirstListed) {
   Queue& q = *this->q_;
   const std::vector<std::string> topics{"x", "y", "z"};
   // Due now, in this order: y's job is the earliest.
@@ -956,7 +976,7 @@ TYPED_TEST(Conformance, ReserveOverSeveralTopicsTakesTheEarliestDueTiesToTheFirs
   EXPECT_TRUE(q.reserve(std::vector<std::string>{"never", "used"}, 0ms).is(Errc::timeout));
 }
 
-TYPED_TEST(Conformance, ReserveWaitsUpToItsTimeout) {
+TEST_P(Conformance, ReserveWaitsUpToItsTimeout) {
   Queue& q = *this->q_;
   // Nothing ready: timeout, and not before the timeout has passed.
   this->push("wait", "in-an-hour", 1h);
@@ -993,7 +1013,7 @@ TYPED_TEST(Conformance, ReserveWaitsUpToItsTimeout) {
 
 // ---- leases, tokens, attempts ----
 
-TYPED_TEST(Conformance, AckRemovesTheJobAndThenItsTokenIsNotFound) {
+TEST_P(Conformance, AckRemovesTheJobAndThenItsTokenIsNotFound) {
   Queue& q = *this->q_;
   this->push("ack", "j", 0ms, std::nullopt, 0ms, "payload");
   Delivery d = this->take("ack");
@@ -1020,7 +1040,7 @@ TYPED_TEST(Conformance, AckRemovesTheJobAndThenItsTokenIsNotFound) {
   EXPECT_TRUE(st.topics.empty());
 }
 
-TYPED_TEST(Conformance, OneHolderAtATimeAndARedeliveredJobsOldTokenIsStale) {
+TEST_P(Conformance, OneHolderAtATimeAndARedeliveredJobsOldTokenIsStale) {
   Queue& q = *this->q_;
   this->push("lease", "j", 0ms, RetryPolicy::fixed(0ms, 3), 300ms);
   const TimePoint before = now();
@@ -1055,7 +1075,7 @@ TYPED_TEST(Conformance, OneHolderAtATimeAndARedeliveredJobsOldTokenIsStale) {
                          {{"delivered", 2}, {"leases_expired", 1}, {"retried", 1}, {"acked", 1}});
 }
 
-TYPED_TEST(Conformance, AnAckAfterTheLeaseRanOutIsRefusedEvenBeforeTheRetry) {
+TEST_P(Conformance, AnAckAfterTheLeaseRanOutIsRefusedEvenBeforeTheRetry) {
   this->push("late", "j", 0ms, RetryPolicy::fixed(30min, 3), 100ms);
   Delivery d = this->take("late");
   while (now() <= d.lease_deadline + 20ms) std::this_thread::sleep_for(10ms);
@@ -1067,7 +1087,7 @@ TYPED_TEST(Conformance, AnAckAfterTheLeaseRanOutIsRefusedEvenBeforeTheRetry) {
   EXPECT_TRUE(Between(j.due, d.lease_deadline + 30min, d.lease_deadline + 30min));
 }
 
-TYPED_TEST(Conformance, ALeaseThatRunsOutIsAFailedAttemptRetriedFromWhenItRanOutThenDead) {
+TEST_P(Conformance, ALeaseThatRunsOutIsAFailedAttemptRetriedFromWhenItRanOutThenDead) {
   Queue& q = *this->q_;
   this->push("expire", "j", 0ms, RetryPolicy::fixed(200ms, 2), 150ms);
   const TimePoint taken = now();  // the lease runs out 150 ms after this, at the earliest
@@ -1096,7 +1116,7 @@ TYPED_TEST(Conformance, ALeaseThatRunsOutIsAFailedAttemptRetriedFromWhenItRanOut
   testing::expect_totals(st, {{"leases_expired", 2}, {"retried", 1}, {"dead_lettered", 1}});
 }
 
-TYPED_TEST(Conformance, TouchExtendsTheLeaseWithoutCountingAnAttempt) {
+TEST_P(Conformance, TouchExtendsTheLeaseWithoutCountingAnAttempt) {
   Queue& q = *this->q_;
   this->push("touch", "j", 0ms, RetryPolicy::fixed(0ms, 5), 700ms);
   Delivery d = this->take("touch");
@@ -1123,7 +1143,7 @@ TYPED_TEST(Conformance, TouchExtendsTheLeaseWithoutCountingAnAttempt) {
 
 // ---- retries ----
 
-TYPED_TEST(Conformance, NackRetriesAfterThePolicysWaitOrAnExplicitOneThenDeadLetters) {
+TEST_P(Conformance, NackRetriesAfterThePolicysWaitOrAnExplicitOneThenDeadLetters) {
   Queue& q = *this->q_;
   this->push("nack", "j", 0ms, RetryPolicy::fixed(250ms, 4));
   // Nacks `d` and checks the job's new due time: `wait` from the nack.
@@ -1160,7 +1180,7 @@ TYPED_TEST(Conformance, NackRetriesAfterThePolicysWaitOrAnExplicitOneThenDeadLet
   EXPECT_EQ(st.topics.at("nack"), (TopicStats{.dead = 1}));
 }
 
-TYPED_TEST(Conformance, RetryPoliciesFixedListAndExponentialThenDeadLetters) {
+TEST_P(Conformance, RetryPoliciesFixedListAndExponentialThenDeadLetters) {
   Queue& q = *this->q_;
   // Fails every delivery of `id` and checks each wait and that no retry comes early; returns the
   // number of deliveries until the job was dead.
@@ -1245,7 +1265,7 @@ TYPED_TEST(Conformance, RetryPoliciesFixedListAndExponentialThenDeadLetters) {
   EXPECT_TRUE(Between(this->get("default").due, before + 1s, now() + 1s));
 }
 
-TYPED_TEST(Conformance, DeadLetterMovesADeliveryToTheDeadLettersAtOnce) {
+TEST_P(Conformance, DeadLetterMovesADeliveryToTheDeadLettersAtOnce) {
   Queue& q = *this->q_;
   this->push("dl", "j", 0ms, RetryPolicy::fixed(0ms, 10), 0ms, "body");
   Delivery d = this->take("dl");
@@ -1267,7 +1287,7 @@ TYPED_TEST(Conformance, DeadLetterMovesADeliveryToTheDeadLettersAtOnce) {
 
 // ---- cancel, get, reschedule ----
 
-TYPED_TEST(Conformance, CancelRemovesAJobInEveryState) {
+TEST_P(Conformance, CancelRemovesAJobInEveryState) {
   Queue& q = *this->q_;
   Delivery held = this->every_state("c");
   this->push("c", "c-soon", 100ms);
@@ -1295,7 +1315,7 @@ TYPED_TEST(Conformance, CancelRemovesAJobInEveryState) {
   EXPECT_EQ(st.cancelled, 5u);
 }
 
-TYPED_TEST(Conformance, GetReportsASnapshotOfTheJob) {
+TEST_P(Conformance, GetReportsASnapshotOfTheJob) {
   Queue& q = *this->q_;
   std::string body;
   for (int i = 0; i < 256; ++i) body.push_back(static_cast<char>(i));
@@ -1359,7 +1379,7 @@ TYPED_TEST(Conformance, GetReportsASnapshotOfTheJob) {
   EXPECT_EQ(this->get("k").max_attempts, 10u);
 }
 
-TYPED_TEST(Conformance, RescheduleMovesDelayedAndReadyJobsOnly) {
+TEST_P(Conformance, RescheduleMovesDelayedAndReadyJobsOnly) {
   Queue& q = *this->q_;
   this->push("r", "j", 10min);
   const TimePoint later = whole_us(now() + 30min);
@@ -1406,7 +1426,7 @@ TYPED_TEST(Conformance, RescheduleMovesDelayedAndReadyJobsOnly) {
 
 // ---- dead letters ----
 
-TYPED_TEST(Conformance, DeadLettersAreListedRequeuedAndPurged) {
+TEST_P(Conformance, DeadLettersAreListedRequeuedAndPurged) {
   Queue& q = *this->q_;
   for (const char* id : {"d1", "d2", "d3"}) {
     this->push("dead", id, 0ms, RetryPolicy::fixed(0ms, 1), 0ms, std::string("body of ") + id);
@@ -1476,7 +1496,7 @@ TYPED_TEST(Conformance, DeadLettersAreListedRequeuedAndPurged) {
 
 // ---- stats ----
 
-TYPED_TEST(Conformance, StatsCountJobsPerTopicAndTotals) {
+TEST_P(Conformance, StatsCountJobsPerTopicAndTotals) {
   Queue& q = *this->q_;
   this->push("s1", "a");                                  // ready
   this->push("s1", "b", 30min);                           // delayed
@@ -1527,7 +1547,7 @@ TYPED_TEST(Conformance, StatsCountJobsPerTopicAndTotals) {
 // same Errc and words for the refused ones (an ack refused beforehand changes nothing, so its
 // Status is the one to match), a token given twice found gone the second time, other topics and
 // unknown ids in the same batch.
-TYPED_TEST(Conformance, AckBatchSettlesEachTokenAsAckWould) {
+TEST_P(Conformance, AckBatchSettlesEachTokenAsAckWould) {
   Queue& q = *this->q_;
   for (const char* id : {"ab-1", "ab-2", "ab-3", "ab-4", "ab-5"}) this->push("ab", id);
   this->push("ab-other", "ab-x");
@@ -1573,7 +1593,7 @@ TYPED_TEST(Conformance, AckBatchSettlesEachTokenAsAckWould) {
 
 // ---- push_batch ----
 
-TYPED_TEST(Conformance, PushBatchPushesEachSpecOnItsOwn) {
+TEST_P(Conformance, PushBatchPushesEachSpecOnItsOwn) {
   Queue& q = *this->q_;
   this->push("batch", "exists");
   std::vector<JobSpec> specs;
@@ -1619,7 +1639,7 @@ TYPED_TEST(Conformance, PushBatchPushesEachSpecOnItsOwn) {
 
 // ---- consume() ----
 
-TYPED_TEST(Conformance, ConsumeActsOnTheHandlersResult) {
+TEST_P(Conformance, ConsumeActsOnTheHandlersResult) {
   Queue& q = *this->q_;
   this->push("cons", "ack");
   this->push("cons", "retry-later", 0ms, RetryPolicy::fixed(0ms, 5));
@@ -1678,7 +1698,7 @@ TYPED_TEST(Conformance, ConsumeActsOnTheHandlersResult) {
 
 // Many jobs ready at once: consume() takes them in batches (on the backends that can) and acks
 // them together; every job reaches the handler once and is acked.
-TYPED_TEST(Conformance, ConsumeHandlesManyReadyJobsOnceEachAndAcksThemAll) {
+TEST_P(Conformance, ConsumeHandlesManyReadyJobsOnceEachAndAcksThemAll) {
   Queue& q = *this->q_;
   constexpr int kJobs = 300;
   this->push_ready("many", kJobs);
@@ -1706,7 +1726,7 @@ TYPED_TEST(Conformance, ConsumeHandlesManyReadyJobsOnceEachAndAcksThemAll) {
 // A consumer stopped while its threads hold jobs they have not handed to the handler gives them
 // back undone (release()): every job is either handled and acked, or ready again with no
 // attempt counted; none stays reserved. However the stop falls, that holds.
-TYPED_TEST(Conformance, AStoppedConsumerGivesBackTheJobsItHasNotHandled) {
+TEST_P(Conformance, AStoppedConsumerGivesBackTheJobsItHasNotHandled) {
   Queue& q = *this->q_;
   constexpr int kJobs = 200;
   this->push_ready("stop", kJobs);
@@ -1734,7 +1754,7 @@ TYPED_TEST(Conformance, AStoppedConsumerGivesBackTheJobsItHasNotHandled) {
 
 // ---- reserve_async() ----
 
-TYPED_TEST(Conformance, ReserveAsyncDeliversTimesOutAndIsNeverEarly) {
+TEST_P(Conformance, ReserveAsyncDeliversTimesOutAndIsNeverEarly) {
   Queue& q = *this->q_;
   std::promise<std::pair<Result<Delivery>, TimePoint>> got;
   q.reserve_async({"as-x", "as-y"}, kLong, [&](Result<Delivery> d) {
@@ -1769,7 +1789,7 @@ TYPED_TEST(Conformance, ReserveAsyncDeliversTimesOutAndIsNeverEarly) {
 
 // ---- close() ----
 
-TYPED_TEST(Conformance, CloseEndsWaitsAndLaterCallsFailWithClosed) {
+TEST_P(Conformance, CloseEndsWaitsAndLaterCallsFailWithClosed) {
   Queue& q = *this->q_;
   Delivery held = this->every_state("cl");
   auto blocked = std::async(std::launch::async, [&] { return q.reserve("cl-empty", kLong); });
@@ -1814,7 +1834,7 @@ TYPED_TEST(Conformance, CloseEndsWaitsAndLaterCallsFailWithClosed) {
 
   // Jobs stay where they were: a backend that keeps them has them at the next open. (The store
   // lets go of its directory when the queue is destroyed, not at close(): open() does both.)
-  if constexpr (TypeParam::kKeepsJobs) {
+  if (this->keeps_jobs()) {
     ASSERT_NO_FATAL_FAILURE(this->open());
     for (const char* s : {"delayed", "ready", "reserved", "dead"})
       EXPECT_EQ(this->state(std::string("cl-") + s), std::string(s));
@@ -1869,7 +1889,7 @@ std::string run_forked(const std::function<std::string()>& child) {
 // fork (never an ok that would be lost: the parent's threads and store are not the child's),
 // and closing or destroying it there hangs on nothing and leaves the parent's queue as it was.
 // Seen to fail before the fork guard: the child's push and cancel returned ok.
-TYPED_TEST(Conformance, AQueueUsedInAForkedChildRefusesEveryCall) {
+TEST_P(Conformance, AQueueUsedInAForkedChildRefusesEveryCall) {
   Queue& q = *this->q_;
   Delivery held = this->every_state("fk");
   const std::string said = run_forked([&] {
@@ -1923,8 +1943,8 @@ TYPED_TEST(Conformance, AQueueUsedInAForkedChildRefusesEveryCall) {
 
 // ---- reopening ----
 
-TYPED_TEST(Conformance, AReopenedQueueHasItsJobsTokensAndTotals) {
-  if constexpr (!TypeParam::kKeepsJobs) {
+TEST_P(Conformance, AReopenedQueueHasItsJobsTokensAndTotals) {
+  if (!this->keeps_jobs()) {
     GTEST_SKIP() << "the memory engine's jobs end with the queue";
   } else {
     Queue* q = this->q_.get();
@@ -1977,7 +1997,7 @@ TYPED_TEST(Conformance, AReopenedQueueHasItsJobsTokensAndTotals) {
 
 // ---- giving a delivery back: release() and withdrawn waits ----
 
-TYPED_TEST(Conformance, ReleaseUndoesADeliveryAsIfItHadNeverBeenMade) {
+TEST_P(Conformance, ReleaseUndoesADeliveryAsIfItHadNeverBeenMade) {
   Queue& q = *this->q_;
   // One attempt only: a delivery that counted would leave it dead.
   this->push("rel", "a", 0ms, RetryPolicy::fixed(0ms, 1));
@@ -2017,7 +2037,7 @@ TYPED_TEST(Conformance, ReleaseUndoesADeliveryAsIfItHadNeverBeenMade) {
   EXPECT_EQ(after.topics.at("rel"), (TopicStats{.reserved = 2}));
 }
 
-TYPED_TEST(Conformance, AReleasedJobKeepsItsDueTimeAndItsPlaceAmongEqualDueTimes) {
+TEST_P(Conformance, AReleasedJobKeepsItsDueTimeAndItsPlaceAmongEqualDueTimes) {
   Queue& q = *this->q_;
   const TimePoint due = whole_us(now() + 100ms);
   for (const char* id : {"t1", "t2", "t3"}) {
@@ -2041,8 +2061,8 @@ TYPED_TEST(Conformance, AReleasedJobKeepsItsDueTimeAndItsPlaceAmongEqualDueTimes
   }
 }
 
-TYPED_TEST(Conformance, AReleaseSurvivesAReopen) {
-  if constexpr (!TypeParam::kKeepsJobs) {
+TEST_P(Conformance, AReleaseSurvivesAReopen) {
+  if (!this->keeps_jobs()) {
     GTEST_SKIP() << "the memory engine's jobs end with the queue";
   } else {
     Queue* q = this->q_.get();
@@ -2063,7 +2083,7 @@ TYPED_TEST(Conformance, AReleaseSurvivesAReopen) {
   }
 }
 
-TYPED_TEST(Conformance, AWithdrawnReserveAsyncIsCancelledAndReservesNothing) {
+TEST_P(Conformance, AWithdrawnReserveAsyncIsCancelledAndReservesNothing) {
   Queue& q = *this->q_;
   std::atomic<int> calls{0};
   std::promise<Status> ended;
@@ -2111,7 +2131,7 @@ void expect_nothing(Q& q, const std::vector<std::string>& topics) {
 }
 }  // namespace pause_tests
 
-TYPED_TEST(Conformance, APausedTopicHandsOutNothingWhileOtherTopicsRunOn) {
+TEST_P(Conformance, APausedTopicHandsOutNothingWhileOtherTopicsRunOn) {
   Queue& q = *this->q_;
   ASSERT_TRUE(q.pause("held").ok());
   ASSERT_TRUE(q.pause("held").ok());      // pausing a paused topic changes nothing
@@ -2146,11 +2166,10 @@ TYPED_TEST(Conformance, APausedTopicHandsOutNothingWhileOtherTopicsRunOn) {
   EXPECT_EQ(this->take("held").id, "h3");
 }
 
-TYPED_TEST(Conformance, OnResumeAPausedTopicsJobsComeOutInDueOrder) {
+TEST_P(Conformance, OnResumeAPausedTopicsJobsComeOutInDueOrder) {
   Queue& q = *this->q_;
   ASSERT_TRUE(q.pause("order").ok());
-  using Ahead = typename TestFixture::Ahead;
-  const std::vector<Ahead> jobs{
+    const std::vector<Ahead> jobs{
       {"order", "c", 60ms}, {"order", "a1", 0ms}, {"order", "b", 30ms}, {"order", "a2", 0ms}};
   const TimePoint t0 = this->push_ahead(jobs);
   ASSERT_NE(t0, TimePoint{});
@@ -2169,7 +2188,7 @@ TYPED_TEST(Conformance, OnResumeAPausedTopicsJobsComeOutInDueOrder) {
   EXPECT_EQ(order, (std::vector<std::string>{"a1", "a2", "b", "c", "now"}));
 }
 
-TYPED_TEST(Conformance, AConsumerWaitingOnAPausedTopicIsWokenByTheResume) {
+TEST_P(Conformance, AConsumerWaitingOnAPausedTopicIsWokenByTheResume) {
   Queue& q = *this->q_;
   ASSERT_TRUE(q.pause("wake").ok());
   this->push("wake", "w1");
@@ -2189,7 +2208,7 @@ TYPED_TEST(Conformance, AConsumerWaitingOnAPausedTopicIsWokenByTheResume) {
             (std::set<std::string>{"w1", "w2"}));
 }
 
-TYPED_TEST(Conformance, DeliveriesHandedOutBeforeAPauseKeepTheirLeases) {
+TEST_P(Conformance, DeliveriesHandedOutBeforeAPauseKeepTheirLeases) {
   Queue& q = *this->q_;
   for (const char* id : {"a", "b", "c", "d"})
     this->push("lease", id, 0ms, RetryPolicy::fixed(0ms, 1));
@@ -2216,7 +2235,7 @@ TYPED_TEST(Conformance, DeliveriesHandedOutBeforeAPauseKeepTheirLeases) {
   EXPECT_EQ(after, (std::set<std::string>{"c", "d", "e"}));
 }
 
-TYPED_TEST(Conformance, APausedTopicIsListedInStatsEvenWithoutJobs) {
+TEST_P(Conformance, APausedTopicIsListedInStatsEvenWithoutJobs) {
   Queue& q = *this->q_;
   ASSERT_TRUE(q.pause("empty").ok());
   Stats st = q.stats();
@@ -2226,8 +2245,8 @@ TYPED_TEST(Conformance, APausedTopicIsListedInStatsEvenWithoutJobs) {
   EXPECT_EQ(q.stats().topics.count("empty"), 0u);
 }
 
-TYPED_TEST(Conformance, APauseSurvivesAReopen) {
-  if constexpr (!TypeParam::kKeepsJobs) {
+TEST_P(Conformance, APauseSurvivesAReopen) {
+  if (!this->keeps_jobs()) {
     GTEST_SKIP() << "the memory engine keeps nothing across a reopen";
   } else {
     ASSERT_TRUE(this->q_->pause("kept").ok());
@@ -2261,7 +2280,7 @@ uint64_t counted_below(const Lateness& l, Duration d) {
   return n;
 }
 
-TYPED_TEST(Conformance, LatenessIsMeasuredPerTopicWithRetriesApart) {
+TEST_P(Conformance, LatenessIsMeasuredPerTopicWithRetriesApart) {
   this->push("late", "a", 0ms, RetryPolicy::fixed(1s, 3));
   std::this_thread::sleep_for(30ms);
   Delivery d = this->take("late");
@@ -2282,7 +2301,7 @@ TYPED_TEST(Conformance, LatenessIsMeasuredPerTopicWithRetriesApart) {
   EXPECT_EQ(st.timing.at("other").first, Lateness{}) << "nothing handed out";
 }
 
-TYPED_TEST(Conformance, DelayedJobsAreCountedByTheWindowTheyFallDueIn) {
+TEST_P(Conformance, DelayedJobsAreCountedByTheWindowTheyFallDueIn) {
   Limits l = test_limits();
   l.max_delay = 30 * 24h;
   ASSERT_NO_FATAL_FAILURE(this->open(l));
@@ -2293,20 +2312,20 @@ TYPED_TEST(Conformance, DelayedJobsAreCountedByTheWindowTheyFallDueIn) {
     this->push("win", "w" + std::to_string(n++), d);
   this->push("win", "ready-now");
   const DueWindows got = this->q_->stats().timing["win"].due;
-  if (std::string_view(TypeParam::kName).starts_with("Tiered"))
+  if (this->backend_name().starts_with("Tiered"))
     EXPECT_EQ(got, DueWindows{.beyond = 5}) << "jobs on disk count as beyond";
   else
     EXPECT_EQ(got, (DueWindows{1, 1, 1, 1, 1}));
   ASSERT_TRUE(this->q_->cancel("w4").ok());
   ASSERT_TRUE(this->q_->reschedule("w0", now() + 4 * 24h).ok());
   const DueWindows after = this->q_->stats().timing["win"].due;
-  if (std::string_view(TypeParam::kName).starts_with("Tiered"))
+  if (this->backend_name().starts_with("Tiered"))
     EXPECT_EQ(after, DueWindows{.beyond = 4});
   else
     EXPECT_EQ(after, (DueWindows{0, 1, 1, 2, 0}));
 }
 
-TYPED_TEST(Conformance, OldestReadyIsHowLongTheNextJobHasBeenDue) {
+TEST_P(Conformance, OldestReadyIsHowLongTheNextJobHasBeenDue) {
   EXPECT_EQ(this->q_->stats().timing["old"].oldest_ready, 0s);
   this->push("old", "first");
   std::this_thread::sleep_for(30ms);
