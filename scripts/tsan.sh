@@ -19,6 +19,8 @@
 #   tiered_store_test  the disk tier: refills under every shard's lock racing pushes, consumers
 #       and RocksDB's reads and compactions
 #   engine_stats_test  stats() copying changed topics under each shard's lock while pushes run
+#   background_test  delayqd's thread for /stats and /metrics: works posted from the test's
+#       threads, answers given from it, a drain joining it
 #   asio_test  async_reserve: the queue's thread posting to an io_context run on another, the
 #       context's shutdown racing the queue's callback
 # Left out: single-threaded suites (core, JSON, bad input), the CLI (one call per process) and
@@ -35,7 +37,7 @@ build=${1:-build-tsan}
 tests=(engine_concurrency_test engine_semantics_test journal_test store_test
        engine_store_failure_test redis_test conformance_test redis_cluster_test http_api_test
        delayqd_test delayqd_redis_test timer_service_test waiting_test tiered_store_test
-       asio_test engine_stats_test)
+       asio_test engine_stats_test background_test)
 # Line tables only (-g1), as the ASan stage of test.sh: reports keep their file:line.
 delayq_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_TSAN=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \

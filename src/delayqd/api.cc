@@ -4,6 +4,7 @@
 #include "delayqd/api.h"
 
 #include "delayqd/answers.h"
+#include "delayqd/background.h"
 #include "delayqd/metrics.h"
 #include "delayqd/routes.h"
 #include "delayqd/tokens.h"
@@ -13,6 +14,9 @@ namespace delayq::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// /stats and /metrics requests that may wait for the background thread: beyond, 503.
+constexpr size_t kMaxBackgroundWaiting = 16;
 
 // Why an Authorization header does not carry `token` as "Bearer <token>", or nullopt if it does.
 // The token is compared in constant time over its expected length, so the answer time says
@@ -70,12 +74,15 @@ Api::Api(Queue& queue, ApiOptions options)
       limits_{options_.max_delay, options_.max_job_bytes, "delayqd --max-job-bytes"},
       tokens_(std::make_unique<TokenMemory>(options_.max_remembered_tokens)),
       metrics_(std::make_unique<Metrics>(options_.max_metric_topics)),
+      background_(std::make_unique<Background>(kMaxBackgroundWaiting)),
       context_(new RouteContext{queue, options_, limits_, *tokens_, *metrics_, waiting_pops_,
-                                draining_, connections_}) {}
-Api::~Api() = default;
+                                draining_, connections_, *background_, in_flight_}) {}
+// The background thread first: what it still runs reads the route context and the metrics.
+Api::~Api() { background_->stop(); }
 
 void Api::begin_drain() {
   draining_.store(true);
+  background_->stop();
 }
 
 Response Api::error(int status, wire::Refusal why, std::string_view message) {

@@ -110,6 +110,7 @@ enum class Route : uint8_t {
 const char* route_name(Route r) noexcept;
 
 struct RouteContext;
+class Background;
 class Metrics;
 class TokenMemory;
 
@@ -122,9 +123,10 @@ class Api {
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
 
-  // Answers one request. `done` runs exactly once: on the calling thread for every route but
-  // /pop, and for /pop on whichever thread the queue completes the wait on (or the calling
-  // thread, when the pop is answered at once). Never throws for bad input.
+  // Answers one request. `done` runs exactly once: on the calling thread for most routes; for
+  // /pop on whichever thread the queue completes the wait on (or the calling thread, when the
+  // pop is answered at once); for /stats and /metrics on the Api's background thread
+  // (background.h). Never throws for bad input.
   void handle(Request request, Done done);
 
   // What the headers alone decide, checked before anything else (handle() starts with it, and
@@ -141,8 +143,9 @@ class Api {
   Response error(int status, wire::Refusal why, std::string_view message);
 
   // Shutdown, step 1: from now on every new request is answered 503 ("shutting_down") with
-  // `close` set. Waiting pops are answered when the queue is closed (step 2, by the caller,
-  // once in_flight() is 0): they get `data: null`, as if nothing had come.
+  // `close` set; /stats and /metrics already taken are answered before it returns. Waiting
+  // pops are answered when the queue is closed (step 2, by the caller, once in_flight() is 0):
+  // they get `data: null`, as if nothing had come.
   void begin_drain();
   bool draining() const noexcept { return draining_.load(); }
   // Requests being handled other than waiting pops.
@@ -162,6 +165,8 @@ class Api {
   wire::InputLimits limits_;
   std::unique_ptr<TokenMemory> tokens_;
   std::unique_ptr<Metrics> metrics_;
+  // /stats and /metrics run there (background.h); begin_drain() lets it finish and stops it.
+  std::unique_ptr<Background> background_;
   // What the routes work with (routes.h): the queue, and the members above.
   std::unique_ptr<RouteContext> context_;
 };

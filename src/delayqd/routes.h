@@ -23,6 +23,7 @@
 
 #include "delayq/queue.h"
 #include "delayqd/api.h"
+#include "delayqd/background.h"
 #include "delayqd/metrics.h"
 #include "delayqd/tokens.h"
 #include "wire/fields.h"
@@ -43,6 +44,10 @@ struct RouteContext {
   std::atomic<size_t>& waiting_pops;
   const std::atomic<bool>& draining;
   const std::atomic<int64_t>& connections;
+  // The thread for work that grows with the queue (/stats, /metrics), and the Api's count of
+  // requests in flight, which such work stays in until it has answered.
+  Background& background;
+  std::atomic<size_t>& in_flight;
 };
 
 // A route's function. `body` is the request's body as the table says the route takes it (null for

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <string>
 
 #include "delayq/clock.h"
@@ -54,6 +55,23 @@ Response backups_off(const ApiOptions& options) {
               "--backup-dir DIR, and was started without one");
 }
 
+// Runs `work`, which answers through the `done` it is given, on the background thread
+// (background.h), in flight until it has answered; when too many wait already, or delayqd is
+// draining, answers 503 instead.
+void in_background(RouteContext& ctx, Done& done, std::function<void(Done&)> work) {
+  ++ctx.in_flight;
+  auto task = [&in_flight = ctx.in_flight, done, work = std::move(work)]() mutable {
+    guarded(done, [&] { work(done); });
+    --in_flight;
+  };
+  if (ctx.background.post(std::move(task))) return;
+  --ctx.in_flight;
+  if (ctx.draining.load())
+    return done(fail(503, wire::Refusal::shutting_down, "delayqd is shutting down"));
+  done(fail(503, wire::Refusal::overloaded,
+            "too many /stats and /metrics requests are waiting; retry later"));
+}
+
 }  // namespace
 
 // The totals, and a page of the topics: at most `limit` (1000 unless asked, at most 10000), so
@@ -64,16 +82,18 @@ void stats(RouteContext& ctx, const Request&, const Value& body, Done& done) {
   auto limit = f.integer("limit", 1, 10'000);
   auto after = f.string("after");
   if (!f.ok()) return done(bad_request(f.error()));
-  const std::string from = after.value_or("");
-  const wire::TopicPage page{from, static_cast<size_t>(limit.value_or(1000))};
-  Writer w;
-  const wire::PageCut cut =
-      wire::write_stats(w, ctx.queue.stats(), {{"waiting_pops", ctx.waiting_pops.load()}}, &page);
-  if (!cut.truncated) return done(ok("ok", w.str()));
-  done(ok("only the first " + std::to_string(page.limit) +
-              " topics are listed; ask again with \"after\" set to data.next_after for the next "
-              "ones",
-          w.str()));
+  const size_t most = static_cast<size_t>(limit.value_or(1000));
+  in_background(ctx, done, [&ctx, from = after.value_or(""), most](Done& answer) {
+    const wire::TopicPage page{from, most};
+    Writer w;
+    const wire::PageCut cut = wire::write_stats(w, ctx.queue.stats(),
+                                                {{"waiting_pops", ctx.waiting_pops.load()}}, &page);
+    if (!cut.truncated) return answer(ok("ok", w.str()));
+    answer(ok("only the first " + std::to_string(page.limit) +
+                  " topics are listed; ask again with \"after\" set to data.next_after for the "
+                  "next ones",
+              w.str()));
+  });
 }
 
 // A backup into the directory delayqd was given (--backup-dir), under the name the request
@@ -97,9 +117,11 @@ void backup(RouteContext& ctx, const Request&, const Value& body, Done& done) {
 }
 
 void metrics(RouteContext& ctx, const Request&, const Value&, Done& done) {
-  const Metrics::Gauges gauges{ctx.waiting_pops.load(), ctx.connections.load()};
-  done(Response{200, "text/plain; version=0.0.4; charset=utf-8",
-                ctx.metrics.text(ctx.queue.stats(), gauges)});
+  in_background(ctx, done, [&ctx](Done& answer) {
+    const Metrics::Gauges gauges{ctx.waiting_pops.load(), ctx.connections.load()};
+    answer(Response{200, "text/plain; version=0.0.4; charset=utf-8",
+                    ctx.metrics.text(ctx.queue.stats(), gauges)});
+  });
 }
 
 // The queue's own answer: a store that stopped on a failed write, a closed queue or a Redis
