@@ -3,13 +3,9 @@
 // with Type=notify is "started" when it can be used), and "STOPPING=1" when SIGTERM begins the
 // drain. The socket may be a path or an abstract name ("@..."); a bad NOTIFY_SOCKET is a
 // warning, and the daemon serves anyway.
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -17,12 +13,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <thread>
-#include <vector>
 
+#include "background_daemon.h"
 #include "http_client.h"
 #include "temp_dir.h"
 
@@ -30,22 +24,6 @@ namespace delayq::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A port nobody listens on now (bound, read, released).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // The service manager's end: a unix datagram socket bound to `name` (a path, or "@name").
 class NotifySocket {
@@ -78,54 +56,13 @@ class NotifySocket {
 };
 
 // delayqd on `port` with NOTIFY_SOCKET=`notify` (nothing else of the test's environment), its
-// stdout and stderr in `log`. Killed when the object goes.
-class Daemon {
- public:
-  Daemon(const TempDir& dir, int port, const std::string& notify) : log_(dir.sub("log")) {
-    std::vector<std::string> args = {DELAYQD_PATH, "--listen", "127.0.0.1:" + std::to_string(port),
-                                     "--store", dir.sub("store"), "--sync", "none"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::string env = "NOTIFY_SOCKET=" + notify;
-    char* envp[] = {env.data(), nullptr};
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      ::execve(argv[0], argv.data(), envp);
-      ::_exit(127);
-    }
-  }
-  ~Daemon() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  void terminate() { ::kill(pid_, SIGTERM); }
-  // The exit status, -1 if it did not exit within a minute.
-  int wait() {
-    for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;
-         std::this_thread::sleep_for(10ms)) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-    }
-    return -1;
-  }
-  std::string log() const {
-    std::ifstream in(log_);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-};
+// stdout and stderr in dir/log.
+BackgroundDaemon start(const TempDir& dir, int port, const std::string& notify) {
+  return BackgroundDaemon(DELAYQD_PATH,
+                          {"--listen", "127.0.0.1:" + std::to_string(port), "--store",
+                           dir.sub("store"), "--sync", "none"},
+                          {"NOTIFY_SOCKET=" + notify}, dir.sub("log"));
+}
 
 // READY=1 comes once; at that moment /health answers 200 at the first try (the test's client
 // makes one connection and does not retry). SIGTERM sends STOPPING=1 and the daemon exits 0.
@@ -134,7 +71,7 @@ void ready_then_stopping(const TempDir& dir, const std::string& name) {
   ASSERT_TRUE(manager.bound()) << name << ": " << std::strerror(errno);
   const int port = free_port();
   ASSERT_GT(port, 0);
-  Daemon d(dir, port, name);
+  BackgroundDaemon d = start(dir, port, name);
   const std::string ready = manager.next(60s);
   ASSERT_EQ(ready, "READY=1") << d.log();
   HttpClient client(port);
@@ -170,7 +107,7 @@ TEST(DelayqdNotifyTest, AnUnusableNotifySocketIsAWarningNotAFailure) {
     ASSERT_FALSE(dir.path().empty());
     const int port = free_port();
     ASSERT_GT(port, 0);
-    Daemon d(dir, port, name);
+    BackgroundDaemon d = start(dir, port, name);
     HttpAnswer health;
     for (auto until = std::chrono::steady_clock::now() + 60s;
          health.status != 200 && std::chrono::steady_clock::now() < until;
