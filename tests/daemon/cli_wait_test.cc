@@ -65,6 +65,17 @@ TEST(CliWaitTest, NothingListeningFailsAfterTheTimeout) {
   EXPECT_EQ(json::member_string(j.json(), "error"), "unavailable");
 }
 
+// Without --timeout it tries for 10 s.
+TEST(CliWaitTest, TheDefaultTimeoutIsTenSeconds) {
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const auto start = std::chrono::steady_clock::now();
+  const CliRun r = cli({"--url", url_of(port), "wait"});
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_EQ(r.exit, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, " within 10s; the last try: ")) << r.err;
+}
+
 // A delayqd whose routes are not under that path (or another program) answers something else
 // than a health answer: that is reported at once, not waited out.
 class CliWaitDaemonTest : public StoreDaemonTest {};
