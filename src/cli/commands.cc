@@ -368,22 +368,13 @@ int do_backup(Context& c, Backend& b, const std::string& dir) {
                     "store's place, start it)");
 }
 
-// `wait`: the daemon's version and backend once /health answers 200 (or its "status" with
-// --json); `timeout` was checked by check_values.
+// `wait` (wait.h), once the target and --timeout are checked.
 int do_wait(Context& c, const Target& t, Duration timeout) {
   auto at = parse_url_flag(t.url, t.url_source);
   if (!at) return failed(c, at.status());
   auto health = wait_for_health(*at, t.url, timeout);
   if (!health) return failed(c, health.status());
-  if (c.inv.json) {
-    json::Writer w;
-    w.begin_object().key("status").value("ok").key("url").value(t.url);
-    w.key("version").value(health->version).key("backend").value(health->backend).end_object();
-    c.out << w.str() << "\n";
-  } else {
-    c.out << "delayqd " << printable(health->version) << " at " << printable(t.url)
-          << " is ready (" << printable(health->backend) << ")\n";
-  }
+  c.out << ready_line(*health, t.url, c.inv.json) << "\n";
   return kExitOk;
 }
 

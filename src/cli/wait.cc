@@ -54,6 +54,16 @@ Result<std::optional<Health>> try_once(const wire::HttpEndpoint& at, const std::
 
 }  // namespace
 
+std::string ready_line(const Health& health, const std::string& url, bool json) {
+  if (!json)
+    return "delayqd " + printable(health.version) + " at " + printable(url) + " is ready (" +
+           printable(health.backend) + ")";
+  wire::json::Writer w;
+  w.begin_object().key("status").value("ok").key("url").value(url);
+  w.key("version").value(health.version).key("backend").value(health.backend).end_object();
+  return w.take();
+}
+
 Result<Duration> parse_wait_timeout(std::string_view text) {
   auto d = parse_duration(text);
   if (!d) return d.status();

@@ -25,6 +25,10 @@ struct Health {
   std::string backend;
 };
 
+// What `wait` prints once the daemon is ready: "delayqd 0.1.0 at URL is ready (store)", or with
+// `json` {"status":"ok","url":...,"version":...,"backend":...}.
+std::string ready_line(const Health& health, const std::string& url, bool json);
+
 // Asks GET /health of `at` every 50 ms until it answers 200 with delayqd's JSON, for at most
 // `timeout` (0: one try). Not answering, refusing the connection, or answering 503 (a queue that
 // cannot serve, a daemon shutting down) count as "not yet". `url` names the daemon in messages.
