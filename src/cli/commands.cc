@@ -21,6 +21,7 @@
 #include "cli/invocation.h"
 #include "cli/parse.h"
 #include "cli/stats_timing.h"
+#include "cli/wait.h"
 #include "wire/json.h"
 #include "wire/version.h"
 
@@ -367,6 +368,16 @@ int do_backup(Context& c, Backend& b, const std::string& dir) {
                     "store's place, start it)");
 }
 
+// `wait` (wait.h), once the target and --timeout are checked.
+int do_wait(Context& c, const Target& t, Duration timeout) {
+  auto at = parse_url_flag(t.url, t.url_source);
+  if (!at) return failed(c, at.status());
+  auto health = wait_for_health(*at, t.url, timeout);
+  if (!health) return failed(c, health.status());
+  c.out << ready_line(*health, t.url, c.inv.json) << "\n";
+  return kExitOk;
+}
+
 // Help, and the command lines that name no command, an unknown one, or "dead" alone: the exit
 // status once answered, or nothing when the command (inv.name) is to run.
 std::optional<int> answer_without_command(Invocation& inv, std::optional<UsageError>& problem,
@@ -418,6 +429,10 @@ std::optional<UsageError> check_values(Context& c, JobSpec& spec) {
   if (c.inv.name == "dead list" && f.contains("limit"))
     if (auto n = parse_count(f.at("limit"), 1, 10'000); !n)
       return UsageError{"bad --limit: " + n.status().message(), &c.command};
+  if (c.inv.name == "wait" && (f.contains("store") || f.contains("redis")))
+    return UsageError{"wait takes --url (or DELAYQ_URL): it waits for a delayqd to answer; "
+                      "--store and --redis are opened by each command itself",
+                      &c.command};
   if (c.inv.name == "backup" && f.contains("redis"))
     return UsageError{
         "backup takes --store or --url: a Redis queue is backed up by Redis itself "
@@ -460,6 +475,11 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
     c.what += " " + inv.rest[0];
   JobSpec spec;
   if (auto u = check_values(c, spec)) return usage(io, *u);
+  if (inv.name == "wait") {
+    Duration timeout = std::chrono::seconds(10);
+    if (auto u = read_flag(c, "timeout", parse_wait_timeout, timeout)) return usage(io, *u);
+    return do_wait(c, target, timeout);
+  }
 
   auto backend = open_backend(target, command.access);
   if (!backend) return failed(c, backend.status());

@@ -68,6 +68,13 @@ const std::vector<CommandInfo>& commands() {
        "  place, start it",
        {},
        Access::write},
+      {"wait",
+       "wait [--timeout DUR]",
+       "wait until the delayqd at the URL (--url or DELAYQ_URL) answers /health, at most\n"
+       "  DUR (default 10s, at most 1h; 0: ask once); exit 1 if it does not. After\n"
+       "  `delayqd ... &`, before the first call",
+       {"timeout"},
+       Access::read},
       {"help", "help [COMMAND]", "this text, or one command's", {}, Access::read},
   };
   return kCommands;
@@ -77,7 +84,8 @@ const std::set<std::string> kTargetFlags = {"store", "url",   "token-file",
                                             "redis", "queue", "shards"};
 const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", "redis",  "queue",
                                            "shards", "id",        "delay",      "due-at", "ttr",
-                                           "body",   "body-file", "retry",      "limit",  "topic"};
+                                           "body",   "body-file", "retry",      "limit",  "topic",
+                                           "timeout"};
 
 // " (did you mean '--delay'?)" for a mistyped flag, "" when no flag is close.
 std::string did_you_mean(std::string_view typed) {
@@ -197,7 +205,7 @@ std::optional<UsageError> check_args(const Invocation& inv, const CommandInfo& c
   const std::vector<std::string>& rest = inv.rest;
   const bool by_topic = name == "dead requeue" && inv.flags.contains("topic");
   if (by_topic && !rest.empty()) return bad("give an ID or --topic TOPIC, not both");
-  const size_t want = name == "stats" || by_topic ? 0 : 1;
+  const size_t want = name == "stats" || name == "wait" || by_topic ? 0 : 1;
   if (rest.size() < want) {
     const std::string what = name == "get" || name == "cancel" || name == "dead requeue" ? "ID"
                              : name == "backup"                                          ? "DIR"

@@ -10,6 +10,7 @@
 #include "delayq/store.h"
 #include "delayqd/api.h"
 #include "delayqd/config.h"
+#include "delayqd/notify.h"
 #include "delayqd/server.h"
 
 namespace {
@@ -22,6 +23,13 @@ std::unique_ptr<delayq::Queue> open_redis_queue(const Config& c) {
   if (q) return std::move(*q);
   std::cerr << "delayqd: cannot open the Redis queue: " << q.status().to_string() << "\n";
   return nullptr;
+}
+
+// Tells systemd (Type=notify, NOTIFY_SOCKET set) that delayqd is ready or stopping; a failure
+// is a warning, not a reason to stop serving.
+void notify(const char* state) {
+  if (std::string why = delayq::http::notify_service_manager(state); !why.empty())
+    std::cerr << "delayqd: warning: " << why << "\n";
 }
 
 // The store, or nullptr after saying why not. With --backup-dir, POST /backup writes each backup
@@ -68,8 +76,11 @@ int main(int argc, char** argv) {
       [](const std::string& where) {
         // On stdout, alone: scripts and tests read the port from it (with --listen HOST:0).
         std::cout << "delayqd: listening on " << where << std::endl;
+        // The queue is open and connections are taken from here on: systemd may start what
+        // comes After= this unit.
+        notify("READY=1");
       },
-      error);
+      error, [] { notify("STOPPING=1"); });
   queue->close();
   queue.reset();  // the store's last writes reach the disk here
   if (!ok) {

@@ -114,7 +114,8 @@ void run_guarded(asio::io_context& ioc) {
 }  // namespace
 
 bool run_server(Api& api, Queue& queue, const ServerOptions& options,
-                const std::function<void(const std::string&)>& on_listening, std::string& error) {
+                const std::function<void(const std::string&)>& on_listening, std::string& error,
+                const std::function<void()>& on_draining) {
   beast::error_code ec;
   const auto address = asio::ip::make_address(options.host, ec);
   if (ec) {
@@ -156,6 +157,7 @@ bool run_server(Api& api, Queue& queue, const ServerOptions& options,
   signals.async_wait([&](beast::error_code e, int signo) {
     if (e) return;
     std::cerr << "delayqd: signal " << signo << ": draining\n";
+    if (on_draining) on_draining();
     listener.stop();
     api.begin_drain();
     drain_connections(shared);

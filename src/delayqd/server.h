@@ -39,8 +39,11 @@ struct ServerOptions {
 // Listens, serves until SIGTERM or SIGINT, then drains: stops accepting, answers new requests
 // 503, waits for requests in flight, closes `queue` (waiting pops are answered with no job),
 // and returns once every connection has finished its answer. `on_listening` gets the bound
-// "host:port" once the socket listens. Returns false with `error` set if it could not listen.
+// "host:port" once the socket listens (a connection made from then on is answered);
+// `on_draining`, when given, is called as the drain begins. Returns false with `error` set if it
+// could not listen.
 bool run_server(Api& api, Queue& queue, const ServerOptions& options,
-                const std::function<void(const std::string&)>& on_listening, std::string& error);
+                const std::function<void(const std::string&)>& on_listening, std::string& error,
+                const std::function<void()>& on_draining = {});
 
 }  // namespace delayq::http

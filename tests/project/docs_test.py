@@ -7,15 +7,17 @@ Usage: docs_test.py SOURCE_DIR BUILD_DIR DOC   (DOC: a path under SOURCE_DIR, e.
 
 The ```sh blocks of DOC are joined into one bash script (set -euo pipefail) and run in a scratch
 directory, so that a daemon started in one block can be used and stopped in a later one. The
-liberties, all mechanical, as a person following the page on a machine of their own would take:
+blocks run exactly as written: nothing is added between their lines, so a block that starts
+delayqd in the background must itself wait for it (`delayq --url ... wait`) before calling it,
+as it must when pasted into a terminal. (A block that calls such a daemon before a `wait` line is refused before anything runs.) The
+liberties, all mechanical, that a person following the page on a machine of their own would not
+need:
   - `delayq` and `delayqd` are this build's (build/src/cli/delayq, build/src/delayqd/delayqd),
     first on PATH, as after an install; `build` in the scratch directory is this build, and the
     README's spelling build/src/delayqd/delayqd means the same delayqd;
   - port 9277 (delayqd's default) becomes a free port: in the text of the blocks, and delayqd
     started without --listen listens there, so that tests and other daemons on the machine do not
     collide;
-  - after a line that starts delayqd in the background (ends in `&`) the script waits until
-    that port answers /health, as a person typing the next line would;
   - what the blocks leave running is stopped at the end.
 A block whose commands cannot run in a test (systemd, apt, another host, a long benchmark) uses
 another info string (```console for a session with its output, ```text, ```ini, ...) or none;
@@ -160,10 +162,29 @@ def check_paths(doc, where, line, src):
     return problems
 
 
+def check_waits(doc, start, text):
+    """A sh block that starts delayqd in the background waits for it (`delayq ... wait`) before
+    it calls it (curl, delayq) or signals it (kill): run as written, the call would otherwise
+    race the daemon's start (it opens its store before it listens), and lose when pasted."""
+    problems, started = [], None
+    for k, line in enumerate(text.split("\n")):
+        for words in commands(line):
+            found = program_of(words)
+            name = found[0] if found else os.path.basename(words[0])
+            if name == "delayqd" and line.split(" #")[0].rstrip().endswith("&"):
+                started = start + k
+            elif name == "delayq" and "wait" in found[1]:
+                started = None
+            elif started is not None and name in ("curl", "delayq", "delayq-bench", "kill"):
+                problems.append(f"{doc}:{start + k}: `{line.strip()}` calls the delayqd started "
+                                f"in the background on line {started} without waiting for it "
+                                f"first (delayq --url ... wait)")
+                started = None
+    return problems
+
+
 def sh_script(doc, sh_blocks, port):
     lines = ["set -euo pipefail"]
-    wait = (f'for i in $(seq 100); do curl -sf 127.0.0.1:{port}/health >/dev/null && break; '
-            f'sleep 0.1; done')
     for start, text in sh_blocks:
         lines.append(f'echo "== {doc}:{start}" >&2')
         for line in text.split("\n"):
@@ -171,9 +192,6 @@ def sh_script(doc, sh_blocks, port):
             line = line.replace("build/src/delayqd/delayqd", "delayqd")
             line = line.replace("9277", str(port))
             lines.append(line)
-            code = line.split(" #")[0].rstrip()
-            if code.endswith("&") and not code.endswith("&&") and "delayqd" in code:
-                lines.append(wait)
     return "\n".join(lines) + "\n"
 
 
@@ -197,6 +215,7 @@ def main():
     for info, start, text in all_blocks:
         if info == "sh":
             sh_blocks.append((start, text))
+            problems += check_waits(doc, start, text)
         for k, line in enumerate(text.split("\n")):
             where = start + k
             problems += check_flags(doc, where, line, flags, build)

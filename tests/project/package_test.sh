@@ -87,4 +87,7 @@ if command -v systemd-analyze >/dev/null; then
     grep "delayqd.service:" | grep -v "Command /usr/bin/delayqd is not executable" || true)
   [ -z "$found" ] || { echo "$found"; echo "systemd-analyze finds fault with delayqd.service"; exit 1; }
 fi
+# Type=notify: systemctl start returns once delayqd sent READY=1 (tests/daemon/notify_test.cc).
+grep -qx 'Type=notify' "$tmp/root/usr/lib/systemd/system/delayqd.service" ||
+  { echo "delayqd.service is not Type=notify"; exit 1; }
 echo "package ok: $(basename "$deb")"

@@ -3,12 +3,14 @@
 # runs, in order, in a scratch directory whose `build` is this build; the ```cpp example is built
 # as an outside project with the README's ```cmake block against the tree the README's install
 # command made, and run; its output must be what the README says it prints.
-# Two liberties, both mechanical: the install prefix /opt/delayq becomes a scratch directory, and
-# after a command that ends in `&` (the daemon) the script waits until 127.0.0.1:9277 answers,
-# as a person typing the next line would.
+# The blocks run exactly as written, nothing added between their lines: a block that starts the
+# daemon in the background waits for it itself (`delayq ... wait`), as it must when pasted into
+# a terminal. One liberty, mechanical: the install prefix /opt/delayq becomes a scratch
+# directory.
 # Usage: readme_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "$2" && pwd)
 tmp=$(mktemp -d)
 cleanup() {
@@ -29,6 +31,18 @@ mkdir -p "$tmp/work" "$tmp/app"
 ln -s "$build" "$tmp/work/build"
 cd "$tmp/work"
 
+# A block that starts the daemon in the background waits for it before calling it (the check
+# tests/project/docs_test.py makes on docs/), so that it works when pasted.
+python3 - "$src/README.md" "$here" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2])
+import docs_test
+problems = [p for info, start, text in docs_test.blocks(sys.argv[1]) if info == "sh"
+            for p in docs_test.check_waits("README.md", start, text)]
+if problems:
+    sys.exit("\n".join(problems))
+EOF
+
 # The ```sh blocks, in order.
 n=1
 while :; do
@@ -40,10 +54,6 @@ while :; do
     while IFS= read -r line; do
       line=${line//\/opt\/delayq/$prefix}
       printf '%s\n' "$line"
-      code=${line%%#*}
-      if [[ "$code" =~ \&[[:space:]]*$ ]]; then
-        echo 'for i in $(seq 100); do curl -sf localhost:9277/health >/dev/null && break; sleep 0.1; done'
-      fi
     done <<<"$text"
   } >"$script"
   echo "== README sh block $n"
