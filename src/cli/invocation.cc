@@ -1,5 +1,6 @@
 // What a delayq command line asks for (see invocation.h).
 #include "cli/invocation.h"
+#include "cli/settings_file.h"
 
 #include <cstdlib>
 #include <string_view>
@@ -17,8 +18,10 @@ constexpr const char* kTargetHelp =
                                get, stats and dead list open it read-only)
   --url http://HOST:PORT       a running delayqd   [--token-file FILE: its bearer token]
                                (DELAYQ_URL and DELAYQ_TOKEN_FILE in the environment stand
-                               for them; a flag wins over its variable, and any target flag
-                               over DELAYQ_URL)
+                               for them, then url and token-file in the settings file,
+                               DELAYQ_CONFIG or ~/.config/delayq/cli.conf; a flag wins over
+                               its variable, a variable over the file, and any target flag
+                               over both)
   --redis URL                  a Redis queue (redis://host:port or unix:///path)
                                [--queue NAME (default "default")] [--shards N (default:
                                the queue's own count; 1 for a new queue)]
@@ -241,14 +244,26 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
     target.url = env_url;
     target.url_source = "DELAYQ_URL";
   }
-  if (targets == 0 && !url_from_env)
-    return bad("no target: give --store DIR, --url http://HOST:PORT (or DELAYQ_URL) or "
-               "--redis URL");
+  // Then the settings file (settings_file.h), under the environment.
+  Result<Settings> file = read_settings();
+  if (!file) return bad(file.status().message());
+  const bool url_from_file = targets == 0 && !url_from_env && file->url.has_value();
+  if (url_from_file) {
+    target.url = *file->url;
+    target.url_source = file->url_source;
+  }
+  if (targets == 0 && !url_from_env && !url_from_file)
+    return bad("no target: give --store DIR, --url http://HOST:PORT (or DELAYQ_URL, or url in "
+               "~/.config/delayq/cli.conf) or --redis URL");
   const char* env_token = std::getenv("DELAYQ_TOKEN_FILE");
-  if (!target.url.empty() && !f.contains("token-file") && env_token != nullptr &&
-      *env_token != '\0') {
-    target.token_file = env_token;
-    target.token_source = "DELAYQ_TOKEN_FILE";
+  if (!target.url.empty() && !f.contains("token-file")) {
+    if (env_token != nullptr && *env_token != '\0') {
+      target.token_file = env_token;
+      target.token_source = "DELAYQ_TOKEN_FILE";
+    } else if (file->token_file) {
+      target.token_file = *file->token_file;
+      target.token_source = file->token_source;
+    }
   }
   if (f.contains("store") && target.store_dir.empty()) return bad("--store needs a directory");
   if (f.contains("redis") && target.redis_url.empty()) return bad("--redis needs a URL");

@@ -60,7 +60,8 @@ std::optional<UsageError> check_args(const Invocation& inv, const CommandInfo& c
 
 // The one target the flags name, checked (a --url parsed, --shards counted). Without a target
 // flag, DELAYQ_URL stands for --url; with a --url from either, DELAYQ_TOKEN_FILE stands for a
-// --token-file not given (a flag wins over its variable).
+// --token-file not given (a flag wins over its variable). Under both, the settings file's url
+// and token-file (settings_file.h).
 std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& command,
                                       Target& target);
 

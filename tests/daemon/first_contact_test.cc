@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -173,7 +174,59 @@ TEST(FirstContact, TheCliTakesItsTargetFromTheEnvironment) {
   r = run_program(DELAYQ_CLI_PATH, {"stats"});
   EXPECT_EQ(r.exit, 2) << describe(r);
   EXPECT_TRUE(contains(r.err, "no target: give --store DIR, --url http://HOST:PORT (or "
-                              "DELAYQ_URL) or --redis URL"))
+                              "DELAYQ_URL, or url in ~/.config/delayq/cli.conf) or --redis URL"))
+      << r.err;
+}
+
+// The settings file (docs/cli.md): url and token-file under the environment, DELAYQ_CONFIG or
+// $XDG_CONFIG_HOME/delayq/cli.conf; a relative token-file is the file's neighbour; bad lines
+// are refused naming the file and line.
+TEST(FirstContact, TheCliTakesItsTargetFromItsSettingsFile) {
+  TempDir dir;
+  const std::string token = dir.sub("token");
+  std::ofstream(token) << "s3cret\n";
+  ::chmod(token.c_str(), 0600);
+  DaemonProcess daemon(DELAYQD_PATH, dir.sub("d.log"));
+  const int port =
+      daemon.start({"--listen", "127.0.0.1:0", "--store", dir.sub("s"), "--token-file", token});
+  ASSERT_GT(port, 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  const auto write = [&](const std::string& path, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << text;
+  };
+  // XDG_CONFIG_HOME's delayq/cli.conf, with a comment, blanks and a relative token-file.
+  write(dir.sub("xdg/delayq/cli.conf"), "# the daemon\n\nurl = " + url +
+                                            "\n  token-file = ../../token  \n");
+  const std::vector<std::string> xdg = {"XDG_CONFIG_HOME=" + dir.sub("xdg")};
+  CliRun r = run_program(DELAYQ_CLI_PATH, {"push", "t", "--id", "f1", "--delay", "1h"}, "", xdg);
+  EXPECT_EQ(r.exit, 0) << describe(r);
+  // DELAYQ_CONFIG names another file; the environment wins over the file.
+  write(dir.sub("other.conf"), "url = http://127.0.0.1:1\ntoken-file = " + token + "\n");
+  r = run_program(DELAYQ_CLI_PATH, {"get", "f1"}, "",
+                  {"DELAYQ_CONFIG=" + dir.sub("other.conf"), "DELAYQ_URL=" + url});
+  EXPECT_EQ(r.exit, 0) << describe(r);
+  r = run_program(DELAYQ_CLI_PATH, {"get", "f1"}, "", {"DELAYQ_CONFIG=" + dir.sub("other.conf")});
+  EXPECT_EQ(r.exit, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "127.0.0.1:1")) << r.err;
+  // Bad files are refused with the file and the line.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"urll = " + url + "\n", "cli.conf:1: unknown setting 'urll' (did you mean 'url'?)"},
+      {"\nurl\n", "cli.conf:2: expected 'name = value', got 'url'"},
+      {"url =\n", "cli.conf:1: setting 'url' has no value"},
+      {"url = " + url + "\nurl = " + url + "\n", "cli.conf:2: setting 'url' given twice"},
+      {"url = localhost:9277\n", "bad url in " + dir.sub("bad/cli.conf") + ":1 'localhost:9277'"},
+  };
+  for (const auto& [text, says] : bad) {
+    write(dir.sub("bad/cli.conf"), text);
+    r = run_program(DELAYQ_CLI_PATH, {"stats"}, "", {"DELAYQ_CONFIG=" + dir.sub("bad/cli.conf")});
+    EXPECT_EQ(r.exit, 2) << describe(r);
+    EXPECT_TRUE(contains(r.err, says)) << text << " -> " << r.err;
+  }
+  r = run_program(DELAYQ_CLI_PATH, {"stats"}, "", {"DELAYQ_CONFIG=" + dir.sub("missing.conf")});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "cannot read the settings file " + dir.sub("missing.conf") +
+                              " (named by DELAYQ_CONFIG)"))
       << r.err;
 }
 
