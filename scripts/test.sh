@@ -24,9 +24,11 @@ python3 scripts/check_skips.py all build/junit.xml
 
 echo "== build (ASan + UBSan) =="
 # Line tables only (-g1): the sanitizers' reports keep their file:line, and the build takes about
-# a quarter less CPU than with full debug information.
+# a quarter less CPU than with full debug information. -O1, the level AddressSanitizer's own
+# documentation suggests: a third less compile time than -O2 (the daemon's session.cc: 42 s of
+# CPU against 64 s), for tests that run a little slower.
 delayq_configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_SANITIZE=ON \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DDELAYQ_BUILD_BENCH=OFF -DDELAYQ_BUILD_EXAMPLES=OFF
 cmake --build build-asan
 echo "== tests under sanitizers =="
