@@ -180,5 +180,8 @@ g++ -O0 "$src/tests/project/package/main.cc" -o "$tmp/consumer-deb" \
   $(PKG_CONFIG_PATH="$tmp/devroot/usr/lib/pkgconfig" pkg-config --cflags --libs delayq)
 "$tmp/consumer-deb" "$tmp/store-deb"
 
+# 3. On this machine.
+. "$src/tests/project/package_install_check.sh"
+
 echo "package ok: $(basename "$run_deb") $(du -k "$run_deb" | cut -f1) KiB," \
      "$(basename "$dev_deb") $(du -k "$dev_deb" | cut -f1) KiB, $(basename "$dbg_deb") $(du -k "$dbg_deb" | cut -f1) KiB"
