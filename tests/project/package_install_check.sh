@@ -96,3 +96,4 @@ for f in /usr/bin/delayqd /usr/lib/systemd/system/delayqd.service /etc/delayq "$
   [ ! -e "$f" ] || fail "$f is still there after the purge"
 done
 [ -d /var/lib/delayq ] || fail "the purge removed /var/lib/delayq"
+getent passwd delayq >/dev/null || fail "the purge removed the delayq user"
