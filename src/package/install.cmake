@@ -63,7 +63,6 @@ set(CPACK_PACKAGE_NAME delayq)
 set(CPACK_PACKAGE_CONTACT "delayq developers <delayq-maint@lists.delayq.dev>")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
 set(CPACK_PACKAGE_VENDOR "the delayq developers")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "durable delay queue for C++20: engine, RocksDB store, Redis backend, delayqd")
 set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_CURRENT_SOURCE_DIR}/LICENSE)
 set(CPACK_RPM_PACKAGE_LICENSE "Apache-2.0")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -71,8 +70,10 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME delayq)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION net)
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-    "durable delay queue: the delayqd HTTP daemon (a systemd service) and the delayq CLI")
+# Each package's Description: its summary line, then the long text.
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "durable delay queue: the delayqd daemon and the delayq CLI
+delayqd serves a durable delay queue over HTTP, its jobs in a RocksDB store on disk or in
+Redis, as a systemd service (not started on install); delayq is its command line.")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
     ${CMAKE_CURRENT_SOURCE_DIR}/src/package/postinst ${CMAKE_CURRENT_SOURCE_DIR}/src/package/postrm)
 # The shared libraries the binaries load, found by dpkg-shlibdeps (dpkg-dev); passwd for the
@@ -85,8 +86,9 @@ set(CPACK_DEBIAN_RUNTIME_DEBUGINFO_PACKAGE ON)
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME delayq-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "durable delay queue for C++20: headers, static libraries, CMake package and pkg-config file")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "durable delay queue for C++20: development files
+The headers, static libraries, CMake package and pkg-config file of delayq: the timing wheel
+engine, the RocksDB store and the Redis backend, for programs that embed the queue.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
     "delayq (= ${PROJECT_VERSION}), libboost-dev (>= 1.74), librocksdb-dev, libhiredis-dev, pkg-config")
 # The static libraries lose their debug info in the package (src/package/strip_archives.cmake).
