@@ -7,7 +7,7 @@
 # every library the installed binaries load, each from a package that is not a -dev package, and
 # each library they link directly comes from a package that Depends names (so that apt, which
 # installs exactly Depends and what they depend on, brings every one of them).
-# Uses from package_test.sh: tmp, run_deb, dbg_deb, version, fail, and the installed, made_user,
+# Uses from package_test.sh: tmp, run_deb, dbg_deb, version, fail, owner, names_in, and the installed, made_user,
 # made_state that its cleanup reads.
 
 if [ "$(id -u)" != 0 ]; then
@@ -55,12 +55,7 @@ fi
 # The installed binaries: stripped, their debug info where gdb looks (delayq-dbgsym), every
 # library resolved from a package that is not a -dev package, the direct ones from packages that
 # Depends names; and they run.
-depends_names=$(dpkg-query -W -f '${Depends}' delayq | tr ',' '\n' | sed 's/^ *//; s/[ :(].*//')
-owner() {  # the package that holds a library file, with /lib and /usr/lib taken as one
-  local p=$1 alt
-  if [[ "$p" == /usr/* ]]; then alt=${p#/usr}; else alt=/usr$p; fi
-  { dpkg -S "$p" 2>/dev/null || dpkg -S "$alt" 2>/dev/null; } | head -1 | sed 's/[:,].*//'
-}
+depends_names=$(names_in Depends "$run_deb")
 for bin in /usr/bin/delayqd /usr/bin/delayq; do
   if readelf -S "$bin" | grep -q '\.debug_info'; then fail "$bin is not stripped"; fi
   id=$(readelf -n "$bin" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')

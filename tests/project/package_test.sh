@@ -8,7 +8,7 @@
 #    the maintainer scripts, the docs and the license, no headers or libraries, Depends without
 #    any -dev package. delayq-dbgsym: the binaries' debug info, found by build id. delayq-dev:
 #    the headers, the static libraries (an outside program links them), the CMake package and
-#    the .pc file, Depends on delayq and the -dev packages.
+#    the .pc file, Depends on delayq and the -dev packages (each library its .pc links among them).
 # 3. As root: dpkg -i of delayq and delayq-dbgsym on this machine (package_install_check.sh),
 #    then a purge; the machine is left as it was found (a trap purges on any failure too).
 # Usage: package_test.sh SOURCE_DIR BUILD_DIR
@@ -34,6 +34,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 fail() { echo "$*"; exit 1; }
+owner() {  # the package that holds a file, with /lib and /usr/lib taken as one
+  local p=$1 alt
+  if [[ "$p" == /usr/* ]]; then alt=${p#/usr}; else alt=/usr$p; fi
+  { dpkg -S "$p" 2>/dev/null || dpkg -S "$alt" 2>/dev/null; } | head -1 | sed 's/[:,].*//'
+}
+names_in() {  # names_in FIELD DEB: the package names a relation field of DEB lists, one a line
+  dpkg-deb -f "$2" "$1" | tr ',' '\n' | sed 's/^ *//; s/[ :(].*//'
+}
 
 # 1. The install tree, and outside projects built against it.
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
@@ -179,6 +187,18 @@ dpkg-deb -x "$dev_deb" "$tmp/devroot"
 g++ -O0 "$src/tests/project/package/main.cc" -o "$tmp/consumer-deb" \
   $(PKG_CONFIG_PATH="$tmp/devroot/usr/lib/pkgconfig" pkg-config --cflags --libs delayq)
 "$tmp/consumer-deb" "$tmp/store-deb"
+# Every outside library that link asks for (-lNAME) is a -dev package's libNAME.so that the dev
+# package depends on.
+dev_names=$(names_in Depends "$dev_deb")
+for lib in $(PKG_CONFIG_PATH="$tmp/devroot/usr/lib/pkgconfig" pkg-config --libs-only-l delayq); do
+  name=${lib#-l}
+  [[ "$name" != delayq_* ]] || continue
+  so=$(g++ -print-file-name="lib$name.so")
+  [ "$so" != "lib$name.so" ] || fail "delayq.pc links -l$name, and no lib$name.so is here"
+  pkg=$(owner "$(realpath -s "$so")")
+  grep -qx "$pkg" <<<"$dev_names" ||
+    fail "delayq.pc links -l$name, from $pkg, which $(basename "$dev_deb") does not depend on"
+done
 
 # 3. On this machine.
 . "$src/tests/project/package_install_check.sh"
