@@ -76,6 +76,7 @@ arch=$(dpkg --print-architecture)
 run_deb=$tmp/deb/delayq_${version}_$arch.deb
 dev_deb=$tmp/deb/delayq-dev_${version}_$arch.deb
 dbg_deb=$tmp/deb/delayq-dbgsym_${version}_$arch.ddeb
+deb=$run_deb  # named on the last line
 for p in "$run_deb" "$dev_deb" "$dbg_deb"; do [ -f "$p" ] || fail "cpack made no $(basename "$p")"; done
 # The README's commands leave nothing that git would see: what they make is ignored.
 if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
@@ -144,29 +145,6 @@ for bin in delayqd delayq; do
   readelf -S "$debug" 2>/dev/null | grep -q '\.debug_info' || fail "$debug holds no .debug_info"
 done
 
-# The shipped config is one delayqd takes (the packaged, stripped one): every setting in it
-# known and valid (the store, the port and the token are moved to scratch ones by flags, which
-# win over the file).
-head -c 32 /dev/urandom | base64 >"$tmp/token"
-chmod 600 "$tmp/token"
-"$tmp/root/usr/bin/delayqd" --config "$tmp/root/usr/share/delayq/delayqd.conf" \
-  --store "$tmp/store-conf" --listen 127.0.0.1:0 --token-file "$tmp/token" >"$tmp/d.out" 2>"$tmp/d.err" &
-daemon=$!
-for _ in $(seq 1 600); do
-  grep -q "listening on" "$tmp/d.out" && break
-  kill -0 "$daemon" 2>/dev/null || { cat "$tmp/d.err"; fail "delayqd refused the shipped config"; }
-  sleep 0.1
-done
-kill -TERM "$daemon"
-wait "$daemon" || { cat "$tmp/d.err"; fail "delayqd with the shipped config did not stop cleanly"; }
-# systemd's own check of the unit, where systemd is there (only its findings about the unit
-# count: the binary is not installed at this point, and the machine may lack parts of systemd).
-if command -v systemd-analyze >/dev/null; then
-  found=$(systemd-analyze verify "$tmp/root/usr/lib/systemd/system/delayqd.service" 2>&1 |
-    grep "delayqd.service:" | grep -v "Command /usr/bin/delayqd is not executable" || true)
-  [ -z "$found" ] || { echo "$found"; fail "systemd-analyze finds fault with delayqd.service"; }
-fi
-
 # The dev package: what a compile needs, and an outside program built against its tree alone
 # (its static libraries lost their debug info, not their code); it depends on delayq and on the
 # -dev packages of what its headers and libraries use, each a package this machine has.
@@ -203,5 +181,26 @@ done
 # 3. On this machine.
 . "$src/tests/project/package_install_check.sh"
 
-echo "package ok: $(basename "$run_deb") $(du -k "$run_deb" | cut -f1) KiB," \
-     "$(basename "$dev_deb") $(du -k "$dev_deb" | cut -f1) KiB, $(basename "$dbg_deb") $(du -k "$dbg_deb" | cut -f1) KiB"
+# The shipped config is one delayqd takes (the packaged, stripped one): every setting in it
+# known and valid (the store, the port and the token are moved to scratch ones by flags, which
+# win over the file).
+head -c 32 /dev/urandom | base64 >"$tmp/token"
+chmod 600 "$tmp/token"
+"$tmp/root/usr/bin/delayqd" --config "$tmp/root/usr/share/delayq/delayqd.conf" \
+  --store "$tmp/store-conf" --listen 127.0.0.1:0 --token-file "$tmp/token" >"$tmp/d.out" 2>"$tmp/d.err" &
+daemon=$!
+for _ in $(seq 1 600); do
+  grep -q "listening on" "$tmp/d.out" && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$tmp/d.err"; fail "delayqd refused the shipped config"; }
+  sleep 0.1
+done
+kill -TERM "$daemon"
+wait "$daemon" || { cat "$tmp/d.err"; fail "delayqd with the shipped config did not stop cleanly"; }
+# systemd's own check of the unit, where systemd is there (only its findings about the unit
+# count: the binary is not installed here, and the machine may lack parts of systemd).
+if command -v systemd-analyze >/dev/null; then
+  found=$(systemd-analyze verify "$tmp/root/usr/lib/systemd/system/delayqd.service" 2>&1 |
+    grep "delayqd.service:" | grep -v "Command /usr/bin/delayqd is not executable" || true)
+  [ -z "$found" ] || { echo "$found"; echo "systemd-analyze finds fault with delayqd.service"; exit 1; }
+fi
+echo "package ok: $(basename "$deb")"
