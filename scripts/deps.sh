@@ -2,6 +2,9 @@
 # Quiet when everything is already there; apt-get update only when something is missing.
 delayq_packages=(cmake ninja-build g++ libboost-dev libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev libhiredis-dev redis-server pkg-config python3 curl)
 
+# dpkg-dev and file: cpack's dependency list (dpkg-shlibdeps) and debug package (file, objcopy).
+delayq_packages+=(dpkg-dev file)
+
 delayq_install_deps() {
   local missing=()
   for p in "${delayq_packages[@]}" "$@"; do
