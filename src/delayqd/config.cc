@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "delayqd/log.h"
 #include "wire/fields.h"
 #include "wire/version.h"
 
@@ -105,7 +106,8 @@ std::string did_you_mean(std::string_view typed, const std::string& before,
 }
 
 [[noreturn]] void usage_error(const std::string& message) {
-  std::cerr << "delayqd: " << message << "\n(delayqd --help lists the flags)\n";
+  log(LogLevel::error, "{}", message);
+  log(LogLevel::info, "delayqd --help lists the flags");
   std::exit(2);
 }
 
@@ -200,7 +202,7 @@ std::string read_token(const std::string& path) {
     usage_error("--token-file " + path + " must hold one token (no spaces or line breaks)");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH))
-    std::cerr << "delayqd: warning: " << path << " is readable by every user\n";
+    log(LogLevel::warn, "{} is readable by every user", path);
   return token;
 }
 
