@@ -1,10 +1,11 @@
 // The queue's input rules and refusals (see rules.h).
 #include "common/rules.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 #include "common/format.h"
 
@@ -148,10 +149,10 @@ Result<TimePoint> user_time(std::string_view what, double amount, Unit unit, Tim
 std::string topic_text_problem(std::string_view topic) {
   const size_t at = invalid_utf8_at(topic);
   if (at == std::string_view::npos) return {};
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(topic[at])));
-  return "topic is not valid UTF-8 (byte " + std::to_string(at) + " is " + hex +
-         "): a topic is a name, shown in stats and metrics; give it as text";
+  return fmt::format(
+      "topic is not valid UTF-8 (byte {} is 0x{:02x}): a topic is a name, shown in stats and "
+      "metrics; give it as text",
+      at, static_cast<unsigned char>(topic[at]));
 }
 
 Status check_topic(std::string_view topic) {

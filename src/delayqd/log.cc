@@ -29,8 +29,7 @@ std::string_view to_string(LogLevel level) {
 
 std::string log_line(std::chrono::system_clock::time_point now, LogLevel level,
                      std::string_view message) {
-  const auto ms =
-      std::chrono::floor<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(now.time_since_epoch()).count();
   // floor, not truncation: a time before 1970 still gets milliseconds from 0 to 999.
   const long long secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
   const std::time_t t = static_cast<std::time_t>(secs);

@@ -1,7 +1,9 @@
 // The Prometheus text format's pieces (prometheus.h).
 #include "delayqd/prometheus.h"
 
-#include <cstdio>
+#include <fmt/format.h>
+
+#include <iterator>
 
 #include "common/format.h"
 #include "wire/json.h"
@@ -40,10 +42,7 @@ std::string label(std::string_view s) {
     const char c = s[i];
     const size_t n = utf8_sequence(s, i);
     if (n == 0) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\\\x%02x",
-                    static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += hex;
+      fmt::format_to(std::back_inserter(out), "\\\\x{:02x}", static_cast<unsigned char>(c));
     } else if (c == '\\') {
       out += "\\\\";
     } else if (c == '"') {

@@ -42,7 +42,8 @@ TEST(DelayqdLog, LineForm) {
             "2026-11-27T17:50:01.123Z error a b  \n");
 }
 
-const std::regex kLine(R"((\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z (info|warn|error) .+)");
+const std::regex kLine(
+    R"((\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z (info|warn|error) .+)");
 
 // The lines of `text`, each checked for the form; the times read back, as milliseconds since
 // 1970 (timegm), into `times`.
