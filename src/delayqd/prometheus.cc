@@ -16,18 +16,17 @@ void line(std::string& out, std::string_view s) {
 }
 
 void help(std::string& out, std::string_view name, std::string_view type, std::string_view text) {
-  line(out, "# HELP " + std::string(name) + " " + std::string(text));
-  line(out, "# TYPE " + std::string(name) + " " + std::string(type));
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, text, name, type);
 }
 
 void counter(std::string& out, const char* name, const char* text, uint64_t v) {
   help(out, name, "counter", text);
-  line(out, std::string(name) + " " + std::to_string(v));
+  sample(out, name, "", v);
 }
 
 void gauge(std::string& out, const char* name, const char* text, int64_t v) {
   help(out, name, "gauge", text);
-  line(out, std::string(name) + " " + std::to_string(v));
+  sample(out, name, "", v);
 }
 
 std::string number(double d) {
