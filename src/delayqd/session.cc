@@ -324,7 +324,9 @@ class Session : public std::enable_shared_from_this<Session> {
                         undelivered = std::move(r.undelivered)](beast::error_code ec, size_t) {
                          if (ec && undelivered) undelivered();
                          if (ec) return self->close();
-                         self->after_answer(keep && !self->gone_);
+                         // Draining: no next request, even on a connection kept alive. The
+                         // drain closes the idle ones it finds; this one was writing then.
+                         self->after_answer(keep && !self->gone_ && !self->shared_.api.draining());
                        });
   }
 

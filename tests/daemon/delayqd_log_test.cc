@@ -83,7 +83,7 @@ TEST_F(StoreDaemonTest, EveryStderrLineHasTimeAndLevel) {
   HttpClient http(port);
   EXPECT_EQ(http.get("/health").status, 200);
   daemon_.signal(SIGTERM);
-  ASSERT_TRUE(daemon_.wait(std::chrono::seconds(60)));
+  ASSERT_TRUE(daemon_.wait(std::chrono::seconds(60))) << daemon_.log();
   EXPECT_EQ(daemon_.exit_code(), 0);
   const int64_t after = now_ms();
 
