@@ -1,5 +1,12 @@
 // delayqd's settings (see config.h): flags and the config file, each value checked, a bad one
 // named with where it came from. docs/operations.md describes the flags.
+//
+// The file is read here, not by toml++ (libtomlplusplus-dev 3.3.0 is in Debian 12 main),
+// because the file is not TOML: "store = /var/lib/delayq/store" and "listen = 127.0.0.1:9277"
+// are bare words, which TOML refuses (a string must be quoted), so every config written so far,
+// the packaged delayqd.conf among them, would stop being read. Unknown settings and their "did
+// you mean" would still be ours, as would every range check; toml++ would add some 21000 lines
+// of headers to parse "name = value" lines.
 #include "delayqd/config.h"
 
 #include <sys/stat.h>
