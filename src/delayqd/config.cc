@@ -185,8 +185,9 @@ uint64_t number(const Settings& s, const std::string& key, uint64_t fallback, ui
   const std::string& text = it->second.value;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max)
-    usage_error(it->second.where + " must be a whole number " + (unit.empty() ? "" : "of " + unit + " ") +
-                "from " + std::to_string(min) + " to " + std::to_string(max) + ", not '" + text + "'");
+    usage_error(fmt::format("{} must be a whole number {}from {} to {}, not '{}'",
+                            it->second.where, unit.empty() ? "" : "of " + unit + " ", min, max,
+                            text));
   return v;
 }
 
