@@ -24,6 +24,8 @@
 // and nothing after.
 #include "wal/codec.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cstdint>
 #include <utility>
@@ -110,8 +112,7 @@ class Reader {
     const uint32_t n = u32(field);
     if (failed()) return {};
     if (n > left()) {
-      fail(std::string("field '") + field + "' claims " + std::to_string(n) + " bytes but only " +
-           std::to_string(left()) + " are left");
+      fail(fmt::format("field '{}' claims {} bytes but only {} are left", field, n, left()));
       return {};
     }
     std::string s(in_.substr(pos_, n));
@@ -132,8 +133,7 @@ class Reader {
   bool take(size_t n, const char* field) {
     if (failed()) return false;
     if (left() < n) {
-      fail(std::string("truncated in field '") + field + "' (needs " + std::to_string(n) +
-           " bytes, " + std::to_string(left()) + " left)");
+      fail(fmt::format("truncated in field '{}' (needs {} bytes, {} left)", field, n, left()));
       return false;
     }
     pos_ += n;
@@ -176,9 +176,8 @@ RetryPolicy read_retry(Reader& in) {
   const uint32_t n = in.u32("retry.delays count");
   if (in.failed()) return p;
   if (n > in.left() / 8) {
-    in.fail("retry.delays claims " + std::to_string(n) + " entries (" +
-            std::to_string(uint64_t{n} * 8) + " bytes) but only " + std::to_string(in.left()) +
-            " bytes are left");
+    in.fail(fmt::format("retry.delays claims {} entries ({} bytes) but only {} bytes are left", n,
+                        uint64_t{n} * 8, in.left()));
     return p;
   }
   p.delays.reserve(n);
@@ -223,15 +222,14 @@ std::string encode_record(const engine::JobRecord& r) {
 Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes,
                                         std::string_view family) {
   auto corrupt = [seq, family](const std::string& why) {
-    return Status(Errc::corrupt, "record seq " + std::to_string(seq) + " in family '" +
-                                     std::string(family) + "': " + why);
+    return Status(Errc::corrupt, fmt::format("record seq {} in family '{}': {}", seq, family, why));
   };
   Reader in(bytes);
   const uint8_t version = in.u8("record version");
   if (in.failed()) return corrupt("empty value");
   if (version != kRecordVersion)
-    return corrupt("unknown record version " + std::to_string(version) + " (this build reads " +
-                   std::to_string(kRecordVersion) + ")");
+    return corrupt(fmt::format("unknown record version {} (this build reads {})", version,
+                               kRecordVersion));
 
   engine::JobRecord r;
   r.seq = in.u64("seq");
@@ -284,9 +282,9 @@ Result<Stats> decode_totals(std::string_view bytes) {
   Reader in(bytes);
   const uint8_t version = in.u8("version");
   if (!in.failed() && version != kTotalsVersion && version != 1)
-    return Status(Errc::corrupt, "the totals in family 'meta' have version " +
-                                     std::to_string(version) + ", expected 1 or " +
-                                     std::to_string(kTotalsVersion));
+    return Status(Errc::corrupt,
+                  fmt::format("the totals in family 'meta' have version {}, expected 1 or {}",
+                              version, kTotalsVersion));
   Stats t;
   const size_t stored = version == 1 ? kTotalsInVersion1 : SIZE_MAX;
   size_t read = 0;
@@ -311,8 +309,7 @@ Result<engine::Counters> decode_counters(std::string_view bytes) {
   Reader in(bytes);
   const uint8_t version = in.u8("version");
   if (!in.failed() && version != kCountersVersion && version != 1)
-    in.fail("version " + std::to_string(version) + ", expected 1 or " +
-            std::to_string(kCountersVersion));
+    in.fail(fmt::format("version {}, expected 1 or {}", version, kCountersVersion));
   engine::Counters c;
   c.fences = in.u64("fences");
   c.next_id = in.u64("next_id");

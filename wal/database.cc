@@ -1,6 +1,8 @@
 // The journal's RocksDB database (database.h).
 #include "wal/database.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -129,8 +131,8 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const J
   if (Status st = open_db(request, &d->handles_, &d->db_); !st.ok()) return st;
   if (d->handles_.size() != request.families.size())
     return Status(Errc::io_error,
-                  "store " + dir + ": RocksDB opened " + std::to_string(d->handles_.size()) +
-                      " column families, expected " + std::to_string(request.families.size()));
+                  fmt::format("store {}: RocksDB opened {} column families, expected {}", dir,
+                              d->handles_.size(), request.families.size()));
   if (d->switch_sync_) d->switch_sync_->attach(d->db_);
   for (rocksdb::ColumnFamilyHandle* h : d->handles_) {
     if (h->GetName() == kFarFamily) d->far_ = h;
@@ -167,10 +169,10 @@ Status Database::check_format(bool read_only) {
                                      hex(value.substr(0, 32)) + ")");
   if (*version > kFormatVersion)
     return Status(Errc::corrupt,
-                  "store " + dir_ + " has format version " + std::to_string(*version) +
-                      " (family 'meta', key 'format'), newer than this build reads (format "
-                      "version " +
-                      std::to_string(kFormatVersion) + "); open it with a newer delayq");
+                  fmt::format("store {} has format version {} (family 'meta', key 'format'), "
+                              "newer than this build reads (format version {}); open it with a "
+                              "newer delayq",
+                              dir_, *version, kFormatVersion));
   if (*version < needed && !read_only) return write_format();
   return Status();
 }

@@ -1,6 +1,8 @@
 // The disk tier's byte layout (far_codec.h).
 #include "wal/far_codec.h"
 
+#include <fmt/format.h>
+
 #include "wal/codec.h"
 
 namespace delayq::wal {
@@ -39,14 +41,15 @@ std::optional<engine::FarKey> decode_far_key(std::string_view bytes) {
 Result<engine::JobRecord> decode_far_record(std::string_view key, std::string_view value) {
   const std::optional<engine::FarKey> k = decode_far_key(key);
   if (!k)
-    return Status(Errc::corrupt, "family 'far' holds a key of " + std::to_string(key.size()) +
-                                     " bytes (expected 16): " + hex(key.substr(0, 32)));
+    return Status(Errc::corrupt,
+                  fmt::format("family 'far' holds a key of {} bytes (expected 16): {}", key.size(),
+                              hex(key.substr(0, 32))));
   Result<engine::JobRecord> r = decode_record(k->seq, value, kFarFamily);
   if (r.ok() && r->due != k->due)
-    return Status(Errc::corrupt, "record seq " + std::to_string(k->seq) + " in family 'far': due " +
-                                     std::to_string(r->due.time_since_epoch().count()) +
-                                     " is not its key's " +
-                                     std::to_string(k->due.time_since_epoch().count()));
+    return Status(Errc::corrupt,
+                  fmt::format("record seq {} in family 'far': due {} is not its key's {}", k->seq,
+                              r->due.time_since_epoch().count(),
+                              k->due.time_since_epoch().count()));
   return r;
 }
 

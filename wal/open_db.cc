@@ -183,6 +183,8 @@ class DamageNotingLogger final : public rocksdb::Logger {
  private:
   // The line RocksDB's log reader writes for each damaged record (db_impl_open.cc, LogReporter):
   // "[source:line] <log file>: dropping <n> bytes; Corruption: <what>".
+  // vsnprintf, not fmt: RocksDB's Logger hands over a printf format and its va_list, which only
+  // the printf family can render.
   void note(const char* format, va_list ap) {
     char buf[1024];
     const int n = std::vsnprintf(buf, sizeof buf, format, ap);

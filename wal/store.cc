@@ -2,6 +2,8 @@
 // the journal as its store (JournalSink, journal_sink.h); backups of an open store.
 #include "delayq/store.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <optional>
 
@@ -94,7 +96,7 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   jo.on_skip = o.on_skip;
   if (!jo.on_skip)
     jo.on_skip = [](const std::string& why) {
-      std::fprintf(stderr, "delayq: skipped: %s\n", why.c_str());
+      fmt::print(stderr, "delayq: skipped: {}\n", why);
     };
   Result<std::unique_ptr<wal::Journal>> opened = wal::Journal::open(o.dir, jo);
   if (!opened) return opened.status();

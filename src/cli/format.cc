@@ -1,9 +1,10 @@
 // Showing times, durations and bodies to people in the delayq command-line tool (see format.h).
 #include "cli/format.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <iterator>
@@ -24,15 +25,11 @@ std::string format_local_time(TimePoint t) {
   char buf[64];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   std::string out = buf;
-  if (ms != 0) {
-    std::snprintf(buf, sizeof buf, ".%03lld", static_cast<long long>(ms));
-    out += buf;
-  }
+  if (ms != 0) out += fmt::format(".{:03}", ms);
   const long off = tm.tm_gmtoff / 60;
   if (off == 0) return out + "Z";
-  std::snprintf(buf, sizeof buf, "%c%02ld:%02ld", off < 0 ? '-' : '+', std::labs(off) / 60,
-                std::labs(off) % 60);
-  return out + buf;
+  return out + fmt::format("{}{:02}:{:02}", off < 0 ? '-' : '+', std::labs(off) / 60,
+                           std::labs(off) % 60);
 }
 
 std::string format_utc_time(TimePoint t) {
@@ -40,17 +37,11 @@ std::string format_utc_time(TimePoint t) {
   const year_month_day ymd{sys_days(day_start)};
   const hh_mm_ss<nanoseconds> tod{t - day_start};
   const int64_t ms = duration_cast<milliseconds>(tod.subseconds()).count();
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld",
-                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
-                static_cast<unsigned>(ymd.day()), static_cast<long long>(tod.hours().count()),
-                static_cast<long long>(tod.minutes().count()),
-                static_cast<long long>(tod.seconds().count()));
-  std::string out = buf;
-  if (ms != 0) {
-    std::snprintf(buf, sizeof buf, ".%03lld", static_cast<long long>(ms));
-    out += buf;
-  }
+  std::string out =
+      fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  tod.hours().count(), tod.minutes().count(), tod.seconds().count());
+  if (ms != 0) out += fmt::format(".{:03}", ms);
   return out + "Z";
 }
 
@@ -107,9 +98,7 @@ std::string printable(std::string_view body, size_t max_chars) {
     else if (c == '\\')
       shown("\\\\", 2);
     else if (n == 0 || c1 || c < 0x20 || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      shown(hex, 4);
+      shown(fmt::format("\\x{:02x}", c), 4);
     } else {
       shown(body.substr(i, n), 1);
     }

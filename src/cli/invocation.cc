@@ -1,4 +1,13 @@
 // What a delayq command line asks for (see invocation.h).
+//
+// Hand-written rather than CLI11 (Debian 12: libcli11-dev 2.1.2), on purpose. CLI11 answers a
+// mistyped flag with "The following arguments were not expected: --dealy" and an unknown command
+// with "A subcommand is required", never with a guess; "unknown flag '--dealy' (did you mean
+// '--delay'?)" would mean catching its errors and matching the names again here anyway. Its
+// checks speak its own words ("--delay: Value -5s not in range ..."), where ours name the rule
+// and the limit, and a flag's value goes through parse.cc whatever parses the line. And its
+// headers are some 9400 lines (including <CLI/CLI.hpp> alone takes about 4 s to compile here),
+// in a build near its time budget. What remains here is a table of flags and a loop.
 #include "cli/invocation.h"
 #include "cli/settings_file.h"
 

@@ -1,4 +1,7 @@
-// Reading what people type into the delayq command-line tool (see parse.h).
+// Reading what people type into the delayq command-line tool (see parse.h): durations, times,
+// retry policies, counts, each range-checked with a message that names the limit. No argument
+// library would take this over (CLI11 converts numbers, not "1h30m" or "2026-11-27T17:50Z");
+// invocation.cc says why flags are matched by hand too.
 #include "cli/parse.h"
 
 #include <algorithm>

@@ -1,8 +1,9 @@
 // The timing part of `delayq stats` (stats_timing.h).
 #include "cli/stats_timing.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
-#include <cstdio>
 #include <optional>
 #include <vector>
 
@@ -17,11 +18,8 @@ namespace {
 // A duration short enough for a table cell: "100µs", "2.5ms", "209ms", "12.3s", "1m30s".
 std::string span(Duration d) {
   using namespace std::chrono;
-  const auto three_digits = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-    return std::string(buf);
-  };
+  // %g's three significant digits, as the tables always showed them (not fmt's shortest "{}").
+  const auto three_digits = [](double v) { return fmt::format("{:.3g}", v); };
   if (d < 1ms) return std::to_string(duration_cast<microseconds>(d).count()) + "µs";
   if (d < 1s) return three_digits(duration<double, std::milli>(d).count()) + "ms";
   if (d < 1min) return three_digits(duration<double>(d).count()) + "s";

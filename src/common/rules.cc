@@ -1,10 +1,11 @@
 // The queue's input rules and refusals (see rules.h).
 #include "common/rules.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 #include "common/format.h"
 
@@ -91,26 +92,25 @@ Status negative_duration(std::string_view what, std::string_view shown, std::str
 }
 
 Status beyond_max_delay(std::string_view what, std::string_view shown, Duration max_delay) {
-  return bad(std::string(what) + " of " + std::string(shown) + " exceeds max_delay (" +
-             format_duration(max_delay) + ")");
+  return bad(
+      fmt::format("{} of {} exceeds max_delay ({})", what, shown, format_duration(max_delay)));
 }
 
 Status below_minimum(std::string_view what, std::string_view shown, Duration minimum,
                      std::string_view hint) {
-  std::string m = std::string(what) + " of " + std::string(shown) + " is below the minimum of " +
-                  format_duration(minimum);
+  std::string m =
+      fmt::format("{} of {} is below the minimum of {}", what, shown, format_duration(minimum));
   if (!hint.empty()) m += "; " + std::string(hint);
   return bad(std::move(m));
 }
 
 Status due_beyond_max_delay(std::string_view what, std::string_view away, Duration max_delay) {
-  return bad(std::string(what) + " is " + std::string(away) + " away, beyond max_delay (" +
-             format_duration(max_delay) + ")");
+  return bad(
+      fmt::format("{} is {} away, beyond max_delay ({})", what, away, format_duration(max_delay)));
 }
 
 Status body_too_large(size_t size, size_t limit, std::string_view setting) {
-  return bad("body is " + std::to_string(size) + " bytes; the limit is " + std::to_string(limit) +
-             " (" + std::string(setting) + ")");
+  return bad(fmt::format("body is {} bytes; the limit is {} ({})", size, limit, setting));
 }
 
 Result<Duration> user_duration(std::string_view what, double amount, Unit unit, Duration max_delay,
@@ -148,17 +148,17 @@ Result<TimePoint> user_time(std::string_view what, double amount, Unit unit, Tim
 std::string topic_text_problem(std::string_view topic) {
   const size_t at = invalid_utf8_at(topic);
   if (at == std::string_view::npos) return {};
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(topic[at])));
-  return "topic is not valid UTF-8 (byte " + std::to_string(at) + " is " + hex +
-         "): a topic is a name, shown in stats and metrics; give it as text";
+  return fmt::format(
+      "topic is not valid UTF-8 (byte {} is 0x{:02x}): a topic is a name, shown in stats and "
+      "metrics; give it as text",
+      at, static_cast<unsigned char>(topic[at]));
 }
 
 Status check_topic(std::string_view topic) {
   if (topic.empty()) return bad("topic is empty: every job needs a topic to be reserved by");
   if (topic.size() > kMaxTopicBytes)
-    return bad("topic is " + std::to_string(topic.size()) + " bytes long; the limit is " +
-               std::to_string(kMaxTopicBytes));
+    return bad(
+        fmt::format("topic is {} bytes long; the limit is {}", topic.size(), kMaxTopicBytes));
   if (std::string why = topic_text_problem(topic); !why.empty()) return bad(std::move(why));
   return {};
 }
@@ -167,8 +167,7 @@ Status check_spec(const JobSpec& s, const Limits& limits, TimePoint now) {
   if (Status st = check_topic(s.topic); !st.ok()) return st;
   if (s.id.empty()) return bad("id is empty");
   if (s.id.size() > kMaxIdBytes)
-    return bad("id is " + std::to_string(s.id.size()) + " bytes long; the limit is " +
-               std::to_string(kMaxIdBytes));
+    return bad(fmt::format("id is {} bytes long; the limit is {}", s.id.size(), kMaxIdBytes));
   if (s.delay && s.due_at) return bad("set either delay or due_at, not both");
   if (s.delay && *s.delay < Duration::zero())
     return negative_duration("delay", format_duration(*s.delay), "use 0 for 'now'");

@@ -1,5 +1,12 @@
 // delayqd's settings (see config.h): flags and the config file, each value checked, a bad one
 // named with where it came from. docs/operations.md describes the flags.
+//
+// The file is read here, not by toml++ (libtomlplusplus-dev 3.3.0 is in Debian 12 main),
+// because the file is not TOML: "store = /var/lib/delayq/store" and "listen = 127.0.0.1:9277"
+// are bare words, which TOML refuses (a string must be quoted), so every config written so far,
+// the packaged delayqd.conf among them, would stop being read. Unknown settings and their "did
+// you mean" would still be ours, as would every range check; toml++ would add some 21000 lines
+// of headers to parse "name = value" lines.
 #include "delayqd/config.h"
 
 #include <sys/stat.h>
@@ -16,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "delayqd/log.h"
 #include "wire/fields.h"
 #include "wire/version.h"
 
@@ -105,7 +113,8 @@ std::string did_you_mean(std::string_view typed, const std::string& before,
 }
 
 [[noreturn]] void usage_error(const std::string& message) {
-  std::cerr << "delayqd: " << message << "\n(delayqd --help lists the flags)\n";
+  log(LogLevel::error, "{}", message);
+  log(LogLevel::info, "delayqd --help lists the flags");
   std::exit(2);
 }
 
@@ -176,8 +185,9 @@ uint64_t number(const Settings& s, const std::string& key, uint64_t fallback, ui
   const std::string& text = it->second.value;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max)
-    usage_error(it->second.where + " must be a whole number " + (unit.empty() ? "" : "of " + unit + " ") +
-                "from " + std::to_string(min) + " to " + std::to_string(max) + ", not '" + text + "'");
+    usage_error(fmt::format("{} must be a whole number {}from {} to {}, not '{}'",
+                            it->second.where, unit.empty() ? "" : "of " + unit + " ", min, max,
+                            text));
   return v;
 }
 
@@ -200,7 +210,7 @@ std::string read_token(const std::string& path) {
     usage_error("--token-file " + path + " must hold one token (no spaces or line breaks)");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH))
-    std::cerr << "delayqd: warning: " << path << " is readable by every user\n";
+    log(LogLevel::warn, "{} is readable by every user", path);
   return token;
 }
 

@@ -10,18 +10,21 @@
 #include "delayq/store.h"
 #include "delayqd/api.h"
 #include "delayqd/config.h"
+#include "delayqd/log.h"
 #include "delayqd/notify.h"
 #include "delayqd/server.h"
 
 namespace {
 
 using delayq::http::Config;
+using delayq::http::log;
+using delayq::http::LogLevel;
 
 // The Redis queue, or nullptr after saying why not.
 std::unique_ptr<delayq::Queue> open_redis_queue(const Config& c) {
   auto q = delayq::open_redis(c.redis_options);
   if (q) return std::move(*q);
-  std::cerr << "delayqd: cannot open the Redis queue: " << q.status().to_string() << "\n";
+  log(LogLevel::error, "cannot open the Redis queue: {}", q.status().to_string());
   return nullptr;
 }
 
@@ -29,7 +32,7 @@ std::unique_ptr<delayq::Queue> open_redis_queue(const Config& c) {
 // is a warning, not a reason to stop serving.
 void notify(const char* state) {
   if (std::string why = delayq::http::notify_service_manager(state); !why.empty())
-    std::cerr << "delayqd: warning: " << why << "\n";
+    log(LogLevel::warn, "{}", why);
 }
 
 // The store, or nullptr after saying why not. With --backup-dir, POST /backup writes each backup
@@ -37,11 +40,11 @@ void notify(const char* state) {
 std::unique_ptr<delayq::Queue> open_store_queue(Config& c) {
   auto q = delayq::open_store(c.store);
   if (!q) {
-    std::cerr << "delayqd: cannot open the store " << c.store.dir << ": " << q.status().to_string()
-              << "\n";
+    log(LogLevel::error, "cannot open the store {}: {}", c.store.dir, q.status().to_string());
     if (q.is(delayq::Errc::unavailable))
-      std::cerr << "delayqd: one process at a time opens a store: stop the one that holds it "
-                   "(another delayqd?), or start this one with another --store\n";
+      log(LogLevel::error,
+          "one process at a time opens a store: stop the one that holds it (another delayqd?), "
+          "or start this one with another --store");
     return nullptr;
   }
   if (!c.backup_dir.empty()) {
@@ -52,8 +55,7 @@ std::unique_ptr<delayq::Queue> open_store_queue(Config& c) {
       return dir;
     };
   }
-  std::cerr << "delayqd: store " << c.store.dir << " (sync " << delayq::to_string(c.store.sync)
-            << ")\n";
+  log(LogLevel::info, "store {} (sync {})", c.store.dir, delayq::to_string(c.store.sync));
   return std::move(*q);
 }
 
@@ -66,16 +68,18 @@ int main(int argc, char** argv) {
 
   const std::string& host = c.server.host;
   if (c.api.bearer_token.empty() && host != "127.0.0.1" && host != "::1" && host != "localhost")
-    std::cerr << "delayqd: warning: listening on " << host
-              << " without --token-file: anyone who can reach it can use the queue\n";
+    log(LogLevel::warn,
+        "listening on {} without --token-file: anyone who can reach it can use the queue", host);
 
   delayq::http::Api api(*queue, c.api);
   std::string error;
   const bool ok = delayq::http::run_server(
       api, *queue, c.server,
       [](const std::string& where) {
-        // On stdout, alone: scripts and tests read the port from it (with --listen HOST:0).
+        // On stdout, alone and without a time: scripts and tests read the port from it (with
+        // --listen HOST:0). The log has it too, as every other event.
         std::cout << "delayqd: listening on " << where << std::endl;
+        log(LogLevel::info, "listening on {}", where);
         // The queue is open and connections are taken from here on: systemd may start what
         // comes After= this unit.
         notify("READY=1");
@@ -84,9 +88,9 @@ int main(int argc, char** argv) {
   queue->close();
   queue.reset();  // the store's last writes reach the disk here
   if (!ok) {
-    std::cerr << "delayqd: " << error << "\n";
+    log(LogLevel::error, "{}", error);
     return 1;
   }
-  std::cerr << "delayqd: stopped\n";
+  log(LogLevel::info, "stopped");
   return 0;
 }

@@ -1,7 +1,10 @@
 // delayqd's /metrics text (see metrics.h).
 #include "delayqd/metrics.h"
 
+#include <fmt/format.h>
+
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "delayqd/prometheus.h"
@@ -16,6 +19,7 @@ using prom::gauge;
 using prom::label;
 using prom::line;
 using prom::number;
+using prom::sample;
 
 void totals(std::string& out, const Stats& st) {
   counter(out, "delayq_pushed_total", "Jobs pushed (since the store was created).", st.pushed);
@@ -32,11 +36,10 @@ void totals(std::string& out, const Stats& st) {
 }
 
 void jobs(std::string& out, const std::string& labels, const TopicStats& t) {
-  const std::string l = "delayq_jobs{" + labels + ",state=\"";
-  line(out, l + "delayed\"} " + std::to_string(t.delayed));
-  line(out, l + "ready\"} " + std::to_string(t.ready));
-  line(out, l + "reserved\"} " + std::to_string(t.reserved));
-  line(out, l + "dead\"} " + std::to_string(t.dead));
+  const std::pair<const char*, uint64_t> states[] = {
+      {"delayed", t.delayed}, {"ready", t.ready}, {"reserved", t.reserved}, {"dead", t.dead}};
+  for (const auto& [state, n] : states)
+    sample(out, "delayq_jobs", fmt::format("{},state=\"{}\"", labels, state), n);
 }
 
 // delayq_topic_paused per named topic (the cap of delayq_jobs), and how many topics are paused
@@ -46,7 +49,7 @@ void paused(std::string& out, const TopicSeries::View& topics, const Stats& st) 
        "# HELP delayq_topic_paused 1 while the topic is paused (it hands out nothing), else 0.");
   line(out, "# TYPE delayq_topic_paused gauge");
   for (const auto& [name, t] : topics.named)
-    line(out, "delayq_topic_paused{topic=\"" + label(name) + "\"} " + (t.paused ? "1" : "0"));
+    sample(out, "delayq_topic_paused", "topic=\"" + label(name) + "\"", t.paused ? 1 : 0);
   int64_t n = 0;
   for (const auto& [name, t] : st.topics) n += t.paused ? 1 : 0;
   gauge(out, "delayq_paused_topics", "Topics paused now (named by delayq_topic_paused or not).", n);
@@ -96,8 +99,8 @@ void Metrics::requests_part(std::string& out) {
   line(out, "# HELP delayqd_http_requests_total HTTP requests answered, by route and status.");
   line(out, "# TYPE delayqd_http_requests_total counter");
   for (const auto& [key, n] : requests_)
-    line(out, std::string("delayqd_http_requests_total{route=\"") + route_name(key.first) +
-                  "\",status=\"" + std::to_string(key.second) + "\"} " + std::to_string(n));
+    sample(out, "delayqd_http_requests_total",
+           fmt::format("route=\"{}\",status=\"{}\"", route_name(key.first), key.second), n);
   line(out,
        "# HELP delayqd_http_request_duration_seconds Time to answer, by route (a pop includes "
        "its wait).");
@@ -106,16 +109,16 @@ void Metrics::requests_part(std::string& out) {
     const Histogram& h = latency_[r];
     if (h.count == 0) continue;
     const std::string name = "delayqd_http_request_duration_seconds";
-    const std::string route = std::string("{route=\"") + route_name(static_cast<Route>(r)) + "\"";
+    const std::string route = fmt::format("route=\"{}\"", route_name(static_cast<Route>(r)));
     uint64_t cumulative = 0;
     for (size_t i = 0; i < std::size(kBuckets); ++i) {
       cumulative += h.buckets[i];
-      line(out, name + "_bucket" + route + ",le=\"" + number(kBuckets[i]) + "\"} " +
-                    std::to_string(cumulative));
+      sample(out, name + "_bucket", fmt::format("{},le=\"{}\"", route, number(kBuckets[i])),
+             cumulative);
     }
-    line(out, name + "_bucket" + route + ",le=\"+Inf\"} " + std::to_string(h.count));
-    line(out, name + "_sum" + route + "} " + number(h.sum));
-    line(out, name + "_count" + route + "} " + std::to_string(h.count));
+    sample(out, name + "_bucket", route + ",le=\"+Inf\"", h.count);
+    sample(out, name + "_sum", route, number(h.sum));
+    sample(out, name + "_count", route, h.count);
   }
 }
 

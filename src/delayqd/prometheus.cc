@@ -1,7 +1,9 @@
 // The Prometheus text format's pieces (prometheus.h).
 #include "delayqd/prometheus.h"
 
-#include <cstdio>
+#include <fmt/format.h>
+
+#include <iterator>
 
 #include "common/format.h"
 #include "wire/json.h"
@@ -14,18 +16,17 @@ void line(std::string& out, std::string_view s) {
 }
 
 void help(std::string& out, std::string_view name, std::string_view type, std::string_view text) {
-  line(out, "# HELP " + std::string(name) + " " + std::string(text));
-  line(out, "# TYPE " + std::string(name) + " " + std::string(type));
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, text, name, type);
 }
 
 void counter(std::string& out, const char* name, const char* text, uint64_t v) {
   help(out, name, "counter", text);
-  line(out, std::string(name) + " " + std::to_string(v));
+  sample(out, name, "", v);
 }
 
 void gauge(std::string& out, const char* name, const char* text, int64_t v) {
   help(out, name, "gauge", text);
-  line(out, std::string(name) + " " + std::to_string(v));
+  sample(out, name, "", v);
 }
 
 std::string number(double d) {
@@ -40,10 +41,7 @@ std::string label(std::string_view s) {
     const char c = s[i];
     const size_t n = utf8_sequence(s, i);
     if (n == 0) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\\\x%02x",
-                    static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += hex;
+      fmt::format_to(std::back_inserter(out), "\\\\x{:02x}", static_cast<unsigned char>(c));
     } else if (c == '\\') {
       out += "\\\\";
     } else if (c == '"') {

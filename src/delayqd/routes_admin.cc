@@ -1,7 +1,8 @@
 // /stats, /backup, /metrics, /health: the queue as a whole, and the daemon (see routes.h,
 // docs/http-api.md, docs/operations.md).
+#include <fmt/format.h>
+
 #include <cctype>
-#include <cstdio>
 #include <ctime>
 #include <functional>
 #include <string>
@@ -37,11 +38,8 @@ std::string compact_utc_time(TimePoint t) {
   const std::time_t secs = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
   ::gmtime_r(&secs, &tm);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d%02d%02dT%02d%02d%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
-  return buf;
+  return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
 }
 
 // Why delayqd takes no backups: a Redis queue is Redis's to back up; a store needs --backup-dir.

@@ -2,12 +2,12 @@
 // queue's reserve_async; a client that leaves while it waits withdraws it (Request::gone), and a
 // delivery whose answer cannot be written is given back uncounted (Response::undelivered).
 #include <algorithm>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "delayqd/answers.h"
+#include "delayqd/log.h"
 #include "delayqd/routes.h"
 #include "wire/jobs.h"
 
@@ -63,8 +63,7 @@ Response deliver(RouteContext& ctx, const Delivery& d) {
   r.undelivered = [&queue = ctx.queue, &tokens = ctx.tokens, token = d.token] {
     tokens.forget(token.id);
     if (Status s = queue.release(token); !s.ok() && !s.is(Errc::stale_token))
-      std::fprintf(stderr, "delayqd: could not give back job '%s': %s\n", token.id.c_str(),
-                   s.to_string().c_str());
+      log(LogLevel::error, "could not give back job '{}': {}", token.id, s.to_string());
   };
   return r;
 }

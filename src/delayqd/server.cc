@@ -11,11 +11,11 @@
 #include <cerrno>
 #include <chrono>
 #include <functional>
-#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "delayqd/log.h"
 #include "delayqd/session.h"
 
 namespace delayq::http {
@@ -66,8 +66,10 @@ class Listener {
             // this thread goes on serving the open connections meanwhile (and their closing frees
             // descriptors).
             if (!starved_)
-              std::cerr << "delayqd: cannot accept connections: " << ec.message()
-                        << "; retrying every 50 ms (raise LimitNOFILE / ulimit -n?)\n";
+              log(LogLevel::error,
+                  "cannot accept connections: {}; retrying every 50 ms (raise LimitNOFILE / "
+                  "ulimit -n?)",
+                  ec.message());
             starved_ = true;
             retry_.expires_after(std::chrono::milliseconds(50));
             return retry_.async_wait([this](beast::error_code e) {
@@ -103,10 +105,9 @@ void run_guarded(asio::io_context& ioc) {
       ioc.run();
       return;
     } catch (const std::exception& e) {
-      std::cerr << "delayqd: error while serving a connection (it was closed): " << e.what()
-                << "\n";
+      log(LogLevel::error, "error while serving a connection (it was closed): {}", e.what());
     } catch (...) {
-      std::cerr << "delayqd: unknown error while serving a connection (it was closed)\n";
+      log(LogLevel::error, "unknown error while serving a connection (it was closed)");
     }
   }
 }
@@ -149,14 +150,14 @@ bool run_server(Api& api, Queue& queue, const ServerOptions& options,
       return;
     }
     if (api.in_flight() > 0)
-      std::cerr << "delayqd: drain timeout: closing the queue with " << api.in_flight()
-                << " requests in flight\n";
+      log(LogLevel::warn, "drain timeout: closing the queue with {} requests in flight",
+          api.in_flight());
     queue.close();
     drain_connections(shared);  // idle keep-alive connections left since the drain began
   };
   signals.async_wait([&](beast::error_code e, int signo) {
     if (e) return;
-    std::cerr << "delayqd: signal " << signo << ": draining\n";
+    log(LogLevel::info, "signal {}: draining", signo);
     if (on_draining) on_draining();
     listener.stop();
     api.begin_drain();

@@ -25,7 +25,6 @@
 #include <boost/beast/http.hpp>
 #include <cerrno>
 #include <charconv>
-#include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -33,6 +32,8 @@
 #include <stop_token>
 #include <thread>
 #include <vector>
+
+#include "delayqd/log.h"
 
 namespace delayq::http {
 
@@ -259,7 +260,7 @@ class Session : public std::enable_shared_from_this<Session> {
       // handle() does not throw for bad input: this is memory running out, or a bug. The
       // request fails; the connection and the daemon go on.
       const bool memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
-      std::cerr << "delayqd: error while answering " << target << ": " << e.what() << "\n";
+      log(LogLevel::error, "error while answering {}: {}", target, e.what());
       answer(shared_.api.error(
           memory ? 503 : 500, memory ? wire::Refusal::overloaded : wire::Refusal::internal_error,
           memory ? "out of memory; retry later" : std::string("internal error: ") + e.what()));
@@ -323,7 +324,9 @@ class Session : public std::enable_shared_from_this<Session> {
                         undelivered = std::move(r.undelivered)](beast::error_code ec, size_t) {
                          if (ec && undelivered) undelivered();
                          if (ec) return self->close();
-                         self->after_answer(keep && !self->gone_);
+                         // Draining: no next request, even on a connection kept alive. The
+                         // drain closes the idle ones it finds; this one was writing then.
+                         self->after_answer(keep && !self->gone_ && !self->shared_.api.draining());
                        });
   }
 

@@ -1,8 +1,11 @@
 // TimingMetrics (timing_metrics.h).
 #include "delayqd/timing_metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "common/timing.h"
 #include "delayqd/prometheus.h"
@@ -14,26 +17,26 @@ namespace {
 constexpr const char* kLateness = "delayq_lateness_seconds";
 
 void histogram(std::string& out, const std::string& labels, const Lateness& l) {
+  const std::string bucket = std::string(kLateness) + "_bucket";
   uint64_t cumulative = 0;
   for (size_t i = 0; i < Lateness::kBounds.size(); ++i) {
     cumulative += l.buckets[i];
     const double le = std::chrono::duration<double>(Lateness::kBounds[i]).count();
-    prom::line(out, std::string(kLateness) + "_bucket{" + labels + ",le=\"" + prom::number(le) +
-                        "\"} " + std::to_string(cumulative));
+    prom::sample(out, bucket, fmt::format("{},le=\"{}\"", labels, prom::number(le)), cumulative);
   }
-  prom::line(out, std::string(kLateness) + "_bucket{" + labels + ",le=\"+Inf\"} " +
-                      std::to_string(l.count));
-  prom::line(out, std::string(kLateness) + "_sum{" + labels + "} " + prom::number(l.sum_seconds));
-  prom::line(out, std::string(kLateness) + "_count{" + labels + "} " + std::to_string(l.count));
+  prom::sample(out, bucket, labels + ",le=\"+Inf\"", l.count);
+  prom::sample(out, std::string(kLateness) + "_sum", labels, prom::number(l.sum_seconds));
+  prom::sample(out, std::string(kLateness) + "_count", labels, l.count);
 }
 
 void windows(std::string& out, const std::string& labels, const DueWindows& w) {
-  const std::string l = "delayq_delayed_jobs_by_due{" + labels + ",due=\"";
-  prom::line(out, l + "next_minute\"} " + std::to_string(w.next_minute));
-  prom::line(out, l + "next_hour\"} " + std::to_string(w.next_hour));
-  prom::line(out, l + "next_day\"} " + std::to_string(w.next_day));
-  prom::line(out, l + "next_week\"} " + std::to_string(w.next_week));
-  prom::line(out, l + "beyond\"} " + std::to_string(w.beyond));
+  const std::pair<const char*, uint64_t> windows[] = {{"next_minute", w.next_minute},
+                                                      {"next_hour", w.next_hour},
+                                                      {"next_day", w.next_day},
+                                                      {"next_week", w.next_week},
+                                                      {"beyond", w.beyond}};
+  for (const auto& [due, n] : windows)
+    prom::sample(out, "delayq_delayed_jobs_by_due", fmt::format("{},due=\"{}\"", labels, due), n);
 }
 
 // The series of one topic (or the overflow's), for each of the three metrics in turn.
@@ -121,12 +124,12 @@ void TimingMetrics::render(std::string& out, const Stats& st,
              "How long the job at the front of the topic's ready line has been due (0: none "
              "ready).");
   for (const Row& r : rows)
-    prom::line(out, "delayq_oldest_ready_age_seconds{" + r.labels + "} " +
-                        prom::number(std::chrono::duration<double>(r.timing.oldest_ready).count()));
+    prom::sample(out, "delayq_oldest_ready_age_seconds", r.labels,
+                 prom::number(std::chrono::duration<double>(r.timing.oldest_ready).count()));
   prom::help(out, "delayq_lateness_clamped_total", "counter",
              "Deliveries handed out while the clock read earlier than their due time (it stepped "
              "back), counted as on time.");
-  prom::line(out, "delayq_lateness_clamped_total " + std::to_string(clamped));
+  prom::sample(out, "delayq_lateness_clamped_total", "", clamped);
 }
 
 }  // namespace delayq::http

@@ -1,5 +1,7 @@
 // The core's journal side: the records of changed jobs (take_changes, for take_effects) and
 // putting jobs back from records (restore). See record.h for what a record holds and why.
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "common/format.h"
@@ -113,9 +115,9 @@ Status Core::restore(JobRecord&& r, TimePoint now) {
   // No advance() here: overdue jobs restored one after another must all wait for the next
   // advance(), which releases them together, in due order.
   auto corrupt = [&](const std::string& why) {
-    return Status(Errc::corrupt, "record seq " + std::to_string(r.seq) + " (job '" + shown(r.id) +
-                                     "', topic '" + shown(r.topic) +
-                                     "') cannot be restored: " + why);
+    return Status(Errc::corrupt, fmt::format("record seq {} (job '{}', topic '{}') cannot be "
+                                             "restored: {}",
+                                             r.seq, shown(r.id), shown(r.topic), why));
   };
   if (std::string why = check_record(r, now); !why.empty()) return corrupt(why);
   const uint64_t h = IdIndex::hash(r.id);

@@ -90,7 +90,7 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION "durable delay queue for C++20: development fil
 The headers, static libraries, CMake package and pkg-config file of delayq: the timing wheel
 engine, the RocksDB store and the Redis backend, for programs that embed the queue.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "delayq (= ${PROJECT_VERSION}), libboost-dev (>= 1.74), librocksdb-dev, libhiredis-dev, pkg-config")
+    "delayq (= ${PROJECT_VERSION}), libboost-dev (>= 1.74), librocksdb-dev, libhiredis-dev, libfmt-dev, pkg-config")
 # The static libraries lose their debug info in the package (src/package/strip_archives.cmake).
 set(CPACK_DELAYQ_STRIP ${CMAKE_STRIP})
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/src/package/strip_archives.cmake)

@@ -1,7 +1,8 @@
 // The arguments of the backend's scripts (see args.h).
 #include "redis/args.h"
 
-#include <cstdio>
+#include <fmt/format.h>
+
 #include <utility>
 
 namespace delayq::redis {
@@ -14,9 +15,7 @@ int64_t ceil_us(int64_t ns) {
 
 // A double as Lua's tonumber() reads it back exactly.
 std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  return fmt::format("{:.17g}", v);
 }
 
 }  // namespace

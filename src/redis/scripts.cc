@@ -2,6 +2,8 @@
 // line that names it and sets TAG, the prelude, then one file per function in ScriptId order.
 #include "redis/scripts.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,21 +22,19 @@ std::string_view lua_file(std::string_view name) {
   for (const lua::File& f : lua::files())
     if (f.name == name) return f.text;
   // A script without its file is a build mistake (src/redis/CMakeLists.txt lists the files).
-  std::fprintf(stderr, "delayq: the Redis function library has no file %.*s.lua\n",
-               static_cast<int>(name.size()), name.data());
+  fmt::print(stderr, "delayq: the Redis function library has no file {}.lua\n", name);
   std::abort();
 }
 
 Library make_library(std::initializer_list<const char*> names) {
   std::string code(lua_file("prelude"));
   for (const char* name : names) (code += '\n') += lua_file(name);
-  char hex[17];
   // Named after its source, so that clients of different versions sharing a server each find
   // their own functions.
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(code)));
-  const std::string tag = std::string("dq") + hex + "_";
+  const std::string hex = fmt::format("{:016x}", fnv1a64(code));
+  const std::string tag = "dq" + hex + "_";
   Library lib;
-  lib.name = "delayq_" + std::string(hex);
+  lib.name = "delayq_" + hex;
   // The functions' names carry the tag too: function names are global to a server, not per
   // library (the prelude's register() prefixes them with TAG).
   lib.source = "#!lua name=" + lib.name + "\nlocal TAG = '" + tag + "'\n" + code;

@@ -151,6 +151,7 @@ struct TimerService::Impl {
       text = x.what();
     } catch (...) {
     }
+    // fprintf, not fmt: delayq::wheel is usable on its own, with no library but Boost's headers.
     std::fprintf(stderr, "delayq::TimerService: %s: %s\n", what, text);
   }
 

@@ -1,6 +1,17 @@
 // A small strict JSON reader and writer for delayqd and its clients (RFC 8259; Boost 1.74 has no
 // Boost.JSON).
 //
+// Hand-written rather than one of Debian 12's libraries, because none keeps the rules below
+// without a second pass of our own: nlohmann-json3-dev (3.11.2) takes an object with a key
+// twice and keeps the last value, has no cap on depth or size, and builds its DOM of std::map
+// before anything can be refused; rapidjson-dev (1.1.0) keeps both members of a duplicate key
+// (lookups find the first), checks UTF-8 only when asked, recurses unless told to iterate, and
+// has no caps either; libsimdjson-dev (3.0.1) caps depth but does not look for duplicate keys,
+// wants its input copied into a padded buffer, and says what went wrong as an error code
+// (TAPE_ERROR, ...) rather than "bad JSON at byte 12: expected ',' or '}' in object". With any
+// of them the duplicate and cap checks would be a SAX handler or a walk over the result, about
+// what this reader is, plus a dependency.
+//
 // The reader accepts exactly the JSON grammar: no comments, no trailing commas, no NaN, no
 // leading zeros, no unescaped control characters, strings that are valid UTF-8 (escapes included:
 // a lone surrogate is refused), and no duplicate keys in an object (two "delay" keys would make

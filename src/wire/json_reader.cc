@@ -1,5 +1,6 @@
-// The strict JSON reader (see json.h for what "strict" means here): a recursive descent that
-// counts what it makes against the caps as it goes.
+// The strict JSON reader (see json.h for what "strict" means here, and why it is not
+// nlohmann-json, RapidJSON or simdjson): a recursive descent that counts what it makes against
+// the caps as it goes.
 #include "wire/json.h"
 
 #include <algorithm>

@@ -142,6 +142,11 @@ TEST(JournalEncoding, EveryTruncationIsCorrupt) {
     ASSERT_FALSE(d.ok()) << "prefix of " << n << " bytes decoded";
     EXPECT_TRUE(d.is(Errc::corrupt)) << d.status().to_string();
     EXPECT_NE(d.status().message().find("seq 9"), std::string::npos) << d.status().message();
+    if (n == 20) {  // the whole message, for one of them
+      EXPECT_EQ(d.status().message(),
+                "record seq 9 in family 'jobs': truncated in field 'lease_deadline' (needs 8 "
+                "bytes, 2 left)");
+    }
   }
 }
 
@@ -160,7 +165,8 @@ TEST(JournalEncoding, RejectsTrailingBytesWrongSeqAndBadEnums) {
   v[0] = 2;
   auto version = decode_record(5, v);
   EXPECT_TRUE(version.is(Errc::corrupt));
-  EXPECT_NE(version.status().message().find("record version 2"), std::string::npos);
+  EXPECT_EQ(version.status().message(),
+            "record seq 5 in family 'jobs': unknown record version 2 (this build reads 1)");
 
   std::string s = good;
   s[9] = 4;  // state, right after version and seq
@@ -174,7 +180,9 @@ TEST(JournalEncoding, HugeLengthPrefixesAreCorruptNotAllocated) {
   b += "short";
   auto d = decode_record(1, b);
   EXPECT_TRUE(d.is(Errc::corrupt));
-  EXPECT_NE(d.status().message().find("'id'"), std::string::npos) << d.status().message();
+  EXPECT_EQ(d.status().message(),
+            "record seq 1 in family 'jobs': field 'id' claims 4294967295 bytes but only 5 are "
+            "left");
 
   // A delays count of 0xffffffff.
   JobRecord r = make(1);
@@ -183,7 +191,9 @@ TEST(JournalEncoding, HugeLengthPrefixesAreCorruptNotAllocated) {
   e.replace(e.size() - 4, 4, "\xff\xff\xff\xff");
   auto d2 = decode_record(1, e);
   EXPECT_TRUE(d2.is(Errc::corrupt));
-  EXPECT_NE(d2.status().message().find("delays"), std::string::npos) << d2.status().message();
+  EXPECT_EQ(d2.status().message(),
+            "record seq 1 in family 'jobs': retry.delays claims 4294967295 entries (34359738360 "
+            "bytes) but only 0 bytes are left");
 }
 
 TEST(JournalEncoding, RandomMutationsNeverCrash) {

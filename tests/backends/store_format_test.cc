@@ -120,7 +120,7 @@ TEST(StoreFormat, ANewerStoreIsRefusedEverywhereAndLeftAsItWas) {
 
   CliRun d = run_program(DELAYQD_PATH, {"--listen", "127.0.0.1:0", "--store", store});
   EXPECT_EQ(d.exit, 1) << describe(d);
-  EXPECT_TRUE(contains(d.err, "delayqd: cannot open the store " + store + ": corrupt data: store " +
+  EXPECT_TRUE(contains(d.err, " error cannot open the store " + store + ": corrupt data: store " +
                                   store + " " + says))
       << d.err;
   CliRun c = cli({"--store", store, "stats"});
