@@ -113,8 +113,14 @@ struct JobInfo {
   uint32_t max_attempts = 0;
   TimePoint due;                 // next (delayed) or last (other states) due time
   TimePoint lease_deadline;      // meaningful when reserved
+  // The job's lease as reserve() grants it: the ttr it was pushed with, or the queue's
+  // Limits::default_ttr when it was pushed with 0. Never 0.
   Duration ttr{0};
   std::string body;
+  // The policy its failed attempts follow: the one it was pushed with, or the queue's
+  // Limits::default_retry (as it was at the push) when it was pushed without one.
+  // retry.max_attempts == max_attempts.
+  RetryPolicy retry;
 };
 
 struct TopicStats {
