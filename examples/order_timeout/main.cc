@@ -3,11 +3,14 @@
 // Each order pushes one job due 30 minutes after it was placed; paying cancels the job. The shop
 // runs on a ManualClock, so 45 minutes of trading take a few milliseconds and the timeline is
 // the same on every run.
+#include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
-#include "delayq/engine.h"
+#include <delayq/engine.h>
 
 using namespace std::chrono_literals;
 using delayq::Duration;

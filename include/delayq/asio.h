@@ -36,6 +36,8 @@
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <functional>
 #include <list>
 #include <memory>
@@ -110,13 +112,17 @@ class AsioWaits final : public boost::asio::execution_context::service {
   std::shared_ptr<Shared> shared_;
 };
 
-// The execution context behind an executor (standard or legacy).
+// The execution context behind an executor (standard or legacy). An executor that has none
+// (use_future's, which runs the handler inline to set the promise) keeps its waits in the system
+// context's, which lives as long as the program.
 template <class Executor>
 boost::asio::execution_context& context_of(const Executor& ex) {
-  if constexpr (boost::asio::execution::is_executor<Executor>::value)
+  if constexpr (boost::asio::can_query<const Executor&, boost::asio::execution::context_t>::value)
     return boost::asio::query(ex, boost::asio::execution::context);
-  else
+  else if constexpr (requires { ex.context(); })
     return ex.context();
+  else
+    return boost::asio::query(boost::asio::system_executor(), boost::asio::execution::context);
 }
 
 }  // namespace detail

@@ -32,7 +32,7 @@ struct EngineOptions {
   Duration tick = std::chrono::milliseconds(1);
   // What the queue accepts (max_delay, max_body_bytes) and the defaults of a job pushed without
   // a ttr or a retry policy: delayq/limits.h.
-  Limits limits;
+  Limits limits{};
   // How long after a due instant the engine may wake to deliver it, so that jobs due close
   // together are delivered by one wake-up rather than one each. Never early; adds at most this
   // much lateness. 0 wakes exactly on each instant (more CPU at high rates).

@@ -39,7 +39,7 @@ struct RetryPolicy {
   Duration cap = 1h;
   double jitter = 0.0;
   // list: retry n waits delays[n-1]; past the end of the list, the last entry.
-  std::vector<Duration> delays;
+  std::vector<Duration> delays{};
 
   // Retry after the same delay each time.
   static RetryPolicy fixed(Duration delay, uint32_t max_attempts);
@@ -58,22 +58,22 @@ struct RetryPolicy {
 // What a producer pushes.
 struct JobSpec {
   // Non-empty, at most 255 bytes. Consumers reserve by topic.
-  std::string topic;
+  std::string topic{};
   // Optional; unique in the queue while the job lives (delayed, ready, reserved or dead).
   // At most 255 bytes. When empty, the queue generates one and returns it from push().
-  std::string id;
+  std::string id{};
   // When the job becomes due: `delay` after the push (>= 0), or at `due_at`. Set at most one;
   // neither means now. A due_at in the past means now. Either one beyond the queue's max_delay
   // from now is refused.
-  std::optional<Duration> delay;
-  std::optional<TimePoint> due_at;
+  std::optional<Duration> delay{};
+  std::optional<TimePoint> due_at{};
   // Time to run: how long a consumer holds the job after reserving it before it counts as
   // failed and is retried. Zero means the queue's default_ttr.
   Duration ttr{0};
   // Opaque bytes, at most the queue's max_body_bytes.
-  std::string body;
+  std::string body{};
   // Missing means the queue's default policy.
-  std::optional<RetryPolicy> retry;
+  std::optional<RetryPolicy> retry{};
 };
 
 enum class JobState : uint8_t { delayed, ready, reserved, dead };
@@ -83,7 +83,7 @@ const char* to_string(JobState s) noexcept;
 // (acknowledged, cancelled, redelivered after its lease ran out). `fence` grows with every
 // delivery in the queue.
 struct Token {
-  std::string id;
+  std::string id{};
   uint64_t fence = 0;
 
   // "<fence>:<id>", for carrying a token through text protocols.
@@ -94,27 +94,33 @@ struct Token {
 
 // What a consumer receives.
 struct Delivery {
-  std::string id;
-  std::string topic;
-  std::string body;
+  std::string id{};
+  std::string topic{};
+  std::string body{};
   uint32_t attempt = 0;  // 1 for the first delivery
   uint32_t max_attempts = 0;
-  Token token;
-  TimePoint due;             // when the job became due
-  TimePoint lease_deadline;  // when the reservation runs out unless touched
+  Token token{};
+  TimePoint due{};             // when the job became due
+  TimePoint lease_deadline{};  // when the reservation runs out unless touched
 };
 
 // A snapshot of one job, from get() and the dead-letter listing.
 struct JobInfo {
-  std::string id;
-  std::string topic;
+  std::string id{};
+  std::string topic{};
   JobState state = JobState::delayed;
   uint32_t attempts = 0;  // deliveries made so far
   uint32_t max_attempts = 0;
-  TimePoint due;                 // next (delayed) or last (other states) due time
-  TimePoint lease_deadline;      // meaningful when reserved
+  TimePoint due{};               // next (delayed) or last (other states) due time
+  TimePoint lease_deadline{};    // meaningful when reserved
+  // The job's lease as reserve() grants it: the ttr it was pushed with, or the queue's
+  // Limits::default_ttr when it was pushed with 0. Never 0.
   Duration ttr{0};
-  std::string body;
+  std::string body{};
+  // The policy its failed attempts follow: the one it was pushed with, or the queue's
+  // Limits::default_retry (as it was at the push) when it was pushed without one.
+  // retry.max_attempts == max_attempts.
+  RetryPolicy retry{};
 };
 
 struct TopicStats {
@@ -161,23 +167,23 @@ struct DueWindows {
 
 // What an operator watches per topic besides the counts by state.
 struct TopicTiming {
-  DueWindows due;  // the delayed jobs by when they fall due
+  DueWindows due{};  // the delayed jobs by when they fall due
   // How long the oldest ready job has been due (zero when none is ready): a consumer that
   // cannot keep up shows here first.
   Duration oldest_ready{0};
   // The deliveries handed out since the queue was opened (Redis: since its keys were created),
   // first attempts and retries apart. A requeued dead letter starts again at attempt 1.
-  Lateness first, retry;
+  Lateness first{}, retry{};
   bool operator==(const TopicTiming&) const = default;
 };
 
 struct Stats {
-  std::map<std::string, TopicStats> topics;  // topics with at least one live job, or paused
+  std::map<std::string, TopicStats> topics{};  // topics with at least one live job, or paused
   // Topics with a live job or a delivery since the queue was opened, while the queue keeps them
   // (the engine forgets the topics emptied longest ago: docs/semantics.md, "Topics that are
   // gone"): when their jobs fall due, how long the ready ones have waited, and how late
   // deliveries were handed out.
-  std::map<std::string, TopicTiming> timing;
+  std::map<std::string, TopicTiming> timing{};
   // Totals since the queue was opened (a durable store: since it was created).
   uint64_t pushed = 0;          // pushes that succeeded
   uint64_t delivered = 0;       // deliveries handed out (reservations)

@@ -20,7 +20,7 @@ struct Limits {
   Duration default_ttr = std::chrono::seconds(30);
   // The policy of a job pushed without one: exponential from 1 s, doubling, capped at 1 h,
   // 10 attempts. Its waits are at most max_delay.
-  RetryPolicy default_retry;
+  RetryPolicy default_retry{};
 };
 
 }  // namespace delayq

@@ -34,7 +34,7 @@ namespace delayq {
 struct HandlerResult {
   enum class Action : uint8_t { ack, retry, dead_letter };
   Action action = Action::ack;
-  std::optional<Duration> delay;  // retry only: wait this long instead of the policy's delay
+  std::optional<Duration> delay{};  // retry only: wait this long instead of the policy's delay
 
   static HandlerResult ack() { return {Action::ack, std::nullopt}; }
   static HandlerResult retry(std::optional<Duration> delay = std::nullopt) {

@@ -35,7 +35,7 @@ struct RedisOptions {
   // out). No TLS or AUTH yet. For a Redis Cluster, any one node: open_redis() finds out that it
   // is one (CLUSTER INFO), reads the slot map and reaches every master by itself, following
   // MOVED and ASK as slots move (docs/redis.md, "Sharding and Redis Cluster").
-  std::string url;
+  std::string url{};
   // The queue's name: every key of the queue starts with "{dq:<queue>:". 1 to 64 bytes, no '{',
   // '}' or ':' so that the hash tag stays the queue's own.
   std::string queue = "default";
@@ -47,7 +47,7 @@ struct RedisOptions {
 
   // The same limits as the in-memory engine (EngineOptions::limits, delayq/limits.h). They are
   // checked by each client; processes sharing a queue should use the same values.
-  Limits limits;
+  Limits limits{};
 
   // Connections this client keeps to the server for calls (a blocked reserve() holds none while
   // it waits). 1 to 64.

@@ -47,7 +47,7 @@ Result<Sync> parse_sync(std::string_view text);
 
 struct StoreOptions {
   // The store's directory, created if missing (with its parents). One process at a time.
-  std::string dir;
+  std::string dir{};
   Sync sync = Sync::always;
   // Sync::batch: at most this many answered calls between synced writes (>= 1).
   uint32_t sync_batch_ops = 1000;
@@ -63,7 +63,7 @@ struct StoreOptions {
   // With tolerant: told what was skipped and why, one message per record (or per damaged log,
   // or for unreadable totals), one call at a time, during open_store() (possibly on a thread it
   // started). Empty: printed on stderr.
-  std::function<void(const std::string&)> on_skip;
+  std::function<void(const std::string&)> on_skip{};
   // The disk tier (docs/tiered-store.md): jobs due further ahead than this live only on disk,
   // and are loaded into memory before they fall due (the horizon is kept between half this and
   // this far ahead of now), so that memory and the work of an open grow with the jobs due within
@@ -71,13 +71,13 @@ struct StoreOptions {
   // keeps what it was opened with: unset, it is as the store was last opened (a store never
   // opened with a horizon keeps every job in memory), so that a tool opening it (the CLI,
   // delayqd) does not load every job by leaving it out.
-  std::optional<Duration> horizon;
+  std::optional<Duration> horizon{};
   // With a horizon: a memory budget, in jobs (0: none). Once memory holds this many, the horizon
   // is kept only an eighth of `horizon` ahead of now (refilled up to a quarter), so that most new
   // jobs go to disk; never less, whatever it holds: jobs due that soon are in memory, so that
   // none is late for the budget. Reserved, dead and retried jobs count, and stay in memory.
   uint64_t memory_jobs = 0;
-  EngineOptions engine;
+  EngineOptions engine{};
 };
 
 // Opens (or creates) the store and rebuilds the queue from it: jobs whose due time passed while

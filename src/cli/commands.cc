@@ -23,6 +23,7 @@
 #include "cli/stats_timing.h"
 #include "cli/wait.h"
 #include "wire/json.h"
+#include "wire/spec.h"
 #include "wire/version.h"
 
 namespace delayq::cli {
@@ -46,6 +47,8 @@ void write_job(json::Writer& w, const JobInfo& j) {
   w.key("max_attempts").value(j.max_attempts);
   w.key("due").value(format_utc_time(j.due)).key("due_ms").value(unix_ms(j.due));
   w.key("ttr_ms").value(ms(j.ttr));
+  // As delayqd's /get shows it; not at all when the target did not say (max_attempts 0).
+  if (j.retry.max_attempts > 0) wire::write_retry(w.key("retry"), j.retry);
   if (j.state == JobState::reserved) {
     w.key("lease_deadline").value(format_utc_time(j.lease_deadline));
     w.key("lease_deadline_ms").value(unix_ms(j.lease_deadline));
@@ -200,6 +203,7 @@ int do_get(Context& c, Backend& b, const std::string& id) {
       {"attempts", std::to_string(j.attempts) + " of " + std::to_string(j.max_attempts)},
       {"ttr", format_span(j.ttr)},
   };
+  if (j.retry.max_attempts > 0) rows.push_back({"retry", format_retry(j.retry)});
   if (j.state == JobState::reserved) rows.push_back({"lease until", when(j.lease_deadline, now)});
   rows.push_back({"body", j.body.empty() ? "(empty)" : printable(j.body)});
   rows.push_back({"body bytes", std::to_string(j.body.size())});

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -73,6 +74,33 @@ std::string format_relative(TimePoint t, TimePoint now) {
 
 std::string format_span(Duration d) {
   return format_duration(d);
+}
+
+std::string format_retry(const RetryPolicy& p) {
+  const auto number = [](double x) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+    return ec == std::errc() ? std::string(buf, end) : std::string("?");
+  };
+  const std::string attempts = std::to_string(p.max_attempts);
+  switch (p.kind) {
+    case RetryPolicy::Kind::fixed:
+      return "fixed:" + format_span(p.base) + ":" + attempts;
+    case RetryPolicy::Kind::list: {
+      std::string out = "list:";
+      for (size_t i = 0; i < p.delays.size(); ++i)
+        out += (i > 0 ? "," : "") + format_span(p.delays[i]);
+      // --retry's list form implies delays + 1 attempts; a policy built otherwise says its own.
+      if (p.max_attempts != p.delays.size() + 1) out += " (" + attempts + " attempts)";
+      return out;
+    }
+    case RetryPolicy::Kind::exponential:
+      break;
+  }
+  std::string out = "exp:" + format_span(p.base) + ":" + number(p.factor) + ":" +
+                    format_span(p.cap) + ":" + attempts;
+  if (p.jitter != 0) out += ":" + number(p.jitter);
+  return out;
 }
 
 std::string printable(std::string_view body, size_t max_chars) {

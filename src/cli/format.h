@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "delayq/clock.h"
+#include "delayq/job.h"
 
 namespace delayq::cli {
 
@@ -21,6 +22,10 @@ std::string format_utc_time(TimePoint t);
 std::string format_relative(TimePoint t, TimePoint now);
 // A duration for people: "30s", "1h30m", "1500ms", "0s".
 std::string format_span(Duration d);
+// A retry policy as --retry takes it (parse.h): "list:2m,10m,1h", "fixed:30s:5",
+// "exp:1s:2:1h:10" (":0.2" when it has a jitter). A list whose max_attempts is not its delays + 1
+// (a policy made through the library) adds "(N attempts)".
+std::string format_retry(const RetryPolicy& p);
 
 // A body for a terminal: valid UTF-8 text without control characters is shown as it is; other
 // bytes are escaped (\n, \t, \r, \\, \xNN) so that a table stays one line per row and binary

@@ -227,9 +227,17 @@ Result<uint32_t> Core::holder(const Token& t) {
 
 JobInfo Core::info(uint32_t j) const {
   const Job& job = jobs_[j];
-  return JobInfo{
-      job.id,  topics_[job.topic].name, job.state, job.attempts, policies_[job.policy].max_attempts,
-      job.due, job.lease_deadline,      job.ttr,   job.body};
+  const RetryPolicy& policy = policies_[job.policy];
+  return JobInfo{.id = job.id,
+                 .topic = topics_[job.topic].name,
+                 .state = job.state,
+                 .attempts = job.attempts,
+                 .max_attempts = policy.max_attempts,
+                 .due = job.due,
+                 .lease_deadline = job.lease_deadline,
+                 .ttr = job.ttr,
+                 .body = job.body,
+                 .retry = policy};
 }
 
 uint32_t Core::alloc_job() {

@@ -19,9 +19,16 @@ Result<JobRecord> on_disk(Tier& tier, Shard& s, std::string_view id) {
 }
 
 JobInfo info_of(const JobRecord& r) {
-  return JobInfo{
-      r.id,  r.topic, JobState::delayed, r.attempts, r.retry.max_attempts, r.due, r.lease_deadline,
-      r.ttr, r.body};
+  return JobInfo{.id = r.id,
+                 .topic = r.topic,
+                 .state = JobState::delayed,
+                 .attempts = r.attempts,
+                 .max_attempts = r.retry.max_attempts,
+                 .due = r.due,
+                 .lease_deadline = r.lease_deadline,
+                 .ttr = r.ttr,
+                 .body = r.body,
+                 .retry = r.retry};
 }
 
 // The record of a job pushed to disk (as Core::push would fill it in).

@@ -40,6 +40,45 @@ TimePoint from_us(int64_t us) {
   return TimePoint(duration_us(us));
 }
 
+namespace {
+
+// A number the script sent as text ("%.17g": a reply would have cut it to an integer); `fallback`
+// when it is not one.
+double read_double(const Reply& r, double fallback) {
+  if (r.type == Reply::Type::integer) return static_cast<double>(r.integer);
+  double v = fallback;
+  const char* end = r.str.data() + r.str.size();
+  const auto [at, ec] = std::from_chars(r.str.data(), end, v);
+  return ec == std::errc() && at == end ? v : fallback;
+}
+
+}  // namespace
+
+RetryPolicy read_policy(const Reply& p, uint32_t max_attempts) {
+  static const Reply kNone;
+  const auto at = [&](size_t k) -> const Reply& {
+    return k < p.elements.size() ? p.elements[k] : kNone;
+  };
+  RetryPolicy r;
+  switch (at(0).as_int(-1)) {
+    case 0:
+      r.kind = RetryPolicy::Kind::fixed;
+      break;
+    case 1:
+      r.kind = RetryPolicy::Kind::list;
+      break;
+    default:
+      r.kind = RetryPolicy::Kind::exponential;
+  }
+  r.max_attempts = max_attempts;
+  r.base = duration_us(at(1).as_int());
+  r.factor = read_double(at(2), r.factor);
+  r.cap = duration_us(at(3).as_int());
+  r.jitter = read_double(at(4), r.jitter);
+  for (const Reply& d : at(5).elements) r.delays.push_back(duration_us(d.as_int()));
+  return r;
+}
+
 JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic) {
   JobInfo j;
   j.id = e[i].str;
@@ -51,6 +90,7 @@ JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic) {
   j.lease_deadline = from_us(e[i + 5].as_int());
   j.ttr = duration_us(e[i + 6].as_int());
   j.body = std::move(e[i + 7].str);
+  j.retry = read_policy(e[i + 8], j.max_attempts);
   return j;
 }
 
@@ -253,13 +293,13 @@ Result<TimePoint> read_touch(const Reply& r) {
 
 Result<JobInfo> read_get(Reply r) {
   std::vector<Reply>& e = r.elements;
-  if (e.size() < 10) return bad_reply(kGet);
-  return read_job_info(e, 1, std::move(e[9].str));
+  if (e.size() < 11) return bad_reply(kGet);
+  return read_job_info(e, 1, std::move(e[10].str));
 }
 
 void read_dead_list(Reply r, std::string_view topic, std::vector<JobInfo>* out) {
   std::vector<Reply>& e = r.elements;
-  for (size_t i = 1; i + 8 <= e.size(); i += 8)
+  for (size_t i = 1; i + kJobInfoFields <= e.size(); i += kJobInfoFields)
     out->push_back(read_job_info(e, i, std::string(topic)));
 }
 

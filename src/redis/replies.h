@@ -37,9 +37,15 @@ JobState to_state(int64_t stored);
 Duration duration_us(int64_t us);
 TimePoint from_us(int64_t us);
 
-// A JobInfo from the 8 fields at e[i..i+7] (get, list_dead): id, state, attempts, max_attempts,
-// due, lease deadline, ttr (all times in microseconds), body. The strings are moved out of `e`.
-// Precondition: i + 8 <= e.size().
+// A job's retry policy as get and list_dead send it: {kind (0 fixed, 1 list, else exponential),
+// base, factor, cap, jitter, {delays}}, durations in microseconds, factor and jitter as text.
+// A missing or malformed part keeps RetryPolicy's default.
+RetryPolicy read_policy(const Reply& policy, uint32_t max_attempts);
+
+// A JobInfo from the kJobInfoFields fields at e[i..i+8] (get, list_dead): id, state, attempts,
+// max_attempts, due, lease deadline, ttr (all times in microseconds), body, retry policy (as
+// read_policy reads it). The strings are moved out of `e`. Precondition: i + 9 <= e.size().
+inline constexpr size_t kJobInfoFields = 9;
 JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic);
 
 // The jobs of a claim or ack_claim reply ({0, then 8 fields per job: id, topic, body, attempt,

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "wire/spec.h"
+
 namespace delayq::wire {
 
 namespace {
@@ -19,6 +21,51 @@ JobState state_of(std::string_view name) {
   for (JobState s : {JobState::ready, JobState::reserved, JobState::dead})
     if (name == to_string(s)) return s;
   return JobState::delayed;
+}
+
+// A duration written as milliseconds (an integer) or seconds (a number); 0 when it is neither or
+// beyond 100 years either way, so that no value overflows the conversion.
+Duration duration_of(const json::Value* v, bool in_ms) {
+  constexpr double kMaxSeconds = 100.0 * 366 * 86400;
+  if (v == nullptr || !v->is_number()) return Duration(0);
+  const double s = in_ms ? v->as_double() / 1000 : v->as_double();
+  if (!(s >= -kMaxSeconds && s <= kMaxSeconds)) return Duration(0);
+  if (in_ms && v->is_int()) return std::chrono::milliseconds(v->as_int());
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+}
+
+// The member `name` ("delay") of a retry policy, written as name_ms or name (write_retry).
+Duration member_duration(const json::Value& v, const std::string& name) {
+  if (const json::Value* ms = v.find(name + "_ms")) return duration_of(ms, true);
+  return duration_of(v.find(name), false);
+}
+
+double member_double(const json::Value& v, std::string_view key, double fallback) {
+  const json::Value* m = v.find(key);
+  return m != nullptr && m->is_number() ? m->as_double() : fallback;
+}
+
+// What write_retry wrote, read as leniently as read_job reads the rest.
+RetryPolicy read_retry_shown(const json::Value& v) {
+  RetryPolicy p;
+  const std::string kind = member_string(v, "kind");
+  if (kind == "fixed") p.kind = RetryPolicy::Kind::fixed;
+  if (kind == "list") p.kind = RetryPolicy::Kind::list;
+  p.max_attempts = member_count(v, "max_attempts");
+  if (p.kind == RetryPolicy::Kind::fixed) p.base = member_duration(v, "delay");
+  if (p.kind == RetryPolicy::Kind::exponential) {
+    p.base = member_duration(v, "base");
+    p.cap = member_duration(v, "cap");
+    p.factor = member_double(v, "factor", p.factor);
+    p.jitter = member_double(v, "jitter", p.jitter);
+  }
+  const json::Value* ms = v.find("delays_ms");
+  const json::Value* list = ms != nullptr ? ms : v.find("delays");
+  if (p.kind == RetryPolicy::Kind::list && list != nullptr && list->is_array()) {
+    for (const json::Value& d : list->as_array())
+      p.delays.push_back(duration_of(&d, ms != nullptr));
+  }
+  return p;
 }
 
 }  // namespace
@@ -40,12 +87,14 @@ void write_job(json::Writer& w, const JobInfo& j) {
   w.begin_object();
   // The ouqiang/delay-queue fields first: delay is the due time in unix seconds, ttr seconds.
   w.key("topic").value(j.topic).key("id").value(j.id).key("delay").value(due_s);
-  w.key("ttr").value(std::chrono::duration_cast<std::chrono::seconds>(j.ttr).count());
+  // Rounded up: a lease under a second shows as 1, not as 0 (which /push reads as "the default").
+  w.key("ttr").value(std::chrono::ceil<std::chrono::seconds>(j.ttr).count());
   w.key("body").value(j.body);
   w.key("state").value(to_string(j.state)).key("attempts").value(j.attempts);
   w.key("max_attempts").value(j.max_attempts).key("due_ms").value(to_unix_ms(j.due));
   w.key("ttr_ms").value(to_ms(j.ttr));
   if (j.state == JobState::reserved) w.key("lease_deadline_ms").value(to_unix_ms(j.lease_deadline));
+  write_retry(w.key("retry"), j.retry);
   w.end_object();
 }
 
@@ -60,6 +109,12 @@ JobInfo read_job(const json::Value& v) {
   j.lease_deadline = from_unix_ms(member_int(v, "lease_deadline_ms"));
   j.ttr = std::chrono::milliseconds(member_int(v, "ttr_ms"));
   j.body = member_string(v, "body");
+  // Missing (a delayqd from before the policy was shown): max_attempts 0 says it is unknown.
+  const json::Value* retry = v.find("retry");
+  if (retry != nullptr && retry->is_object())
+    j.retry = read_retry_shown(*retry);
+  else
+    j.retry.max_attempts = 0;
   return j;
 }
 

@@ -2,7 +2,7 @@
 // JobInfo (/get, /dead/list), both directions, as docs/http-api.md documents them. Times travel
 // as unix milliseconds (due_ms, lease_deadline_ms), durations as milliseconds (ttr_ms); a job
 // also carries the fields ouqiang/delay-queue clients read (delay: the due time in unix seconds,
-// ttr: seconds).
+// ttr: seconds, rounded up) and its retry policy in the form /push takes (wire/spec.h).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,8 @@ int64_t to_ms(Duration d);  // truncated to whole milliseconds
 void write_job(json::Writer& w, const JobInfo& j);
 // Reads what write_job wrote. Lenient, for answers from a delayqd the caller trusts: a member
 // that is missing or of another type reads as empty or 0 (a state it does not know as delayed).
+// A job without "retry" (from a delayqd that did not show the policy) reads with
+// retry.max_attempts 0: the policy is not known.
 JobInfo read_job(const json::Value& v);
 
 void write_delivery(json::Writer& w, const Delivery& d);

@@ -2,6 +2,8 @@
 // it (see spec.h).
 #include "wire/spec.h"
 
+#include <algorithm>
+
 #include "common/rules.h"
 #include "delayq/clock.h"
 #include "wire/fields.h"
@@ -129,14 +131,23 @@ Status read_spec(const Value& v, JobSpec& spec, const InputLimits& limits) {
 
 namespace {
 
+bool whole_ms(Duration d) {
+  return d % std::chrono::milliseconds(1) == Duration(0);
+}
+double seconds(Duration d) {
+  return std::chrono::duration_cast<std::chrono::duration<double>>(d).count();
+}
+
 // A duration as the daemon takes it: whole milliseconds exactly, anything finer in seconds.
 void write_duration(json::Writer& w, std::string_view name, Duration d) {
-  if (d % std::chrono::milliseconds(1) == Duration(0)) {
+  if (whole_ms(d)) {
     w.key(std::string(name) + "_ms").value(to_ms(d));
   } else {
-    w.key(name).value(std::chrono::duration_cast<std::chrono::duration<double>>(d).count());
+    w.key(name).value(seconds(d));
   }
 }
+
+}  // namespace
 
 void write_retry(json::Writer& w, const RetryPolicy& p) {
   w.begin_object();
@@ -145,11 +156,19 @@ void write_retry(json::Writer& w, const RetryPolicy& p) {
       w.key("kind").value("fixed");
       write_duration(w, "delay", p.base);
       break;
-    case RetryPolicy::Kind::list:
-      w.key("kind").value("list").key("delays_ms").begin_array();
-      for (Duration d : p.delays) w.value(to_ms(d));
+    case RetryPolicy::Kind::list: {
+      // In milliseconds when every delay is whole milliseconds, else all in seconds.
+      const bool ms = std::all_of(p.delays.begin(), p.delays.end(), whole_ms);
+      w.key("kind").value("list").key(ms ? "delays_ms" : "delays").begin_array();
+      for (Duration d : p.delays) {
+        if (ms)
+          w.value(to_ms(d));
+        else
+          w.value(seconds(d));
+      }
       w.end_array();
       break;
+    }
     case RetryPolicy::Kind::exponential:
       w.key("kind").value("exponential");
       write_duration(w, "base", p.base);
@@ -159,8 +178,6 @@ void write_retry(json::Writer& w, const RetryPolicy& p) {
   }
   w.key("max_attempts").value(p.max_attempts).end_object();
 }
-
-}  // namespace
 
 void write_spec(json::Writer& w, const JobSpec& spec) {
   w.begin_object().key("topic").value(spec.topic);

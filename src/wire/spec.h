@@ -19,6 +19,11 @@ namespace delayq::wire {
 // that a job is never due earlier than asked.
 void write_spec(json::Writer& w, const JobSpec& spec);
 
+// A retry policy as /push takes it ({"kind":"fixed","delay_ms":...,"max_attempts":...}, see
+// docs/http-api.md): durations in whole milliseconds where they are whole milliseconds, else in
+// seconds. /get and /dead/list show a job's policy in the same form.
+void write_retry(json::Writer& w, const RetryPolicy& p);
+
 // One job of /push or /push_batch. Errors: invalid_argument, the message naming the field.
 Status read_spec(const json::Value& v, JobSpec& spec, const InputLimits& limits);
 

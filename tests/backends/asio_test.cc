@@ -1,7 +1,7 @@
 // delayq/asio.h's async_reserve as Asio users expect it (the rules are in that header): run()
 // waits for a pending wait, a destroyed context gets nothing posted and the job back, a stop
-// request withdraws a wait and gives back a job it had taken, coroutines co_await it; and the
-// move-only callables that reserve_async and consume take.
+// request withdraws a wait and gives back a job it had taken, coroutines co_await it, use_future
+// gives a future; and the move-only callables that reserve_async and consume take.
 //
 // Asio first, on purpose: Boost 1.74's <boost/asio.hpp> needs <utility> before it under C++20,
 // which the delayq target provides (src/CMakeLists.txt); this file compiles only with that.
@@ -155,6 +155,24 @@ TEST(AsyncReserve, ACoroutineCoAwaitsAJob) {
       asio::detached);
   io.run();
   EXPECT_EQ(seen, "a");
+}
+
+// asio::use_future: its handler's executor has no execution context (it sets the promise
+// inline), so the wait is kept in the system context's registry. Seen not to compile before the
+// fix (context_of queried the promise's executor for its context).
+TEST(AsyncReserve, UseFutureGivesAFuture) {
+  auto q = open_engine();
+  ASSERT_TRUE(q->push({.topic = "t", .id = "a", .delay = 50ms}).ok());
+  std::future<Result<Delivery>> f = async_reserve(*q, {"t"}, 5s, asio::use_future);
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  Result<Delivery> d = f.get();
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, "a");
+  EXPECT_TRUE(q->ack(d->token).ok());
+  // Nothing comes: the future holds the timeout.
+  std::future<Result<Delivery>> none = async_reserve(*q, {"t"}, 50ms, asio::use_future);
+  ASSERT_EQ(none.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(none.get().is(Errc::timeout));
 }
 
 // reserve_async and consume take callables that cannot be copied (before: std::function refused

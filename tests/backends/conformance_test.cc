@@ -1379,6 +1379,60 @@ TEST_P(Conformance, GetReportsASnapshotOfTheJob) {
   EXPECT_EQ(this->get("k").max_attempts, 10u);
 }
 
+// get() and list_dead() report what the queue applies to the job: the ttr and retry policy it was
+// pushed with, else the queue's defaults as they were at the push (a reopen with other defaults
+// changes nothing for jobs already pushed). Defaults unlike the library's, so that a backend
+// reporting RetryPolicy{} or ttr 0 for "not given" is caught.
+TEST_P(Conformance, GetReportsTheEffectiveTtrAndRetryPolicy) {
+  Limits limits = test_limits();
+  limits.default_ttr = 45s;
+  limits.default_retry = RetryPolicy::fixed(3s, 6);
+  ASSERT_NO_FATAL_FAILURE(this->open(limits));
+  const RetryPolicy own = RetryPolicy::exponential(500ms, 1.5, 1min, 0.25, 4);
+  const RetryPolicy list = RetryPolicy::list({2s, 5s});
+  // Due in 20 minutes (on disk in the tiered store) and due now (in memory), each way.
+  this->push("e", "own-later", 20min, own, 7s);
+  this->push("e", "own-now", 0ms, list, 2s);
+  this->push("e", "default-later", 20min);
+  this->push("e", "default-now");
+  const auto expect = [&](const std::string& id, Duration ttr, const RetryPolicy& retry) {
+    const JobInfo j = this->get(id);
+    EXPECT_EQ(j.ttr, ttr) << id;
+    EXPECT_EQ(j.retry, retry) << id;
+    EXPECT_EQ(j.max_attempts, retry.max_attempts) << id;
+  };
+  expect("own-later", 7s, own);
+  expect("own-now", 2s, list);
+  expect("default-later", 45s, limits.default_retry);
+  expect("default-now", 45s, limits.default_retry);
+
+  // A dead letter is listed with its policy.
+  this->push("d", "dead", 0ms, RetryPolicy::fixed(0ms, 1));
+  this->nack_next("d");
+  this->push("d", "dead-default", 0ms);
+  ASSERT_TRUE(this->q_->dead_letter(this->take("d").token).ok());
+  Result<std::vector<JobInfo>> dead = this->q_->list_dead("d", 10);
+  ASSERT_TRUE(dead.ok()) << dead.status().to_string();
+  ASSERT_EQ(dead->size(), 2u);
+  EXPECT_EQ((*dead)[0].id, "dead");
+  EXPECT_EQ((*dead)[0].retry, RetryPolicy::fixed(0ms, 1));
+  EXPECT_EQ((*dead)[1].id, "dead-default");
+  EXPECT_EQ((*dead)[1].retry, limits.default_retry);
+  EXPECT_EQ((*dead)[1].ttr, 45s);
+
+  if (this->keeps_jobs()) {
+    Limits other = test_limits();
+    other.default_ttr = 20s;
+    other.default_retry = RetryPolicy::fixed(9s, 2);
+    ASSERT_NO_FATAL_FAILURE(this->open(other));
+    expect("own-later", 7s, own);
+    expect("default-later", 45s, limits.default_retry);
+    expect("default-now", 45s, limits.default_retry);
+    this->push("e", "pushed-after");
+    expect("pushed-after", 20s, other.default_retry);
+  }
+}
+
 TEST_P(Conformance, RescheduleMovesDelayedAndReadyJobsOnly) {
   Queue& q = *this->q_;
   this->push("r", "j", 10min);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/backend.h"
@@ -223,6 +224,26 @@ TEST(CliFormat, TimesAndSpans) {
   EXPECT_EQ(format_span(1500ms), "1500ms");
 }
 
+// `get` shows a job's retry policy the way --retry takes it: each form reads back as it was.
+TEST(CliFormat, RetryPoliciesInTheFormRetryTakes) {
+  const std::pair<RetryPolicy, std::string> cases[] = {
+      {RetryPolicy::list({2min, 10min, 10min, 1h, 2h, 6h, 15h}), "list:2m,10m,10m,1h,2h,6h,15h"},
+      {RetryPolicy::fixed(30s, 5), "fixed:30s:5"},
+      {RetryPolicy::fixed(1500ms, 1), "fixed:1500ms:1"},
+      {RetryPolicy::exponential(1s, 2, 1h, 0, 10), "exp:1s:2:1h:10"},
+      {RetryPolicy::exponential(250ms, 1.5, 90min, 0.2, 3), "exp:250ms:1.5:1h30m:3:0.2"},
+  };
+  for (const auto& [policy, text] : cases) {
+    EXPECT_EQ(format_retry(policy), text);
+    auto back = parse_retry(text);
+    ASSERT_TRUE(back.ok()) << text << ": " << back.status().to_string();
+    EXPECT_EQ(*back, policy) << text;
+  }
+  RetryPolicy longer = RetryPolicy::list({1s, 2s});
+  longer.max_attempts = 5;  // possible through the library, not through --retry
+  EXPECT_EQ(format_retry(longer), "list:1s,2s (5 attempts)");
+}
+
 TEST(CliFormat, Printable) {
   EXPECT_EQ(printable("2 x beans"), "2 x beans");
   EXPECT_EQ(printable("größe ✓"), "größe ✓");
@@ -260,6 +281,8 @@ void basic_flow(const std::vector<std::string>& target) {
   ASSERT_EQ(get.exit, 0) << describe(get);
   EXPECT_TRUE(contains(get.out, "state       delayed\n")) << get.out;
   EXPECT_TRUE(contains(get.out, "attempts    0 of 10\n")) << get.out;
+  // Pushed without --ttr and --retry: the queue's defaults, as the queue applies them.
+  EXPECT_TRUE(contains(get.out, "ttr         30s\nretry       exp:1s:2:1h:10\n")) << get.out;
   EXPECT_TRUE(contains(get.out, "body        2 x beans\n")) << get.out;
   EXPECT_TRUE(contains(get.out, "Z (in 29m") || contains(get.out, "Z (in 30m")) << get.out;
 
@@ -269,9 +292,15 @@ void basic_flow(const std::vector<std::string>& target) {
   EXPECT_EQ(at(job, "id").as_string(), generated);
   EXPECT_EQ(at(job, "max_attempts").as_int(), 4);  // three listed retries + the first delivery
   EXPECT_EQ(at(job, "ttr_ms").as_int(), 120000);
+  // The policy as delayqd's /get shows it (the form /push takes), on every target.
+  EXPECT_EQ(at(job, "retry").find("kind")->as_string(), "list") << gj.out;
+  EXPECT_TRUE(contains(gj.out, R"("retry":{"kind":"list","delays_ms":[120000,600000,3600000],)"
+                               R"("max_attempts":4})"))
+      << gj.out;
   EXPECT_EQ(at(job, "body").as_string(), "bin\x01\xEF\xBF\xBD\n");  // the writer's U+FFFD
   // Escaped in the table. (Through delayqd the 0xff byte arrives as U+FFFD: JSON carries text.)
   CliRun gh = cli(with({"get", generated}));
+  EXPECT_TRUE(contains(gh.out, "ttr         2m\nretry       list:2m,10m,1h\n")) << gh.out;
   EXPECT_TRUE(contains(gh.out, "body        bin\\x01")) << gh.out;
   EXPECT_TRUE(contains(gh.out, "\\n\nbody bytes")) << gh.out;
 

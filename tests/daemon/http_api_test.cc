@@ -68,6 +68,57 @@ TEST_F(HttpApiTest, GetReportsTheOuqiangJobShape) {
   EXPECT_EQ(d.find("state")->as_string(), "delayed");
 }
 
+// /get shows what the queue applies to the job: the ttr and retry policy it was pushed with, or
+// the queue's defaults; the policy in the form /push takes, so that it can be pushed again as it
+// is. /dead/list shows the same.
+TEST_F(HttpApiTest, GetShowsTheEffectiveTtrAndRetryPolicy) {
+  delayq::EngineOptions engine;
+  engine.limits.default_ttr = 45s;
+  engine.limits.default_retry = delayq::RetryPolicy::fixed(2500ms, 6);
+  open(ApiOptions{}, engine);
+  ASSERT_EQ(call("/push", R"({"topic":"t","id":"plain","delay":60})").code(), 0);
+  auto plain = call("/get", R"({"id":"plain"})");
+  ASSERT_EQ(plain.code(), 0) << plain.text;
+  EXPECT_EQ(plain.data().find("ttr")->as_int(), 45) << plain.text;
+  EXPECT_EQ(plain.data().find("ttr_ms")->as_int(), 45000) << plain.text;
+  const json::Value* retry = plain.data().find("retry");
+  ASSERT_TRUE(retry != nullptr && retry->is_object()) << plain.text;
+  EXPECT_EQ(retry->find("kind")->as_string(), "fixed") << plain.text;
+  EXPECT_EQ(retry->find("delay_ms")->as_int(), 2500) << plain.text;
+  EXPECT_EQ(retry->find("max_attempts")->as_int(), 6) << plain.text;
+  EXPECT_EQ(plain.data().find("max_attempts")->as_int(), 6) << plain.text;
+
+  // Its own policy, each kind, shown as pushed; a ttr under a second is 1 in whole seconds.
+  const std::string policies[] = {
+      R"({"kind":"list","delays_ms":[120000,600000,600000],"max_attempts":4})",
+      R"({"kind":"exponential","base_ms":1000,"cap_ms":3600000,"factor":1.5,"jitter":0.25,)"
+      R"("max_attempts":10})",
+      R"({"kind":"fixed","delay_ms":0,"max_attempts":1})"};
+  int n = 0;
+  for (const std::string& policy : policies) {
+    const std::string id = "own-" + std::to_string(n++);
+    ASSERT_EQ(call("/push", R"({"topic":"t","id":")" + id + R"(","ttr":0.5,"retry":)" + policy +
+                                "}")
+                  .code(),
+              0)
+        << policy;
+    auto got = call("/get", R"({"id":")" + id + R"("})");
+    ASSERT_EQ(got.code(), 0) << got.text;
+    EXPECT_TRUE(has(got.text, R"("retry":)" + policy)) << got.text;
+    EXPECT_EQ(got.data().find("ttr")->as_int(), 1) << got.text;
+    EXPECT_EQ(got.data().find("ttr_ms")->as_int(), 500) << got.text;
+  }
+
+  // A dead letter is listed with its policy.
+  auto pop = call("/pop", R"({"topic":"t"})");
+  ASSERT_TRUE(pop.data().is_object()) << pop.text;
+  ASSERT_EQ(pop.data().find("id")->as_string(), "own-0") << pop.text;
+  ASSERT_EQ(call("/dead_letter", R"({"id":"own-0"})").code(), 0);
+  auto dead = call("/dead/list", R"({"topic":"t"})");
+  ASSERT_EQ(dead.code(), 0) << dead.text;
+  EXPECT_TRUE(has(dead.text, R"("retry":)" + policies[0])) << dead.text;
+}
+
 TEST_F(HttpApiTest, DeleteIsIdempotent) {
   ASSERT_EQ(call("/push", R"({"topic":"t","id":"j","delay":60})").code(), 0);
   auto del = call("/delete", R"({"id":"j"})");

@@ -58,7 +58,9 @@ void read_script_reply(Reply r) {
     (void)parse_address(one.str, host, port);
   }
   std::vector<Reply> copy = e;  // the readers below move strings out
-  for (size_t i = 1; i + 8 <= copy.size(); i += 8) (void)read_job_info(copy, i, "t");
+  for (size_t i = 1; i + kJobInfoFields <= copy.size(); i += kJobInfoFields)
+    (void)read_job_info(copy, i, "t");
+  for (const Reply& one : e) (void)read_policy(one, 3);
   std::vector<delayq::Delivery> got;
   if (read_deliveries(e, &got) && got.size() != (e.size() - 1) / 8) std::abort();
 }

@@ -37,8 +37,9 @@ bool same(const JobSpec& a, const JobSpec& b) {
 }
 bool same(const JobInfo& a, const JobInfo& b) {
   return std::tie(a.id, a.topic, a.state, a.attempts, a.max_attempts, a.due, a.lease_deadline,
-                  a.ttr, a.body) == std::tie(b.id, b.topic, b.state, b.attempts, b.max_attempts,
-                                             b.due, b.lease_deadline, b.ttr, b.body);
+                  a.ttr, a.body, a.retry) == std::tie(b.id, b.topic, b.state, b.attempts,
+                                                      b.max_attempts, b.due, b.lease_deadline,
+                                                      b.ttr, b.body, b.retry);
 }
 bool same(const Delivery& a, const Delivery& b) {
   return std::tie(a.id, a.topic, a.body, a.attempt, a.max_attempts, a.token, a.due,
@@ -79,12 +80,39 @@ TEST(HttpWire, JobsAndDeliveriesReadBackAsWritten) {
               .due = due,
               .lease_deadline = due + 30s,
               .ttr = 30s,
-              .body = "b"};
+              .body = "b",
+              .retry = RetryPolicy::exponential(1500ms, 1.5, 1h, 0.2, 10)};
   const json::Value j = written(job, wire::write_job);
   EXPECT_TRUE(same(wire::read_job(j), job));
   // What ouqiang/delay-queue clients read: the due time in unix seconds, ttr in seconds.
   EXPECT_EQ(j.find("delay")->as_int(), 1'795'288'348);
   EXPECT_EQ(j.find("ttr")->as_int(), 30);
+  // The policy in the form /push takes: it reads back as a spec's policy too.
+  json::Writer policy;
+  wire::write_retry(policy, job.retry);
+  const std::string push = R"({"topic":"t","retry":)" + policy.str() + "}";
+  const auto pushed = json::parse(push);
+  ASSERT_TRUE(pushed.ok()) << push;
+  JobSpec spec;
+  ASSERT_TRUE(wire::read_spec(*pushed, spec, wire::InputLimits{}).ok()) << push;
+  EXPECT_EQ(spec.retry, job.retry);
+  // Each kind, and list delays finer than a millisecond (then all in seconds).
+  for (const RetryPolicy& p :
+       {RetryPolicy::fixed(0ms, 1), RetryPolicy::fixed(2500us, 3), RetryPolicy::list({2min, 10min}),
+        RetryPolicy::list({1500us, 1s}), RetryPolicy::exponential(250us, 3, 1min, 0, 2)}) {
+    job.retry = p;
+    json::Writer w;
+    wire::write_job(w, job);
+    EXPECT_EQ(wire::read_job(written(job, wire::write_job)).retry, p) << w.str();
+  }
+  // A ttr under a second is 1 in whole seconds, never 0 (which /push reads as the default).
+  job.ttr = 500ms;
+  EXPECT_EQ(written(job, wire::write_job).find("ttr")->as_int(), 1);
+  EXPECT_EQ(written(job, wire::write_job).find("ttr_ms")->as_int(), 500);
+  // A job from a delayqd that did not show the policy: max_attempts 0, not a made-up policy.
+  auto old = json::parse(R"({"id":"o","topic":"t","state":"ready","max_attempts":3})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(wire::read_job(*old).retry.max_attempts, 0u);
 
   Delivery d{.id = "o-42",
              .topic = "order",

@@ -2,6 +2,7 @@
 // is true on success, its code() (a std::error_code) true on failure.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <system_error>
 
 #include "delayq/error.h"
@@ -34,6 +35,19 @@ TEST(StatusTruth, AResultLikewise) {
   EXPECT_FALSE(static_cast<bool>(bad));
   EXPECT_TRUE(static_cast<bool>(bad.code()));
   EXPECT_TRUE(bad.is(Errc::timeout));
+}
+
+// value() of a failed Result throws BadResultAccess, whose what() is the failure's to_string()
+// (docs/redis.md's snippet relies on it).
+TEST(StatusTruth, TheValueOfAFailedResultThrowsWhatWentWrong) {
+  Result<int> bad = Status(Errc::not_found, "no job with id 'x'");
+  try {
+    (void)bad.value();
+    ADD_FAILURE() << "value() did not throw";
+  } catch (const delayq::BadResultAccess& e) {
+    EXPECT_EQ(std::string(e.what()), bad.status().to_string());
+    EXPECT_NE(std::string(e.what()).find("no job with id 'x'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -472,6 +472,10 @@ local function take(n, want)
   return out
 end
 
+-- A job as get and list_dead reply it: 9 fields, the last its policy {kind, base, factor, cap,
+-- jitter, {delays}} with factor and jitter as text (a reply turns a Lua number into an integer).
 local function info(id, j)
-  return {id, j[ST], j[AT], j[POL][2], j[DUE], j[LEASE], j[TTR], redis.call('HGET', BODY, id) or ''}
+  local p = j[POL]
+  local pol = {p[1], p[3], string.format('%.17g', p[4]), p[5], string.format('%.17g', p[6]), p[7]}
+  return {id, j[ST], j[AT], p[2], j[DUE], j[LEASE], j[TTR], redis.call('HGET', BODY, id) or '', pol}
 end
