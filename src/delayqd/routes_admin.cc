@@ -6,6 +6,7 @@
 #include <ctime>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "delayq/clock.h"
 #include "delayqd/answers.h"
@@ -56,11 +57,18 @@ Response backups_off(const ApiOptions& options) {
 // Runs `work`, which answers through the `done` it is given, on the background thread
 // (background.h), in flight until it has answered; when too many wait already, or delayqd is
 // draining, answers 503 instead.
-void in_background(RouteContext& ctx, Done& done, std::function<void(Done&)> work) {
+void in_background(RouteContext& ctx, Done& done, std::function<void(const Done&)> work) {
   ++ctx.in_flight;
   auto task = [&in_flight = ctx.in_flight, done, work = std::move(work)]() mutable {
-    guarded(done, [&] { work(done); });
-    --in_flight;
+    // Out of flight as the answer is handed over (the queue is not touched after that), so that
+    // whoever sees the answer sees the count without it, as with the routes answered at once.
+    bool counted = true;
+    const Done answer = [&](Response r) {
+      if (std::exchange(counted, false)) --in_flight;
+      done(std::move(r));
+    };
+    guarded(answer, [&] { work(answer); });
+    if (counted) --in_flight;
   };
   if (ctx.background.post(std::move(task))) return;
   --ctx.in_flight;
@@ -81,7 +89,7 @@ void stats(RouteContext& ctx, const Request&, const Value& body, Done& done) {
   auto after = f.string("after");
   if (!f.ok()) return done(bad_request(f.error()));
   const size_t most = static_cast<size_t>(limit.value_or(1000));
-  in_background(ctx, done, [&ctx, from = after.value_or(""), most](Done& answer) {
+  in_background(ctx, done, [&ctx, from = after.value_or(""), most](const Done& answer) {
     const wire::TopicPage page{from, most};
     Writer w;
     const wire::PageCut cut = wire::write_stats(w, ctx.queue.stats(),
@@ -115,7 +123,7 @@ void backup(RouteContext& ctx, const Request&, const Value& body, Done& done) {
 }
 
 void metrics(RouteContext& ctx, const Request&, const Value&, Done& done) {
-  in_background(ctx, done, [&ctx](Done& answer) {
+  in_background(ctx, done, [&ctx](const Done& answer) {
     const Metrics::Gauges gauges{ctx.waiting_pops.load(), ctx.connections.load()};
     answer(Response{200, "text/plain; version=0.0.4; charset=utf-8",
                     ctx.metrics.text(ctx.queue.stats(), gauges)});

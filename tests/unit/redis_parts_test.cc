@@ -23,12 +23,13 @@ TEST(RedisKeys, EveryKeyOfAShardSharesItsHashTag) {
   EXPECT_EQ(sh.base,
             (std::vector<std::string>{"{dq:shop:2}:jobs", "{dq:shop:2}:body", "{dq:shop:2}:seq",
                                       "{dq:shop:2}:fence", "{dq:shop:2}:topics",
-                                      "{dq:shop:2}:stats", "{dq:shop:2}:paused"}));
+                                      "{dq:shop:2}:stats", "{dq:shop:2}:paused",
+                                      "{dq:shop:2}:emptied"}));
   EXPECT_EQ(sh.topics, sh.base[4]);
   EXPECT_EQ(sh.paused, sh.base[6]);
   const std::vector<std::string> k = sh.with_topic("t");
-  ASSERT_EQ(k.size(), 11u);
-  EXPECT_EQ(std::vector<std::string>(k.begin() + 7, k.end()),
+  ASSERT_EQ(k.size(), 12u);
+  EXPECT_EQ(std::vector<std::string>(k.begin() + 8, k.end()),
             (std::vector<std::string>{"{dq:shop:2}:d:t", "{dq:shop:2}:r:t", "{dq:shop:2}:l:t",
                                       "{dq:shop:2}:x:t"}));
   for (const std::string& key : k) EXPECT_EQ(key_slot(key), sh.slot) << key;
