@@ -1,12 +1,13 @@
 // The crash and power-loss harnesses of the durable store (tests/crash/ holds the harness).
 //
 // A driver (the test) forks a worker process that opens the store and runs a mixed load on it
-// from two threads: push, push_batch, reserve, ack, nack, dead_letter, touch, release, cancel,
-// reschedule, requeue_dead and purge_dead, on jobs with 3 attempts and leases of 15 or 200 ms
-// (so that dead letters happen: by nacks, dead_letter() and leases that run out). The worker
-// reports every call's intent and outcome over a pipe; the driver kills it with SIGKILL after
-// 10-80 ms and checks what a reopened store shows against its model of the reports: every
-// job's state, due time, attempts and lease deadline (crash/model.h, crash/check.h).
+// from two threads: push, push_batch, reserve, ack, ack_batch, nack, dead_letter, touch,
+// release, cancel, reschedule, requeue_dead, requeue_dead_topic, purge_dead, pause and resume, on
+// jobs with 3 attempts and leases of 15 or 200 ms (so that dead letters happen: by nacks,
+// dead_letter() and leases that run out). The worker reports every call's intent and outcome over a
+// pipe; the driver kills it with SIGKILL after 10-80 ms and checks what a reopened store shows
+// against its model of the reports: every job's state, due time, attempts and lease deadline
+// (crash/model.h, crash/check.h).
 //
 //  - CrashHarness.SigkillsInEverySyncModeKeepEveryPromise: the kill cycles, every sync mode in
 //    turn (a kill loses nothing answered in any of them).
@@ -101,6 +102,12 @@ void print_calls(const Model::Counts& c) {
       (unsigned long long)c.observations, (unsigned long long)c.seen_dead,
       (unsigned long long)c.resolved_present, (unsigned long long)c.resolved_missing,
       (unsigned long long)c.unreported_deliveries);
+  std::printf(
+      "[ harness  ] and %llu ack_batches, %llu requeue_dead_topics (%llu jobs), %llu pauses, "
+      "%llu resumes; paused topics seen in reopened stores %llu times\n",
+      (unsigned long long)c.ack_batches, (unsigned long long)c.requeue_topics,
+      (unsigned long long)c.requeued, (unsigned long long)c.pauses, (unsigned long long)c.resumes,
+      (unsigned long long)c.seen_paused);
 }
 
 // A harness whose workers never got going, or whose load skipped a call, proves nothing.
@@ -109,8 +116,10 @@ void expect_every_call(const Model::Counts& c, int cycles) {
   EXPECT_GE(c.pushes, static_cast<uint64_t>(cycles)) << "the workers pushed too little";
   EXPECT_GE(c.deliveries, static_cast<uint64_t>(cycles / 2)) << "too few deliveries";
   for (uint64_t n : {c.batches, c.acks, c.nacks, c.dead_letters, c.touches, c.releases, c.cancels,
-                     c.reschedules, c.requeues, c.purges, c.seen_dead})
-    EXPECT_GT(n, 0u) << "a call of the load never succeeded, or no dead letter was ever seen";
+                     c.reschedules, c.requeues, c.purges, c.seen_dead, c.ack_batches,
+                     c.requeue_topics, c.pauses, c.resumes, c.seen_paused})
+    EXPECT_GT(n, 0u) << "a call of the load never succeeded, or no dead letter or paused topic "
+                        "was ever seen in a reopened store";
 }
 
 TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {

@@ -55,16 +55,20 @@ class Loop {
     const bool room = live().size() < kLiveCap / kThreads;
     if (roll < 16) return room ? push() : reserve();
     if (roll < 21) return room ? push_batch() : reserve();
-    if (roll < 45) return reserve();
-    if (roll < 48) return held_.empty() ? reserve() : token_call(Kind::release_intent);
-    if (roll < 61) return held_.empty() ? reserve() : token_call(Kind::ack_intent);
-    if (roll < 67) return held_.empty() ? reserve() : token_call(Kind::nack_intent);
-    if (roll < 70) return held_.empty() ? reserve() : token_call(Kind::dead_intent);
-    if (roll < 74) return held_.empty() ? reserve() : token_call(Kind::touch_intent);
-    if (roll < 80) return job_call(Kind::cancel_intent, live());
-    if (roll < 86) return job_call(Kind::resched_intent, live());
-    if (roll < 93) return job_call(Kind::requeue_intent, maybe_dead());
-    return purge();
+    if (roll < 43) return reserve();
+    if (roll < 46) return held_.empty() ? reserve() : token_call(Kind::release_intent);
+    if (roll < 57) return held_.empty() ? reserve() : token_call(Kind::ack_intent);
+    if (roll < 60) return ack_batch();
+    if (roll < 66) return held_.empty() ? reserve() : token_call(Kind::nack_intent);
+    if (roll < 69) return held_.empty() ? reserve() : token_call(Kind::dead_intent);
+    if (roll < 73) return held_.empty() ? reserve() : token_call(Kind::touch_intent);
+    if (roll < 79) return job_call(Kind::cancel_intent, live());
+    if (roll < 84) return job_call(Kind::resched_intent, live());
+    if (roll < 89) return job_call(Kind::requeue_intent, maybe_dead());
+    if (roll < 92) return topic_jobs_call(Kind::rqtopic_intent);
+    if (roll < 95) return topic_jobs_call(Kind::purge_intent);
+    if (roll < 96) return pause_call(Kind::pause_intent);
+    return pause_call(Kind::resume_intent);
   }
 
   Duration push_delay() {
@@ -168,6 +172,38 @@ class Loop {
     forget_gone();  // an older delivery of an acked job
   }
 
+  // ack_batch of two or three deliveries this thread holds, of different jobs.
+  void ack_batch() {
+    std::vector<size_t> picked;
+    for (size_t k = 0; k < held_.size() && picked.size() < kMaxAckBatch; ++k) {
+      const size_t i = (k + below(held_.size())) % held_.size();
+      const bool dup = std::any_of(picked.begin(), picked.end(),
+                                   [&](size_t p) { return held_[p].id == held_[i].id; });
+      if (!dup) picked.push_back(i);
+    }
+    if (picked.size() < 2) return held_.empty() ? reserve() : token_call(Kind::ack_intent);
+    Record in = intent(Kind::ackb_intent, *parse_job_id(held_[picked[0]].id));
+    in.n = picked.size();
+    std::vector<Token> tokens;
+    for (size_t k = 0; k < picked.size(); ++k) {
+      const Token& t = held_[picked[k]];
+      in.items[k] = *parse_job_id(t.id);
+      in.fences[k] = t.fence;
+      tokens.push_back(t);
+    }
+    w_.emit(in);
+    const std::vector<Status> acked = q_.ack_batch(tokens);
+    Record done = done_record(Kind::ackb_done, in, Status(), now());
+    for (size_t k = 0; k < picked.size(); ++k)
+      done.codes[k] = k < acked.size() && !acked[k].ok()
+                          ? static_cast<uint8_t>(acked[k].code().value())
+                          : static_cast<uint8_t>(k < acked.size() ? 0 : 255);
+    w_.emit(done);
+    std::sort(picked.rbegin(), picked.rend());
+    for (size_t i : picked) held_.erase(held_.begin() + static_cast<long>(i));
+    forget_gone();
+  }
+
   // cancel, reschedule or requeue_dead of one of `jobs`.
   void job_call(Kind kind, const std::vector<uint64_t>& jobs) {
     if (jobs.empty()) return reserve();
@@ -193,28 +229,55 @@ class Loop {
     forget_gone();
   }
 
-  // purge_dead of a topic of this thread's that may hold dead jobs; then every job of the topic
-  // that is gone is reported (nothing but this thread's calls removes its jobs).
-  void purge() {
+  // purge_dead or requeue_dead_topic of a topic of this thread's that may hold dead jobs; then
+  // every job of the topic that it changed is reported: each that is gone after a purge, and
+  // after a requeue each that may have been dead and is waiting with no attempt (nothing but this
+  // thread's calls touches its jobs, and only a requeue takes a dead job's attempts to 0).
+  void topic_jobs_call(Kind kind) {
     const std::vector<uint64_t> dead = maybe_dead();
     if (dead.empty()) return reserve();
     const size_t topic = topic_index_of(dead[below(dead.size())]);
-    Record in = intent(Kind::purge_intent);
+    Record in = intent(kind);
     in.arg = static_cast<int64_t>(topic);
     w_.emit(in);
-    const Result<uint64_t> n = q_.purge_dead(kTopics[topic]);
+    const bool purge = kind == Kind::purge_intent;
+    const Result<uint64_t> n =
+        purge ? q_.purge_dead(kTopics[topic]) : q_.requeue_dead_topic(kTopics[topic]);
     const int64_t t1 = now();
-    for (uint64_t job :
-         mine([topic](uint64_t j, const Rec&) { return topic_index_of(j) == topic; }))
-      if (q_.get(job_id(job)).is(Errc::not_found)) {
-        Record gone = make_record(Kind::purged, job);
-        gone.thread = static_cast<uint8_t>(t_);
-        w_.emit(gone);
-      }
-    Record done = done_record(Kind::purge_done, in, n.status(), t1);
+    const Span w{in.t0, t1};
+    for (uint64_t job : mine([&](uint64_t j, const Rec&r) {
+           return topic_index_of(j) == topic && (purge || may_be(r, j, w, St::dead));
+         })) {
+      const Result<JobInfo> got = q_.get(job_id(job));
+      const bool changed = purge ? got.is(Errc::not_found)
+                                 : got.ok() && got->attempts == 0 && got->state != JobState::dead &&
+                                       got->state != JobState::reserved;
+      if (!changed) continue;
+      Record r = make_record(purge ? Kind::purged : Kind::requeued, job);
+      r.thread = static_cast<uint8_t>(t_);
+      w_.emit(r);
+    }
+    Record done = done_record(done_of(kind), in, n.status(), t1);
     done.n = n.ok() ? *n : 0;
     w_.emit(done);
     forget_gone();
+  }
+
+  // pause (of a topic of this thread's) or resume (of one that may be paused).
+  void pause_call(Kind kind) {
+    std::vector<size_t> topics;
+    {
+      std::lock_guard lock(w_.mu_);
+      for (size_t i = 2 * t_; i < 2 * t_ + 2; ++i)
+        if (kind == Kind::pause_intent || (m_.pause_may[i] & Model::kMayPause)) topics.push_back(i);
+    }
+    if (topics.empty()) return reserve();
+    Record in = intent(kind);
+    in.arg = static_cast<int64_t>(topics[below(topics.size())]);
+    w_.emit(in);
+    const std::string& topic = kTopics[static_cast<size_t>(in.arg)];
+    const Status s = kind == Kind::pause_intent ? q_.pause(topic) : q_.resume(topic);
+    w_.emit(done_record(done_of(kind), in, s, now()));
   }
 
   // Deliveries of jobs that are gone (cancelled, purged) can only be refused: dropped.

@@ -35,6 +35,7 @@ struct Observation {
   std::map<uint64_t, std::string> wrong;  // jobs whose body, topic, ttr or policy differ
   uint64_t stored = 0;                    // jobs counted by stats()
   uint64_t pushed = 0, acked = 0, cancelled = 0, purged = 0;  // stats() totals
+  uint32_t paused = 0;  // bit i: kTopics[i] is paused (stats())
   bool complete = false;
 };
 
@@ -49,10 +50,14 @@ struct Model {
   std::unordered_map<uint64_t, JobModel> jobs;
   uint64_t next_job = 1;  // ids are never reused
 
-  // Per worker thread: its call in flight (the intent), and the jobs a purge in flight found
-  // gone so far.
+  // Per worker thread: its call in flight (the intent), and the jobs a purge_dead or
+  // requeue_dead_topic in flight found gone or requeued so far.
   std::array<std::optional<Record>, kThreads> in_flight;
-  std::array<std::vector<uint64_t>, kThreads> purged;
+  std::array<std::vector<uint64_t>, kThreads> listed;
+  // Per topic: whether it may be running (kMayRun), paused (kMayPause), or either (after a kill
+  // during a pause or resume, until a reopened store shows which).
+  static constexpr uint8_t kMayRun = 1, kMayPause = 2;
+  std::array<uint8_t, kTopics.size()> pause_may = {kMayRun, kMayRun, kMayRun, kMayRun};
   // Per worker thread: the span of a reserve() in flight at the last kill. It may have
   // delivered one job, unreported: that job may show one attempt more.
   std::array<std::optional<Span>, kThreads> unreported;
@@ -82,9 +87,11 @@ struct Model {
 
   struct Counts {
     uint64_t opened = 0, pushes = 0, batches = 0, deliveries = 0, acks = 0, nacks = 0,
-             dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0, requeues = 0, purges = 0,
-             purged = 0, refused = 0, resolved_present = 0, resolved_missing = 0, seen_dead = 0,
-             seen_expired = 0, observations = 0, unreported_deliveries = 0;
+             dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0,
+             requeues = 0, purges = 0, purged = 0, ack_batches = 0, requeue_topics = 0,
+             requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, refused = 0,
+             resolved_present = 0, resolved_missing = 0, seen_dead = 0, seen_expired = 0,
+             observations = 0, unreported_deliveries = 0;
     std::array<uint64_t, 64> killed_in{};  // kills during a call, by its intent kind
   } counts;
 
@@ -99,6 +106,8 @@ struct Model {
   bool settle_in_flight(int64_t kill_hi);
   // A new worker (or the driver) starts calling: fences from here on are above all before.
   void begin_run();
+  // A reopened store shows these topics paused (bit i: kTopics[i]), and no other.
+  void take_pauses(uint32_t paused);
 
   void problem(const std::string& s);
   void problem_about(uint64_t job, const std::string& s) { problem(s + explain(job)); }
@@ -115,7 +124,8 @@ struct Model {
   bool apply_intent(const Record& r);
   bool apply_outcome(const Record& r, const Record& intent);
   bool apply_token_outcome(const Record& r, const Record& intent, Rec& rec);
-  bool apply_purge(const Record& r, const Record& intent);
+  bool apply_topic_jobs(const Record& r, const Record& intent);
+  bool apply_batch_acks(const Record& r, const Record& intent);
   bool apply_delivery(const Record& r);
   void settle(const Record& intent, int64_t kill_hi);
 };

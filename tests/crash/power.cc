@@ -71,9 +71,10 @@ void check_after_power_loss(Model& m, Queue& q,
   } else {
     // The prefix found is the queue now.
     m.in_flight = {};
-    m.purged = {};
+    m.listed = {};
     m.unreported = {};
     for (auto& [job, j] : m.jobs) j.cands = {rec_of(o.jobs.at(job))};
+    m.take_pauses(o.paused);  // not part of the prefix search: see prefix.h
   }
   check_observation(m, o);
 }
