@@ -137,10 +137,11 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
       "[ harness  ] %s%d kill cycles (always %d, batch %d, periodic %d, none %d; %d with the disk "
       "tier) in %.1f s, %s\n"
       "[ harness  ] kills: %d before the store was open, %d with a call that writes in flight, "
-      "%d during a RocksDB flush or compaction; %d workers reopened a store a kill had left\n",
+      "%d during a RocksDB flush or compaction, %d during a disk-tier refill's write (of %llu "
+      "refills); %d workers reopened a store a kill had left\n",
       kUnderAsan ? "ASan, " : "", t.done_cycles, t.per_mode[0], t.per_mode[1], t.per_mode[2],
       t.per_mode[3], t.tiered, run.secs, run.replay.c_str(), t.killed_before_open, t.mid_write,
-      t.mid_background, t.worker_reopened);
+      t.mid_background, t.mid_refill, (unsigned long long)m.counts.refills, t.worker_reopened);
   print_calls(m.counts);
   std::printf("[ harness  ] drain: %llu of %zu owed jobs delivered\n",
               (unsigned long long)run.drained, run.owed);
@@ -151,6 +152,9 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
   EXPECT_GE(t.mid_background, opened / 20) << "too few kills landed during a flush or compaction";
   EXPECT_GE(t.worker_reopened, t.done_cycles / 5) << "too few workers reopened a killed store";
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
+  // A third of the tiered cycles are killed as a refill begins writing: most of those must land
+  // before the write is durable.
+  EXPECT_GE(t.mid_refill, t.tiered / 10) << "too few kills landed during a disk-tier refill";
 }
 
 TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
@@ -178,13 +182,15 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   std::printf(
       "[ harness  ] power losses: %llu syncs recorded; %llu of %llu files cut, %llu bytes "
       "dropped; %llu unsynced tails partly kept; never-synced files: %llu deleted, %llu "
-      "emptied; %d during a flush or compaction, %d before the store was open\n"
+      "emptied; %d during a flush or compaction, %d during a disk-tier refill's write (of %llu "
+      "refills), %d before the store was open\n"
       "[ harness  ] drain: %llu of %zu owed jobs delivered\n",
       (unsigned long long)t.syncs_recorded, (unsigned long long)t.fs.cut,
       (unsigned long long)t.fs.files, (unsigned long long)t.fs.bytes_dropped,
       (unsigned long long)t.fs.unsynced_tails_kept, (unsigned long long)t.fs.never_synced_deleted,
-      (unsigned long long)t.fs.never_synced_emptied, t.mid_background, t.killed_before_open,
-      (unsigned long long)run.drained, run.owed);
+      (unsigned long long)t.fs.never_synced_emptied, t.mid_background, t.mid_refill,
+      (unsigned long long)m.counts.refills, t.killed_before_open, (unsigned long long)run.drained,
+      run.owed);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   // A simulation that never dropped a byte, or workers that never got going, would pass
   // without proving anything; and Sync::batch must not be Sync::always in disguise.
@@ -198,6 +204,7 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   EXPECT_TRUE(batch.empty()) << batch;
   // Where the cuts landed: some while RocksDB flushed or compacted.
   EXPECT_GT(t.mid_background, 0) << "no power loss came during a flush or compaction";
+  EXPECT_GE(t.mid_refill, t.tiered / 10) << "too few power losses came during a disk-tier refill";
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
 }
 

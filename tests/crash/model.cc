@@ -86,6 +86,13 @@ bool Model::apply(const Record& r) {
     case Kind::bg_end:
       --background;
       return true;
+    case Kind::refill_begin:
+      ++refilling;
+      ++counts.refills;
+      return true;
+    case Kind::refill_end:
+      --refilling;
+      return true;
     case Kind::violation:
       violations[r.job].push_back(text_of(r));  // reported together, see report_violations()
       return false;

@@ -70,6 +70,8 @@ struct Model {
   std::array<uint64_t, kThreads> last_fence{};
   // RocksDB flushes and compactions running in the worker (bg_begin, bg_end).
   int background = 0;
+  // Disk-tier refills writing in the worker (refill_begin, refill_end).
+  int refilling = 0;
   // The totals a reopened store showed last (a crash never takes one back).
   Observation last_totals;
   bool totals_may_drop = false;  // power losses: a lost call is lost with its totals
@@ -89,7 +91,7 @@ struct Model {
     uint64_t opened = 0, pushes = 0, batches = 0, deliveries = 0, acks = 0, nacks = 0,
              dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0,
              requeues = 0, purges = 0, purged = 0, ack_batches = 0, requeue_topics = 0,
-             requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, refused = 0,
+             requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, refills = 0, refused = 0,
              resolved_present = 0, resolved_missing = 0, seen_dead = 0, seen_expired = 0,
              observations = 0, unreported_deliveries = 0;
     std::array<uint64_t, 64> killed_in{};  // kills during a call, by its intent kind

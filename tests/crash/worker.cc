@@ -8,9 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "power_loss_fs.h"
 #include "check.h"
+#include "engine/open.h"
 #include "fork_safe_env.h"
+#include "power_loss_fs.h"
 #include "wal/store_testing.h"
 #include "worker_process.h"
 
@@ -59,6 +60,13 @@ wal::RocksDbTuning small_buffers(WorkerProcess& w) {
   };
 }
 
+// The worker's process reports the disk tier's refills (engine/open.h) through it.
+WorkerProcess* refill_reporter = nullptr;
+
+void report_refill(bool begin) {
+  refill_reporter->emit(make_record(begin ? Kind::refill_begin : Kind::refill_end));
+}
+
 }  // namespace
 
 void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64_t seed) {
@@ -77,6 +85,8 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
     base = recording_env_.get();
   }
   env_ = fork_safe_env(base);
+  refill_reporter = this;
+  engine::set_refill_observer(report_refill);
   Result<std::unique_ptr<Engine>> opened =
       wal::open_store_on(o, env_.get(), setup.small_buffers ? small_buffers(*this) : nullptr);
   if (!opened) fail_with("open_store: " + opened.status().to_string(), 3);
