@@ -97,7 +97,7 @@ std::vector<Record> observation_records(const Observation& o) {
 
 bool check_observation(Model& m, const Observation& o) {
   const size_t problems_before = m.problems.size();
-  std::array<bool, kThreads> unreported_used{};
+  std::array<bool, kWorkers> unreported_used{};
   uint64_t present = 0;
   std::vector<uint64_t> ids;
   for (const auto& entry : m.jobs) ids.push_back(entry.first);
@@ -116,7 +116,7 @@ bool check_observation(Model& m, const Observation& o) {
       m.problem_about(job, job_id(job) + " after a reopen: " + w->second);
     bool ok = std::any_of(j.cands.begin(), j.cands.end(),
                           [&](const Rec& c) { return shows(c, job, ob); });
-    const size_t t = owner_of(job);
+    const size_t t = m.handler_of(job);
     if (!ok && m.unreported[t] && !unreported_used[t]) {
       ok = std::any_of(j.cands.begin(), j.cands.end(), [&](const Rec& c) {
         return shows_after_unreported_delivery(c, job, ob, *m.unreported[t]);
@@ -254,7 +254,7 @@ void drain(Model& m, Queue& q, size_t* owed_count, uint64_t* delivered_count) {
     if (!m.apply(delivery_record(*r, job, 0, intent.t0, t1))) break;
     delivered.insert(job);
     Record ack = make_record(Kind::ack_intent, job);
-    ack.thread = static_cast<uint8_t>(owner_of(job));
+    ack.thread = static_cast<uint8_t>(m.handler_of(job));
     ack.n = r->token.fence;
     ack.t0 = ns_of(wall_now());
     m.apply(ack);

@@ -143,10 +143,17 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
       t.per_mode[3], t.tiered, run.secs, run.replay.c_str(), t.killed_before_open, t.mid_write,
       t.mid_background, t.mid_refill, (unsigned long long)m.counts.refills, t.worker_reopened);
   print_calls(m.counts);
+  std::printf(
+      "[ harness  ] the consumer thread reserved %llu jobs before their push returned; %llu "
+      "pushes in flight at a kill were kept because such a reservation had returned\n",
+      (unsigned long long)m.counts.early_deliveries,
+      (unsigned long long)m.counts.kept_by_reservation);
   std::printf("[ harness  ] drain: %llu of %zu owed jobs delivered\n",
               (unsigned long long)run.drained, run.owed);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   expect_every_call(m.counts, t.done_cycles);
+  EXPECT_GT(m.counts.early_deliveries, 0u) << "the consumer never reserved a job whose push had "
+                                              "not returned yet";
   // The kills must land where they can do harm, in a good share of the cycles.
   EXPECT_GE(t.mid_write, opened / 5) << "too few kills landed during a call that writes";
   EXPECT_GE(t.mid_background, opened / 20) << "too few kills landed during a flush or compaction";

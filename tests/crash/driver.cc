@@ -166,6 +166,7 @@ std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir, Duratio
 void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir, KillTally& t,
                      const std::function<void(Model&, const std::string&)>& plant) {
   std::mt19937_64 rng(seed);
+  m.consumer = true;  // a consumer thread in every worker (load.h)
   for (int cycle = 0; cycle < cycles && m.problems.empty(); ++cycle) {
     m.cycle = cycle;  // every problem names its cycle
     const Sync sync = kModes[static_cast<size_t>(cycle) % kModes.size()];

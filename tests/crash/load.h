@@ -21,6 +21,13 @@ namespace delayq::crash {
 using namespace std::chrono_literals;
 
 constexpr size_t kThreads = 2;
+// The kill cycles run one more worker thread, the consumer (its records' thread is kConsumer):
+// it takes the jobs of each thread's second topic as they are pushed, waiting in reserve(), so
+// that it reserves jobs whose push has not returned yet (the group-commit race,
+// docs/durability.md), and acks or releases them. In those cycles the pushing thread makes no
+// other call on the jobs or the topics the consumer takes (Model::handler_of).
+constexpr size_t kConsumer = kThreads;
+constexpr size_t kWorkers = kThreads + 1;
 inline const std::array<std::string, 2 * kThreads> kTopics = {"crash-a", "crash-b", "crash-c",
                                                               "crash-d"};
 constexpr Duration kMaxPushDelay = 300ms;

@@ -15,7 +15,7 @@ namespace {
 class Loop {
  public:
   Loop(WorkerProcess& w, size_t thread, uint64_t seed)
-      : w_(w), m_(w.m_), q_(*w.q_), t_(thread), rng_(mix(seed + thread)) {}
+      : w_(w), m_(w.m_), q_(*w.q_), t_(thread), rng_(mix(seed + thread)), topics_(topics()) {}
 
   [[noreturn]] void run() {
     for (;;) step();
@@ -37,7 +37,7 @@ class Loop {
     std::lock_guard lock(w_.mu_);
     std::vector<uint64_t> out;
     for (const auto& [job, j] : m_.jobs)
-      if (owner_of(job) == t_ && j.live() && keep(job, j.cands[0])) out.push_back(job);
+      if (m_.handler_of(job) == t_ && j.live() && keep(job, j.cands[0])) out.push_back(job);
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -49,10 +49,35 @@ class Loop {
     return mine([w](uint64_t job, const Rec& r) { return may_be(r, job, w, St::dead); });
   }
 
+  // The jobs this thread pushed that are live (whoever handles them).
+  size_t pushed_live() {
+    std::lock_guard lock(w_.mu_);
+    size_t n = 0;
+    for (const auto& [job, j] : m_.jobs) n += owner_of(job) == t_ && j.live();
+    return n;
+  }
+
+  // The topics this thread reserves from.
+  std::vector<std::string> topics() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < kTopics.size(); ++i)
+      if (t_ == kConsumer ? m_.consumed_topic(i) : i / 2 == t_ && !m_.consumed_topic(i))
+        out.push_back(kTopics[i]);
+    return out;
+  }
+
+  // The consumer (load.h): reserves, then acks or releases what it holds.
+  void consumer_step() {
+    const uint64_t roll = below(100);
+    if (held_.empty() || roll < 40) return reserve();
+    return token_call(roll < 85 ? Kind::ack_intent : Kind::release_intent);
+  }
+
   void step() {
+    if (t_ == kConsumer) return consumer_step();
     // A call that has nothing to act on reserves instead.
     const uint64_t roll = below(100);
-    const bool room = live().size() < kLiveCap / kThreads;
+    const bool room = pushed_live() < kLiveCap / kThreads;
     if (roll < 16) return room ? push() : reserve();
     if (roll < 21) return room ? push_batch() : reserve();
     if (roll < 43) return reserve();
@@ -107,10 +132,12 @@ class Loop {
   void reserve() {
     // Most calls do not wait (a worker that waits is mostly killed while waiting); one in five
     // waits up to 3 ms for a job to fall due.
-    const Duration timeout = below(5) != 0 ? Duration::zero() : Duration(below(3'000'001));
+    // The consumer waits one time in two, so that pushes wake it.
+    const bool waits = below(t_ == kConsumer ? 2 : 5) == 0;
+    const Duration timeout = waits ? Duration(below(3'000'001)) : Duration::zero();
     const Record in = intent(Kind::reserve_intent);
     w_.emit(in);
-    Result<Delivery> r = q_.reserve(topics_of_thread(t_), timeout);
+    Result<Delivery> r = q_.reserve(topics_, timeout);
     const int64_t t1 = now();
     if (!r.ok()) return w_.emit(done_record(Kind::reserve_done, in, r.status(), t1));
     const std::vector<std::string> wrong = delivery_static_problems(*r, m_.salt);
@@ -269,7 +296,9 @@ class Loop {
     {
       std::lock_guard lock(w_.mu_);
       for (size_t i = 2 * t_; i < 2 * t_ + 2; ++i)
-        if (kind == Kind::pause_intent || (m_.pause_may[i] & Model::kMayPause)) topics.push_back(i);
+        if (!m_.consumed_topic(i) &&
+            (kind == Kind::pause_intent || (m_.pause_may[i] & Model::kMayPause)))
+          topics.push_back(i);
     }
     if (topics.empty()) return reserve();
     Record in = intent(kind);
@@ -292,6 +321,7 @@ class Loop {
   Engine& q_;
   const size_t t_;
   std::mt19937_64 rng_;
+  const std::vector<std::string> topics_;
   std::vector<Token> held_;  // deliveries to this thread not yet acked, nacked or dead-lettered
 };
 

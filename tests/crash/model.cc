@@ -71,7 +71,7 @@ void Model::note(uint64_t job, const Record& r) {
 
 bool Model::apply(const Record& r) {
   if (keep_cycle_records) cycle_records.push_back(r);
-  if (r.thread >= kThreads) {
+  if (r.thread >= kWorkers) {
     problem("a record from thread " + std::to_string(r.thread));
     return false;
   }
@@ -159,7 +159,7 @@ bool Model::apply_intent(const Record& r) {
   };
   if (is_topic_call(r.kind)) {
     if (r.arg < 0 || static_cast<size_t>(r.arg) >= kTopics.size() ||
-        static_cast<size_t>(r.arg) / 2 != r.thread)
+        static_cast<size_t>(r.arg) / 2 != r.thread || consumed_topic(static_cast<size_t>(r.arg)))
       return fail(std::string("the worker called ") + call_name(r.kind) + " on topic " +
                   std::to_string(r.arg) + ", not one of its thread's");
     listed[r.thread].clear();
@@ -171,7 +171,7 @@ bool Model::apply_intent(const Record& r) {
     case Kind::ackb_intent:
       if (r.n == 0 || r.n > kMaxAckBatch) return fail("an ack_batch of " + std::to_string(r.n));
       for (size_t i = 0; i < r.n; ++i) {
-        if (live_rec(r.items[i]) == nullptr || owner_of(r.items[i]) != r.thread)
+        if (live_rec(r.items[i]) == nullptr || handler_of(r.items[i]) != r.thread)
           return fail("the worker called ack_batch on " + job_id(r.items[i]) +
                       ", not a live job of its thread");
         note(r.items[i], r);
@@ -183,14 +183,19 @@ bool Model::apply_intent(const Record& r) {
       for (uint64_t job : pushed) {
         if (job < next_job) return fail("the worker pushed " + job_id(job) + " twice");
         if (owner_of(job) != r.thread) return fail(job_id(job) + " pushed by the wrong thread");
-        jobs[job].cands = {Rec{}};  // until the push returns
+        JobModel& j = jobs[job];
+        j.cands = {Rec{}};  // until the push returns
+        j.pushing = true;
+        j.taken = false;
+        j.push_t0 = r.t0;
+        j.push_delay = r.arg;
         note(job, r);
       }
       if (!pushed.empty()) next_job = pushed.back() + 1;
       return true;
     }
     default:
-      if (live_rec(r.job) == nullptr || owner_of(r.job) != r.thread)
+      if (live_rec(r.job) == nullptr || handler_of(r.job) != r.thread)
         return fail(std::string("the worker called ") + call_name(r.kind) + " on " + job_id(r.job) +
                     ", not a live job of its thread");
       note(r.job, r);
@@ -218,7 +223,15 @@ bool Model::apply_outcome(const Record& r, const Record& intent) {
       const std::vector<uint64_t> pushed = pushed_jobs(intent);
       for (uint64_t job : pushed) {
         note(job, r);
-        jobs[job].cands = {r.code == 0 ? after_call(Rec{}, job, intent, &r, w) : Rec{}};
+        JobModel& j = jobs[job];
+        j.pushing = false;
+        if (std::exchange(j.taken, false)) {  // delivered already: that record stands
+          if (r.code != 0)
+            return fail(job_id(job) + " was delivered before its push returned, and the push " +
+                        "failed: " + outcome);
+          continue;
+        }
+        j.cands = {r.code == 0 ? after_call(Rec{}, job, intent, &r, w) : Rec{}};
       }
       if (r.code != 0) return fail(what + " failed: " + outcome);
       ++(pushed.size() == 1 ? counts.pushes : counts.batches);
@@ -299,13 +312,23 @@ bool Model::apply_delivery(const Record& r) {
                 "or a push found undone after a kill)");
   if (j == nullptr) return fail("delivered " + id + ", which was never pushed");
   note(r.job, r);
-  if (j->gone()) return fail("delivered " + id + att + " although it was gone");
-  if (!j->live()) return fail("delivered " + id + " while its state was uncertain");
+  Rec before;
+  if (j->pushing && !j->taken && j->gone()) {
+    // Reserved while its push was being written: waiting as the push makes it, the push's clock
+    // read before the reservation's.
+    before = Rec{St::waiting, 0, Span{j->push_t0, r.t1}.plus(Duration(j->push_delay)), {}, 0};
+    j->taken = true;
+    ++counts.early_deliveries;
+  } else {
+    if (j->gone()) return fail("delivered " + id + att + " although it was gone");
+    if (!j->live()) return fail("delivered " + id + " while its state was uncertain");
+    before = j->cands[0];
+  }
   if (pause_may[topic_index_of(r.job)] == kMayPause)
     return fail("delivered " + id + att + " from " + topic_of(r.job) + ", which was paused");
-  if (const std::string why = delivery_problem(j->cands[0], r.job, r); !why.empty())
+  if (const std::string why = delivery_problem(before, r.job, r); !why.empty())
     return fail("delivered " + id + att + ", due " + rel(r.due) + ", but " + why +
-                "; the harness had it " + rec_text(j->cands[0], origin));
+                "; the harness had it " + rec_text(before, origin));
   if (r.n <= fence_floor || r.n <= last_fence[r.thread])
     return fail("delivered " + id + " with fence " + std::to_string(r.n) +
                 ", not above the fences handed out before");
@@ -318,7 +341,7 @@ bool Model::apply_delivery(const Record& r) {
 
 bool Model::settle_in_flight(int64_t kill_hi) {
   bool writing = false;
-  for (size_t t = 0; t < kThreads; ++t) {
+  for (size_t t = 0; t < kWorkers; ++t) {
     if (!in_flight[t]) continue;
     const Record intent = *std::exchange(in_flight[t], std::nullopt);
     ++counts.killed_in[static_cast<size_t>(intent.kind) % counts.killed_in.size()];
@@ -344,7 +367,15 @@ void Model::settle(const Record& intent, int64_t kill_hi) {
       return;
     case Kind::push_intent:
     case Kind::batch_intent: {
-      for (uint64_t job : pushed_jobs(intent)) add(job, after_call(Rec{}, job, intent, nullptr, w));
+      for (uint64_t job : pushed_jobs(intent)) {
+        JobModel& j = jobs[job];
+        j.pushing = false;
+        // A reservation that returned was written after the push: the push was kept.
+        if (std::exchange(j.taken, false))
+          ++counts.kept_by_reservation;
+        else
+          add(job, after_call(Rec{}, job, intent, nullptr, w));
+      }
       return;
     }
     case Kind::purge_intent:

@@ -25,6 +25,10 @@ struct JobModel {
   // What the store may hold: one record, or several after a kill during a call on the job (the
   // call may or may not have happened) until a reopened store shows which.
   std::vector<Rec> cands;
+  // Its push is in flight (pushed at push_t0 with push_delay), and whether a delivery of it was
+  // reported meanwhile (then the push cannot be lost: the reservation was written after it).
+  bool pushing = false, taken = false;
+  int64_t push_t0 = 0, push_delay = 0;
   bool live() const { return cands.size() == 1 && cands[0].st != St::absent; }
   bool gone() const;
 };
@@ -52,22 +56,29 @@ struct Model {
 
   // Per worker thread: its call in flight (the intent), and the jobs a purge_dead or
   // requeue_dead_topic in flight found gone or requeued so far.
-  std::array<std::optional<Record>, kThreads> in_flight;
-  std::array<std::vector<uint64_t>, kThreads> listed;
+  std::array<std::optional<Record>, kWorkers> in_flight;
+  std::array<std::vector<uint64_t>, kWorkers> listed;
   // Per topic: whether it may be running (kMayRun), paused (kMayPause), or either (after a kill
   // during a pause or resume, until a reopened store shows which).
   static constexpr uint8_t kMayRun = 1, kMayPause = 2;
   std::array<uint8_t, kTopics.size()> pause_may = {kMayRun, kMayRun, kMayRun, kMayRun};
   // Per worker thread: the span of a reserve() in flight at the last kill. It may have
   // delivered one job, unreported: that job may show one attempt more.
-  std::array<std::optional<Span>, kThreads> unreported;
+  std::array<std::optional<Span>, kWorkers> unreported;
   // Kills since the last look at a reopened store.
   bool unchecked = false;
 
   // Fences: each delivery's is above every fence of an earlier worker (fence_floor) and above
   // the last one its thread saw.
   uint64_t max_fence = 0, fence_floor = 0;
-  std::array<uint64_t, kThreads> last_fence{};
+  std::array<uint64_t, kWorkers> last_fence{};
+  // Whether the workers run the consumer thread (load.h): the kill cycles do.
+  bool consumer = false;
+  bool consumed_topic(size_t topic) const { return consumer && topic % 2 == 1; }
+  // The worker thread that makes the calls on a job (other than its push, by owner_of()).
+  size_t handler_of(uint64_t job) const {
+    return consumed_topic(topic_index_of(job)) ? kConsumer : owner_of(job);
+  }
   // RocksDB flushes and compactions running in the worker (bg_begin, bg_end).
   int background = 0;
   // Disk-tier refills writing in the worker (refill_begin, refill_end).
@@ -91,9 +102,10 @@ struct Model {
     uint64_t opened = 0, pushes = 0, batches = 0, deliveries = 0, acks = 0, nacks = 0,
              dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0,
              requeues = 0, purges = 0, purged = 0, ack_batches = 0, requeue_topics = 0,
-             requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, refills = 0, refused = 0,
-             resolved_present = 0, resolved_missing = 0, seen_dead = 0, seen_expired = 0,
-             observations = 0, unreported_deliveries = 0;
+             requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, refills = 0,
+             early_deliveries = 0, kept_by_reservation = 0, refused = 0, resolved_present = 0,
+             resolved_missing = 0, seen_dead = 0, seen_expired = 0, observations = 0,
+             unreported_deliveries = 0;
     std::array<uint64_t, 64> killed_in{};  // kills during a call, by its intent kind
   } counts;
 

@@ -95,7 +95,7 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
     for (const Record& r : observation_records(observe(*q_, m_))) emit(r);
   emit(make_record(Kind::opened));
   std::vector<std::thread> others;
-  for (size_t t = 1; t < kThreads; ++t)
+  for (size_t t = 1; t < (m_.consumer ? kWorkers : kThreads); ++t)
     others.emplace_back([this, t, seed] {
       try {
         run_loop(*this, t, seed);
