@@ -116,7 +116,7 @@ bool check_observation(Model& m, const Observation& o) {
       m.problem_about(job, job_id(job) + " after a reopen: " + w->second);
     bool ok = std::any_of(j.cands.begin(), j.cands.end(),
                           [&](const Rec& c) { return shows(c, job, ob); });
-    const size_t t = m.handler_of(job);
+    const size_t t = m.reserver_of(job);
     if (!ok && m.unreported[t] && !unreported_used[t]) {
       ok = std::any_of(j.cands.begin(), j.cands.end(), [&](const Rec& c) {
         return shows_after_unreported_delivery(c, job, ob, *m.unreported[t]);

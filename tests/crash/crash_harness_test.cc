@@ -145,13 +145,15 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
   print_calls(m.counts);
   std::printf(
       "[ harness  ] the consumer thread reserved %llu jobs before their push returned; %llu "
-      "pushes in flight at a kill were kept because such a reservation had returned\n",
+      "pushes in flight at a kill were kept because such a reservation had returned; consume() "
+      "handled %llu jobs\n",
       (unsigned long long)m.counts.early_deliveries,
-      (unsigned long long)m.counts.kept_by_reservation);
+      (unsigned long long)m.counts.kept_by_reservation, (unsigned long long)m.counts.consumed);
   std::printf("[ harness  ] drain: %llu of %zu owed jobs delivered\n",
               (unsigned long long)run.drained, run.owed);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   expect_every_call(m.counts, t.done_cycles);
+  EXPECT_GT(m.counts.consumed, 0u) << "consume() never handled a job";
   EXPECT_GT(m.counts.early_deliveries, 0u) << "the consumer never reserved a job whose push had "
                                               "not returned yet";
   // The kills must land where they can do harm, in a good share of the cycles.

@@ -27,7 +27,15 @@ constexpr size_t kThreads = 2;
 // docs/durability.md), and acks or releases them. In those cycles the pushing thread makes no
 // other call on the jobs or the topics the consumer takes (Model::handler_of).
 constexpr size_t kConsumer = kThreads;
-constexpr size_t kWorkers = kThreads + 1;
+constexpr size_t kConsumerTopic = 1;  // kTopics[1]: the second topic of thread 0
+// And a consume() loop (one thread, its handler acking every job) takes the second topic of
+// thread 1, as it is pushed too. Its handler reports each delivery when it gets it, its reserve
+// as made by thread kConsumeReserves (from the previous handler's end), and its ack as made by
+// thread kConsumeAcks (from the handler's end until the next delivery, which comes after it).
+constexpr size_t kConsumeTopic = 3;
+constexpr size_t kConsumeAcks = kThreads + 1;
+constexpr size_t kConsumeReserves = kThreads + 2;
+constexpr size_t kWorkers = kThreads + 3;
 inline const std::array<std::string, 2 * kThreads> kTopics = {"crash-a", "crash-b", "crash-c",
                                                               "crash-d"};
 constexpr Duration kMaxPushDelay = 300ms;

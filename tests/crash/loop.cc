@@ -61,12 +61,12 @@ class Loop {
   std::vector<std::string> topics() const {
     std::vector<std::string> out;
     for (size_t i = 0; i < kTopics.size(); ++i)
-      if (t_ == kConsumer ? m_.consumed_topic(i) : i / 2 == t_ && !m_.consumed_topic(i))
+      if (t_ == kConsumer ? i == kConsumerTopic : i / 2 == t_ && !m_.consumed_topic(i))
         out.push_back(kTopics[i]);
     return out;
   }
 
-  // The consumer (load.h): reserves, then acks or releases what it holds.
+  // The consumer thread (load.h): reserves, then acks or releases what it holds.
   void consumer_step() {
     const uint64_t roll = below(100);
     if (held_.empty() || roll < 40) return reserve();
@@ -140,22 +140,7 @@ class Loop {
     Result<Delivery> r = q_.reserve(topics_, timeout);
     const int64_t t1 = now();
     if (!r.ok()) return w_.emit(done_record(Kind::reserve_done, in, r.status(), t1));
-    const std::vector<std::string> wrong = delivery_static_problems(*r, m_.salt);
-    const uint64_t job = parse_job_id(r->id).value_or(0);
-    bool kept;
-    {
-      std::lock_guard lock(w_.mu_);
-      const Record rec = delivery_record(*r, job, static_cast<uint8_t>(t_), in.t0, t1);
-      w_.send(rec);
-      kept = m_.apply(rec);
-      for (const std::string& v : wrong) {
-        Record e = make_record(Kind::violation, job);
-        e.thread = static_cast<uint8_t>(t_);
-        set_text(e, v);
-        w_.send(e);
-      }
-    }
-    if (!kept || !wrong.empty()) _exit(4);
+    w_.report_delivery(*r, t_, in.t0, t1);
     held_.push_back(r->token);
   }
 

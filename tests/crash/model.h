@@ -75,9 +75,18 @@ struct Model {
   // Whether the workers run the consumer thread (load.h): the kill cycles do.
   bool consumer = false;
   bool consumed_topic(size_t topic) const { return consumer && topic % 2 == 1; }
-  // The worker thread that makes the calls on a job (other than its push, by owner_of()).
+  // The worker thread that makes the calls on a job (other than its push, by owner_of()), and
+  // the one that reserves it.
   size_t handler_of(uint64_t job) const {
-    return consumed_topic(topic_index_of(job)) ? kConsumer : owner_of(job);
+    if (!consumer) return owner_of(job);
+    const size_t topic = topic_index_of(job);
+    return topic == kConsumerTopic  ? kConsumer
+           : topic == kConsumeTopic ? kConsumeAcks
+                                    : owner_of(job);
+  }
+  size_t reserver_of(uint64_t job) const {
+    const size_t t = handler_of(job);
+    return t == kConsumeAcks ? kConsumeReserves : t;
   }
   // RocksDB flushes and compactions running in the worker (bg_begin, bg_end).
   int background = 0;
@@ -103,9 +112,9 @@ struct Model {
              dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0,
              requeues = 0, purges = 0, purged = 0, ack_batches = 0, requeue_topics = 0,
              requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, refills = 0,
-             early_deliveries = 0, kept_by_reservation = 0, refused = 0, resolved_present = 0,
-             resolved_missing = 0, seen_dead = 0, seen_expired = 0, observations = 0,
-             unreported_deliveries = 0;
+             early_deliveries = 0, kept_by_reservation = 0, consumed = 0, refused = 0,
+             resolved_present = 0, resolved_missing = 0, seen_dead = 0, seen_expired = 0,
+             observations = 0, unreported_deliveries = 0;
     std::array<uint64_t, 64> killed_in{};  // kills during a call, by its intent kind
   } counts;
 

@@ -1,6 +1,6 @@
-// The rule book, continued (model.h): the outcomes of calls on a delivery's token (ack, nack,
-// dead_letter, touch, release, and ack_batch, one ack per token) and of calls over a topic's
-// dead jobs (purge_dead, requeue_dead_topic).
+// The rule book, continued (model.h): deliveries, the outcomes of calls on a delivery's token
+// (ack, nack, dead_letter, touch, release, and ack_batch, one ack per token) and of calls over a
+// topic's dead jobs (purge_dead, requeue_dead_topic).
 #include <algorithm>
 #include <vector>
 
@@ -115,6 +115,48 @@ bool Model::apply_batch_acks(const Record& r, const Record& intent) {
   }
   counts.ack_batches += ok;
   return ok;
+}
+
+bool Model::apply_delivery(const Record& r) {
+  const std::string id = job_id(r.job);
+  const std::string att = " (attempt " + std::to_string(r.attempt) + ")";
+  JobModel* j = find(r.job);
+  auto fail = [&](const std::string& why) {
+    problem_about(r.job, why);
+    return false;
+  };
+  if (j == nullptr && r.job > 0 && r.job < next_job)
+    return fail("delivered " + id + att +
+                " although it was gone (acked, cancelled, purged, "
+                "or a push found undone after a kill)");
+  if (j == nullptr) return fail("delivered " + id + ", which was never pushed");
+  note(r.job, r);
+  Rec before;
+  if (j->pushing && !j->taken && j->gone()) {
+    // Reserved while its push was being written: waiting as the push makes it, the push's clock
+    // read before the reservation's.
+    before = Rec{St::waiting, 0, Span{j->push_t0, r.t1}.plus(Duration(j->push_delay)), {}, 0};
+    j->taken = true;
+    ++counts.early_deliveries;
+  } else {
+    if (j->gone()) return fail("delivered " + id + att + " although it was gone");
+    if (!j->live()) return fail("delivered " + id + " while its state was uncertain");
+    before = j->cands[0];
+  }
+  if (pause_may[topic_index_of(r.job)] == kMayPause)
+    return fail("delivered " + id + att + " from " + topic_of(r.job) + ", which was paused");
+  if (const std::string why = delivery_problem(before, r.job, r); !why.empty())
+    return fail("delivered " + id + att + ", due " + rel(r.due) + ", but " + why +
+                "; the harness had it " + rec_text(before, origin));
+  if (r.n <= fence_floor || r.n <= last_fence[r.thread])
+    return fail("delivered " + id + " with fence " + std::to_string(r.n) +
+                ", not above the fences handed out before");
+  last_fence[r.thread] = r.n;
+  max_fence = std::max(max_fence, r.n);
+  counts.consumed += r.thread == kConsumeReserves;
+  j->cands = {delivered(r, r.job)};
+  ++counts.deliveries;
+  return true;
 }
 
 }  // namespace delayq::crash

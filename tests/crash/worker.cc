@@ -94,8 +94,9 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
   if (setup.observe)
     for (const Record& r : observation_records(observe(*q_, m_))) emit(r);
   emit(make_record(Kind::opened));
+  if (m_.consumer) start_consume();
   std::vector<std::thread> others;
-  for (size_t t = 1; t < (m_.consumer ? kWorkers : kThreads); ++t)
+  for (size_t t = 1; t < (m_.consumer ? kConsumer + 1 : kThreads); ++t)
     others.emplace_back([this, t, seed] {
       try {
         run_loop(*this, t, seed);
@@ -104,6 +105,25 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
       }
     });
   run_loop(*this, 0, seed);  // never returns: the driver's SIGKILL ends the process
+}
+
+void WorkerProcess::report_delivery(const Delivery& d, size_t thread, int64_t t0, int64_t t1) {
+  const std::vector<std::string> wrong = delivery_static_problems(d, m_.salt);
+  const uint64_t job = parse_job_id(d.id).value_or(0);
+  bool kept;
+  {
+    std::lock_guard lock(mu_);
+    const Record rec = delivery_record(d, job, static_cast<uint8_t>(thread), t0, t1);
+    send(rec);
+    kept = m_.apply(rec);
+    for (const std::string& v : wrong) {
+      Record e = make_record(Kind::violation, job);
+      e.thread = static_cast<uint8_t>(thread);
+      set_text(e, v);
+      send(e);
+    }
+  }
+  if (!kept || !wrong.empty()) _exit(4);
 }
 
 void worker_main(int fd, Model& model, uint64_t seed, const std::string& dir,
