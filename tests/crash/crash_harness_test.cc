@@ -7,7 +7,8 @@
 // dead_letter() and leases that run out). The worker reports every call's intent and outcome over a
 // pipe; the driver kills it with SIGKILL after 10-80 ms and checks what a reopened store shows
 // against its model of the reports: every job's state, due time, attempts and lease deadline
-// (crash/model.h, crash/check.h).
+// (crash/model.h, crash/check.h). In the kill cycles a consumer thread and a consume() loop in the
+// worker take the jobs of one topic of each thread as they are pushed (crash/load.h).
 //
 //  - CrashHarness.SigkillsInEverySyncModeKeepEveryPromise: the kill cycles, every sync mode in
 //    turn (a kill loses nothing answered in any of them).

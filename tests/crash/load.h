@@ -2,8 +2,10 @@
 //
 // Each of the worker's kThreads threads owns two topics and the jobs on them (ids with
 // job % kThreads == its index), so that its calls never race another thread's on one job while
-// their writes to the store overlap (and share fsyncs). Everything about a job that the driver
-// checks (topic, body, ttr, retry policy) is a function of its number and the run's salt, so
+// their writes to the store overlap (and share fsyncs); in the kill cycles it only pushes the
+// jobs of its second topic, which the consumer thread or consume() take (below): their
+// reservations race its pushes, as intended, and nothing else does. Everything about a job that the
+// driver checks (topic, body, ttr, retry policy) is a function of its number and the run's salt, so
 // both processes know it without sending it.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The load of one worker thread (worker_process.h): a random mix of every call of the Queue
 // that changes a job, on its own topics and jobs, each reported as an intent before the call
-// and an outcome after it.
+// and an outcome after it; or the consumer thread's reserves, acks and releases (load.h).
 #include <algorithm>
 #include <random>
 #include <vector>
