@@ -84,4 +84,11 @@ struct TierView {
 };
 TierView tier_view(Engine& engine);
 
+// For the crash harness (tests/crash/), which must know whether a kill landed in a refill:
+// called on the refilling thread as a refill step that moves jobs begins its write (true, with
+// every shard locked) and once that write is durable or has failed (false). One observer per
+// process, none by default.
+using RefillObserver = void (*)(bool begin);
+void set_refill_observer(RefillObserver observer) noexcept;
+
 }  // namespace delayq::engine

@@ -28,7 +28,29 @@ bool by_key(const JobRecord& a, const JobRecord& b) {
   return far_key(a) < far_key(b);
 }
 
+std::atomic<RefillObserver> refill_observer{nullptr};
+
+// Tells the observer, if any, that a refill's write began, and that it ended when this goes.
+class ObservedRefill {
+ public:
+  ObservedRefill() : f_(refill_observer.load(std::memory_order_acquire)) {
+    if (f_ != nullptr) f_(true);
+  }
+  ~ObservedRefill() {
+    if (f_ != nullptr) f_(false);
+  }
+  ObservedRefill(const ObservedRefill&) = delete;
+  ObservedRefill& operator=(const ObservedRefill&) = delete;
+
+ private:
+  const RefillObserver f_;
+};
+
 }  // namespace
+
+void set_refill_observer(RefillObserver observer) noexcept {
+  refill_observer.store(observer, std::memory_order_release);
+}
 
 Tier::Tier(FarStore& store, Shards& shards, SkipReport skip)
     : store_(store),
@@ -180,7 +202,9 @@ Status Tier::step() {
   }
   set_horizon(next, limited || (budget_ != 0 && next < limit));
   std::optional<uint64_t> ticket;
+  std::optional<ObservedRefill> observed;  // from the write until it is durable
   if (!moved.changes.empty()) {
+    observed.emplace();
     moved.horizon = next;
     Result<uint64_t> w = store_.write(puts, moved, Stats());
     if (!w) return w.status();

@@ -70,6 +70,9 @@ Observation observe(Queue& q, const Model& m) {
   o.acked = s.acked;
   o.cancelled = s.cancelled;
   o.purged = s.purged;
+  for (size_t i = 0; i < kTopics.size(); ++i)
+    if (auto it = s.topics.find(kTopics[i]); it != s.topics.end() && it->second.paused)
+      o.paused |= 1u << i;
   o.complete = true;
   return o;
 }
@@ -87,13 +90,14 @@ std::vector<Record> observation_records(const Observation& o) {
   end.totals[1] = o.acked;
   end.totals[2] = o.cancelled;
   end.totals[3] = o.purged;
+  end.attempt = o.paused;
   out.push_back(end);
   return out;
 }
 
 bool check_observation(Model& m, const Observation& o) {
   const size_t problems_before = m.problems.size();
-  std::array<bool, kThreads> unreported_used{};
+  std::array<bool, kWorkers> unreported_used{};
   uint64_t present = 0;
   std::vector<uint64_t> ids;
   for (const auto& entry : m.jobs) ids.push_back(entry.first);
@@ -112,7 +116,7 @@ bool check_observation(Model& m, const Observation& o) {
       m.problem_about(job, job_id(job) + " after a reopen: " + w->second);
     bool ok = std::any_of(j.cands.begin(), j.cands.end(),
                           [&](const Rec& c) { return shows(c, job, ob); });
-    const size_t t = owner_of(job);
+    const size_t t = m.reserver_of(job);
     if (!ok && m.unreported[t] && !unreported_used[t]) {
       ok = std::any_of(j.cands.begin(), j.cands.end(), [&](const Rec& c) {
         return shows_after_unreported_delivery(c, job, ob, *m.unreported[t]);
@@ -129,6 +133,15 @@ bool check_observation(Model& m, const Observation& o) {
     m.counts.seen_dead += ob.exists && ob.state == JobState::dead;
     j.cands = {rec_of(ob)};
   }
+  // Each topic paused or not, as the reports allow (a pause that returned is kept).
+  for (size_t i = 0; i < kTopics.size(); ++i) {
+    const bool paused = (o.paused >> i) & 1;
+    if (!(m.pause_may[i] & (paused ? Model::kMayPause : Model::kMayRun)))
+      m.problem(kTopics[i] + std::string(" is ") + (paused ? "paused" : "not paused") +
+                " in a reopened store, which the reports do not allow");
+    m.counts.seen_paused += paused;
+  }
+  m.take_pauses(o.paused);
   // Nothing else is in the store, and its totals count exactly its jobs.
   if (o.stored != present)
     m.problem("the store holds " + std::to_string(o.stored) + " jobs; the reports allow exactly " +
@@ -209,6 +222,9 @@ Record delivery_record(const Delivery& d, uint64_t job, uint8_t thread, int64_t 
 
 void drain(Model& m, Queue& q, size_t* owed_count, uint64_t* delivered_count) {
   m.begin_run();
+  for (const std::string& topic : kTopics)  // what a worker left paused
+    if (Status s = q.resume(topic); !s.ok()) m.problem("drain: resume failed: " + s.to_string());
+  m.take_pauses(0);
   std::vector<uint64_t> owed;
   for (uint64_t job : m.live_jobs())
     if (m.jobs[job].cands[0].st != St::dead) owed.push_back(job);
@@ -238,7 +254,7 @@ void drain(Model& m, Queue& q, size_t* owed_count, uint64_t* delivered_count) {
     if (!m.apply(delivery_record(*r, job, 0, intent.t0, t1))) break;
     delivered.insert(job);
     Record ack = make_record(Kind::ack_intent, job);
-    ack.thread = static_cast<uint8_t>(owner_of(job));
+    ack.thread = static_cast<uint8_t>(m.handler_of(job));
     ack.n = r->token.fence;
     ack.t0 = ns_of(wall_now());
     m.apply(ack);

@@ -1,12 +1,14 @@
 // The crash and power-loss harnesses of the durable store (tests/crash/ holds the harness).
 //
 // A driver (the test) forks a worker process that opens the store and runs a mixed load on it
-// from two threads: push, push_batch, reserve, ack, nack, dead_letter, touch, release, cancel,
-// reschedule, requeue_dead and purge_dead, on jobs with 3 attempts and leases of 15 or 200 ms
-// (so that dead letters happen: by nacks, dead_letter() and leases that run out). The worker
-// reports every call's intent and outcome over a pipe; the driver kills it with SIGKILL after
-// 10-80 ms and checks what a reopened store shows against its model of the reports: every
-// job's state, due time, attempts and lease deadline (crash/model.h, crash/check.h).
+// from two threads: push, push_batch, reserve, ack, ack_batch, nack, dead_letter, touch,
+// release, cancel, reschedule, requeue_dead, requeue_dead_topic, purge_dead, pause and resume, on
+// jobs with 3 attempts and leases of 15 or 200 ms (so that dead letters happen: by nacks,
+// dead_letter() and leases that run out). The worker reports every call's intent and outcome over a
+// pipe; the driver kills it with SIGKILL after 10-80 ms and checks what a reopened store shows
+// against its model of the reports: every job's state, due time, attempts and lease deadline
+// (crash/model.h, crash/check.h). In the kill cycles a consumer thread and a consume() loop in the
+// worker take the jobs of one topic of each thread as they are pushed (crash/load.h).
 //
 //  - CrashHarness.SigkillsInEverySyncModeKeepEveryPromise: the kill cycles, every sync mode in
 //    turn (a kill loses nothing answered in any of them).
@@ -101,6 +103,12 @@ void print_calls(const Model::Counts& c) {
       (unsigned long long)c.observations, (unsigned long long)c.seen_dead,
       (unsigned long long)c.resolved_present, (unsigned long long)c.resolved_missing,
       (unsigned long long)c.unreported_deliveries);
+  std::printf(
+      "[ harness  ] and %llu ack_batches, %llu requeue_dead_topics (%llu jobs), %llu pauses, "
+      "%llu resumes; paused topics seen in reopened stores %llu times\n",
+      (unsigned long long)c.ack_batches, (unsigned long long)c.requeue_topics,
+      (unsigned long long)c.requeued, (unsigned long long)c.pauses, (unsigned long long)c.resumes,
+      (unsigned long long)c.seen_paused);
 }
 
 // A harness whose workers never got going, or whose load skipped a call, proves nothing.
@@ -109,8 +117,10 @@ void expect_every_call(const Model::Counts& c, int cycles) {
   EXPECT_GE(c.pushes, static_cast<uint64_t>(cycles)) << "the workers pushed too little";
   EXPECT_GE(c.deliveries, static_cast<uint64_t>(cycles / 2)) << "too few deliveries";
   for (uint64_t n : {c.batches, c.acks, c.nacks, c.dead_letters, c.touches, c.releases, c.cancels,
-                     c.reschedules, c.requeues, c.purges, c.seen_dead})
-    EXPECT_GT(n, 0u) << "a call of the load never succeeded, or no dead letter was ever seen";
+                     c.reschedules, c.requeues, c.purges, c.seen_dead, c.ack_batches,
+                     c.requeue_topics, c.pauses, c.resumes, c.seen_paused})
+    EXPECT_GT(n, 0u) << "a call of the load never succeeded, or no dead letter or paused topic "
+                        "was ever seen in a reopened store";
 }
 
 TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
@@ -128,20 +138,33 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
       "[ harness  ] %s%d kill cycles (always %d, batch %d, periodic %d, none %d; %d with the disk "
       "tier) in %.1f s, %s\n"
       "[ harness  ] kills: %d before the store was open, %d with a call that writes in flight, "
-      "%d during a RocksDB flush or compaction; %d workers reopened a store a kill had left\n",
+      "%d during a RocksDB flush or compaction, %d during a disk-tier refill's write (of %llu "
+      "refills); %d workers reopened a store a kill had left\n",
       kUnderAsan ? "ASan, " : "", t.done_cycles, t.per_mode[0], t.per_mode[1], t.per_mode[2],
       t.per_mode[3], t.tiered, run.secs, run.replay.c_str(), t.killed_before_open, t.mid_write,
-      t.mid_background, t.worker_reopened);
+      t.mid_background, t.mid_refill, (unsigned long long)m.counts.refills, t.worker_reopened);
   print_calls(m.counts);
+  std::printf(
+      "[ harness  ] the consumer thread reserved %llu jobs before their push returned; %llu "
+      "pushes in flight at a kill were kept because such a reservation had returned; consume() "
+      "handled %llu jobs\n",
+      (unsigned long long)m.counts.early_deliveries,
+      (unsigned long long)m.counts.kept_by_reservation, (unsigned long long)m.counts.consumed);
   std::printf("[ harness  ] drain: %llu of %zu owed jobs delivered\n",
               (unsigned long long)run.drained, run.owed);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   expect_every_call(m.counts, t.done_cycles);
+  EXPECT_GT(m.counts.consumed, 0u) << "consume() never handled a job";
+  EXPECT_GT(m.counts.early_deliveries, 0u) << "the consumer never reserved a job whose push had "
+                                              "not returned yet";
   // The kills must land where they can do harm, in a good share of the cycles.
   EXPECT_GE(t.mid_write, opened / 5) << "too few kills landed during a call that writes";
   EXPECT_GE(t.mid_background, opened / 20) << "too few kills landed during a flush or compaction";
   EXPECT_GE(t.worker_reopened, t.done_cycles / 5) << "too few workers reopened a killed store";
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
+  // A third of the tiered cycles are killed as a refill begins writing: most of those must land
+  // before the write is durable.
+  EXPECT_GE(t.mid_refill, t.tiered / 10) << "too few kills landed during a disk-tier refill";
 }
 
 TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
@@ -169,13 +192,15 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   std::printf(
       "[ harness  ] power losses: %llu syncs recorded; %llu of %llu files cut, %llu bytes "
       "dropped; %llu unsynced tails partly kept; never-synced files: %llu deleted, %llu "
-      "emptied; %d during a flush or compaction, %d before the store was open\n"
+      "emptied; %d during a flush or compaction, %d during a disk-tier refill's write (of %llu "
+      "refills), %d before the store was open\n"
       "[ harness  ] drain: %llu of %zu owed jobs delivered\n",
       (unsigned long long)t.syncs_recorded, (unsigned long long)t.fs.cut,
       (unsigned long long)t.fs.files, (unsigned long long)t.fs.bytes_dropped,
       (unsigned long long)t.fs.unsynced_tails_kept, (unsigned long long)t.fs.never_synced_deleted,
-      (unsigned long long)t.fs.never_synced_emptied, t.mid_background, t.killed_before_open,
-      (unsigned long long)run.drained, run.owed);
+      (unsigned long long)t.fs.never_synced_emptied, t.mid_background, t.mid_refill,
+      (unsigned long long)m.counts.refills, t.killed_before_open, (unsigned long long)run.drained,
+      run.owed);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   // A simulation that never dropped a byte, or workers that never got going, would pass
   // without proving anything; and Sync::batch must not be Sync::always in disguise.
@@ -189,6 +214,7 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   EXPECT_TRUE(batch.empty()) << batch;
   // Where the cuts landed: some while RocksDB flushed or compacted.
   EXPECT_GT(t.mid_background, 0) << "no power loss came during a flush or compaction";
+  EXPECT_GE(t.mid_refill, t.tiered / 10) << "too few power losses came during a disk-tier refill";
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
 }
 

@@ -63,7 +63,8 @@ std::chrono::milliseconds run_time(std::mt19937_64& rng) {
 }
 
 RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
-                      const WorkerSetup& setup, std::chrono::milliseconds run, bool from_open) {
+                      const WorkerSetup& setup, std::chrono::milliseconds run, bool from_open,
+                      bool at_refill) {
   RunOutcome out;
   int fds[2];
   if (pipe(fds) != 0) {
@@ -73,6 +74,7 @@ RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
   std::fflush(stdout);
   std::fflush(stderr);
   m.background = 0;
+  m.refilling = 0;
   m.pending = Observation{};  // what a worker killed while it looked had reported
   const uint64_t opened_before = m.counts.opened;
   const pid_t pid = fork();
@@ -110,6 +112,7 @@ RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
     apply_records(m, buf);
     if (from_open && deadline == open_limit && m.counts.opened != opened_before)
       deadline = Steady::now() + run;
+    if (at_refill && m.refilling > 0) break;
   }
   kill(pid, SIGKILL);
   if (!eof) {
@@ -131,6 +134,7 @@ RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
   out.kill_hi = ns_of(wall_now());
   out.opened = m.counts.opened != opened_before;
   out.background = m.background;
+  out.refilling = m.refilling;
   // Anything but our SIGKILL means the worker ended on its own (its records say why).
   if (WIFEXITED(status))
     m.problem("the worker exited by itself with status " + std::to_string(WEXITSTATUS(status)));
@@ -162,6 +166,7 @@ std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir, Duratio
 void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir, KillTally& t,
                      const std::function<void(Model&, const std::string&)>& plant) {
   std::mt19937_64 rng(seed);
+  m.consumer = true;  // a consumer thread in every worker (load.h)
   for (int cycle = 0; cycle < cycles && m.problems.empty(); ++cycle) {
     m.cycle = cycle;  // every problem names its cycle
     const Sync sync = kModes[static_cast<size_t>(cycle) % kModes.size()];
@@ -173,17 +178,19 @@ void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir
     // while the worker is still opening (replaying, recovering) the store.
     const auto run = run_time(rng);
     const bool from_open = rng() % 4 != 0;
+    const bool at_refill = kill_at_refill(horizon, rng);
     WorkerSetup setup;
     setup.sync = sync;
     setup.shards = shards;
     setup.observe = m.unchecked;  // the last worker's store, as its kill left it
     setup.horizon = horizon;
     t.tiered += horizon != Duration::max();
-    const RunOutcome out =
-        run_worker(m, dir, seed ^ mix(static_cast<uint64_t>(cycle) + 1), setup, run, from_open);
+    const RunOutcome out = run_worker(m, dir, seed ^ mix(static_cast<uint64_t>(cycle) + 1), setup,
+                                      run, from_open, at_refill);
     t.killed_before_open += !out.opened;
     t.worker_reopened += setup.observe && out.opened;
     t.mid_background += out.background > 0;
+    t.mid_refill += out.refilling > 0;
     t.mid_write += m.settle_in_flight(out.kill_hi);
     ++t.per_mode[mode_index(sync)];
     ++t.done_cycles;

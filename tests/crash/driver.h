@@ -47,6 +47,7 @@ struct RunOutcome {
   bool opened = false;  // it reported its store open (the load started)
   int64_t kill_hi = 0;  // the clock once it was dead: it made no call after this
   int background = 0;   // RocksDB flushes and compactions running when it was killed
+  int refilling = 0;    // disk-tier refills writing when it was killed
 };
 
 // How long a worker runs before the SIGKILL, counted from its report that the store is open (or,
@@ -54,9 +55,16 @@ struct RunOutcome {
 std::chrono::milliseconds run_time(std::mt19937_64& rng);
 
 // Forks a worker, lets it run for `run` (counted from the fork, or from its report that the
-// store is open), kills it with SIGKILL and applies everything it reported.
+// store is open), kills it with SIGKILL and applies everything it reported. `at_refill`: kills
+// it sooner, as soon as it reports a disk-tier refill writing (so that kills land in refills).
 RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
-                      const WorkerSetup& setup, std::chrono::milliseconds run, bool from_open);
+                      const WorkerSetup& setup, std::chrono::milliseconds run, bool from_open,
+                      bool at_refill = false);
+
+// Whether a cycle with the disk tier kills at the worker's first refill (one in three).
+inline bool kill_at_refill(Duration horizon, std::mt19937_64& rng) {
+  return horizon != Duration::max() && rng() % 3 == 0;
+}
 
 // Opens the store in the driver, as a check does, with the disk tier's horizon of the cycle.
 std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir,
@@ -76,6 +84,7 @@ struct KillTally {
   int killed_before_open = 0;
   int mid_write = 0;        // kills with a call that writes in flight
   int mid_background = 0;   // kills while RocksDB flushed or compacted
+  int mid_refill = 0;       // kills while a disk-tier refill wrote
   int worker_reopened = 0;  // cycles whose worker opened the store the last one left
   int tiered = 0;           // cycles with the disk tier
   std::array<int, 4> per_mode{};
@@ -111,6 +120,7 @@ struct PowerTally {
   int batch_cycles_to_tell = 0;        // batch cycles with 2 * kPowerBatchOps answered calls
   uint64_t syncs_recorded = 0;
   int mid_background = 0;
+  int mid_refill = 0;
   power_loss::PowerLossStats fs;
 };
 

@@ -33,6 +33,18 @@ std::string event_text(const Model& m, const Record& r) {
     case Kind::cancel_intent:
     case Kind::requeue_intent:
       return std::string(call_name(r.kind)) + " at " + m.rel(r.t0);
+    case Kind::ackb_intent: {
+      std::string s = "ack_batch at " + m.rel(r.t0) + " of";
+      for (size_t i = 0; i < r.n && i < kMaxAckBatch; ++i)
+        s += " " + job_id(r.items[i]) + " (fence " + std::to_string(r.fences[i]) + ")";
+      return s;
+    }
+    case Kind::ackb_done: {
+      std::string s = "  ack_batch returned";
+      for (size_t i = 0; i < r.n && i < kMaxAckBatch; ++i)
+        s += std::string(" ") + errc_text(r.codes[i]);
+      return s + " at " + m.rel(r.t1);
+    }
     case Kind::touch_done:
       return "  touch returned " + code + (r.code == 0 ? ", lease until " + m.rel(r.lease) : "") +
              " at " + m.rel(r.t1);
@@ -48,6 +60,8 @@ std::string event_text(const Model& m, const Record& r) {
       return "  returned " + code + " at " + m.rel(r.t1);
     case Kind::purged:
       return "purge_dead of its topic deleted it";
+    case Kind::requeued:
+      return "requeue_dead_topic of its topic requeued it";
     case Kind::seen:
       return "a reopened store showed " + obs_text(obs_of_seen(r), m.origin);
     case Kind::settled:

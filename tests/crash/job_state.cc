@@ -157,6 +157,7 @@ Rec after_call(const Rec& before, uint64_t job, const Record& intent, const Reco
       r.due = Span{std::max(intent.arg, w.lo), std::max(intent.arg, w.hi)};
       return r;
     case Kind::requeue_intent:
+    case Kind::rqtopic_intent:
       return Rec{St::waiting, 0, w, {}, 0};
     default:
       return r;

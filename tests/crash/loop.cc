@@ -1,6 +1,6 @@
 // The load of one worker thread (worker_process.h): a random mix of every call of the Queue
 // that changes a job, on its own topics and jobs, each reported as an intent before the call
-// and an outcome after it.
+// and an outcome after it; or the consumer thread's reserves, acks and releases (load.h).
 #include <algorithm>
 #include <random>
 #include <vector>
@@ -15,7 +15,7 @@ namespace {
 class Loop {
  public:
   Loop(WorkerProcess& w, size_t thread, uint64_t seed)
-      : w_(w), m_(w.m_), q_(*w.q_), t_(thread), rng_(mix(seed + thread)) {}
+      : w_(w), m_(w.m_), q_(*w.q_), t_(thread), rng_(mix(seed + thread)), topics_(topics()) {}
 
   [[noreturn]] void run() {
     for (;;) step();
@@ -37,7 +37,7 @@ class Loop {
     std::lock_guard lock(w_.mu_);
     std::vector<uint64_t> out;
     for (const auto& [job, j] : m_.jobs)
-      if (owner_of(job) == t_ && j.live() && keep(job, j.cands[0])) out.push_back(job);
+      if (m_.handler_of(job) == t_ && j.live() && keep(job, j.cands[0])) out.push_back(job);
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -49,22 +49,51 @@ class Loop {
     return mine([w](uint64_t job, const Rec& r) { return may_be(r, job, w, St::dead); });
   }
 
+  // The jobs this thread pushed that are live (whoever handles them).
+  size_t pushed_live() {
+    std::lock_guard lock(w_.mu_);
+    size_t n = 0;
+    for (const auto& [job, j] : m_.jobs) n += owner_of(job) == t_ && j.live();
+    return n;
+  }
+
+  // The topics this thread reserves from.
+  std::vector<std::string> topics() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < kTopics.size(); ++i)
+      if (t_ == kConsumer ? i == kConsumerTopic : i / 2 == t_ && !m_.consumed_topic(i))
+        out.push_back(kTopics[i]);
+    return out;
+  }
+
+  // The consumer thread (load.h): reserves, then acks or releases what it holds.
+  void consumer_step() {
+    const uint64_t roll = below(100);
+    if (held_.empty() || roll < 40) return reserve();
+    return token_call(roll < 85 ? Kind::ack_intent : Kind::release_intent);
+  }
+
   void step() {
+    if (t_ == kConsumer) return consumer_step();
     // A call that has nothing to act on reserves instead.
     const uint64_t roll = below(100);
-    const bool room = live().size() < kLiveCap / kThreads;
+    const bool room = pushed_live() < kLiveCap / kThreads;
     if (roll < 16) return room ? push() : reserve();
     if (roll < 21) return room ? push_batch() : reserve();
-    if (roll < 45) return reserve();
-    if (roll < 48) return held_.empty() ? reserve() : token_call(Kind::release_intent);
-    if (roll < 61) return held_.empty() ? reserve() : token_call(Kind::ack_intent);
-    if (roll < 67) return held_.empty() ? reserve() : token_call(Kind::nack_intent);
-    if (roll < 70) return held_.empty() ? reserve() : token_call(Kind::dead_intent);
-    if (roll < 74) return held_.empty() ? reserve() : token_call(Kind::touch_intent);
-    if (roll < 80) return job_call(Kind::cancel_intent, live());
-    if (roll < 86) return job_call(Kind::resched_intent, live());
-    if (roll < 93) return job_call(Kind::requeue_intent, maybe_dead());
-    return purge();
+    if (roll < 43) return reserve();
+    if (roll < 46) return held_.empty() ? reserve() : token_call(Kind::release_intent);
+    if (roll < 57) return held_.empty() ? reserve() : token_call(Kind::ack_intent);
+    if (roll < 60) return ack_batch();
+    if (roll < 66) return held_.empty() ? reserve() : token_call(Kind::nack_intent);
+    if (roll < 69) return held_.empty() ? reserve() : token_call(Kind::dead_intent);
+    if (roll < 73) return held_.empty() ? reserve() : token_call(Kind::touch_intent);
+    if (roll < 79) return job_call(Kind::cancel_intent, live());
+    if (roll < 84) return job_call(Kind::resched_intent, live());
+    if (roll < 89) return job_call(Kind::requeue_intent, maybe_dead());
+    if (roll < 92) return topic_jobs_call(Kind::rqtopic_intent);
+    if (roll < 95) return topic_jobs_call(Kind::purge_intent);
+    if (roll < 96) return pause_call(Kind::pause_intent);
+    return pause_call(Kind::resume_intent);
   }
 
   Duration push_delay() {
@@ -103,28 +132,15 @@ class Loop {
   void reserve() {
     // Most calls do not wait (a worker that waits is mostly killed while waiting); one in five
     // waits up to 3 ms for a job to fall due.
-    const Duration timeout = below(5) != 0 ? Duration::zero() : Duration(below(3'000'001));
+    // The consumer waits one time in two, so that pushes wake it.
+    const bool waits = below(t_ == kConsumer ? 2 : 5) == 0;
+    const Duration timeout = waits ? Duration(below(3'000'001)) : Duration::zero();
     const Record in = intent(Kind::reserve_intent);
     w_.emit(in);
-    Result<Delivery> r = q_.reserve(topics_of_thread(t_), timeout);
+    Result<Delivery> r = q_.reserve(topics_, timeout);
     const int64_t t1 = now();
     if (!r.ok()) return w_.emit(done_record(Kind::reserve_done, in, r.status(), t1));
-    const std::vector<std::string> wrong = delivery_static_problems(*r, m_.salt);
-    const uint64_t job = parse_job_id(r->id).value_or(0);
-    bool kept;
-    {
-      std::lock_guard lock(w_.mu_);
-      const Record rec = delivery_record(*r, job, static_cast<uint8_t>(t_), in.t0, t1);
-      w_.send(rec);
-      kept = m_.apply(rec);
-      for (const std::string& v : wrong) {
-        Record e = make_record(Kind::violation, job);
-        e.thread = static_cast<uint8_t>(t_);
-        set_text(e, v);
-        w_.send(e);
-      }
-    }
-    if (!kept || !wrong.empty()) _exit(4);
+    w_.report_delivery(*r, t_, in.t0, t1);
     held_.push_back(r->token);
   }
 
@@ -168,6 +184,38 @@ class Loop {
     forget_gone();  // an older delivery of an acked job
   }
 
+  // ack_batch of two or three deliveries this thread holds, of different jobs.
+  void ack_batch() {
+    std::vector<size_t> picked;
+    for (size_t k = 0; k < held_.size() && picked.size() < kMaxAckBatch; ++k) {
+      const size_t i = (k + below(held_.size())) % held_.size();
+      const bool dup = std::any_of(picked.begin(), picked.end(),
+                                   [&](size_t p) { return held_[p].id == held_[i].id; });
+      if (!dup) picked.push_back(i);
+    }
+    if (picked.size() < 2) return held_.empty() ? reserve() : token_call(Kind::ack_intent);
+    Record in = intent(Kind::ackb_intent, *parse_job_id(held_[picked[0]].id));
+    in.n = picked.size();
+    std::vector<Token> tokens;
+    for (size_t k = 0; k < picked.size(); ++k) {
+      const Token& t = held_[picked[k]];
+      in.items[k] = *parse_job_id(t.id);
+      in.fences[k] = t.fence;
+      tokens.push_back(t);
+    }
+    w_.emit(in);
+    const std::vector<Status> acked = q_.ack_batch(tokens);
+    Record done = done_record(Kind::ackb_done, in, Status(), now());
+    for (size_t k = 0; k < picked.size(); ++k)
+      done.codes[k] = k < acked.size() && !acked[k].ok()
+                          ? static_cast<uint8_t>(acked[k].code().value())
+                          : static_cast<uint8_t>(k < acked.size() ? 0 : 255);
+    w_.emit(done);
+    std::sort(picked.rbegin(), picked.rend());
+    for (size_t i : picked) held_.erase(held_.begin() + static_cast<long>(i));
+    forget_gone();
+  }
+
   // cancel, reschedule or requeue_dead of one of `jobs`.
   void job_call(Kind kind, const std::vector<uint64_t>& jobs) {
     if (jobs.empty()) return reserve();
@@ -193,28 +241,57 @@ class Loop {
     forget_gone();
   }
 
-  // purge_dead of a topic of this thread's that may hold dead jobs; then every job of the topic
-  // that is gone is reported (nothing but this thread's calls removes its jobs).
-  void purge() {
+  // purge_dead or requeue_dead_topic of a topic of this thread's that may hold dead jobs; then
+  // every job of the topic that it changed is reported: each that is gone after a purge, and
+  // after a requeue each that may have been dead and is waiting with no attempt (nothing but this
+  // thread's calls touches its jobs, and only a requeue takes a dead job's attempts to 0).
+  void topic_jobs_call(Kind kind) {
     const std::vector<uint64_t> dead = maybe_dead();
     if (dead.empty()) return reserve();
     const size_t topic = topic_index_of(dead[below(dead.size())]);
-    Record in = intent(Kind::purge_intent);
+    Record in = intent(kind);
     in.arg = static_cast<int64_t>(topic);
     w_.emit(in);
-    const Result<uint64_t> n = q_.purge_dead(kTopics[topic]);
+    const bool purge = kind == Kind::purge_intent;
+    const Result<uint64_t> n =
+        purge ? q_.purge_dead(kTopics[topic]) : q_.requeue_dead_topic(kTopics[topic]);
     const int64_t t1 = now();
-    for (uint64_t job :
-         mine([topic](uint64_t j, const Rec&) { return topic_index_of(j) == topic; }))
-      if (q_.get(job_id(job)).is(Errc::not_found)) {
-        Record gone = make_record(Kind::purged, job);
-        gone.thread = static_cast<uint8_t>(t_);
-        w_.emit(gone);
-      }
-    Record done = done_record(Kind::purge_done, in, n.status(), t1);
+    const Span w{in.t0, t1};
+    for (uint64_t job : mine([&](uint64_t j, const Rec&r) {
+           return topic_index_of(j) == topic && (purge || may_be(r, j, w, St::dead));
+         })) {
+      const Result<JobInfo> got = q_.get(job_id(job));
+      const bool changed = purge ? got.is(Errc::not_found)
+                                 : got.ok() && got->attempts == 0 && got->state != JobState::dead &&
+                                       got->state != JobState::reserved;
+      if (!changed) continue;
+      Record r = make_record(purge ? Kind::purged : Kind::requeued, job);
+      r.thread = static_cast<uint8_t>(t_);
+      w_.emit(r);
+    }
+    Record done = done_record(done_of(kind), in, n.status(), t1);
     done.n = n.ok() ? *n : 0;
     w_.emit(done);
     forget_gone();
+  }
+
+  // pause (of a topic of this thread's) or resume (of one that may be paused).
+  void pause_call(Kind kind) {
+    std::vector<size_t> topics;
+    {
+      std::lock_guard lock(w_.mu_);
+      for (size_t i = 2 * t_; i < 2 * t_ + 2; ++i)
+        if (!m_.consumed_topic(i) &&
+            (kind == Kind::pause_intent || (m_.pause_may[i] & Model::kMayPause)))
+          topics.push_back(i);
+    }
+    if (topics.empty()) return reserve();
+    Record in = intent(kind);
+    in.arg = static_cast<int64_t>(topics[below(topics.size())]);
+    w_.emit(in);
+    const std::string& topic = kTopics[static_cast<size_t>(in.arg)];
+    const Status s = kind == Kind::pause_intent ? q_.pause(topic) : q_.resume(topic);
+    w_.emit(done_record(done_of(kind), in, s, now()));
   }
 
   // Deliveries of jobs that are gone (cancelled, purged) can only be refused: dropped.
@@ -229,6 +306,7 @@ class Loop {
   Engine& q_;
   const size_t t_;
   std::mt19937_64 rng_;
+  const std::vector<std::string> topics_;
   std::vector<Token> held_;  // deliveries to this thread not yet acked, nacked or dead-lettered
 };
 

@@ -44,6 +44,11 @@ void Model::begin_run() {
   last_fence = {};
 }
 
+void Model::take_pauses(uint32_t paused) {
+  for (size_t i = 0; i < kTopics.size(); ++i)
+    pause_may[i] = (paused >> i) & 1 ? kMayPause : kMayRun;
+}
+
 void Model::problem(const std::string& s) {
   problems.push_back("cycle " + std::to_string(cycle) +
                      (cycle_label.empty() ? "" : " (" + cycle_label + ")") + ": " + s);
@@ -66,7 +71,7 @@ void Model::note(uint64_t job, const Record& r) {
 
 bool Model::apply(const Record& r) {
   if (keep_cycle_records) cycle_records.push_back(r);
-  if (r.thread >= kThreads) {
+  if (r.thread >= kWorkers) {
     problem("a record from thread " + std::to_string(r.thread));
     return false;
   }
@@ -80,6 +85,13 @@ bool Model::apply(const Record& r) {
       return true;
     case Kind::bg_end:
       --background;
+      return true;
+    case Kind::refill_begin:
+      ++refilling;
+      ++counts.refills;
+      return true;
+    case Kind::refill_end:
+      --refilling;
       return true;
     case Kind::violation:
       violations[r.job].push_back(text_of(r));  // reported together, see report_violations()
@@ -99,19 +111,23 @@ bool Model::apply(const Record& r) {
       o.acked = r.totals[1];
       o.cancelled = r.totals[2];
       o.purged = r.totals[3];
+      o.paused = r.attempt;
       o.complete = true;
       return check_observation(*this, o);
     }
-    case Kind::purged: {
+    case Kind::purged:
+    case Kind::requeued: {
+      const Kind call = r.kind == Kind::purged ? Kind::purge_intent : Kind::rqtopic_intent;
       std::optional<Record>& slot = in_flight[r.thread];
       const Rec* rec = live_rec(r.job);
-      if (!slot || slot->kind != Kind::purge_intent || rec == nullptr ||
+      if (!slot || slot->kind != call || rec == nullptr ||
           topic_index_of(r.job) != static_cast<size_t>(slot->arg)) {
-        problem_about(r.job, "a purged record for " + job_id(r.job) + " out of place");
+        problem_about(r.job, std::string("a record that ") + call_name(call) + " changed " +
+                                 job_id(r.job) + ", out of place");
         return false;
       }
       note(r.job, r);
-      purged[r.thread].push_back(r.job);
+      listed[r.thread].push_back(r.job);
       return true;
     }
     default:
@@ -141,11 +157,25 @@ bool Model::apply_intent(const Record& r) {
     problem_about(r.job, why);
     return false;
   };
+  if (is_topic_call(r.kind)) {
+    if (r.arg < 0 || static_cast<size_t>(r.arg) >= kTopics.size() ||
+        static_cast<size_t>(r.arg) / 2 != r.thread || consumed_topic(static_cast<size_t>(r.arg)))
+      return fail(std::string("the worker called ") + call_name(r.kind) + " on topic " +
+                  std::to_string(r.arg) + ", not one of its thread's");
+    listed[r.thread].clear();
+    return true;
+  }
   switch (r.kind) {
     case Kind::reserve_intent:
       return true;
-    case Kind::purge_intent:
-      purged[r.thread].clear();
+    case Kind::ackb_intent:
+      if (r.n == 0 || r.n > kMaxAckBatch) return fail("an ack_batch of " + std::to_string(r.n));
+      for (size_t i = 0; i < r.n; ++i) {
+        if (live_rec(r.items[i]) == nullptr || handler_of(r.items[i]) != r.thread)
+          return fail("the worker called ack_batch on " + job_id(r.items[i]) +
+                      ", not a live job of its thread");
+        note(r.items[i], r);
+      }
       return true;
     case Kind::push_intent:
     case Kind::batch_intent: {
@@ -153,14 +183,19 @@ bool Model::apply_intent(const Record& r) {
       for (uint64_t job : pushed) {
         if (job < next_job) return fail("the worker pushed " + job_id(job) + " twice");
         if (owner_of(job) != r.thread) return fail(job_id(job) + " pushed by the wrong thread");
-        jobs[job].cands = {Rec{}};  // until the push returns
+        JobModel& j = jobs[job];
+        j.cands = {Rec{}};  // until the push returns
+        j.pushing = true;
+        j.taken = false;
+        j.push_t0 = r.t0;
+        j.push_delay = r.arg;
         note(job, r);
       }
       if (!pushed.empty()) next_job = pushed.back() + 1;
       return true;
     }
     default:
-      if (live_rec(r.job) == nullptr || owner_of(r.job) != r.thread)
+      if (live_rec(r.job) == nullptr || handler_of(r.job) != r.thread)
         return fail(std::string("the worker called ") + call_name(r.kind) + " on " + job_id(r.job) +
                     ", not a live job of its thread");
       note(r.job, r);
@@ -188,14 +223,37 @@ bool Model::apply_outcome(const Record& r, const Record& intent) {
       const std::vector<uint64_t> pushed = pushed_jobs(intent);
       for (uint64_t job : pushed) {
         note(job, r);
-        jobs[job].cands = {r.code == 0 ? after_call(Rec{}, job, intent, &r, w) : Rec{}};
+        JobModel& j = jobs[job];
+        j.pushing = false;
+        if (std::exchange(j.taken, false)) {  // delivered already: that record stands
+          if (r.code != 0)
+            return fail(job_id(job) + " was delivered before its push returned, and the push " +
+                        "failed: " + outcome);
+          continue;
+        }
+        j.cands = {r.code == 0 ? after_call(Rec{}, job, intent, &r, w) : Rec{}};
       }
       if (r.code != 0) return fail(what + " failed: " + outcome);
       ++(pushed.size() == 1 ? counts.pushes : counts.batches);
       return true;
     }
     case Kind::purge_done:
-      return apply_purge(r, intent);
+    case Kind::rqtopic_done:
+      return apply_topic_jobs(r, intent);
+    case Kind::ackb_done:
+      return apply_batch_acks(r, intent);
+    case Kind::pause_done:
+    case Kind::resume_done: {
+      const bool pause = r.kind == Kind::pause_done;
+      if (r.code != 0) {
+        problem(std::string(call_name(intent.kind)) + " of " + kTopics[intent.arg] +
+                " failed: " + outcome);
+        return false;
+      }
+      pause_may[intent.arg] = pause ? kMayPause : kMayRun;
+      ++(pause ? counts.pauses : counts.resumes);
+      return true;
+    }
     default:
       break;
   }
@@ -240,127 +298,15 @@ bool Model::apply_outcome(const Record& r, const Record& intent) {
   return true;
 }
 
-bool Model::apply_token_outcome(const Record& r, const Record& intent, Rec& rec) {
-  const Span w{intent.t0, r.t1};
-  const std::string what = std::string(call_name(intent.kind)) + " of " + job_id(r.job) +
-                           " (fence " + std::to_string(intent.n) + ")";
-  if (r.code == 0) {
-    if (!may_hold(rec, intent.n, w)) {
-      problem_about(r.job, what +
-                               " was accepted, but its token was stale (the lease had run "
-                               "out, or a later delivery held the job)");
-      return false;
-    }
-    if (intent.kind == Kind::touch_intent && !w.plus(ttr_of(r.job)).has(r.lease)) {
-      problem_about(r.job, what + " returned a lease deadline that is not the ttr after the call");
-      return false;
-    }
-    rec = after_call(rec, r.job, intent, &r, w);
-    switch (intent.kind) {
-      case Kind::ack_intent:
-        ++counts.acks;
-        break;
-      case Kind::nack_intent:
-        ++counts.nacks;
-        break;
-      case Kind::dead_intent:
-        ++counts.dead_letters;
-        break;
-      case Kind::release_intent:
-        ++counts.releases;
-        break;
-      default:
-        ++counts.touches;
-        break;
-    }
-    if (rec.st == St::absent) jobs[r.job].cands = {Rec{}};
-    return true;
-  }
-  if (has_code(r, Errc::stale_token)) {
-    if (!may_be_stale(rec, r.job, intent.n, w)) {
-      problem_about(r.job, what + " was refused as stale while its delivery held the job");
-      return false;
-    }
-    ++counts.refused;
-    return true;
-  }
-  problem_about(r.job, what + " failed: " + text_of(r));
-  return false;
-}
-
-bool Model::apply_purge(const Record& r, const Record& intent) {
-  const Span w{intent.t0, r.t1};
-  std::vector<uint64_t> gone = std::move(purged[r.thread]);
-  purged[r.thread].clear();
-  if (r.code != 0) {
-    problem("purge_dead of " + kTopics[intent.arg] + " failed: " + text_of(r));
-    return false;
-  }
-  bool ok = true;
-  if (r.n != gone.size()) {
-    problem("purge_dead of " + kTopics[intent.arg] + " returned " + std::to_string(r.n) + ", but " +
-            std::to_string(gone.size()) + " of its jobs were gone after it");
-    ok = false;
-  }
-  for (uint64_t job : gone) {
-    if (!may_be(jobs[job].cands[0], job, w, St::dead)) {
-      problem_about(job, "purge_dead deleted " + job_id(job) + ", which was not dead");
-      ok = false;
-    }
-    jobs[job].cands = {Rec{}};
-  }
-  for (const auto& [job, j] : jobs) {
-    if (!j.live() || topic_index_of(job) != static_cast<size_t>(intent.arg)) continue;
-    const bool may_live =
-        may_be(j.cands[0], job, w, St::waiting) || may_be(j.cands[0], job, w, St::reserved);
-    if (!may_live) {
-      problem_about(job, "purge_dead left " + job_id(job) + ", which was dead");
-      ok = false;
-    }
-  }
-  counts.purges += !gone.empty();
-  counts.purged += gone.size();
-  return ok;
-}
-
-bool Model::apply_delivery(const Record& r) {
-  const std::string id = job_id(r.job);
-  const std::string att = " (attempt " + std::to_string(r.attempt) + ")";
-  JobModel* j = find(r.job);
-  auto fail = [&](const std::string& why) {
-    problem_about(r.job, why);
-    return false;
-  };
-  if (j == nullptr && r.job > 0 && r.job < next_job)
-    return fail("delivered " + id + att +
-                " although it was gone (acked, cancelled, purged, "
-                "or a push found undone after a kill)");
-  if (j == nullptr) return fail("delivered " + id + ", which was never pushed");
-  note(r.job, r);
-  if (j->gone()) return fail("delivered " + id + att + " although it was gone");
-  if (!j->live()) return fail("delivered " + id + " while its state was uncertain");
-  if (const std::string why = delivery_problem(j->cands[0], r.job, r); !why.empty())
-    return fail("delivered " + id + att + ", due " + rel(r.due) + ", but " + why +
-                "; the harness had it " + rec_text(j->cands[0], origin));
-  if (r.n <= fence_floor || r.n <= last_fence[r.thread])
-    return fail("delivered " + id + " with fence " + std::to_string(r.n) +
-                ", not above the fences handed out before");
-  last_fence[r.thread] = r.n;
-  max_fence = std::max(max_fence, r.n);
-  j->cands = {delivered(r, r.job)};
-  ++counts.deliveries;
-  return true;
-}
-
 bool Model::settle_in_flight(int64_t kill_hi) {
   bool writing = false;
-  for (size_t t = 0; t < kThreads; ++t) {
+  for (size_t t = 0; t < kWorkers; ++t) {
     if (!in_flight[t]) continue;
     const Record intent = *std::exchange(in_flight[t], std::nullopt);
     ++counts.killed_in[static_cast<size_t>(intent.kind) % counts.killed_in.size()];
     writing |= intent.kind != Kind::reserve_intent;
     settle(intent, kill_hi);
-    purged[t].clear();
+    listed[t].clear();
   }
   unchecked = true;
   return writing;
@@ -380,14 +326,32 @@ void Model::settle(const Record& intent, int64_t kill_hi) {
       return;
     case Kind::push_intent:
     case Kind::batch_intent: {
-      for (uint64_t job : pushed_jobs(intent)) add(job, after_call(Rec{}, job, intent, nullptr, w));
+      for (uint64_t job : pushed_jobs(intent)) {
+        JobModel& j = jobs[job];
+        j.pushing = false;
+        // A reservation that returned was written after the push: the push was kept.
+        if (std::exchange(j.taken, false))
+          ++counts.kept_by_reservation;
+        else
+          add(job, after_call(Rec{}, job, intent, nullptr, w));
+      }
       return;
     }
     case Kind::purge_intent:
+    case Kind::rqtopic_intent:
       for (auto& [job, j] : jobs)
         if (j.live() && topic_index_of(job) == static_cast<size_t>(intent.arg) &&
             may_be(j.cands[0], job, w, St::dead))
-          add(job, Rec{});
+          add(job, after_call(j.cands[0], job, intent, nullptr, w));
+      return;
+    case Kind::pause_intent:
+      pause_may[intent.arg] |= kMayPause;
+      return;
+    case Kind::resume_intent:
+      pause_may[intent.arg] |= kMayRun;
+      return;
+    case Kind::ackb_intent:
+      for (size_t i = 0; i < intent.n; ++i) settle(ack_of_batch(intent, i), kill_hi);
       return;
     default:
       break;

@@ -25,6 +25,10 @@ struct JobModel {
   // What the store may hold: one record, or several after a kill during a call on the job (the
   // call may or may not have happened) until a reopened store shows which.
   std::vector<Rec> cands;
+  // Its push is in flight (pushed at push_t0 with push_delay), and whether a delivery of it was
+  // reported meanwhile (then the push cannot be lost: the reservation was written after it).
+  bool pushing = false, taken = false;
+  int64_t push_t0 = 0, push_delay = 0;
   bool live() const { return cands.size() == 1 && cands[0].st != St::absent; }
   bool gone() const;
 };
@@ -35,6 +39,7 @@ struct Observation {
   std::map<uint64_t, std::string> wrong;  // jobs whose body, topic, ttr or policy differ
   uint64_t stored = 0;                    // jobs counted by stats()
   uint64_t pushed = 0, acked = 0, cancelled = 0, purged = 0;  // stats() totals
+  uint32_t paused = 0;  // bit i: kTopics[i] is paused (stats())
   bool complete = false;
 };
 
@@ -49,22 +54,44 @@ struct Model {
   std::unordered_map<uint64_t, JobModel> jobs;
   uint64_t next_job = 1;  // ids are never reused
 
-  // Per worker thread: its call in flight (the intent), and the jobs a purge in flight found
-  // gone so far.
-  std::array<std::optional<Record>, kThreads> in_flight;
-  std::array<std::vector<uint64_t>, kThreads> purged;
+  // Per worker thread: its call in flight (the intent), and the jobs a purge_dead or
+  // requeue_dead_topic in flight found gone or requeued so far.
+  std::array<std::optional<Record>, kWorkers> in_flight;
+  std::array<std::vector<uint64_t>, kWorkers> listed;
+  // Per topic: whether it may be running (kMayRun), paused (kMayPause), or either (after a kill
+  // during a pause or resume, until a reopened store shows which).
+  static constexpr uint8_t kMayRun = 1, kMayPause = 2;
+  std::array<uint8_t, kTopics.size()> pause_may = {kMayRun, kMayRun, kMayRun, kMayRun};
   // Per worker thread: the span of a reserve() in flight at the last kill. It may have
   // delivered one job, unreported: that job may show one attempt more.
-  std::array<std::optional<Span>, kThreads> unreported;
+  std::array<std::optional<Span>, kWorkers> unreported;
   // Kills since the last look at a reopened store.
   bool unchecked = false;
 
   // Fences: each delivery's is above every fence of an earlier worker (fence_floor) and above
   // the last one its thread saw.
   uint64_t max_fence = 0, fence_floor = 0;
-  std::array<uint64_t, kThreads> last_fence{};
+  std::array<uint64_t, kWorkers> last_fence{};
+  // Whether the workers run the consumer thread (load.h): the kill cycles do.
+  bool consumer = false;
+  bool consumed_topic(size_t topic) const { return consumer && topic % 2 == 1; }
+  // The worker thread that makes the calls on a job (other than its push, by owner_of()), and
+  // the one that reserves it.
+  size_t handler_of(uint64_t job) const {
+    if (!consumer) return owner_of(job);
+    const size_t topic = topic_index_of(job);
+    return topic == kConsumerTopic  ? kConsumer
+           : topic == kConsumeTopic ? kConsumeAcks
+                                    : owner_of(job);
+  }
+  size_t reserver_of(uint64_t job) const {
+    const size_t t = handler_of(job);
+    return t == kConsumeAcks ? kConsumeReserves : t;
+  }
   // RocksDB flushes and compactions running in the worker (bg_begin, bg_end).
   int background = 0;
+  // Disk-tier refills writing in the worker (refill_begin, refill_end).
+  int refilling = 0;
   // The totals a reopened store showed last (a crash never takes one back).
   Observation last_totals;
   bool totals_may_drop = false;  // power losses: a lost call is lost with its totals
@@ -82,9 +109,12 @@ struct Model {
 
   struct Counts {
     uint64_t opened = 0, pushes = 0, batches = 0, deliveries = 0, acks = 0, nacks = 0,
-             dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0, requeues = 0, purges = 0,
-             purged = 0, refused = 0, resolved_present = 0, resolved_missing = 0, seen_dead = 0,
-             seen_expired = 0, observations = 0, unreported_deliveries = 0;
+             dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0,
+             requeues = 0, purges = 0, purged = 0, ack_batches = 0, requeue_topics = 0,
+             requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, refills = 0,
+             early_deliveries = 0, kept_by_reservation = 0, consumed = 0, refused = 0,
+             resolved_present = 0, resolved_missing = 0, seen_dead = 0, seen_expired = 0,
+             observations = 0, unreported_deliveries = 0;
     std::array<uint64_t, 64> killed_in{};  // kills during a call, by its intent kind
   } counts;
 
@@ -99,6 +129,8 @@ struct Model {
   bool settle_in_flight(int64_t kill_hi);
   // A new worker (or the driver) starts calling: fences from here on are above all before.
   void begin_run();
+  // A reopened store shows these topics paused (bit i: kTopics[i]), and no other.
+  void take_pauses(uint32_t paused);
 
   void problem(const std::string& s);
   void problem_about(uint64_t job, const std::string& s) { problem(s + explain(job)); }
@@ -115,7 +147,8 @@ struct Model {
   bool apply_intent(const Record& r);
   bool apply_outcome(const Record& r, const Record& intent);
   bool apply_token_outcome(const Record& r, const Record& intent, Rec& rec);
-  bool apply_purge(const Record& r, const Record& intent);
+  bool apply_topic_jobs(const Record& r, const Record& intent);
+  bool apply_batch_acks(const Record& r, const Record& intent);
   bool apply_delivery(const Record& r);
   void settle(const Record& intent, int64_t kill_hi);
 };

@@ -71,9 +71,10 @@ void check_after_power_loss(Model& m, Queue& q,
   } else {
     // The prefix found is the queue now.
     m.in_flight = {};
-    m.purged = {};
+    m.listed = {};
     m.unreported = {};
     for (auto& [job, j] : m.jobs) j.cands = {rec_of(o.jobs.at(job))};
+    m.take_pauses(o.paused);  // not part of the prefix search: see prefix.h
   }
   check_observation(m, o);
 }
@@ -141,6 +142,7 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
     const auto run = run_time(rng);
     const bool from_open = plan.from_open_only || rng() % 4 != 0;
     const uint64_t cut_seed = rng();  // the power loss's own choices (power_loss_fs.cc)
+    const bool at_refill = kill_at_refill(horizon, rng);
     // Everything in the directory is durable now: the store was closed cleanly (by the last
     // cycle's driver) and, in this simulation, fully synced.
     if (Status s = ledger.reset_to(store); !s.ok()) {
@@ -164,10 +166,11 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
     m.cycle_records.clear();
     m.keep_cycle_records = true;
     const RunOutcome out = run_worker(m, store, plan.seed ^ mix(static_cast<uint64_t>(cycle) + 1),
-                                      setup, run, from_open);
+                                      setup, run, from_open, at_refill);
     m.keep_cycle_records = false;
     t.killed_before_open += !out.opened;
     t.mid_background += out.background > 0;
+    t.mid_refill += out.refilling > 0;
     ++t.done_cycles;
     ++t.cycles[mode_index(checked)];
     if (!m.problems.empty()) break;

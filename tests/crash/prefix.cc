@@ -16,7 +16,7 @@ struct Call {
   Record intent;
   std::optional<Record> done;
   bool answered = false;
-  std::vector<uint64_t> purged;  // purge_dead: the jobs it deleted
+  std::vector<uint64_t> listed;  // purge_dead, requeue_dead_topic: the jobs it deleted, requeued
   size_t intent_at = 0;          // positions in the cycle's records (the order they were sent)
   size_t done_at = SIZE_MAX;
   uint64_t item = 0;  // push_batch split into pushes: this call's job
@@ -26,8 +26,9 @@ struct Call {
 bool answered_write(const Call& c) {
   if (!c.answered || c.done->code != 0) return false;
   if (c.done->kind == Kind::reserve_done) return false;  // nothing delivered
-  if (c.done->kind == Kind::purge_done) return c.done->n > 0;
-  return true;
+  if (c.done->kind == Kind::purge_done || c.done->kind == Kind::rqtopic_done) return c.done->n > 0;
+  // A pause or resume changes no job: the search below cannot tell whether it was kept.
+  return c.done->kind != Kind::pause_done && c.done->kind != Kind::resume_done;
 }
 
 std::string call_text(const Call& c) {
@@ -36,7 +37,7 @@ std::string call_text(const Call& c) {
     if (c.done && c.done->kind == Kind::reserved)
       what += " that delivered " + job_id(c.done->job) + " (attempt " +
               std::to_string(c.done->attempt) + ")";
-  } else if (c.intent.kind == Kind::purge_intent) {
+  } else if (is_topic_call(c.intent.kind)) {
     what += " of " + kTopics[c.intent.arg];
   } else {
     what += " of " + job_id(c.item ? c.item : c.intent.job);
@@ -55,8 +56,8 @@ std::array<std::vector<Call>, kThreads> calls_of(const std::vector<Record>& reco
     std::vector<Call>& mine = calls[r.thread];
     if (is_intent(r.kind)) {
       mine.push_back(Call{r, std::nullopt, false, {}, i, SIZE_MAX, 0});
-    } else if (r.kind == Kind::purged && !mine.empty()) {
-      mine.back().purged.push_back(r.job);
+    } else if ((r.kind == Kind::purged || r.kind == Kind::requeued) && !mine.empty()) {
+      mine.back().listed.push_back(r.job);
     } else if (!mine.empty() && !mine.back().done &&
                (r.kind == done_of(mine.back().intent.kind) || r.kind == Kind::reserved)) {
       mine.back().done = r;
@@ -69,9 +70,20 @@ std::array<std::vector<Call>, kThreads> calls_of(const std::vector<Record>& reco
       Call& c = mine.back();
       c.done = done_record(done_of(c.intent.kind), c.intent, Status(), kill_hi);
     }
-    // Several shards: push_batch is one push (one write) per job.
+    // ack_batch is one ack (one write) per token, in order; on several shards push_batch is one
+    // push (one write) per job.
     std::vector<Call> split;
     for (const Call& c : mine) {
+      if (c.intent.kind == Kind::ackb_intent) {
+        for (size_t i = 0; i < c.intent.n; ++i) {
+          split.push_back(c);
+          split.back().intent = ack_of_batch(c.intent, i);
+          split.back().done =
+              c.answered ? ack_done_of_batch(*c.done, i)
+                         : done_record(Kind::ack_done, split.back().intent, Status(), kill_hi);
+        }
+        continue;
+      }
       if (c.intent.kind != Kind::batch_intent || shards == 1) {
         split.push_back(c);
         continue;
@@ -94,7 +106,11 @@ std::vector<uint64_t> jobs_of(const Call& c) {
       return c.done->kind == Kind::reserved ? std::vector<uint64_t>{c.done->job}
                                             : std::vector<uint64_t>{};
     case Kind::purge_intent:
-      return c.purged;
+    case Kind::rqtopic_intent:
+      return c.listed;
+    case Kind::pause_intent:
+    case Kind::resume_intent:
+      return {};
     case Kind::batch_intent: {
       std::vector<uint64_t> out;
       for (uint64_t k = 0; k < c.intent.n; ++k) out.push_back(c.intent.job + k * kThreads);
@@ -133,7 +149,7 @@ class ThreadSearch {
     const size_t n = cs_.size();
     for (size_t c = 0; c <= n; ++c) {
       if (bad_.empty()) fits.push_back(Cut{c, false});
-      if (c < n && partly_purged(cs_[c])) fits.push_back(Cut{c, true});
+      if (c < n && partly_applied(cs_[c])) fits.push_back(Cut{c, true});
       if (bad_.size() <= closest_bad.size()) {
         closest = c;
         closest_bad = bad_;
@@ -141,7 +157,8 @@ class ThreadSearch {
       if (c == n) break;
       const Call& call = cs_[c];
       if (!call.answered &&
-          (call.intent.kind == Kind::reserve_intent || call.intent.kind == Kind::purge_intent)) {
+          (call.intent.kind == Kind::reserve_intent || call.intent.kind == Kind::purge_intent ||
+           call.intent.kind == Kind::rqtopic_intent)) {
         if (in_flight_fits(call)) fits.push_back(Cut{n, false});
         break;
       }
@@ -184,25 +201,29 @@ class ThreadSearch {
   static bool may_happen(const Rec& r, uint64_t job, const Record& intent, Span w) {
     if (is_token_call(intent.kind)) return may_hold(r, intent.n, w);
     if (intent.kind == Kind::resched_intent) return may_be(r, job, w, St::waiting);
-    if (intent.kind == Kind::requeue_intent) return may_be(r, job, w, St::dead);
+    if (intent.kind == Kind::requeue_intent || intent.kind == Kind::rqtopic_intent)
+      return may_be(r, job, w, St::dead);
     return true;
   }
 
-  // An answered purge_dead on several shards, its writes cut between shards: the jobs that
-  // differ are some of those it deleted, gone.
-  bool partly_purged(const Call& call) const {
-    if (shards_ == 1 || !call.answered || call.intent.kind != Kind::purge_intent ||
+  // An answered purge_dead or requeue_dead_topic on several shards, its writes cut between
+  // shards: the jobs that differ are some of those it deleted (gone) or requeued (requeued).
+  bool partly_applied(const Call& call) const {
+    if (shards_ == 1 || !call.answered ||
+        (call.intent.kind != Kind::purge_intent && call.intent.kind != Kind::rqtopic_intent) ||
         call.done->code != 0 || bad_.empty())
       return false;
+    const Span w{call.intent.t0, call.done->t1};
     for (uint64_t job : bad_)
-      if (std::find(call.purged.begin(), call.purged.end(), job) == call.purged.end() ||
-          seen_of(job).exists)
+      if (std::find(call.listed.begin(), call.listed.end(), job) == call.listed.end() ||
+          !shows(after_call(e_.at(job), job, call.intent, &*call.done, w), job, seen_of(job)))
         return false;
     return true;
   }
 
-  // A reserve in flight may have delivered one job of this thread's; a purge in flight may
-  // have deleted any of its topic's jobs that may have been dead.
+  // A reserve in flight may have delivered one job of this thread's; a purge_dead or
+  // requeue_dead_topic in flight may have deleted or requeued any of its topic's jobs that may
+  // have been dead.
   bool in_flight_fits(const Call& call) const {
     const Span w{call.intent.t0, call.done->t1};
     for (uint64_t job : bad_) {
@@ -211,7 +232,8 @@ class ThreadSearch {
       if (call.intent.kind == Kind::reserve_intent) {
         if (bad_.size() > 1 || !shows_after_unreported_delivery(r, job, o, w)) return false;
       } else if (topic_index_of(job) != static_cast<size_t>(call.intent.arg) ||
-                 !may_be(r, job, w, St::dead) || o.exists) {
+                 !may_be(r, job, w, St::dead) ||
+                 !shows(after_call(r, job, call.intent, nullptr, w), job, o)) {
         return false;
       }
     }

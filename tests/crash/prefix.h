@@ -5,8 +5,11 @@
 // lost call is always among the latest ones. explain_by_prefix() searches for such a prefix of
 // each worker thread's calls (the threads own disjoint jobs), the two fitting the order in which
 // calls were made: a call that began after another thread's call had returned was written after
-// it, so it cannot be kept while that one is lost. On a store of several shards a push_batch is
-// one push per job and a purge_dead one write per shard, so either may be kept in part.
+// it, so it cannot be kept while that one is lost. An ack_batch is one ack per token, in order.
+// On a store of several shards a push_batch is one push per job and a purge_dead or
+// requeue_dead_topic one write per shard, so either may be kept in part. A pause or resume
+// changes no job: whether it was kept is not part of the search (the Sync::always check, which
+// loses nothing, checks it).
 #pragma once
 
 #include <array>

@@ -59,6 +59,10 @@ constexpr Call kCalls[] = {
     {Kind::resched_intent, Kind::resched_done, "reschedule"},
     {Kind::requeue_intent, Kind::requeue_done, "requeue_dead"},
     {Kind::purge_intent, Kind::purge_done, "purge_dead"},
+    {Kind::ackb_intent, Kind::ackb_done, "ack_batch"},
+    {Kind::rqtopic_intent, Kind::rqtopic_done, "requeue_dead_topic"},
+    {Kind::pause_intent, Kind::pause_done, "pause"},
+    {Kind::resume_intent, Kind::resume_done, "resume"},
 };
 
 const Call* call_of(Kind intent) {
@@ -81,6 +85,28 @@ bool is_intent(Kind k) {
 bool is_token_call(Kind intent) {
   return intent == Kind::ack_intent || intent == Kind::nack_intent || intent == Kind::dead_intent ||
          intent == Kind::touch_intent || intent == Kind::release_intent;
+}
+
+bool is_topic_call(Kind intent) {
+  return intent == Kind::purge_intent || intent == Kind::rqtopic_intent ||
+         intent == Kind::pause_intent || intent == Kind::resume_intent;
+}
+
+Record ack_of_batch(const Record& batch_intent, size_t i) {
+  Record r = make_record(Kind::ack_intent, batch_intent.items[i]);
+  r.thread = batch_intent.thread;
+  r.t0 = batch_intent.t0;
+  r.n = batch_intent.fences[i];
+  return r;
+}
+
+Record ack_done_of_batch(const Record& batch_done, size_t i) {
+  Record r = ack_of_batch(batch_done, i);
+  r.kind = Kind::ack_done;
+  r.code = batch_done.codes[i];
+  r.t1 = batch_done.t1;
+  if (r.code != 0) set_text(r, std::string("ack in ack_batch: ") + errc_text(r.code));
+  return r;
 }
 
 const char* call_name(Kind intent) {

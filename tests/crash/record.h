@@ -31,7 +31,7 @@ enum class Kind : uint8_t {
   dead_intent,  // dead_letter()
   dead_done,
   touch_intent,
-  touch_done,  // lease = the new lease deadline
+  touch_done,      // lease = the new lease deadline
   release_intent,  // release(): the delivery given back undone (attempts as before it)
   release_done,
   cancel_intent,
@@ -40,20 +40,34 @@ enum class Kind : uint8_t {
   resched_done,
   requeue_intent,  // requeue_dead()
   requeue_done,
-  purge_intent,  // purge_dead(); arg = the topic's index
-  purged,        // job: gone after the purge (the worker looked); sent before purge_done
-  purge_done,    // n = the count purge_dead() returned
+  purge_intent,    // purge_dead(); arg = the topic's index
+  purged,          // job: gone after the purge (the worker looked); sent before purge_done
+  purge_done,      // n = the count purge_dead() returned
+  ackb_intent,     // ack_batch() of n tokens: items[i], fences[i]; job = items[0]
+  ackb_done,       // codes[i]: what each token's ack answered
+  rqtopic_intent,  // requeue_dead_topic(); arg = the topic's index
+  requeued,        // job: requeued by it (the worker looked); sent before rqtopic_done
+  rqtopic_done,    // n = the count requeue_dead_topic() returned
+  pause_intent,    // pause(); arg = the topic's index
+  pause_done,
+  resume_intent,  // resume(); arg = the topic's index
+  resume_done,
   violation,     // job, text: a broken promise the worker saw
   error,         // text: the worker failed in a way the load does not allow
   seen,          // job: what the worker's reopened store shows (see Obs); t0, t1 around get()
-  observed,      // n = jobs stored (stats()), totals = pushed, acked, cancelled, purged
+  observed,      // n = jobs stored (stats()), totals = pushed, acked, cancelled, purged;
+                 // attempt = the paused topics (bit i: kTopics[i])
   bg_begin,      // a RocksDB flush (n = 0) or compaction (n = 1) began
   bg_end,        // ... ended
+  refill_begin,  // the disk tier's refill began writing the jobs it moves (engine/open.h)
+  refill_end,    // ... that write is durable (or failed)
   // Never sent: entries of a job's history in the driver.
   settled,  // the worker was killed during the call above
 };
 
-constexpr uint8_t kAbsent = 255;  // `seen`: the job does not exist
+constexpr uint8_t kAbsent = 255;
+constexpr size_t kMaxAckBatch =
+    3;  // tokens in one ack_batch() of the load  // `seen`: the job does not exist
 
 // One record, one write(): at most PIPE_BUF bytes, so a record is never split or interleaved,
 // and a worker killed mid-write leaves a whole record or none.
@@ -69,7 +83,10 @@ struct Record {
   int64_t due, lease;
   uint64_t n;
   uint64_t totals[4];
-  char text[112];  // NUL-terminated
+  uint64_t items[kMaxAckBatch];   // ack_batch: the jobs of its tokens
+  uint64_t fences[kMaxAckBatch];  // ... their fences
+  uint8_t codes[kMaxAckBatch];    // ... the Errc of each token's ack
+  char text[112];                 // NUL-terminated
 };
 static_assert(sizeof(Record) <= PIPE_BUF);
 
@@ -88,6 +105,13 @@ Kind done_of(Kind intent);
 bool is_intent(Kind k);
 // Calls on a delivery's token: ack, nack, dead_letter, touch, release.
 bool is_token_call(Kind intent);
+// Calls on a whole topic (arg: the topic's index): purge_dead, requeue_dead_topic, pause,
+// resume.
+bool is_topic_call(Kind intent);
+// An ack_batch() as the acks it is made of (the store writes each on its own, in order): the
+// intent of the ack of its item `i`, and its outcome from the batch's outcome `done`.
+Record ack_of_batch(const Record& batch_intent, size_t i);
+Record ack_done_of_batch(const Record& batch_done, size_t i);
 const char* call_name(Kind intent);
 
 }  // namespace delayq::crash

@@ -8,9 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "power_loss_fs.h"
 #include "check.h"
+#include "engine/open.h"
 #include "fork_safe_env.h"
+#include "power_loss_fs.h"
 #include "wal/store_testing.h"
 #include "worker_process.h"
 
@@ -59,6 +60,13 @@ wal::RocksDbTuning small_buffers(WorkerProcess& w) {
   };
 }
 
+// The worker's process reports the disk tier's refills (engine/open.h) through it.
+WorkerProcess* refill_reporter = nullptr;
+
+void report_refill(bool begin) {
+  refill_reporter->emit(make_record(begin ? Kind::refill_begin : Kind::refill_end));
+}
+
 }  // namespace
 
 void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64_t seed) {
@@ -77,6 +85,8 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
     base = recording_env_.get();
   }
   env_ = fork_safe_env(base);
+  refill_reporter = this;
+  engine::set_refill_observer(report_refill);
   Result<std::unique_ptr<Engine>> opened =
       wal::open_store_on(o, env_.get(), setup.small_buffers ? small_buffers(*this) : nullptr);
   if (!opened) fail_with("open_store: " + opened.status().to_string(), 3);
@@ -84,8 +94,9 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
   if (setup.observe)
     for (const Record& r : observation_records(observe(*q_, m_))) emit(r);
   emit(make_record(Kind::opened));
+  if (m_.consumer) start_consume();
   std::vector<std::thread> others;
-  for (size_t t = 1; t < kThreads; ++t)
+  for (size_t t = 1; t < (m_.consumer ? kConsumer + 1 : kThreads); ++t)
     others.emplace_back([this, t, seed] {
       try {
         run_loop(*this, t, seed);
@@ -94,6 +105,25 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
       }
     });
   run_loop(*this, 0, seed);  // never returns: the driver's SIGKILL ends the process
+}
+
+void WorkerProcess::report_delivery(const Delivery& d, size_t thread, int64_t t0, int64_t t1) {
+  const std::vector<std::string> wrong = delivery_static_problems(d, m_.salt);
+  const uint64_t job = parse_job_id(d.id).value_or(0);
+  bool kept;
+  {
+    std::lock_guard lock(mu_);
+    const Record rec = delivery_record(d, job, static_cast<uint8_t>(thread), t0, t1);
+    send(rec);
+    kept = m_.apply(rec);
+    for (const std::string& v : wrong) {
+      Record e = make_record(Kind::violation, job);
+      e.thread = static_cast<uint8_t>(thread);
+      set_text(e, v);
+      send(e);
+    }
+  }
+  if (!kept || !wrong.empty()) _exit(4);
 }
 
 void worker_main(int fd, Model& model, uint64_t seed, const std::string& dir,

@@ -40,6 +40,13 @@ class WorkerProcess {
     } while (n < 0 && errno == EINTR);
     if (n != static_cast<ssize_t>(sizeof r)) _exit(5);  // the driver is gone
   }
+  // Reports a delivery made to worker thread `thread` by a reserve() that began at t0 and
+  // returned at t1 (with a violation for each static promise it breaks). Ends the worker when
+  // the rule book refuses it.
+  void report_delivery(const Delivery& d, size_t thread, int64_t t0, int64_t t1);
+  // Starts consume() on kConsumeTopic (consume.cc), its handler reporting what it does.
+  void start_consume();
+
   [[noreturn]] void fail_with(const std::string& what, int code) {
     Record r = make_record(Kind::error);
     set_text(r, what);
@@ -56,6 +63,7 @@ class WorkerProcess {
   std::unique_ptr<rocksdb::Env> recording_env_;  // power-loss cycles
   std::unique_ptr<rocksdb::Env> env_;            // outlives q_
   std::unique_ptr<Engine> q_;
+  Consumer consumer_;  // consume() in the kill cycles (never stopped: the worker is killed)
 };
 
 // One thread's share of the load (loop.cc): calls on its own topics and jobs only.
