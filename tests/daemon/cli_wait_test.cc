@@ -11,12 +11,23 @@
 #include "background_daemon.h"
 #include "cli/wait.h"
 #include "cli_harness.h"
+#include "http_client.h"
 #include "redis_server.h"
 
 namespace delayq::testing {
 namespace {
 
 std::string url_of(int port) { return "http://127.0.0.1:" + std::to_string(port); }
+
+// How many /health requests the daemon answered 503, from its /metrics; -1 if it cannot say.
+int64_t health_503s(int port) {
+  HttpClient c(port);
+  const HttpAnswer m = c.get("/metrics");
+  if (m.status != 200) return -1;
+  const std::string key = "delayqd_http_requests_total{route=\"health\",status=\"503\"} ";
+  const size_t at = m.body.find(key);
+  return at == std::string::npos ? 0 : std::stoll(m.body.substr(at + key.size()));
+}
 
 // A daemon started just before, as `delayqd ... &`: wait returns once it answers (it takes tens
 // of milliseconds to open its store, in which a call is refused), and the next call finds it.
@@ -106,9 +117,15 @@ TEST(CliWaitTest, A503IsWaitedOut) {
   const CliRun down = cli({"--url", url_of(port), "wait", "--timeout", "300ms"});
   EXPECT_EQ(down.exit, 1) << describe(down);
   EXPECT_TRUE(contains(down.err, "the last try: HTTP 503 ")) << down.err;
+  const int64_t before = health_503s(port);
+  ASSERT_GE(before, 1) << "the first wait's 503 is not in /metrics";
   CliRun later;
   std::thread waiter([&] { later = cli({"--url", url_of(port), "wait", "--timeout", "2m"}); });
-  std::this_thread::sleep_for(300ms);
+  // Redis comes back only once the second wait was seen to be answered 503 at least once.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (health_503s(port) <= before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_GT(health_503s(port), before) << "the second wait never tried while Redis was down";
   ASSERT_TRUE(redis.start()) << redis.log();
   waiter.join();
   EXPECT_EQ(later.exit, 0) << describe(later) << d.log();
