@@ -251,6 +251,8 @@ def main():
     p.add_argument("--sync", choices=["always", "batch", "periodic", "none"], default="always")
     p.add_argument("--threads", type=bounded("--threads", 1, 256), default=4,
                    help="delayqd's --threads")
+    p.add_argument("--memtable-mb", type=bounded("--memtable-mb", 1, 1024), default=None,
+                   help="delayqd's --memtable-mb (default: delayqd's own)")
     p.add_argument("--no-scrape", dest="scrape", action="store_false",
                    help="do not GET /metrics after each round's pushes (and again at its end)")
     a = p.parse_args()
@@ -266,7 +268,8 @@ def main():
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
                 [a.delayqd, "--store", os.path.join(tmp, "store"), "--listen", "127.0.0.1:0",
-                 "--sync", a.sync, "--threads", str(a.threads)],
+                 "--sync", a.sync, "--threads", str(a.threads)] +
+                (["--memtable-mb", str(a.memtable_mb)] if a.memtable_mb else []),
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         conns = []
         try:

@@ -37,6 +37,9 @@ rocksdb::DBOptions db_options(const JournalOptions& o) {
   d.create_if_missing = !o.read_only;
   d.create_missing_column_families = !o.read_only;
   d.max_total_wal_size = o.max_total_wal_bytes;
+  // One budget for the memtables of every family: RocksDB flushes the largest when they hold
+  // more than this together (JournalOptions::memtable_bytes).
+  d.db_write_buffer_size = o.memtable_bytes;
   // RocksDB's own LOG files: keep a few, not the default thousand.
   d.keep_log_file_num = 4;
   d.max_log_file_size = uint64_t{8} << 20;
@@ -115,6 +118,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const J
   d->dir_ = dir;
   rocksdb::DBOptions options = db_options(o);
   std::vector<rocksdb::ColumnFamilyDescriptor> fams = families(dir, options, o.tiered);
+  for (rocksdb::ColumnFamilyDescriptor& f : fams) f.options.write_buffer_size = o.memtable_bytes;
   if (!o.read_only && o.sync.mode != Sync::always) {
     d->switch_sync_ = std::make_shared<LogSyncOnSwitch>();
     options.listeners.push_back(d->switch_sync_);

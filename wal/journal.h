@@ -44,6 +44,9 @@ struct JournalOptions {
   std::function<void(const std::string&)> on_skip;
   // Cap on RocksDB's write-ahead log, which is what a reopen after a crash replays.
   uint64_t max_total_wal_bytes = uint64_t{64} << 20;
+  // RocksDB's write buffers over every family together (StoreOptions::memtable_bytes), and the
+  // size of each family's own buffer.
+  uint64_t memtable_bytes = uint64_t{16} << 20;
   // Tests only: changes RocksDB's options just before the open (the crash harness shrinks the
   // write buffers so that flushes and compactions run while its worker is killed, and listens
   // to them). Null: delayq's options as they are.

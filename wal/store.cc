@@ -86,7 +86,12 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
     return Status(Errc::invalid_argument,
                   "store options: horizon must be at least 1 ms (Duration::max(): every job in "
                   "memory), got " + std::to_string(o.horizon->count()) + " ns");
+  if (o.memtable_bytes < (uint64_t{1} << 20) || o.memtable_bytes > (uint64_t{1} << 30))
+    return Status(Errc::invalid_argument,
+                  "store options: memtable_bytes must be between 1 MiB and 1 GiB, got " +
+                      std::to_string(o.memtable_bytes));
   wal::JournalOptions jo;
+  jo.memtable_bytes = o.memtable_bytes;
   jo.sync = {.mode = o.sync, .batch_ops = o.sync_batch_ops, .interval = o.sync_interval};
   jo.env = env;
   jo.tune = tune;

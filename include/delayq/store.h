@@ -77,6 +77,11 @@ struct StoreOptions {
   // jobs go to disk; never less, whatever it holds: jobs due that soon are in memory, so that
   // none is late for the budget. Reserved, dead and retried jobs count, and stay in memory.
   uint64_t memory_jobs = 0;
+  // RocksDB's write buffers (memtables): every change is written there before it is flushed to
+  // a table file, and this is their total size over the store's families, in bytes (at least
+  // 1 MiB, at most 1 GiB). The store's resident memory swings by about this much as a buffer
+  // fills and is flushed; a larger one flushes less often under a heavy write load.
+  uint64_t memtable_bytes = uint64_t{16} << 20;
   EngineOptions engine{};
 };
 

@@ -42,6 +42,9 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
   --horizon SECONDS         jobs due further ahead live on disk only (the store's disk tier,
                             1 to 3153600000), or "off": every job in memory (default: as the
                             store was last opened; a new store: off)
+  --memtable-mb N           the store's RocksDB write buffers over all its families, in MiB,
+                            1 to 1024 (default 16): resident memory swings by about this
+                            much; more means fewer flushes under heavy writes
   --backup-dir DIR          allow POST /backup: consistent copies of the live store, written
                             only into new directories directly under DIR
   --redis URL               use a Redis server instead: redis://host:port or unix:///path
@@ -78,7 +81,7 @@ const std::vector<std::string_view> kKeys = {
     "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops",
     "pop-timeout",     "idle-timeout",   "drain-timeout", "metrics-topics",
     "backup-dir",      "config",         "max-connections-per-client",
-    "header-timeout",  "body-timeout",   "horizon"};
+    "header-timeout",  "body-timeout",   "horizon",       "memtable-mb"};
 
 // A setting's value and where it came from, for messages: "--threads" for a flag,
 // "delayqd.conf:3: threads" for a config line.
@@ -257,6 +260,8 @@ void read_queue(Settings& s, Config& c) {
   if (c.redis && s.contains("sync")) usage_error("--sync applies to --store, not to --redis");
   if (c.redis && s.contains("horizon"))
     usage_error("--horizon applies to --store, not to --redis");
+  if (c.redis && s.contains("memtable-mb"))
+    usage_error("--memtable-mb applies to --store, not to --redis");
   if (c.redis && s.contains("backup-dir"))
     usage_error("--backup-dir applies to --store; a Redis queue is backed up by Redis itself");
   if (!c.redis && (s.contains("queue") || s.contains("shards")))
@@ -280,6 +285,8 @@ void read_queue(Settings& s, Config& c) {
     c.store.horizon = value(s, "horizon") == "off"
                           ? Duration::max()
                           : Duration(seconds(s, "horizon", 0, 1, 3153600000));
+  if (s.contains("memtable-mb"))
+    c.store.memtable_bytes = number(s, "memtable-mb", 16, 1, 1024, "MiB") << 20;
   c.store.engine.limits.max_body_bytes = c.api.max_job_bytes;
   c.api.max_delay = c.store.engine.limits.max_delay;
   if (s.contains("backup-dir")) c.backup_dir = value(s, "backup-dir");

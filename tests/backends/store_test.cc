@@ -8,7 +8,10 @@
 
 #include <array>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <set>
 #include <thread>
@@ -316,6 +319,49 @@ TEST(StoreOptionsCheck, SyncModesParseAndBadOptionsAreRefusedByName) {
   o.sync = Sync::batch;
   o.sync_interval = 1ms;
   EXPECT_TRUE(open_store(o).ok());
+}
+
+// StoreOptions::memtable_bytes reaches RocksDB (its OPTIONS file records what the store was
+// opened with: the budget over all families, and each family's own buffer), and a size outside
+// 1 MiB .. 1 GiB is refused by name before anything is opened.
+TEST(StoreOptionsCheck, TheMemtableBudgetReachesRocksDbAndIsRangeChecked) {
+  auto options_text = [](const std::string& dir) {
+    std::string newest;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().filename().string().rfind("OPTIONS-", 0) == 0 &&
+          e.path().string() > newest)
+        newest = e.path().string();
+    std::ifstream in(newest);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  TempDir dir;
+  StoreOptions o;
+  o.dir = dir.path();
+  {
+    auto q = open_store(o);
+    ASSERT_TRUE(q.ok()) << q.status().message();
+  }
+  std::string text = options_text(dir.path());
+  EXPECT_NE(text.find("db_write_buffer_size=16777216"), std::string::npos) << text;
+  EXPECT_NE(text.find("write_buffer_size=16777216"), std::string::npos);
+  o.memtable_bytes = uint64_t{3} << 20;
+  {
+    auto q = open_store(o);
+    ASSERT_TRUE(q.ok()) << q.status().message();
+  }
+  text = options_text(dir.path());
+  EXPECT_NE(text.find("db_write_buffer_size=3145728"), std::string::npos) << text;
+  EXPECT_EQ(text.find("write_buffer_size=16777216"), std::string::npos);
+  for (uint64_t bad : {uint64_t{0}, (uint64_t{1} << 20) - 1, (uint64_t{1} << 30) + 1,
+                       std::numeric_limits<uint64_t>::max()}) {
+    o.memtable_bytes = bad;
+    Result<std::unique_ptr<Engine>> q = open_store(o);
+    ASSERT_TRUE(q.is(Errc::invalid_argument)) << bad;
+    EXPECT_NE(q.status().message().find("memtable_bytes must be between 1 MiB and 1 GiB, got " +
+                                        std::to_string(bad)),
+              std::string::npos)
+        << q.status().message();
+  }
 }
 
 // Every sync mode: concurrent calls from many threads (pushes, reservations, acks, each

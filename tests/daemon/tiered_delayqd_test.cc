@@ -1,7 +1,10 @@
 // delayqd's --horizon flag (docs/operations.md): it reaches the store's disk tier, the store
 // keeps it for later starts without the flag, "off" keeps every job in memory, and bad values
-// are refused before anything is opened.
+// are refused before anything is opened. And --memtable-mb, the store's other memory flag.
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
 
 #include "cli_harness.h"
 #include "delayq/store.h"
@@ -60,6 +63,33 @@ TEST(DelayqdHorizon, BadValuesAreRefused) {
   EXPECT_EQ(r.exit, 2) << describe(r);
   EXPECT_TRUE(contains(r.err, "--horizon applies to --store")) << r.err;
   EXPECT_FALSE(std::filesystem::exists(store)) << "a refused start created the store";
+}
+
+// --memtable-mb reaches RocksDB (the OPTIONS file it writes at open), in MiB; out of range or
+// with --redis it is refused before anything is opened.
+TEST(DelayqdMemtable, TheFlagReachesRocksDbAndBadValuesAreRefused) {
+  TempDir dir;
+  const std::string store = dir.sub("s");
+  run_and_stop({"--listen", "127.0.0.1:0", "--store", store, "--memtable-mb", "4"},
+               dir.sub("log"));
+  std::string newest;
+  for (const auto& e : std::filesystem::directory_iterator(store))
+    if (e.path().filename().string().starts_with("OPTIONS-") && e.path().string() > newest)
+      newest = e.path().string();
+  std::ifstream in(newest);
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(text.find("db_write_buffer_size=4194304"), std::string::npos) << newest;
+  const std::string other = dir.sub("t");
+  for (const char* bad : {"0", "1025", "-1", "16M", "99999999999999999999"}) {
+    CliRun r = run_program(DELAYQD_PATH, {"--store", other, "--memtable-mb", bad});
+    EXPECT_EQ(r.exit, 2) << bad << ": " << describe(r);
+    EXPECT_TRUE(contains(r.err, "--memtable-mb must be a whole number of MiB from 1 to 1024"))
+        << r.err;
+  }
+  CliRun r = run_program(DELAYQD_PATH, {"--redis", "redis://127.0.0.1:1", "--memtable-mb", "8"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--memtable-mb applies to --store")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(other)) << "a refused start created the store";
 }
 
 }  // namespace
