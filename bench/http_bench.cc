@@ -17,6 +17,9 @@
 //             moment a pop answer arrived minus (the moment its push was sent + its delay).
 // health:     N GET /health: the same client and server with no queue behind the route, the
 //             floor under every figure above.
+//
+// Kept whole over ~400 lines: its four workloads share one connection, sampling and thread loop,
+// and each is a screen long.
 #include <unistd.h>
 
 #include <algorithm>

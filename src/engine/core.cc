@@ -1,6 +1,8 @@
+// The core's calls: the constructor, check_options() and every public call (push() through
+// purge_dead(), evict() and seq_of()). Each call advances to its `now`, checks its arguments and
+// the job's state (check_push(), holder(), find(), rules::*), then moves the job with the
+// transitions of core_transitions.cc. Look here for what a call refuses and what it counts.
 #include "engine/core.h"
-
-#include <algorithm>
 
 #include "common/format.h"
 #include "common/timing.h"
@@ -27,150 +29,11 @@ Core::Core(const CoreOptions& options, TimePoint now)
   ids_.reserve(options.expected_jobs);
 }
 
-uint64_t Core::to_tick_floor(TimePoint t) const {
-  const int64_t ns = t.time_since_epoch().count();
-  if (ns <= 0) return 0;
-  return static_cast<uint64_t>(ns) / tick_ns_;
-}
-
-TimePoint Core::from_tick(uint64_t tick) const {
-  return TimePoint(Duration(static_cast<int64_t>(tick) * tick_ns_));
-}
-
-// ---- validation ----
-
 Status Core::check_push(const JobSpec& s, uint64_t id_hash, TimePoint now) const {
   if (Status st = rules::check_spec(s, opt_.limits, now); !st.ok()) return st;
   if (int64_t j = lookup(s.id, id_hash); j >= 0) return rules::duplicate_id(s.id, jobs_[j].state);
   return {};
 }
-
-// Timers are exact. The wheel files a job under the tick in which its instant falls (rounding
-// down); when that tick comes and the instant has not, the job waits in soon_, a small heap
-// ordered by exact instant, and the driver sleeps until that instant. So the tick sets how
-// finely the wheel sorts, not how late a job may fire: never early, and no rounding lateness.
-void Core::arm(uint32_t j, TimePoint when) {
-  Job& job = jobs_[j];
-  ++job.timer_gen;
-  const uint64_t tick = to_tick_floor(when);
-  job.timer = wheel_.schedule(tick, j);
-  const TimePoint at = from_tick(tick);
-  if (!earliest_scheduled_ || at < *earliest_scheduled_) earliest_scheduled_ = at;
-}
-
-void Core::make_ready(uint32_t j) {
-  Job& job = jobs_[j];
-  set_state(job, JobState::ready);
-  link(topics_[job.topic].ready, j);
-  ++ready_added_;
-}
-
-void Core::schedule(uint32_t j, TimePoint due, TimePoint now) {
-  mark(j);
-  Job& job = jobs_[j];
-  if (due <= now) {
-    make_ready(j);  // before the due time changes: leaving delayed unbins the old one
-    job.due = now;
-    return;
-  }
-  delay_until(job, due);
-  arm(j, job.due);
-}
-
-void Core::detach(uint32_t j) {
-  Job& job = jobs_[j];
-  if (job.timer) {
-    wheel_.cancel(job.timer);
-    job.timer = {};
-  }
-  ++job.timer_gen;  // a pending soon_ entry of this job is void now
-  if (job.state == JobState::ready) unlink(topics_[job.topic].ready, j);
-  if (job.state == JobState::dead) unlink(topics_[job.topic].dead, j);
-}
-
-void Core::to_dead(uint32_t j) {
-  mark(j);
-  Job& job = jobs_[j];
-  set_state(job, JobState::dead);
-  link(topics_[job.topic].dead, j);
-  ++totals_.dead_lettered;
-}
-
-void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now) {
-  Job& job = jobs_[j];
-  const RetryPolicy& p = policies_[job.policy];
-  if (job.attempts >= p.max_attempts) {
-    to_dead(j);
-    return;
-  }
-  // check_waits() keeps listed and capped waits within max_delay; the clamp covers the rest.
-  const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.limits.max_delay);
-  ++totals_.retried;
-  schedule(j, rules::plus(at, d), now);
-}
-
-void Core::erase(uint32_t j) {
-  detach(j);
-  Job& job = jobs_[j];
-  uncount(job);
-  ids_.erase(IdIndex::hash(job.id), j);
-  if (opt_.record_changes) {
-    erased_.push_back(job.seq);
-    job.dirty = false;  // its entry in dirty_ (if any) is void now
-  }
-  job.body = std::string();
-  job.next = free_;
-  free_ = j;
-}
-
-void Core::on_timer(uint32_t j, TimePoint at, TimePoint now) {
-  Job& job = jobs_[j];
-  if (job.state == JobState::delayed) {
-    make_ready(j);
-  } else if (job.state == JobState::reserved) {
-    ++totals_.leases_expired;
-    fail(j, std::nullopt, at, now);  // the retry counts from when the lease ran out
-  }
-}
-
-void Core::advance(TimePoint now) {
-  wheel_.advance(to_tick_floor(now), [&](uint64_t payload, uint64_t) {
-    const uint32_t j = static_cast<uint32_t>(payload);
-    Job& job = jobs_[j];
-    job.timer = {};
-    // Everything whose tick came goes through soon_, due now or not, so that the jobs of one
-    // catch-up (and those already waiting there) come out in exact (instant, order) order.
-    const TimePoint at = timer_instant(job);
-    soon_.push_back(Soon{at, soon_seq_++, j, job.timer_gen});
-    std::push_heap(soon_.begin(), soon_.end(), std::greater<>());
-    if (at > now && (!earliest_scheduled_ || at < *earliest_scheduled_)) earliest_scheduled_ = at;
-  });
-  while (!soon_.empty() && soon_.front().at <= now) {
-    const Soon s = soon_.front();
-    std::pop_heap(soon_.begin(), soon_.end(), std::greater<>());
-    soon_.pop_back();
-    if (jobs_[s.job].timer_gen == s.gen) on_timer(s.job, s.at, now);
-  }
-}
-
-std::optional<TimePoint> Core::next_deadline() const {
-  std::optional<TimePoint> next;
-  if (const std::optional<uint64_t> t = wheel_.next_deadline()) next = from_tick(*t);
-  // A stale soon_ entry only makes the driver wake once for nothing.
-  if (!soon_.empty() && (!next || soon_.front().at < *next)) next = soon_.front().at;
-  return next;
-}
-
-Effects Core::take_effects() {
-  Effects e;
-  e.changes = take_changes();
-  if (!e.changes.empty()) e.totals = take_totals_delta();
-  e.made_ready = std::exchange(ready_added_, 0) > 0;
-  e.earliest_scheduled = std::exchange(earliest_scheduled_, std::nullopt);
-  return e;
-}
-
-// ---- the calls ----
 
 Status Core::push(JobSpec&& spec, TimePoint now) {
   advance(now);

@@ -5,6 +5,19 @@
 // to it, so a core needs no clock, no thread and no I/O: tests drive it with any sequence of
 // instants, the Engine wraps it in a mutex and a timer, and the durable store journals what it
 // reports. A call that fails changes nothing.
+//
+// One class, defined over five files, each owning one part of it (its first comment lists its
+// methods):
+//   core.cc              the calls: the constructor and every public call (push ... purge_dead,
+//                        evict, seq_of), each a check followed by transitions;
+//   core_transitions.cc  the transitions: timers (arm, advance, on_timer, next_deadline), the
+//                        moves between states (schedule, make_ready, detach, fail, to_dead,
+//                        erase), the counts by state and the ready and dead lines;
+//   core_tables.cc       the tables: topic and policy interning, job slots, lookups by id and
+//                        token;
+//   core_records.cc      the records: take_effects() and what it journals, restore();
+//   core_stats.cc        what stats() shows: add_stats(), publish(), the TopicView.
+// The private declarations below are grouped the same way. The retry wait is backoff.h.
 #pragma once
 
 #include <atomic>
@@ -23,6 +36,7 @@
 #include "delayq/job.h"
 #include "delayq/limits.h"
 #include "delayq/timing_wheel.h"
+#include "engine/backoff.h"
 #include "engine/core_view.h"
 #include "engine/due_bins.h"
 #include "engine/id_index.h"
@@ -66,9 +80,6 @@ struct Effects {
 
 // Empty when the options are usable, else what is wrong (the tick, or rules::check_limits).
 std::string check_options(const CoreOptions& o);
-
-// The wait before retry number `failed` (1 after the first failed delivery).
-Duration backoff(const RetryPolicy& p, uint32_t failed, std::mt19937_64& rng);
 
 class Core {
  public:
@@ -212,8 +223,14 @@ class Core {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
+
+  // ---- core.cc: the calls' own checks ----
+
   // What push() refuses `spec` for (rules::check_spec, or a duplicate id), or ok.
   Status check_push(const JobSpec& spec, uint64_t id_hash, TimePoint now) const;
+
+  // ---- core_tables.cc (and inline): the tables ----
+
   int64_t lookup(std::string_view id, uint64_t h) const {
     return ids_.find(id, h, [this](uint32_t j) -> std::string_view { return jobs_[j].id; });
   }
@@ -235,13 +252,32 @@ class Core {
   // The slot of retry policy `p` with one more job using it; release_policy() lets go of it.
   uint32_t policy_index(const RetryPolicy& p);
   void release_policy(uint32_t i);
-  uint64_t to_tick_floor(TimePoint t) const;
-  TimePoint from_tick(uint64_t tick) const;
-
   // A job whose token checks out, or the error that says why not.
   Result<uint32_t> holder(const Token& t);
   Result<uint32_t> find(std::string_view id) const;
+  JobInfo info(uint32_t j) const;
+  uint32_t alloc_job();
 
+  // ---- core_transitions.cc (and inline): the transitions ----
+
+  uint64_t to_tick_floor(TimePoint t) const;
+  TimePoint from_tick(uint64_t tick) const;
+  void arm(uint32_t j, TimePoint when);
+  void on_timer(uint32_t j, TimePoint at, TimePoint now);
+  // The instant a job's timer stands for: its due time, or its lease deadline.
+  TimePoint timer_instant(const Job& j) const {
+    return j.state == JobState::reserved ? j.lease_deadline : j.due;
+  }
+  // Moves a job to delayed at `due`, or ready if due <= now.
+  void schedule(uint32_t j, TimePoint due, TimePoint now);
+  void make_ready(uint32_t j);
+  // Detaches a job from wherever it is (wheel, lists), leaving its state count in place.
+  void detach(uint32_t j);
+  // A failed attempt: retry after `delay` (or the policy's) or dead-letter when none remain.
+  // `at`: when the attempt failed (a lease can run out before the call that notices it).
+  void fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now);
+  void to_dead(uint32_t j);
+  void erase(uint32_t j);
   TopicStats& counts(const Job& j) { return topics_[j.topic].counts; }
   uint64_t& state_count(TopicStats& c, JobState s);
   // Moves a job to another state in its topic's counts (and out of its due bins when it leaves
@@ -256,18 +292,9 @@ class Core {
   // it), where the engine would have put it had it never left.
   void link_in_due_order(uint32_t j);
   void unlink(List& l, uint32_t j);
-  // Moves a job to delayed at `due`, or ready if due <= now.
-  void schedule(uint32_t j, TimePoint due, TimePoint now);
-  void make_ready(uint32_t j);
-  void arm(uint32_t j, TimePoint when);
-  // Detaches a job from wherever it is (wheel, lists), leaving its state count in place.
-  void detach(uint32_t j);
-  // A failed attempt: retry after `delay` (or the policy's) or dead-letter when none remain.
-  // `at`: when the attempt failed (a lease can run out before the call that notices it).
-  void fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now);
-  void to_dead(uint32_t j);
-  void erase(uint32_t j);
-  JobInfo info(uint32_t j) const;
+
+  // ---- core_records.cc (and inline): the records ----
+
   // Notes that a job's record changed (when recording changes).
   void mark(uint32_t j) {
     if (!opt_.record_changes || jobs_[j].dirty) return;
@@ -275,15 +302,9 @@ class Core {
     dirty_.push_back(j);
   }
   JobRecord record_of(const Job& j) const;
-  // take_effects()'s parts (core_records.cc): the changed records, and the totals' growth.
+  // take_effects()'s parts: the changed records, and the totals' growth.
   std::vector<Change> take_changes();
   Stats take_totals_delta();
-  uint32_t alloc_job();
-  void on_timer(uint32_t j, TimePoint at, TimePoint now);
-  // The instant a job's timer stands for: its due time, or its lease deadline.
-  TimePoint timer_instant(const Job& j) const {
-    return j.state == JobState::reserved ? j.lease_deadline : j.due;
-  }
 
   CoreOptions opt_;
   int64_t tick_ns_;

@@ -1,5 +1,7 @@
-// The core's journal side: the records of changed jobs (take_changes, for take_effects) and
-// putting jobs back from records (restore). See record.h for what a record holds and why.
+// The core's records, its journal side: what the calls did beyond their results
+// (take_effects(), with its parts take_changes() and take_totals_delta(), and record_of()), and
+// putting jobs back from records (restore(), with check_record() refusing a record no call
+// could have written). See record.h for what a record holds and why.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +15,15 @@ JobRecord Core::record_of(const Job& j) const {
   return JobRecord{j.seq,        j.id,        topics_[j.topic].name, j.body,
                    j.state,      j.due,       j.lease_deadline,      j.ttr,
                    j.attempts,   j.fence,     policies_[j.policy]};
+}
+
+Effects Core::take_effects() {
+  Effects e;
+  e.changes = take_changes();
+  if (!e.changes.empty()) e.totals = take_totals_delta();
+  e.made_ready = std::exchange(ready_added_, 0) > 0;
+  e.earliest_scheduled = std::exchange(earliest_scheduled_, std::nullopt);
+  return e;
 }
 
 Stats Core::take_totals_delta() {

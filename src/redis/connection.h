@@ -1,5 +1,5 @@
 // One connection to a Redis server, and where a server is (Endpoint, parse_url). hiredis stays
-// inside connection.cc; replies are plain values (reply.h).
+// inside connection.cc; replies are plain values (resp.h).
 #pragma once
 
 #include <memory>
@@ -9,7 +9,7 @@
 
 #include "delayq/clock.h"
 #include "delayq/error.h"
-#include "redis/reply.h"
+#include "redis/resp.h"
 
 struct redisContext;  // hiredis
 

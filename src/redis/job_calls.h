@@ -16,9 +16,9 @@
 #include "delayq/error.h"
 #include "redis/args.h"
 #include "redis/keys.h"
-#include "redis/replies.h"
+#include "redis/redis_rules.h"
 #include "redis/router.h"
-#include "redis/rules.h"
+#include "redis/script_replies.h"
 
 namespace delayq::redis {
 
@@ -30,8 +30,9 @@ class JobCalls {
 
   // Runs `call.script` about `call.id` on its shard: ARGV the common arguments, the id, the
   // topic, then `args`. Returns the script's reply when it did its work; else its refusal in
-  // the engine's words (refusal_status() in replies.h), why there was no reply (Router::eval),
-  // corrupt for a reply of no known shape, or unavailable when the job kept changing topics.
+  // the engine's words (refusal_status() in script_replies.h), why there was no reply
+  // (Router::eval), corrupt for a reply of no known shape, or unavailable when the job kept
+  // changing topics.
   Result<Reply> run(const JobCall& call, const std::vector<std::string>& args);
 
   // The topics of the jobs this client pushed and reserved: a cache, not a record.

@@ -1,4 +1,7 @@
-// RedisQueue (see redis_queue.h): opening and closing, and the calls about one job.
+// RedisQueue (see redis_queue.h for the map of its files): opening and closing (the constructor,
+// start(), the destructor, close()), and the calls about one job (ack, nack, dead_letter,
+// release, touch, cancel, get, reschedule, requeue_dead), each one script run on the job's shard
+// through about(); give_back() is here because it is such a call (a nack) made by close().
 #include "redis/redis_queue.h"
 
 #include <cstdio>

@@ -2,17 +2,29 @@
 //
 // Each call finds its shard (keys.h: the job's, or every shard for the calls over topics), runs
 // the script on the node that holds it (router.h) and reads the reply into a typed outcome
-// (replies.h): the server makes every state change and every time decision, this side turns its
-// answers into Deliveries, JobInfos and Statuses in the engine's words. The parts:
+// (script_replies.h): the server makes every state change and every time decision, this side
+// turns its answers into Deliveries, JobInfos and Statuses in the engine's words. The parts it
+// composes:
 //  - job_calls.h: calls about one job (ack, nack, get, ...) and the topic each needs up front;
 //  - claim_ahead.h: the jobs a batched claim took ahead (claim_batch > 1);
 //  - common/waiting.h (shared with the engine): blocking and async reserves, driven by look()
 //    and try_claim() below;
 //  - listener.h: the wake channel subscription that tells the waiters to look again.
-// The definitions are in five files: redis_queue.cc (opening, closing, the calls about one
-// job), redis_ack_batch.cc (ack_batch), redis_push.cc (push, push_batch), redis_reserve.cc
-// (claims, jobs kept ahead) and redis_topics.cc (the calls over every shard: dead letters,
-// stats, health).
+//
+// One class over five files, all named redis_queue*, one per kind of call, each holding the
+// calls of its kind and the private helpers only they use (the private section below is grouped
+// by file):
+//  - redis_queue.cc: opening and closing (start, the destructor, close) and the calls about one
+//    job (ack, nack, dead_letter, release, touch, cancel, get, reschedule, requeue_dead; about,
+//    give_back);
+//  - redis_queue_push.cc: push and push_batch (settle_group, next_id);
+//  - redis_queue_ack_batch.cc: ack_batch, pipelined per shard (ack_shard, settle_acks);
+//  - redis_queue_reserve.cc: reserves and the jobs kept ahead (reserve, reserve_async,
+//    reserve_interruptible, reserve_batch_interruptible; try_claim, look, look_batch,
+//    remember_topics, take_kept, keep);
+//  - redis_queue_every_shard.cc: the calls run on every shard (list_dead, requeue_dead_topic,
+//    purge_dead, pause and resume through set_paused, health, stats; over_dead,
+//    add_shard_stats).
 #pragma once
 
 #include <atomic>
@@ -35,9 +47,9 @@
 #include "redis/job_calls.h"
 #include "redis/keys.h"
 #include "redis/listener.h"
-#include "redis/replies.h"
+#include "redis/redis_rules.h"
 #include "redis/router.h"
-#include "redis/rules.h"
+#include "redis/script_replies.h"
 
 namespace delayq::redis {
 
@@ -87,8 +99,10 @@ class RedisQueue final : public Queue {
   // ---- redis_queue.cc ----
   // A call about one job: refused after close(); refusals in the engine's words (JobCalls).
   Result<Reply> about(const JobCall& call, const std::vector<std::string>& args);
+  // Jobs leased to this client, back to their topic: a failed attempt, as a lease running out.
+  void give_back(const std::vector<Delivery>& jobs);
 
-  // ---- redis_ack_batch.cc ----
+  // ---- redis_queue_ack_batch.cc ----
   // The ack_many runs of one shard (`topics`: each topic's tokens, as indexes into `tokens`),
   // pipelined; each token's Status into `out`.
   void ack_shard(const ShardKeys& sh, const std::map<std::string, std::vector<size_t>>& topics,
@@ -96,7 +110,7 @@ class RedisQueue final : public Queue {
   void settle_acks(Result<Reply> r, const std::vector<size_t>& idx, std::span<const Token> tokens,
                    std::vector<Status>& out);
 
-  // ---- redis_push.cc ----
+  // ---- redis_queue_push.cc ----
   // The results of one push_many run's jobs, from its reply or from why there is none.
   void settle_group(const Result<Reply>& r, const std::vector<size_t>& g,
                     std::vector<JobSpec>& specs, const std::vector<bool>& generated,
@@ -104,7 +118,7 @@ class RedisQueue final : public Queue {
   // The next generated id: a base-36 counter, then '-' and this opening's number.
   std::string next_id();
 
-  // ---- redis_reserve.cc ----
+  // ---- redis_queue_reserve.cc ----
   // One pass of the claim script over the shards (Waiting's look for async waiters).
   Waiting::Attempt try_claim(std::span<const std::string> topics, uint32_t want = 1,
                              std::vector<Delivery>* more = nullptr);
@@ -118,10 +132,8 @@ class RedisQueue final : public Queue {
   void remember_topics(const std::vector<Delivery>& jobs);
   std::optional<Delivery> take_kept(std::span<const std::string> topics);
   void keep(std::vector<Delivery> more);
-  // Jobs leased to this client, back to their topic: a failed attempt, as a lease running out.
-  void give_back(const std::vector<Delivery>& jobs);
 
-  // ---- redis_topics.cc ----
+  // ---- redis_queue_every_shard.cc ----
   // requeue_dead_topic / purge_dead: each shard, a batch per call until none are left.
   Result<uint64_t> over_dead(ScriptId script, std::string_view topic);
   // Adds the counts and totals of shard `sh` to `st`; an unreachable shard adds nothing.

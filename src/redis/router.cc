@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "redis/replies.h"
+#include "redis/script_replies.h"
 
 namespace delayq::redis {
 

@@ -60,7 +60,7 @@ const Library& library() {
       "list_dead",
       "requeue_dead_topic",
       "purge_dead",
-      "stats",
+      "topic_stats",
       "push_many",
       "ack_claim",
       "release",

@@ -40,7 +40,7 @@ enum ScriptId : size_t {
   kListDead,
   kRequeueDeadTopic,
   kPurgeDead,
-  kStats,
+  kTopicStats,
   kPushMany,
   kAckClaim,
   kRelease,

@@ -24,6 +24,9 @@
 // resolution of the Redis backend (docs/redis.md, "Time": it rounds due times up), so that exact
 // due times compare equal on every backend; where a queue computes a time itself ("now + 250 ms")
 // the check allows the one microsecond that Redis may round by.
+//
+// Kept whole over ~400 lines: one suite over every backend, one fixture and one list of backends,
+// so that each rule is written once and run everywhere.
 #include <gtest/gtest.h>
 
 #include <poll.h>

@@ -4,6 +4,9 @@
 // the queue exactly as it was: the per-topic counts, the totals and every stored job (checked
 // with stats() and get() before and after each call). Time is a ManualClock, so nothing here
 // depends on the real clock.
+//
+// Kept whole over ~400 lines: nearly every refusal is checked against the one Snapshot of the
+// EngineBadInput fixture (counts, totals, every job), which a split would have to share.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -1,6 +1,10 @@
 // Every rule of the Queue contract, on the in-memory engine, with a ManualClock: time moves only
 // when the test moves it, so nothing here depends on the machine's speed. The few tests on the
 // system clock (consumers' sleeps, consume()'s batches) say so, with margins of a second.
+//
+// Kept whole over ~400 lines: one rule of the contract per test, nearly all on the EngineSemantics
+// fixture; the three standalone ones (the real clock, consume()'s batches, expected_jobs) check the
+// same contract.
 #include <gtest/gtest.h>
 
 #include <atomic>

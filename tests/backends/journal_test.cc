@@ -1,4 +1,8 @@
 // The journal against a real RocksDB, one fresh directory per test.
+//
+// Kept whole over ~400 lines: every test uses the JournalTest fixture (a fresh directory and
+// journal); the codec and the far records already have their own files (journal_codec_test.cc,
+// journal_far_test.cc).
 #include "wal/journal.h"
 
 #include <fcntl.h>

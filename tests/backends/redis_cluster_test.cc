@@ -7,6 +7,9 @@
 // wake-ups included; and a slot moved by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
 // NODE) in the middle of a workload is followed through ASK, TRYAGAIN and MOVED with no job lost.
 // As in redis_test.cc, nothing asserts how long anything took.
+//
+// Kept whole over ~400 lines: half of it is the Cluster it builds by hand (three servers, slots,
+// meets), which every test uses and a second file would have to share.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>

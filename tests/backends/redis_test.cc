@@ -5,6 +5,10 @@
 // before the due time the test computed: its own clock reading before the call that set it, plus
 // the delay; server and test read the same system clock, the server after the test), and what
 // each call returns.
+//
+// Kept whole over ~400 lines: most of it is one fixture, RedisQueueTest (a private redis-server and
+// a queue), whose tests cover the calls; the standalone tests beside it (library, outage, consume,
+// push batches, bad input) use its helpers.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,5 +1,9 @@
 // The durable store on a real RocksDB directory: what a reopen brings back, and what a SIGKILL
 // of the process holding the store cannot take away.
+//
+// Kept whole over ~400 lines: one subject (what a reopen or a SIGKILL leaves of the store), its
+// tests on the Store fixture, with the few standalone ones (crash, options, sync modes) beside
+// them.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

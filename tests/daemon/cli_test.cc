@@ -4,6 +4,9 @@
 // The CLI cannot reserve jobs, so the tests make dead letters through the library (or the
 // daemon's /pop and /nack) and inspect them with the CLI. Timeouts are generous and nothing
 // asserts on durations: the machine may be slow and shared.
+//
+// Kept whole over ~400 lines: one file for the one program, units first, then end to end, so that
+// everything that tests the CLI's behaviour is in one place.
 #include <sys/stat.h>
 #include <unistd.h>
 

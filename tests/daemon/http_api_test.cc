@@ -1,5 +1,8 @@
 // The delayqd routes without sockets: requests straight into delayq::http::Api over an
 // in-memory engine, answers checked as JSON.
+//
+// Kept whole over ~400 lines: every test drives the one ApiTest fixture (tests/support), route
+// after route, so that all the routes' answers are read in one place.
 #include "delayqd/api.h"
 
 #include <gtest/gtest.h>

@@ -146,7 +146,7 @@ def journal():
         "totals-version": totals(*([0] * 9), version=2),
         "totals-v2": totals(5, 4, 3, 1, 1, 0, 1, 0, 0, 2, version=2),
         "totals-v2-max": totals(*([(1 << 64) - 1] * 10), version=2),
-        # 0 x infinity once made the wait NaN past ~570 failures (src/engine/retry.cc).
+        # 0 x infinity once made the wait NaN past ~570 failures (src/engine/backoff.cc).
         "exponential-zero-base": record(32, state=2, lease=now, attempts=600, fence=3, kind=2,
                                         max_attempts=1000, base=0, factor=3.5, jitter=0.5),
     }

@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as what a Redis server answers (RESP), read by hiredis's
 // reader as a connection reads them (parse_resp), then every reply through each of our readers
-// of script and CLUSTER SLOTS replies (src/redis/replies.h) and the redirection parser, the way
-// the Redis backend calls them: each reader gets the replies it could be handed.
+// of script and CLUSTER SLOTS replies (src/redis/script_replies.h) and the redirection parser,
+// the way the Redis backend calls them: each reader gets the replies it could be handed.
 //
 // What it looks for: crashes and sanitizer reports (any undefined behaviour stops the run) in
 // our reading of replies, whatever the server sent: wrong types, missing elements, numbers at
@@ -16,8 +16,8 @@
 #include <variant>
 #include <vector>
 
-#include "redis/replies.h"
-#include "redis/reply.h"
+#include "redis/resp.h"
+#include "redis/script_replies.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The Redis backend's reading of server replies (src/redis/replies.h), without a server: RESP
-// bytes through parse_resp() as a connection reads them, then the readers. The replies here are
-// ones a server should never send (numbers at the ends of int64: a damaged key, another program
-// writing the backend's keys); what matters is that reading them is defined and gives the
-// nearest representable value. Each case was found by tests/fuzz/redis_reply_fuzz.cc.
+// The Redis backend's reading of server replies (src/redis/script_replies.h), without a server:
+// RESP bytes through parse_resp() as a connection reads them, then the readers. The replies here
+// are ones a server should never send (numbers at the ends of int64: a damaged key, another program
+// writing the backend's keys); what matters is that reading them is defined and gives the nearest
+// representable value. Each case was found by tests/fuzz/redis_reply_fuzz.cc.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -10,8 +10,8 @@
 #include <variant>
 #include <vector>
 
-#include "redis/replies.h"
-#include "redis/reply.h"
+#include "redis/resp.h"
+#include "redis/script_replies.h"
 
 namespace delayq::redis {
 namespace {

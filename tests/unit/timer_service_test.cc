@@ -2,6 +2,10 @@
 // single-threaded state, checked against a multimap model) and the service's contract on its
 // own thread (never early, cancel, re-entrant callbacks, stop). No test depends on speed: the
 // threaded ones wait for what must happen, with a generous limit.
+//
+// Kept whole over ~400 lines: SmallCallback and TimerTable are parts of the one TimerService, and
+// their tests and the service's share the Counted callable that checks every construction and
+// destruction.
 #include <gtest/gtest.h>
 
 #include <time.h>

@@ -4,6 +4,9 @@
 // brute force, the engine's due bins against a list of due times, the backends on directed
 // cases, and the in-memory engine under random calls against a reference that looks at every
 // job (get()) and every delivery.
+//
+// Kept whole over ~400 lines: one subject, TopicTiming, from its shared rules up to the engine
+// under random calls, the sections sharing helpers such as bucket_of_bound().
 #include <gtest/gtest.h>
 
 #include <algorithm>

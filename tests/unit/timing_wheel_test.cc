@@ -1,5 +1,6 @@
 // The wheel against a std::multimap reference model: same schedules, cancels and advances, and
-// the same firings in the same order.
+// the same firings in the same order. Kept whole: every case drives the one wheel API against
+// the one model and helpers at the top, and the memory cases close it.
 #include "delayq/timing_wheel.h"
 
 #include <gtest/gtest.h>
@@ -393,6 +394,14 @@ TEST(TimingWheel, RandomisedWithFarStartingPoint) {
       }
     }
   }
+}
+
+// docs/design.md, "Nodes and slot blocks": a slot is 16 bytes, so a level is 3600 of them, its
+// bitmap (57 words) and its summary word; an empty wheel holds its three levels and nothing else.
+TEST(TimingWheel, AnEmptyWheelHoldsOnlyItsLevels) {
+  const size_t level = 3600 * 16 + 57 * 8 + 8;
+  EXPECT_EQ(level, 58064u);
+  EXPECT_EQ(TimingWheel().memory_bytes(), 3 * level);
 }
 
 TEST(TimingWheel, MemoryPerEntryIsAtMost64Bytes) {

@@ -155,7 +155,7 @@ local function schedule(id, topic, j, due, k)
   if head[2] == nil or due < tonumber(head[2]) then wake(topic) end
 end
 
--- The wait before retry n (1 after the first failed delivery); see src/engine/retry.cc.
+-- The wait before retry n (1 after the first failed delivery); see src/engine/backoff.cc.
 local function backoff(p, n)
   if n < 1 then n = 1 end
   if p[1] == 0 then return p[3] end

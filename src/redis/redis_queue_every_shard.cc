@@ -1,5 +1,6 @@
-// RedisQueue's calls over every shard (see redis_queue.h): dead letters of a topic, stats,
-// health.
+// RedisQueue's calls run on every shard (see redis_queue.h for the map of its files): a topic's
+// dead letters (list_dead(), requeue_dead_topic(), purge_dead(), over_dead()), pause and resume
+// (set_paused()), health() and stats() (add_shard_stats()).
 #include <algorithm>
 #include <utility>
 
@@ -104,7 +105,7 @@ void RedisQueue::add_shard_stats(const ShardKeys& sh, Stats& st) {
     for (size_t i = from; i < to; ++i) sh.add_topic(topics[i], k);
     std::vector<std::string> args = common_(sh);
     args.push_back(std::to_string(to - from));
-    Result<Reply> r = router_.eval(sh.slot, kStats, k, args);
+    Result<Reply> r = router_.eval(sh.slot, kTopicStats, k, args);
     if (!r || r->elements.size() != to - from + 2) return;
     for (size_t i = from; i < to; ++i) {
       const Reply& row = r->elements[1 + i - from];

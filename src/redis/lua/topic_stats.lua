@@ -1,9 +1,9 @@
--- stats: the topics caught up and counted, and the shard's totals.
+-- topic_stats: the topics caught up and counted, and the shard's totals.
 -- ARGV[4]: the number of topics. Replies {0, per topic {delayed, ready, reserved, dead, then the
 -- delayed jobs due before each end of due_ends() (four counts, each including the last), then
 -- how long the front of the ready line has been due, in µs (0: none ready)}, then the shard's
 -- stats hash as HGETALL gives it (the totals and the lateness counters)}.
-register('stats', function()
+register('topic_stats', function()
   local out = {0}
   local ends = due_ends()
   for i = 1, tonumber(ARGV[4]) do

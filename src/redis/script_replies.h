@@ -1,11 +1,11 @@
 // Reading what the server answers: the replies of the backend's scripts (scripts.h, one reply
 // shape per script; lua/prelude.lua lists the codes) and of CLUSTER SLOTS, turned into typed
 // outcomes: the values of the Queue interface, or a refusal with the engine's Errc and message
-// (rules.h), returned to the caller.
+// (redis_rules.h), returned to the caller.
 //
 // These are functions of a Reply alone (and of what the call asked, for the wording of a
 // refusal), apart from the connections and the queue, so that tests and the fuzzer
-// (tests/fuzz/redis_reply_fuzz.cc, through parse_resp() in reply.h) reach them without a server.
+// (tests/fuzz/redis_reply_fuzz.cc, through parse_resp() in resp.h) reach them without a server.
 // The read_* functions of a whole reply take any reply; the ones of elements (read_job_info,
 // read_server_now) state the length they need. Within that, any reply (wrong types, numbers at
 // either end of int64) gives a value or a refusal, never undefined behaviour; a reply of no
@@ -21,8 +21,8 @@
 
 #include "delayq/error.h"
 #include "delayq/job.h"
-#include "redis/reply.h"
-#include "redis/rules.h"
+#include "redis/redis_rules.h"
+#include "redis/resp.h"
 #include "redis/scripts.h"
 
 namespace delayq::redis {
@@ -105,8 +105,8 @@ struct JobCall {
   int64_t when_us = 0;
   TimePoint client_now{};
 };
-// A refusal in the engine's words (rules.h): the Errc and message the engine gives for the same
-// call on a job in the state the script found. A refusal that `call.script` never gives is a
+// A refusal in the engine's words (redis_rules.h): the Errc and message the engine gives for the
+// same call on a job in the state the script found. A refusal that `call.script` never gives is a
 // corrupt reply.
 Status refusal_status(const Refusal& r, const JobCall& call, const Rules& rules);
 

@@ -1,5 +1,5 @@
-// Reading script and CLUSTER SLOTS replies (see replies.h).
-#include "redis/replies.h"
+// Reading script and CLUSTER SLOTS replies (see script_replies.h).
+#include "redis/script_replies.h"
 
 #include <algorithm>
 #include <charconv>

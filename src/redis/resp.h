@@ -1,4 +1,4 @@
-// A Redis server's reply as a plain value, apart from hiredis (which stays inside reply.cc and
+// A Redis server's reply as a plain value, apart from hiredis (which stays inside resp.cc and
 // connection.cc), and the reading of RESP bytes into replies.
 #pragma once
 
@@ -27,7 +27,8 @@ struct Reply {
 };
 
 // The replies in RESP bytes, read with hiredis's reader as a connection reads them, in order;
-// an incomplete reply at the end is left out. For tests and the fuzzer: replies.h reads them.
+// an incomplete reply at the end is left out. For tests and the fuzzer: script_replies.h reads
+// them.
 // Errors: corrupt (a protocol error, with hiredis's reason).
 Result<std::vector<Reply>> parse_resp(std::string_view bytes);
 

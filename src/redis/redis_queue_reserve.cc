@@ -1,5 +1,7 @@
-// RedisQueue's reserves (see redis_queue.h): claims over the shards, the looks that Waiting
-// drives, and the jobs kept ahead.
+// RedisQueue's reserves (see redis_queue.h for the map of its files): reserve(), reserve_async()
+// and the interruptible reserves, the claims over the shards (try_claim()), the looks that
+// Waiting drives (look(), look_batch()), and the jobs a batched claim kept ahead
+// (remember_topics(), take_kept(), keep()).
 #include <algorithm>
 #include <iterator>
 #include <utility>

@@ -1,4 +1,6 @@
-// RedisQueue::push and push_batch (see redis_queue.h).
+// RedisQueue's pushes (see redis_queue.h for the map of its files): push() and push_batch(), with
+// what only they use: generated ids (next_id()) and the results of a push_many run
+// (settle_group()).
 #include <string_view>
 #include <unordered_map>
 #include <utility>

@@ -1,5 +1,6 @@
-// RedisQueue::ack_batch (see redis_queue.h): the acks of several deliveries, one ack_many run per
-// shard and topic (in chunks), the runs of one shard pipelined in one round trip.
+// RedisQueue::ack_batch (see redis_queue.h for the map of its files): the acks of several
+// deliveries, one ack_many run per shard and topic (in chunks), the runs of one shard pipelined in
+// one round trip.
 #include <algorithm>
 #include <map>
 #include <utility>

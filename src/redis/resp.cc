@@ -1,5 +1,5 @@
-// Replies as values (see reply.h): copied out of hiredis's reply objects.
-#include "redis/reply.h"
+// Replies as values (see resp.h): copied out of hiredis's reply objects.
+#include "redis/resp.h"
 
 #include <hiredis.h>
 

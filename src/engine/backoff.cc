@@ -1,7 +1,8 @@
+// backoff(): the wait a retry policy gives before a retry (declared in backoff.h).
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core.h"
+#include "engine/backoff.h"
 
 namespace delayq::engine {
 

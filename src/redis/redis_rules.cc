@@ -1,5 +1,5 @@
-// The shared rules for the Redis backend (see rules.h): each a call of common/rules.h.
-#include "redis/rules.h"
+// The shared rules for the Redis backend (see redis_rules.h): each a call of common/rules.h.
+#include "redis/redis_rules.h"
 
 #include "common/rules.h"
 

@@ -1,0 +1,94 @@
+// What delayq-bench's workloads share (bench/README.md describes each workload and its JSON
+// line): the command line as parsed (Args), the run's delays, the store directory of a rocksdb
+// run, the sync fields of a line, and the workload entry points, one file per family:
+//   delayq_bench.cc     the command line, main(), W2 and the capacity workloads' dispatch;
+//   w1.cc               W1 on a queue (memory, rocksdb, redis) and on the Asio baseline;
+//   store_workloads.cc  rocksdb-raw (W1's write-path baseline), recovery, reopen;
+//   redis_workloads.cc  redis-memory, wheel-vs-zset (redis_run.h: a run against the server);
+//   w2.*, heap_scheduler.*, capacity.*, disk_churn.cc: as their own first comments say.
+#pragma once
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "delayq/clock.h"
+
+namespace delayq::bench {
+
+using Steady = std::chrono::steady_clock;
+
+// delayq-bench's options, as parse() read them (every number range-checked there).
+struct Args {
+  std::string workload = "W1";
+  std::string backend = "memory";
+  size_t jobs = 100000;
+  double delay_max_s = 5;
+  size_t consumers = 2;
+  size_t producers = 1;
+  std::string sync = "always";  // rocksdb: always | batch | periodic | none
+  uint32_t sync_batch_ops = 1000;  // rocksdb, --sync batch
+  double sync_interval_ms = 10;    // rocksdb, --sync batch|periodic
+  std::string dir;              // rocksdb: the store (default: a fresh temp dir, removed after)
+  size_t shards = 1;
+  size_t batch = 0;  // 0: one push() per job; else push_batch() of this many
+  int tick_ms = 1;
+  double slack_us = -1;  // -1: the engine's default
+  double time_limit_s = 0;  // 0: delay_max + 30 s
+  uint64_t seed = 1;
+  double horizon_s = 3600;  // capacity, disk-churn: StoreOptions::horizon in seconds (0: none)
+  size_t rounds = 60;       // disk-churn: rounds of half a day each
+  std::string redis;  // redis: the server's url
+  uint32_t connections = 0;  // redis: connections per client (0: consumers + producers + 1)
+  uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
+  bool consume = false;      // W1: the consumers are one Queue::consume() (else reserve/ack loops)
+  size_t expected_jobs = 0;  // memory, rocksdb: EngineOptions::expected_jobs
+};
+
+// Prints `why` and the usage text on stderr and exits with code 2.
+[[noreturn]] void usage(const std::string& why);
+
+// The delays of a run: whole milliseconds, uniform over [0, delay_max], from the run's seed.
+std::vector<Duration> random_delays(const Args& a);
+
+// The store directory of a rocksdb run: --dir, or a fresh temp dir removed at the end.
+class StoreDir {
+ public:
+  explicit StoreDir(const std::string& given) : path_(given) {
+    if (!path_.empty()) return;
+    std::string tmpl = (std::filesystem::temp_directory_path() / "delayq-bench-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+    owned_ = true;
+  }
+  ~StoreDir() {
+    if (owned_) std::filesystem::remove_all(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool owned_ = false;
+};
+
+// The sync interval of --sync-interval-ms.
+Duration sync_interval(const Args& a);
+// The params fields of a rocksdb line that describe its sync mode (starting with a comma).
+std::string sync_params(const Args& a);
+
+// w1.cc
+int run_w1(const Args& a);
+int run_w1_asio(const Args& a);
+// store_workloads.cc
+int run_rocksdb_raw(const Args& a);
+int run_recovery(const Args& a);
+int run_reopen(const Args& a);
+// redis_workloads.cc
+int run_redis_memory(const Args& a);
+int run_wheel_vs_zset(const Args& a);
+
+}  // namespace delayq::bench

@@ -1,0 +1,239 @@
+// The core's transitions: how a job moves between states and what keeps the wheel, the counts
+// and the lines in step with it. Here live
+//   - the timers: arm(), advance(), on_timer(), next_deadline(), to_tick_floor(), from_tick();
+//   - the moves: schedule(), make_ready(), detach(), fail(), to_dead(), erase();
+//   - the counts by state: state_count(), set_state(), delay_until(), uncount();
+//   - the ready and dead lines: link(), link_in_due_order(), unlink().
+// The calls (core.cc) and restore() (core_records.cc) use only these to change a job's state,
+// so every way a job can move is in this file.
+#include "engine/core.h"
+
+#include <algorithm>
+
+namespace delayq::engine {
+
+// ---- the timers ----
+
+uint64_t Core::to_tick_floor(TimePoint t) const {
+  const int64_t ns = t.time_since_epoch().count();
+  if (ns <= 0) return 0;
+  return static_cast<uint64_t>(ns) / tick_ns_;
+}
+
+TimePoint Core::from_tick(uint64_t tick) const {
+  return TimePoint(Duration(static_cast<int64_t>(tick) * tick_ns_));
+}
+
+
+// Timers are exact. The wheel files a job under the tick in which its instant falls (rounding
+// down); when that tick comes and the instant has not, the job waits in soon_, a small heap
+// ordered by exact instant, and the driver sleeps until that instant. So the tick sets how
+// finely the wheel sorts, not how late a job may fire: never early, and no rounding lateness.
+void Core::arm(uint32_t j, TimePoint when) {
+  Job& job = jobs_[j];
+  ++job.timer_gen;
+  const uint64_t tick = to_tick_floor(when);
+  job.timer = wheel_.schedule(tick, j);
+  const TimePoint at = from_tick(tick);
+  if (!earliest_scheduled_ || at < *earliest_scheduled_) earliest_scheduled_ = at;
+}
+
+void Core::on_timer(uint32_t j, TimePoint at, TimePoint now) {
+  Job& job = jobs_[j];
+  if (job.state == JobState::delayed) {
+    make_ready(j);
+  } else if (job.state == JobState::reserved) {
+    ++totals_.leases_expired;
+    fail(j, std::nullopt, at, now);  // the retry counts from when the lease ran out
+  }
+}
+
+void Core::advance(TimePoint now) {
+  wheel_.advance(to_tick_floor(now), [&](uint64_t payload, uint64_t) {
+    const uint32_t j = static_cast<uint32_t>(payload);
+    Job& job = jobs_[j];
+    job.timer = {};
+    // Everything whose tick came goes through soon_, due now or not, so that the jobs of one
+    // catch-up (and those already waiting there) come out in exact (instant, order) order.
+    const TimePoint at = timer_instant(job);
+    soon_.push_back(Soon{at, soon_seq_++, j, job.timer_gen});
+    std::push_heap(soon_.begin(), soon_.end(), std::greater<>());
+    if (at > now && (!earliest_scheduled_ || at < *earliest_scheduled_)) earliest_scheduled_ = at;
+  });
+  while (!soon_.empty() && soon_.front().at <= now) {
+    const Soon s = soon_.front();
+    std::pop_heap(soon_.begin(), soon_.end(), std::greater<>());
+    soon_.pop_back();
+    if (jobs_[s.job].timer_gen == s.gen) on_timer(s.job, s.at, now);
+  }
+}
+
+std::optional<TimePoint> Core::next_deadline() const {
+  std::optional<TimePoint> next;
+  if (const std::optional<uint64_t> t = wheel_.next_deadline()) next = from_tick(*t);
+  // A stale soon_ entry only makes the driver wake once for nothing.
+  if (!soon_.empty() && (!next || soon_.front().at < *next)) next = soon_.front().at;
+  return next;
+}
+
+// ---- the moves ----
+
+void Core::make_ready(uint32_t j) {
+  Job& job = jobs_[j];
+  set_state(job, JobState::ready);
+  link(topics_[job.topic].ready, j);
+  ++ready_added_;
+}
+
+void Core::schedule(uint32_t j, TimePoint due, TimePoint now) {
+  mark(j);
+  Job& job = jobs_[j];
+  if (due <= now) {
+    make_ready(j);  // before the due time changes: leaving delayed unbins the old one
+    job.due = now;
+    return;
+  }
+  delay_until(job, due);
+  arm(j, job.due);
+}
+
+void Core::detach(uint32_t j) {
+  Job& job = jobs_[j];
+  if (job.timer) {
+    wheel_.cancel(job.timer);
+    job.timer = {};
+  }
+  ++job.timer_gen;  // a pending soon_ entry of this job is void now
+  if (job.state == JobState::ready) unlink(topics_[job.topic].ready, j);
+  if (job.state == JobState::dead) unlink(topics_[job.topic].dead, j);
+}
+
+void Core::to_dead(uint32_t j) {
+  mark(j);
+  Job& job = jobs_[j];
+  set_state(job, JobState::dead);
+  link(topics_[job.topic].dead, j);
+  ++totals_.dead_lettered;
+}
+
+void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now) {
+  Job& job = jobs_[j];
+  const RetryPolicy& p = policies_[job.policy];
+  if (job.attempts >= p.max_attempts) {
+    to_dead(j);
+    return;
+  }
+  // check_waits() keeps listed and capped waits within max_delay; the clamp covers the rest.
+  const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.limits.max_delay);
+  ++totals_.retried;
+  schedule(j, rules::plus(at, d), now);
+}
+
+void Core::erase(uint32_t j) {
+  detach(j);
+  Job& job = jobs_[j];
+  uncount(job);
+  ids_.erase(IdIndex::hash(job.id), j);
+  if (opt_.record_changes) {
+    erased_.push_back(job.seq);
+    job.dirty = false;  // its entry in dirty_ (if any) is void now
+  }
+  job.body = std::string();
+  job.next = free_;
+  free_ = j;
+}
+
+// ---- the counts by state ----
+
+uint64_t& Core::state_count(TopicStats& c, JobState s) {
+  switch (s) {
+    case JobState::delayed:
+      return c.delayed;
+    case JobState::ready:
+      return c.ready;
+    case JobState::reserved:
+      return c.reserved;
+    case JobState::dead:
+      break;
+  }
+  return c.dead;
+}
+
+void Core::set_state(Job& j, JobState s) {
+  changed(j.topic);
+  TopicStats& c = counts(j);
+  if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
+  --state_count(c, j.state);
+  ++state_count(c, s);
+  j.state = s;
+}
+
+void Core::delay_until(Job& j, TimePoint due) {
+  changed(j.topic);
+  if (j.state == JobState::delayed) {
+    topics_[j.topic].due.remove(j.due);
+  } else {
+    TopicStats& c = counts(j);
+    --state_count(c, j.state);
+    ++c.delayed;
+    j.state = JobState::delayed;
+  }
+  j.due = due;
+  topics_[j.topic].due.add(due);
+}
+
+void Core::uncount(Job& j) {
+  changed(j.topic);
+  if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
+  --state_count(counts(j), j.state);
+  unused_topic(j.topic);
+  release_policy(j.policy);
+}
+
+// ---- the ready and dead lines ----
+
+void Core::link(List& l, uint32_t j) {
+  Job& job = jobs_[j];
+  job.prev = l.tail;
+  job.next = kNil;
+  if (l.tail != kNil)
+    jobs_[l.tail].next = j;
+  else
+    l.head = j;
+  l.tail = j;
+}
+
+void Core::link_in_due_order(uint32_t j) {
+  Job& job = jobs_[j];
+  List& line = topics_[job.topic].ready;
+  // The line is in due order already (jobs join it as they fall due), and a released job was
+  // at its front when reserved: the walk ends at once unless the clock stepped back.
+  uint32_t at = line.head;
+  while (at != kNil &&
+         (jobs_[at].due < job.due || (jobs_[at].due == job.due && jobs_[at].seq < job.seq)))
+    at = jobs_[at].next;
+  if (at == kNil) return link(line, j);
+  Job& next = jobs_[at];
+  job.next = at;
+  job.prev = next.prev;
+  if (next.prev != kNil)
+    jobs_[next.prev].next = j;
+  else
+    line.head = j;
+  next.prev = j;
+}
+
+void Core::unlink(List& l, uint32_t j) {
+  Job& job = jobs_[j];
+  if (job.prev != kNil)
+    jobs_[job.prev].next = job.next;
+  else
+    l.head = job.next;
+  if (job.next != kNil)
+    jobs_[job.next].prev = job.prev;
+  else
+    l.tail = job.prev;
+  job.prev = job.next = kNil;
+}
+
+}  // namespace delayq::engine
