@@ -187,7 +187,7 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
       m.problem("simulating the power loss: " + cut.to_string());
       break;
     }
-    std::unique_ptr<Engine> q = open_for_check(m, store, horizon);
+    DriverStore q = open_for_check(m, store, horizon);
     if (!q) break;
     check_after_power_loss(m, *q, before, checked, out.kill_hi, shards, report, t);
     if (cycle + 1 == plan.cycles) sweep_forgotten(*q, m);
