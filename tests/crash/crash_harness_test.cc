@@ -7,8 +7,8 @@
 // dead_letter() and leases that run out). The worker reports every call's intent and outcome over a
 // pipe; the driver kills it with SIGKILL after 10-80 ms and checks what a reopened store shows
 // against its model of the reports: every job's state, due time, attempts and lease deadline
-// (crash/model.h, crash/check.h). In the kill cycles a consumer thread and a consume() loop in the
-// worker take the jobs of one topic of each thread as they are pushed (crash/load.h).
+// (crash/model.h, crash/check.h). A consumer thread and a consume() loop in the worker take the
+// jobs of one topic of each thread as they are pushed (crash/load.h).
 //
 //  - CrashHarness.SigkillsInEverySyncModeKeepEveryPromise: the kill cycles, every sync mode in
 //    turn (a kill loses nothing answered in any of them).
@@ -205,12 +205,24 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
       (unsigned long long)t.fs.never_synced_emptied, t.mid_background, t.mid_refill,
       (unsigned long long)m.counts.refills, t.killed_before_open, (unsigned long long)run.drained,
       run.owed);
+  std::printf(
+      "[ harness  ] the consumer thread reserved %llu jobs before their push returned; consume() "
+      "handled %llu jobs; power losses took %llu answered calls of the two; %d checks found a "
+      "paused topic\n",
+      (unsigned long long)m.counts.early_deliveries, (unsigned long long)m.counts.consumed,
+      (unsigned long long)t.consumers_lost, t.pauses_seen);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   // A simulation that never dropped a byte, or workers that never got going, would pass
   // without proving anything; and Sync::batch must not be Sync::always in disguise.
   EXPECT_GT(t.syncs_recorded, 0u) << "no sync was recorded: is the recording file system used?";
   EXPECT_GT(t.fs.bytes_dropped, 0u) << "no power loss dropped anything";
   expect_every_call(m.counts, t.done_cycles);
+  // The consumers ran, raced the pushes, and lost calls to power losses, which the prefix
+  // search had to place among the other threads' calls (prefix.h).
+  EXPECT_GT(m.counts.consumed, 0u) << "consume() never handled a job";
+  EXPECT_GT(m.counts.early_deliveries, 0u) << "the consumer never reserved a job whose push had "
+                                              "not returned yet";
+  EXPECT_GT(t.consumers_lost, 0u) << "no power loss took an answered call of the consumers";
   // The batch check says nothing below kBatchCyclesToTell qualifying cycles: a run must reach it.
   EXPECT_GE(t.batch_cycles_to_tell, kBatchCyclesToTell)
       << "too few Sync::batch cycles answered enough calls to tell whether batch ever loses";

@@ -156,6 +156,8 @@ struct PowerTally {
   std::array<uint64_t, 4> lost{};      // all of them, per mode
   std::array<int, 4> kept_some{};      // cycles in which calls answered in the cycle survived
   int batch_cycles_to_tell = 0;        // batch cycles with 2 * kPowerBatchOps answered calls
+  uint64_t consumers_lost = 0;         // answered calls of the consumers a power loss took
+  int pauses_seen = 0;                 // checks that found a paused topic
   uint64_t syncs_recorded = 0;
   int mid_background = 0;
   int mid_refill = 0;
