@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "check.h"
 #include "wal/store_testing.h"
@@ -160,7 +161,13 @@ std::string horizon_label(Duration horizon) {
 
 size_t stray_threads() {
   const size_t own = kUnderTsan ? 2 : 1;
-  const size_t n = threads_in_process();
+  size_t n = threads_in_process();
+  // A thread just joined may stay listed for a moment after its join returned (the kernel
+  // wakes the joiner as the thread exits, before it is gone): up to 100 ms for it to go.
+  for (int i = 0; i < 100 && n > own; ++i) {
+    std::this_thread::sleep_for(1ms);
+    n = threads_in_process();
+  }
   return n > own ? n - own : 0;
 }
 
