@@ -7,8 +7,8 @@
 // dead_letter() and leases that run out). The worker reports every call's intent and outcome over a
 // pipe; the driver kills it with SIGKILL after 10-80 ms and checks what a reopened store shows
 // against its model of the reports: every job's state, due time, attempts and lease deadline
-// (crash/model.h, crash/check.h). In the kill cycles a consumer thread and a consume() loop in the
-// worker take the jobs of one topic of each thread as they are pushed (crash/load.h).
+// (crash/model.h, crash/check.h). A consumer thread and a consume() loop in the worker take the
+// jobs of one topic of each thread as they are pushed (crash/load.h).
 //
 //  - CrashHarness.SigkillsInEverySyncModeKeepEveryPromise: the kill cycles, every sync mode in
 //    turn (a kill loses nothing answered in any of them).
@@ -40,9 +40,10 @@ using Steady = std::chrono::steady_clock;
 
 // Cycles by default: the whole binary takes about a minute on this shared 2-core machine, in
 // the RelWithDebInfo build (52 to 62 s) and under AddressSanitizer (54 to 57 s), most of it
-// the workers' run times (the budget is 3 and 4 minutes).
-constexpr int kKillCyclesPerMode = kUnderAsan ? 25 : 50;
-constexpr int kDefaultPowerCycles = kUnderAsan ? 80 : 120;
+// the workers' run times (the budget is 3 and 4 minutes). Under ThreadSanitizer, whose stage
+// runs the harness for its threads, fewer (a cycle takes 3 to 4 times as long there).
+constexpr int kKillCyclesPerMode = kUnderAsan ? 25 : kUnderTsan ? 15 : 50;
+constexpr int kDefaultPowerCycles = kUnderAsan ? 80 : kUnderTsan ? 40 : 120;
 
 // How to run the current test again with the same choices: its seed, and its number of cycles
 // where `cycles_var` sets one.
@@ -69,7 +70,7 @@ struct HarnessRun {
   void finish(const std::string& store_dir) {
     if (m.problems.empty()) {
       m.cycle += 1;  // problems of the drain count as the cycle after the last
-      std::unique_ptr<Engine> q = open_for_check(m, store_dir);
+      DriverStore q = open_for_check(m, store_dir);
       if (q) drain(m, *q, &owed, &drained);
     }
     secs = std::chrono::duration<double>(Steady::now() - t0).count();
@@ -163,8 +164,11 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
   EXPECT_GE(t.worker_reopened, t.done_cycles / 5) << "too few workers reopened a killed store";
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
   // A third of the tiered cycles are killed as a refill begins writing: most of those must land
-  // before the write is durable.
-  EXPECT_GE(t.mid_refill, t.tiered / 10) << "too few kills landed during a disk-tier refill";
+  // before the write is durable. (Not under ThreadSanitizer: its few and slow cycles refill
+  // rarely; the other builds require it.)
+  if (!kUnderTsan) {
+    EXPECT_GE(t.mid_refill, t.tiered / 10) << "too few kills landed during a disk-tier refill";
+  }
 }
 
 TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
@@ -201,12 +205,24 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
       (unsigned long long)t.fs.never_synced_emptied, t.mid_background, t.mid_refill,
       (unsigned long long)m.counts.refills, t.killed_before_open, (unsigned long long)run.drained,
       run.owed);
+  std::printf(
+      "[ harness  ] the consumer thread reserved %llu jobs before their push returned; consume() "
+      "handled %llu jobs; power losses took %llu answered calls of the two; %d checks found a "
+      "paused topic\n",
+      (unsigned long long)m.counts.early_deliveries, (unsigned long long)m.counts.consumed,
+      (unsigned long long)t.consumers_lost, t.pauses_seen);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   // A simulation that never dropped a byte, or workers that never got going, would pass
   // without proving anything; and Sync::batch must not be Sync::always in disguise.
   EXPECT_GT(t.syncs_recorded, 0u) << "no sync was recorded: is the recording file system used?";
   EXPECT_GT(t.fs.bytes_dropped, 0u) << "no power loss dropped anything";
   expect_every_call(m.counts, t.done_cycles);
+  // The consumers ran, raced the pushes, and lost calls to power losses, which the prefix
+  // search had to place among the other threads' calls (prefix.h).
+  EXPECT_GT(m.counts.consumed, 0u) << "consume() never handled a job";
+  EXPECT_GT(m.counts.early_deliveries, 0u) << "the consumer never reserved a job whose push had "
+                                              "not returned yet";
+  EXPECT_GT(t.consumers_lost, 0u) << "no power loss took an answered call of the consumers";
   // The batch check says nothing below kBatchCyclesToTell qualifying cycles: a run must reach it.
   EXPECT_GE(t.batch_cycles_to_tell, kBatchCyclesToTell)
       << "too few Sync::batch cycles answered enough calls to tell whether batch ever loses";
@@ -214,7 +230,9 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   EXPECT_TRUE(batch.empty()) << batch;
   // Where the cuts landed: some while RocksDB flushed or compacted.
   EXPECT_GT(t.mid_background, 0) << "no power loss came during a flush or compaction";
-  EXPECT_GE(t.mid_refill, t.tiered / 10) << "too few power losses came during a disk-tier refill";
+  if (!kUnderTsan) {  // as in the kill cycles
+    EXPECT_GE(t.mid_refill, t.tiered / 10) << "too few power losses came during a disk-tier refill";
+  }
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
 }
 
@@ -275,7 +293,11 @@ struct Planted {
 // it).
 Status edit_stored(const std::string& dir, const std::string& id,
                    const std::function<void(engine::JobRecord&)>& edit) {
-  Result<std::unique_ptr<wal::Journal>> j = wal::Journal::open(dir, wal::JournalOptions{});
+  // On RocksDB threads of its own, which end with it (DriverStore says why).
+  const std::unique_ptr<rocksdb::Env> env = fork_safe_env(rocksdb::Env::Default());
+  wal::JournalOptions o;
+  o.env = env.get();
+  Result<std::unique_ptr<wal::Journal>> j = wal::Journal::open(dir, o);
   if (!j) return j.status();
   std::optional<engine::JobRecord> found;
   Status s = (*j)->scan([&](engine::JobRecord&& r) {

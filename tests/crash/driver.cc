@@ -12,8 +12,10 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "check.h"
+#include "wal/store_testing.h"
 
 namespace delayq::crash {
 
@@ -77,6 +79,13 @@ RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
   m.refilling = 0;
   m.pending = Observation{};  // what a worker killed while it looked had reported
   const uint64_t opened_before = m.counts.opened;
+  if (const size_t n = stray_threads(); n > 0) {
+    m.problem("the driver would fork a worker with " + std::to_string(n) +
+              " threads of its own running (a store it opened left them?)");
+    close(fds[0]);
+    close(fds[1]);
+    return out;
+  }
   const pid_t pid = fork();
   if (pid < 0) {
     m.problem(std::string("fork: ") + std::strerror(errno));
@@ -150,15 +159,34 @@ std::string horizon_label(Duration horizon) {
          " ms)";
 }
 
-std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir, Duration horizon) {
+size_t stray_threads() {
+  const size_t own = kUnderTsan ? 2 : 1;
+  size_t n = threads_in_process();
+  // A thread just joined may stay listed for a moment after its join returned (the kernel
+  // wakes the joiner as the thread exits, before it is gone): up to 100 ms for it to go.
+  for (int i = 0; i < 100 && n > own; ++i) {
+    std::this_thread::sleep_for(1ms);
+    n = threads_in_process();
+  }
+  return n > own ? n - own : 0;
+}
+
+Result<DriverStore> open_in_driver(const StoreOptions& o) {
+  std::unique_ptr<rocksdb::Env> env = fork_safe_env(rocksdb::Env::Default());
+  Result<std::unique_ptr<Engine>> q = wal::open_store_on(o, env.get());
+  if (!q) return q.status();
+  return DriverStore(std::move(env), std::move(q).value());
+}
+
+DriverStore open_for_check(Model& m, const std::string& dir, Duration horizon) {
   StoreOptions o;
   o.dir = dir;
   o.sync = Sync::always;
   o.horizon = horizon;
-  Result<std::unique_ptr<Engine>> q = open_store(o);
+  Result<DriverStore> q = open_in_driver(o);
   if (!q) {
     m.problem("the driver could not reopen the store: " + q.status().to_string());
-    return nullptr;
+    return {};
   }
   return std::move(q).value();
 }
@@ -199,7 +227,7 @@ void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir
     // About half the time the driver looks (its own open replays the log); otherwise the next
     // worker does. The last cycle's store is always looked at, and so is every planted one.
     if (!plant && cycle + 1 < cycles && rng() % 2 == 0) continue;
-    std::unique_ptr<Engine> q = open_for_check(m, dir, horizon);
+    DriverStore q = open_for_check(m, dir, horizon);
     if (!q) break;
     check_observation(m, observe(*q, m));
     if (cycle + 1 == cycles) sweep_forgotten(*q, m);

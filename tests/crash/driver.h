@@ -2,6 +2,8 @@
 // left (a SIGKILL, or a power loss after it), and the cycles of both harnesses.
 #pragma once
 
+#include <rocksdb/env.h>
+
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "delayq/store.h"
+#include "fork_safe_env.h"
 #include "model.h"
 #include "power_loss_fs.h"
 #include "temp_dir.h"
@@ -25,10 +28,21 @@
 #ifndef DELAYQ_CRASH_UNDER_ASAN
 #define DELAYQ_CRASH_UNDER_ASAN 0
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define DELAYQ_CRASH_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DELAYQ_CRASH_UNDER_TSAN 1
+#endif
+#endif
+#ifndef DELAYQ_CRASH_UNDER_TSAN
+#define DELAYQ_CRASH_UNDER_TSAN 0
+#endif
 
 namespace delayq::crash {
 
 constexpr bool kUnderAsan = DELAYQ_CRASH_UNDER_ASAN != 0;
+constexpr bool kUnderTsan = DELAYQ_CRASH_UNDER_TSAN != 0;
 constexpr std::array<Sync, 4> kModes = {Sync::always, Sync::batch, Sync::periodic, Sync::none};
 inline size_t mode_index(Sync s) {
   return static_cast<size_t>(s) % 4;
@@ -66,9 +80,33 @@ inline bool kill_at_refill(Duration horizon, std::mt19937_64& rng) {
   return horizon != Duration::max() && rng() % 3 == 0;
 }
 
+// A store the driver opened. Its RocksDB runs its background jobs on threads of its own
+// (fork_safe_env.h), joined when it closes: the driver forks its workers with no thread but its
+// own running (run_worker() checks), so that a worker starts as a whole process. (Under
+// ThreadSanitizer a child of a process with several threads runs unchecked, and dies when it
+// starts a thread.)
+class DriverStore {
+ public:
+  DriverStore() = default;
+  DriverStore(std::unique_ptr<rocksdb::Env> env, std::unique_ptr<Engine> q)
+      : env_(std::move(env)), q_(std::move(q)) {}
+  explicit operator bool() const { return q_ != nullptr; }
+  Engine& operator*() const { return *q_; }
+  Engine* operator->() const { return q_.get(); }
+
+ private:
+  std::unique_ptr<rocksdb::Env> env_;  // outlives q_
+  std::unique_ptr<Engine> q_;
+};
+Result<DriverStore> open_in_driver(const StoreOptions& o);
+
+// The threads running in this process besides the calling one (and, under ThreadSanitizer,
+// the sanitizer's own background thread): a fork now would leave them behind, with whatever
+// locks they hold, in a child that believes they exist. 0 if it cannot tell.
+size_t stray_threads();
+
 // Opens the store in the driver, as a check does, with the disk tier's horizon of the cycle.
-std::unique_ptr<Engine> open_for_check(Model& m, const std::string& dir,
-                                       Duration horizon = Duration::max());
+DriverStore open_for_check(Model& m, const std::string& dir, Duration horizon = Duration::max());
 
 // Whether a cycle's worker (and the driver's check) run with the disk tier: half the cycles, in
 // runs of 8 (every sync mode, on 1 and 2 shards), so that stores pass from one to the other.
@@ -118,6 +156,8 @@ struct PowerTally {
   std::array<uint64_t, 4> lost{};      // all of them, per mode
   std::array<int, 4> kept_some{};      // cycles in which calls answered in the cycle survived
   int batch_cycles_to_tell = 0;        // batch cycles with 2 * kPowerBatchOps answered calls
+  uint64_t consumers_lost = 0;         // answered calls of the consumers a power loss took
+  int pauses_seen = 0;                 // checks that found a paused topic
   uint64_t syncs_recorded = 0;
   int mid_background = 0;
   int mid_refill = 0;

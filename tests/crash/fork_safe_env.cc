@@ -6,6 +6,7 @@
 #include <array>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -137,6 +138,15 @@ class ForkSafeEnv final : public rocksdb::EnvWrapper {
 
 std::unique_ptr<rocksdb::Env> fork_safe_env(rocksdb::Env* base, bool run_jobs) {
   return std::make_unique<ForkSafeEnv>(base, run_jobs);
+}
+
+size_t threads_in_process() {
+  std::error_code ec;
+  size_t n = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end;
+       it.increment(ec))
+    ++n;
+  return ec ? 0 : n;
 }
 
 }  // namespace delayq::crash

@@ -2,7 +2,7 @@
 //
 // Each of the worker's kThreads threads owns two topics and the jobs on them (ids with
 // job % kThreads == its index), so that its calls never race another thread's on one job while
-// their writes to the store overlap (and share fsyncs); in the kill cycles it only pushes the
+// their writes to the store overlap (and share fsyncs); with the consumers it only pushes the
 // jobs of its second topic, which the consumer thread or consume() take (below): their
 // reservations race its pushes, as intended, and nothing else does. Everything about a job that the
 // driver checks (topic, body, ttr, retry policy) is a function of its number and the run's salt, so
@@ -23,11 +23,11 @@ namespace delayq::crash {
 using namespace std::chrono_literals;
 
 constexpr size_t kThreads = 2;
-// The kill cycles run one more worker thread, the consumer (its records' thread is kConsumer):
-// it takes the jobs of each thread's second topic as they are pushed, waiting in reserve(), so
-// that it reserves jobs whose push has not returned yet (the group-commit race,
-// docs/durability.md), and acks or releases them. In those cycles the pushing thread makes no
-// other call on the jobs or the topics the consumer takes (Model::handler_of).
+// The kill and power-loss cycles run one more worker thread, the consumer (its records' thread
+// is kConsumer): it takes the jobs of the first thread's second topic as they are pushed, waiting
+// in reserve(), so that it reserves jobs whose push has not returned yet (the group-commit race,
+// docs/durability.md), and acks or releases them. The pushing thread makes no other call on the
+// jobs or the topics the consumer takes (Model::handler_of).
 constexpr size_t kConsumer = kThreads;
 constexpr size_t kConsumerTopic = 1;  // kTopics[1]: the second topic of thread 0
 // And a consume() loop (one thread, its handler acking every job) takes the second topic of

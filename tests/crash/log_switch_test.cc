@@ -65,6 +65,7 @@ constexpr int kBody = 1000;
 
 // Runs push_jobs() in a child until it reports, then kills it.
 void run_child(const std::string& dir, const std::string& side_log, int first, int last) {
+  ASSERT_EQ(stray_threads(), 0u) << "the test would fork with threads of its own running";
   testing::ChildProcess child([&](int fd) {
     alarm(60);
     push_jobs(dir, side_log, first, last, fd);
@@ -104,7 +105,7 @@ int cut_all_but_the_newest_log(const std::string& dir, const power_loss::Ledger&
 
 // The jobs present must be 1..n for some n: nothing lost from the middle.
 void expect_a_prefix(const std::string& dir, int last) {
-  Result<std::unique_ptr<Engine>> q = open_store({.dir = dir});
+  Result<DriverStore> q = open_in_driver({.dir = dir});  // no thread left for the next fork
   ASSERT_TRUE(q.ok()) << q.status().to_string();
   int present = 0;
   int first_missing = 0;

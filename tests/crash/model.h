@@ -72,7 +72,7 @@ struct Model {
   // the last one its thread saw.
   uint64_t max_fence = 0, fence_floor = 0;
   std::array<uint64_t, kWorkers> last_fence{};
-  // Whether the workers run the consumer thread (load.h): the kill cycles do.
+  // Whether the workers run the consumer thread (load.h): the kill and power-loss cycles do.
   bool consumer = false;
   bool consumed_topic(size_t topic) const { return consumer && topic % 2 == 1; }
   // The worker thread that makes the calls on a job (other than its push, by owner_of()), and

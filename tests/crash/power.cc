@@ -1,15 +1,16 @@
 // The power-loss cycles (driver.h).
 //
-// The same load, worker and reports as the kill cycles, with a power loss instead of a bare
-// SIGKILL: the worker's store runs on a file system that records what each successful sync
-// covered (power_loss_fs.h); after the kill the driver cuts every file back to what was durable,
-// then reopens the store on the real file system and checks what the worker's sync mode
-// promises. Between cycles the driver's own clean close counts as a shutdown that synced
-// everything.
+// The same load, worker and reports as the kill cycles (the consumer thread and consume()
+// included), with a power loss instead of a bare SIGKILL: the worker's store runs on a file
+// system that records what each successful sync covered (power_loss_fs.h); after the kill the
+// driver cuts every file back to what was durable, then reopens the store on the real file
+// system and checks what the worker's sync mode promises. Between cycles the driver's own clean
+// close counts as a shutdown that synced everything.
 //
 // What each mode promises (delayq/store.h), and how it is checked:
 //  - every mode: what comes back is the queue as it was after some prefix of the calls
-//    (prefix.h), each job's state, due time, attempts and lease included.
+//    (prefix.h), each job's state, due time, attempts and lease included, and each topic paused
+//    or running as those calls left it.
 //  - Sync::always: nothing answered is lost: the prefix found loses no answered call, and the
 //    store passes the same check as after a bare kill (check.h).
 //  - Sync::batch: at most sync_batch_ops - 1 answered calls lost. sync_batch_ops is 8 here and
@@ -35,12 +36,12 @@ constexpr Duration kPowerPeriodicInterval = 15ms;
 // After a power loss: the store must be the queue after some prefix of the calls, losing no
 // more answered calls than `checked` allows, and keep every other promise.
 void check_after_power_loss(Model& m, Queue& q,
-                            const std::unordered_map<uint64_t, JobModel>& before, Sync checked,
-                            int64_t kill_hi, size_t shards, const std::string& cut,
-                            PowerTally& tally) {
+                            const std::unordered_map<uint64_t, JobModel>& before,
+                            uint32_t paused_before, Sync checked, int64_t kill_hi, size_t shards,
+                            const std::string& cut, PowerTally& tally) {
   const Observation o = observe(q, m);
-  const PrefixVerdict v =
-      explain_by_prefix(before, m.cycle_records, o.jobs, kill_hi, shards, m.origin);
+  const PrefixVerdict v = explain_by_prefix(before, m.cycle_records, o.jobs, kill_hi, shards,
+                                            m.origin, {paused_before, o.paused}, m.consumer);
   if (!v.explained) {
     std::string s = "after the power loss the store is not the queue as it was after any ";
     s += "prefix of the calls: " + v.why;
@@ -53,13 +54,17 @@ void check_after_power_loss(Model& m, Queue& q,
   tally.lost[mi] += v.lost;
   tally.kept_some[mi] += v.answered > v.lost;
   tally.batch_cycles_to_tell += checked == Sync::batch && v.answered >= 2 * kPowerBatchOps;
+  tally.consumers_lost += v.lost_in[2] + v.lost_in[3];
+  tally.pauses_seen += o.paused != 0;
   if (const std::optional<uint64_t> allowed = allowed_loss(checked); allowed && v.lost > *allowed) {
-    std::string s = "the power loss took " + std::to_string(v.lost) +
-                    " answered calls that changed the queue, at the least (worker thread 0 kept " +
-                    std::to_string(v.kept[0]) + " of its " + std::to_string(v.calls[0]) +
-                    " calls, thread 1 " + std::to_string(v.kept[1]) + " of " +
-                    std::to_string(v.calls[1]) + "); Sync::" + to_string(checked) + " allows " +
-                    std::to_string(*allowed) + ". Lost:";
+    std::string s =
+        "the power loss took " + std::to_string(v.lost) +
+        " answered calls that changed the queue, at the least (calls kept of those " +
+        "made: worker thread 0 " + std::to_string(v.kept[0]) + " of " + std::to_string(v.calls[0]) +
+        ", thread 1 " + std::to_string(v.kept[1]) + " of " + std::to_string(v.calls[1]) +
+        ", the consumer thread " + std::to_string(v.kept[2]) + " of " + std::to_string(v.calls[2]) +
+        ", consume() " + std::to_string(v.kept[3]) + " of " + std::to_string(v.calls[3]) +
+        "); Sync::" + to_string(checked) + " allows " + std::to_string(*allowed) + ". Lost:";
     for (const std::string& c : v.lost_calls) s += "\n    " + c;
     if (v.lost > v.lost_calls.size()) s += "\n    ...";
     m.problem(s);
@@ -74,7 +79,7 @@ void check_after_power_loss(Model& m, Queue& q,
     m.listed = {};
     m.unreported = {};
     for (auto& [job, j] : m.jobs) j.cands = {rec_of(o.jobs.at(job))};
-    m.take_pauses(o.paused);  // not part of the prefix search: see prefix.h
+    m.take_pauses(o.paused);  // as the prefix search found them
   }
   check_observation(m, o);
 }
@@ -127,6 +132,7 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
   const std::string side_log = root + "/synced.log";  // outside the store: no power loss cuts it
   std::mt19937_64 rng(plan.seed);
   power_loss::Ledger ledger;
+  m.consumer = true;  // the consumer thread and consume() in every worker (load.h)
   for (int cycle = 0; cycle < plan.cycles && m.problems.empty(); ++cycle) {
     m.cycle = cycle;
     const Sync mode = plan.run_mode(cycle);
@@ -163,6 +169,9 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
     t.tiered += horizon != Duration::max();
 
     const std::unordered_map<uint64_t, JobModel> before = m.jobs;
+    uint32_t paused_before = 0;  // exact: the last check took the store's
+    for (size_t i = 0; i < kTopics.size(); ++i)
+      paused_before |= static_cast<uint32_t>(m.pause_may[i] == Model::kMayPause) << i;
     m.cycle_records.clear();
     m.keep_cycle_records = true;
     const RunOutcome out = run_worker(m, store, plan.seed ^ mix(static_cast<uint64_t>(cycle) + 1),
@@ -187,9 +196,9 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
       m.problem("simulating the power loss: " + cut.to_string());
       break;
     }
-    std::unique_ptr<Engine> q = open_for_check(m, store, horizon);
+    DriverStore q = open_for_check(m, store, horizon);
     if (!q) break;
-    check_after_power_loss(m, *q, before, checked, out.kill_hi, shards, report, t);
+    check_after_power_loss(m, *q, before, paused_before, checked, out.kill_hi, shards, report, t);
     if (cycle + 1 == plan.cycles) sweep_forgotten(*q, m);
   }  // the driver's store is closed before the next worker starts
   m.cycle_label.clear();

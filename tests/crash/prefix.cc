@@ -1,155 +1,71 @@
-// The prefix search after a power loss (prefix.h).
+// The prefix search after a power loss (prefix.h), over the lanes of prefix_calls.h.
 #include "prefix.h"
 
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <tuple>
+
+#include "prefix_calls.h"
 
 namespace delayq::crash {
 
 namespace {
 
-// One call of a worker thread: its intent and, if it returned before the kill, its outcome.
-// An in-flight call gets an outcome made up as if it succeeded at the kill (`answered` false):
-// kept, it is the call done; not kept, the call not done or refused (which changes nothing).
-struct Call {
-  Record intent;
-  std::optional<Record> done;
-  bool answered = false;
-  std::vector<uint64_t> listed;  // purge_dead, requeue_dead_topic: the jobs it deleted, requeued
-  size_t intent_at = 0;          // positions in the cycle's records (the order they were sent)
-  size_t done_at = SIZE_MAX;
-  uint64_t item = 0;  // push_batch split into pushes: this call's job
-};
-
-// Whether the call was answered and changed the queue: one atomic write to the store.
-bool answered_write(const Call& c) {
-  if (!c.answered || c.done->code != 0) return false;
-  if (c.done->kind == Kind::reserve_done) return false;  // nothing delivered
-  if (c.done->kind == Kind::purge_done || c.done->kind == Kind::rqtopic_done) return c.done->n > 0;
-  // A pause or resume changes no job: the search below cannot tell whether it was kept.
-  return c.done->kind != Kind::pause_done && c.done->kind != Kind::resume_done;
-}
-
-std::string call_text(const Call& c) {
-  std::string what = std::string(call_name(c.intent.kind));
-  if (c.intent.kind == Kind::reserve_intent) {
-    if (c.done && c.done->kind == Kind::reserved)
-      what += " that delivered " + job_id(c.done->job) + " (attempt " +
-              std::to_string(c.done->attempt) + ")";
-  } else if (is_topic_call(c.intent.kind)) {
-    what += " of " + kTopics[c.intent.arg];
-  } else {
-    what += " of " + job_id(c.item ? c.item : c.intent.job);
-  }
-  if (!c.answered) return what + " (in flight)";
-  return what + " (returned " + errc_text(c.done->code) + ")";
-}
-
-// Each thread's calls, from the cycle's records. In-flight calls get a made-up outcome.
-std::array<std::vector<Call>, kThreads> calls_of(const std::vector<Record>& records,
-                                                 int64_t kill_hi, size_t shards) {
-  std::array<std::vector<Call>, kThreads> calls;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const Record& r = records[i];
-    if (r.thread >= kThreads) continue;
-    std::vector<Call>& mine = calls[r.thread];
-    if (is_intent(r.kind)) {
-      mine.push_back(Call{r, std::nullopt, false, {}, i, SIZE_MAX, 0});
-    } else if ((r.kind == Kind::purged || r.kind == Kind::requeued) && !mine.empty()) {
-      mine.back().listed.push_back(r.job);
-    } else if (!mine.empty() && !mine.back().done &&
-               (r.kind == done_of(mine.back().intent.kind) || r.kind == Kind::reserved)) {
-      mine.back().done = r;
-      mine.back().answered = true;
-      mine.back().done_at = i;
-    }
-  }
-  for (std::vector<Call>& mine : calls) {
-    if (!mine.empty() && !mine.back().done) {
-      Call& c = mine.back();
-      c.done = done_record(done_of(c.intent.kind), c.intent, Status(), kill_hi);
-    }
-    // ack_batch is one ack (one write) per token, in order; on several shards push_batch is one
-    // push (one write) per job.
-    std::vector<Call> split;
-    for (const Call& c : mine) {
-      if (c.intent.kind == Kind::ackb_intent) {
-        for (size_t i = 0; i < c.intent.n; ++i) {
-          split.push_back(c);
-          split.back().intent = ack_of_batch(c.intent, i);
-          split.back().done =
-              c.answered ? ack_done_of_batch(*c.done, i)
-                         : done_record(Kind::ack_done, split.back().intent, Status(), kill_hi);
-        }
-        continue;
-      }
-      if (c.intent.kind != Kind::batch_intent || shards == 1) {
-        split.push_back(c);
-        continue;
-      }
-      for (uint64_t k = 0; k < c.intent.n; ++k) {
-        split.push_back(c);
-        split.back().item = c.intent.job + k * kThreads;
-      }
-    }
-    mine = std::move(split);
-  }
-  return calls;
-}
-
-// The jobs a call changes.
-std::vector<uint64_t> jobs_of(const Call& c) {
-  if (c.item) return {c.item};
-  switch (c.intent.kind) {
-    case Kind::reserve_intent:
-      return c.done->kind == Kind::reserved ? std::vector<uint64_t>{c.done->job}
-                                            : std::vector<uint64_t>{};
-    case Kind::purge_intent:
-    case Kind::rqtopic_intent:
-      return c.listed;
-    case Kind::pause_intent:
-    case Kind::resume_intent:
-      return {};
-    case Kind::batch_intent: {
-      std::vector<uint64_t> out;
-      for (uint64_t k = 0; k < c.intent.n; ++k) out.push_back(c.intent.job + k * kThreads);
-      return out;
-    }
-    default:
-      return {c.intent.job};
-  }
-}
-
-// Where a thread's calls are cut: its first `kept` calls kept, and if `partial`, part of the
-// next one (a purge_dead on several shards writes each shard's part on its own).
+// Where a lane's calls are cut: its first `kept` calls kept, and if `partial`, part of the
+// next one (a purge_dead on several shards writes each shard's part on its own). A consumer's
+// lane cut here needs its feeder lane (the thread that pushed its jobs) to keep at least `lo`
+// and at most `hi` calls: every push of a job that the store shows, or that a kept call of the
+// consumer's took, kept; every other push of its jobs in the cycle lost.
 struct Cut {
   size_t kept = 0;
   bool partial = false;
+  size_t lo = 0, hi = SIZE_MAX;
+  size_t reach() const { return kept + partial; }
 };
 
-// One thread's search: the cuts that explain its jobs.
-class ThreadSearch {
- public:
-  ThreadSearch(const std::vector<Call>& calls, const std::map<uint64_t, Obs>& seen, size_t shards,
-               int64_t origin)
-      : cs_(calls), seen_(seen), shards_(shards), origin_(origin) {}
+static_assert(std::tuple_size_v<decltype(PrefixVerdict::kept)> == kLanes);
 
-  void start(const std::map<uint64_t, Rec>& initial) {
+// Pause states ride in the search as pseudo jobs: topic i is kTopicKey + i, its Rec's state
+// St::reserved while the topic is paused and St::waiting while it runs.
+constexpr uint64_t kTopicKey = uint64_t{1} << 62;
+bool is_topic_key(uint64_t key) {
+  return key >= kTopicKey;
+}
+
+// A job of a consumer's lane pushed in the cycle by its feeder lane: the push's index there.
+struct Fed {
+  size_t push_at = 0;
+  bool touched = false;  // a call of the consumer's, among those applied, was on it
+};
+
+// One lane's search: the cuts that explain its jobs and its topics' pause states.
+class LaneSearch {
+ public:
+  LaneSearch(const std::vector<Call>& calls, const std::map<uint64_t, Obs>& seen,
+             uint32_t seen_paused, size_t shards, int64_t origin)
+      : cs_(calls), seen_(seen), seen_paused_(seen_paused), shards_(shards), origin_(origin) {}
+
+  // `initial`: the lane's jobs (and topics) before the cycle, or for the jobs of `fed`, as
+  // their push left them.
+  void start(const std::map<uint64_t, Rec>& initial, uint32_t paused, std::vector<size_t> topics,
+             std::map<uint64_t, Fed> fed) {
     initial_ = initial;
-    e_ = initial;
-    for (const auto& entry : e_) recheck(entry.first);
+    fed_initial_ = fed;
+    topics_ = std::move(topics);
+    for (size_t i : topics_)
+      initial_[kTopicKey + i] = Rec{(paused >> i) & 1 ? St::reserved : St::waiting, 0, {}, {}, 0};
+    reset();
   }
 
-  // The cuts that explain its jobs, in order.
-  std::vector<Cut> run(std::string* why, std::vector<uint64_t>* suspects, size_t t) {
+  std::vector<Cut> run(std::string* why, std::vector<uint64_t>* suspects, size_t lane) {
     std::vector<Cut> fits;
     size_t closest = 0;
     std::set<uint64_t> closest_bad = bad_;
     const size_t n = cs_.size();
     for (size_t c = 0; c <= n; ++c) {
-      if (bad_.empty()) fits.push_back(Cut{c, false});
-      if (c < n && partly_applied(cs_[c])) fits.push_back(Cut{c, true});
+      if (bad_.empty()) fits.push_back(bounded(Cut{c, false}));
+      if (c < n && partly_applied(cs_[c])) fits.push_back(bounded(Cut{c, true}));
       if (bad_.size() <= closest_bad.size()) {
         closest = c;
         closest_bad = bad_;
@@ -159,25 +75,51 @@ class ThreadSearch {
       if (!call.answered &&
           (call.intent.kind == Kind::reserve_intent || call.intent.kind == Kind::purge_intent ||
            call.intent.kind == Kind::rqtopic_intent)) {
-        if (in_flight_fits(call)) fits.push_back(Cut{n, false});
+        if (in_flight_fits(call)) fits.push_back(bounded(Cut{n, false}));
         break;
       }
       apply(call);
     }
-    if (fits.empty()) describe(closest, closest_bad, why, suspects, t);
+    if (fits.empty()) describe(closest, closest_bad, why, suspects, lane);
     return fits;
   }
 
  private:
+  void reset() {
+    e_ = initial_;
+    fed_ = fed_initial_;
+    bad_.clear();
+    for (const auto& entry : e_) recheck(entry.first);
+  }
   Obs seen_of(uint64_t job) const {
     auto it = seen_.find(job);
     return it == seen_.end() ? Obs{} : it->second;
   }
-  void recheck(uint64_t job) {
-    if (shows(e_[job], job, seen_of(job)))
-      bad_.erase(job);
+  bool matches(uint64_t key) const {
+    const Rec& r = e_.at(key);
+    if (is_topic_key(key))
+      return (r.st == St::reserved) == (((seen_paused_ >> (key - kTopicKey)) & 1) != 0);
+    const Obs o = seen_of(key);
+    // A consumer's job that none of its calls took yet, not in the store: its push was lost.
+    if (auto f = fed_.find(key); f != fed_.end() && !f->second.touched && !o.exists) return true;
+    return shows(r, key, o);
+  }
+  void recheck(uint64_t key) {
+    if (matches(key))
+      bad_.erase(key);
     else
-      bad_.insert(job);
+      bad_.insert(key);
+  }
+
+  // The feeder's bounds at this cut (a job an unreported delivery took is in the store).
+  Cut bounded(Cut cut) const {
+    for (const auto& [job, f] : fed_) {
+      if (f.touched || seen_of(job).exists)
+        cut.lo = std::max(cut.lo, f.push_at + 1);
+      else
+        cut.hi = std::min(cut.hi, f.push_at);
+    }
+    return cut;
   }
 
   void apply(const Call& call) {
@@ -185,7 +127,14 @@ class ThreadSearch {
     if (d.code != 0) return;  // refused or failed: nothing written
     const Span w{call.intent.t0, d.t1};
     const Record* done = call.answered ? &d : nullptr;
+    if (call.intent.kind == Kind::pause_intent || call.intent.kind == Kind::resume_intent) {
+      const uint64_t key = kTopicKey + static_cast<uint64_t>(call.intent.arg);
+      if (!e_.count(key)) return;
+      e_[key].st = call.intent.kind == Kind::pause_intent ? St::reserved : St::waiting;
+      return recheck(key);
+    }
     for (uint64_t job : jobs_of(call)) {
+      if (!initial_.count(job)) continue;  // another lane's job (a push for a consumer)
       Rec& r = e_[job];
       if (call.intent.kind == Kind::reserve_intent) {
         r = delivered(d, job);
@@ -194,6 +143,8 @@ class ThreadSearch {
       } else {
         r = after_call(r, job, call.intent, done, w);
       }
+      // A call of the consumer's that wrote on a job: written after the job's push.
+      if (auto f = fed_.find(job); f != fed_.end()) f->second.touched = true;
       recheck(job);
     }
   }
@@ -221,12 +172,13 @@ class ThreadSearch {
     return true;
   }
 
-  // A reserve in flight may have delivered one job of this thread's; a purge_dead or
+  // A reserve in flight may have delivered one job of this lane's; a purge_dead or
   // requeue_dead_topic in flight may have deleted or requeued any of its topic's jobs that may
   // have been dead.
   bool in_flight_fits(const Call& call) const {
     const Span w{call.intent.t0, call.done->t1};
     for (uint64_t job : bad_) {
+      if (is_topic_key(job)) return false;
       const Rec& r = e_.at(job);
       const Obs o = seen_of(job);
       if (call.intent.kind == Kind::reserve_intent) {
@@ -241,32 +193,131 @@ class ThreadSearch {
   }
 
   void describe(size_t closest, const std::set<uint64_t>& bad, std::string* why,
-                std::vector<uint64_t>* suspects, size_t t) {
-    *why = "no prefix of worker thread " + std::to_string(t) + "'s " + std::to_string(cs_.size()) +
+                std::vector<uint64_t>* suspects, size_t lane) {
+    *why = "no prefix of " + lane_name(lane) + "'s " + std::to_string(cs_.size()) +
            " calls explains its jobs; the closest, its first " + std::to_string(closest) +
            " calls" +
            (closest > 0 ? " (up to the " + call_text(cs_[closest - 1]) + ")" : std::string()) +
            ", leaves " + std::to_string(bad.size()) + " jobs different:";
-    e_ = initial_;  // replay up to `closest` to name what each differing job should be
+    reset();  // replay up to `closest` to name what each differing job should be
     for (size_t c = 0; c < closest; ++c) apply(cs_[c]);
     size_t named = 0;
-    for (uint64_t job : bad) {
+    for (uint64_t key : bad) {
       if (named++ == 4) {
         *why += " ...";
         break;
       }
-      *why += " " + job_id(job) + " should be " + rec_text(e_[job], origin_) +
-              ", the store has it " + obs_text(seen_of(job), origin_) + ";";
-      suspects->push_back(job);
+      if (is_topic_key(key)) {
+        const bool paused = e_[key].st == St::reserved;
+        *why += " topic " + kTopics[key - kTopicKey] + " should be " +
+                (paused ? "paused" : "running") + ", the store has it " +
+                (paused ? "running;" : "paused;");
+        continue;
+      }
+      *why += " " + job_id(key) + " should be " + rec_text(e_[key], origin_) +
+              ", the store has it " + obs_text(seen_of(key), origin_) + ";";
+      suspects->push_back(key);
     }
   }
 
   const std::vector<Call>& cs_;
   const std::map<uint64_t, Obs>& seen_;
+  const uint32_t seen_paused_;
   const size_t shards_;
   const int64_t origin_;
+  std::vector<size_t> topics_;
   std::map<uint64_t, Rec> initial_, e_;
-  std::set<uint64_t> bad_;  // jobs that differ from what the store shows
+  std::map<uint64_t, Fed> fed_initial_, fed_;
+  std::set<uint64_t> bad_;  // jobs (and topics) that differ from what the store shows
+};
+
+}  // namespace
+
+namespace {
+
+// The lanes' searches put together: per lane, its cuts that fit (ascending), and the greatest
+// choice of one cut per lane that fits the order of the calls (every constraint below keeps
+// more calls of one lane only if others keep more too, so the choices that fit are closed under
+// taking the larger cut of each lane: the greatest loses the fewest answered calls).
+class Joint {
+ public:
+  Joint(const std::array<std::vector<Call>, kLanes>& calls,
+        const std::array<std::vector<Cut>, kLanes>& fits,
+        const std::array<std::optional<size_t>, kLanes>& feeder)
+      : calls_(calls), fits_(fits), feeder_(feeder) {
+    // need_[t][u][c]: how many of lane u's calls must be kept if lane t keeps c (or part of its
+    // call c - 1): those that had returned before t's call c - 1 began (it was written after).
+    for (size_t t = 0; t < kLanes; ++t)
+      for (size_t u = 0; u < kLanes; ++u) {
+        const std::vector<Call>& mine = calls[t];
+        const std::vector<Call>& other = calls[u];
+        need_[t][u].assign(mine.size() + 1, 0);
+        if (t == u) continue;
+        size_t k = 0;
+        for (size_t c = 1; c <= mine.size(); ++c) {
+          while (k < other.size() && other[k].done_at < mine[c - 1].intent_at) ++k;
+          need_[t][u][c] = k;
+        }
+      }
+  }
+
+  // The greatest choice that fits, as an index into each lane's fits; empty if none (`why`).
+  std::optional<std::array<size_t, kLanes>> solve(std::string* why) {
+    std::array<size_t, kLanes> at;
+    for (size_t l = 0; l < kLanes; ++l) at[l] = fits_[l].size() - 1;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t t = 0; t < kLanes; ++t)
+        for (size_t u = 0; u < kLanes; ++u) {
+          if (t == u) continue;
+          while (kept(u, at) < need_[t][u][cut(t, at).reach()]) {
+            if (at[t] == 0) {
+              *why = order_text(t, u, at);
+              return std::nullopt;
+            }
+            --at[t];
+            changed = true;
+          }
+        }
+      for (size_t f = 0; f < kLanes; ++f) {
+        if (!feeder_[f]) continue;
+        const size_t g = *feeder_[f];
+        while (kept(g, at) < cut(f, at).lo || kept(g, at) > cut(f, at).hi) {
+          const bool lower_f = kept(g, at) < cut(f, at).lo;
+          size_t& i = at[lower_f ? f : g];
+          if (i == 0) {
+            *why = "no cut of " + lane_name(g) + "'s pushes fits what " + lane_name(f) +
+                   "'s calls show of its jobs: " +
+                   (lower_f ? "it took a job whose push is lost"
+                            : "a job whose push is kept is missing");
+            return std::nullopt;
+          }
+          --i;
+          changed = true;
+        }
+      }
+    }
+    return at;
+  }
+
+ private:
+  const Cut& cut(size_t l, const std::array<size_t, kLanes>& at) const { return fits_[l][at[l]]; }
+  size_t kept(size_t l, const std::array<size_t, kLanes>& at) const { return cut(l, at).kept; }
+
+  std::string order_text(size_t t, size_t u, const std::array<size_t, kLanes>& at) const {
+    const size_t c = cut(t, at).reach();
+    const size_t k = need_[t][u][c];
+    return "each lane's calls are explained by a prefix of its own, but no choice of them fits "
+           "the order in which the calls were made: a call kept that began after a lost call of "
+           "another lane had returned (" +
+           lane_name(t) + "'s " + call_text(calls_[t][c - 1]) + " began after " + lane_name(u) +
+           "'s " + call_text(calls_[u][k - 1]) + " had returned)";
+  }
+
+  const std::array<std::vector<Call>, kLanes>& calls_;
+  const std::array<std::vector<Cut>, kLanes>& fits_;
+  const std::array<std::optional<size_t>, kLanes>& feeder_;
+  std::array<std::array<std::vector<size_t>, kLanes>, kLanes> need_;
 };
 
 }  // namespace
@@ -274,85 +325,76 @@ class ThreadSearch {
 PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& before,
                                 const std::vector<Record>& records,
                                 const std::map<uint64_t, Obs>& seen, int64_t kill_hi, size_t shards,
-                                int64_t origin) {
-  static_assert(kThreads == 2, "the search below pairs the prefixes of two threads");
+                                int64_t origin, const PrefixPauses& pauses, bool consumer) {
   PrefixVerdict v;
-  const std::array<std::vector<Call>, kThreads> calls = calls_of(records, kill_hi, shards);
-  std::array<std::vector<Cut>, kThreads> fits;
-  // lost_from[t][c]: the answered writes among thread t's calls from c on.
-  std::array<std::vector<uint64_t>, kThreads> lost_from;
-  for (size_t t = 0; t < kThreads; ++t) {
-    const std::vector<Call>& cs = calls[t];
-    const size_t n = cs.size();
-    v.calls[t] = n;
-    lost_from[t].assign(n + 1, 0);
-    for (size_t c = n; c-- > 0;) lost_from[t][c] = lost_from[t][c + 1] + answered_write(cs[c]);
-    v.answered += lost_from[t][0];
-    std::map<uint64_t, Rec> initial;  // the thread's jobs before the cycle
-    for (const auto& [job, j] : before)
-      if (owner_of(job) == t && !j.cands.empty()) initial[job] = j.cands[0];
-    for (const Call& c : cs)
-      if (c.intent.kind == Kind::push_intent || c.intent.kind == Kind::batch_intent)
-        for (uint64_t job : jobs_of(c)) initial.try_emplace(job);  // absent yet
-    ThreadSearch search(cs, seen, shards, origin);
-    search.start(initial);
-    std::string why;
-    fits[t] = search.run(&why, &v.suspects, t);
-    if (fits[t].empty() && v.why.empty()) v.why = why;
-  }
-  if (fits[0].empty() || fits[1].empty()) return v;
-
-  // need[t][c]: how many of the other thread's calls must be kept if thread t keeps c: those
-  // that had returned before t's call c - 1 began (it was written after them).
-  std::array<std::vector<size_t>, kThreads> need;
-  for (size_t t = 0; t < kThreads; ++t) {
-    const std::vector<Call>& mine = calls[t];
-    const std::vector<Call>& other = calls[1 - t];
-    need[t].assign(mine.size() + 1, 0);
-    size_t k = 0;
-    for (size_t c = 1; c <= mine.size(); ++c) {
-      while (k < other.size() && other[k].done_at < mine[c - 1].intent_at) ++k;
-      need[t][c] = k;
-    }
-  }
-  // Two cuts fit the order of the calls iff each thread keeps whole every call of the other's
-  // that had returned before its own last call (kept whole or in part) began. Of those that
-  // fit, the one that loses the fewest answered calls (a call kept in part counts as lost).
-  auto fit = [&](const Cut& a, const Cut& b) {
-    return b.kept >= need[0][a.kept + a.partial] && a.kept >= need[1][b.kept + b.partial];
+  const std::array<std::vector<Call>, kLanes> calls =
+      calls_of(records, kill_hi, shards, pauses.before);
+  // The lane that makes the calls on a job (other than its push, made by its owner's lane).
+  auto lane_of_job = [consumer](uint64_t job) {
+    if (!consumer) return owner_of(job);
+    const size_t topic = topic_index_of(job);
+    return topic == kConsumerTopic  ? kConsumerLane
+           : topic == kConsumeTopic ? kConsumeLane
+                                    : owner_of(job);
   };
-  std::optional<std::pair<Cut, Cut>> best;
-  uint64_t best_lost = 0;
-  for (const Cut& a : fits[0])
-    for (const Cut& b : fits[1]) {
-      const uint64_t lost = lost_from[0][a.kept] + lost_from[1][b.kept];
-      if (fit(a, b) && (!best || lost <= best_lost)) {
-        best = {a, b};
-        best_lost = lost;
+  std::array<std::optional<size_t>, kLanes> feeder;
+  if (consumer) {
+    feeder[kConsumerLane] = kConsumerTopic / 2;  // the thread that pushes to the topic
+    feeder[kConsumeLane] = kConsumeTopic / 2;
+  }
+  std::array<std::vector<Cut>, kLanes> fits;
+  // lost_from[l][c]: the answered writes among lane l's calls from c on.
+  std::array<std::vector<uint64_t>, kLanes> lost_from;
+  for (size_t l = 0; l < kLanes; ++l) {
+    const std::vector<Call>& cs = calls[l];
+    const size_t n = cs.size();
+    v.calls[l] = n;
+    lost_from[l].assign(n + 1, 0);
+    for (size_t c = n; c-- > 0;) lost_from[l][c] = lost_from[l][c + 1] + answered_write(cs[c]);
+    v.answered += lost_from[l][0];
+    std::map<uint64_t, Rec> initial;  // the lane's jobs before the cycle
+    for (const auto& [job, j] : before)
+      if (lane_of_job(job) == l && !j.cands.empty()) initial[job] = j.cands[0];
+    std::map<uint64_t, Fed> fed;
+    const std::vector<Call>& pushers = feeder[l] ? calls[*feeder[l]] : cs;
+    for (size_t c = 0; c < pushers.size(); ++c) {
+      const Call& p = pushers[c];
+      if (p.intent.kind != Kind::push_intent && p.intent.kind != Kind::batch_intent) continue;
+      for (uint64_t job : jobs_of(p)) {
+        if (lane_of_job(job) != l) continue;
+        if (!feeder[l]) {
+          initial.try_emplace(job);  // absent yet
+        } else if (p.done->code == 0) {
+          initial[job] = after_call(Rec{}, job, p.intent, p.answered ? &*p.done : nullptr,
+                                    Span{p.intent.t0, p.done->t1});
+          fed[job] = Fed{c, false};
+        }
       }
     }
-  if (!best) {
-    const size_t c0 = fits[0].back().kept, c1 = fits[1].back().kept;
-    v.why = "each worker thread's calls are explained by a prefix of its own (at most " +
-            std::to_string(c0) + " of thread 0's " + std::to_string(calls[0].size()) + " calls, " +
-            std::to_string(c1) + " of thread 1's " + std::to_string(calls[1].size()) +
-            "), but no two of them fit the order in which the calls were made: a call kept that "
-            "began after a lost call of the other thread had returned";
-    if (c0 > 0 && c1 < need[0][c0])
-      v.why += " (thread 0's " + call_text(calls[0][c0 - 1]) + " began after thread 1's " +
-               call_text(calls[1][need[0][c0] - 1]) + " had returned)";
-    else if (c1 > 0 && c0 < need[1][c1])
-      v.why += " (thread 1's " + call_text(calls[1][c1 - 1]) + " began after thread 0's " +
-               call_text(calls[0][need[1][c1] - 1]) + " had returned)";
-    return v;
+    // Topics whose pause state this lane's calls set: its own, when it is a worker thread.
+    std::vector<size_t> topics;
+    if (l < kThreads)
+      for (size_t i = 2 * l; i < 2 * l + 2; ++i) topics.push_back(i);
+    LaneSearch search(cs, seen, pauses.seen, shards, origin);
+    search.start(initial, pauses.before, topics, fed);
+    std::string why;
+    fits[l] = search.run(&why, &v.suspects, l);
+    if (fits[l].empty() && v.why.empty()) v.why = why;
   }
+  for (size_t l = 0; l < kLanes; ++l)
+    if (fits[l].empty()) return v;
+  Joint joint(calls, fits, feeder);
+  const std::optional<std::array<size_t, kLanes>> best = joint.solve(&v.why);
+  if (!best) return v;
   v.explained = true;
-  v.lost = best_lost;
-  v.kept = {best->first.kept, best->second.kept};
-  for (size_t t = 0; t < kThreads; ++t)
-    for (size_t c = v.kept[t]; c < calls[t].size(); ++c)
-      if (answered_write(calls[t][c]) && v.lost_calls.size() < 8)
-        v.lost_calls.push_back("thread " + std::to_string(t) + ": " + call_text(calls[t][c]));
+  for (size_t l = 0; l < kLanes; ++l) {
+    v.kept[l] = fits[l][(*best)[l]].kept;
+    v.lost += lost_from[l][v.kept[l]];
+    v.lost_in[l] = lost_from[l][v.kept[l]];
+    for (size_t c = v.kept[l]; c < calls[l].size(); ++c)
+      if (answered_write(calls[l][c]) && v.lost_calls.size() < 8)
+        v.lost_calls.push_back(lane_name(l) + ": " + call_text(calls[l][c]));
+  }
   return v;
 }
 

@@ -131,8 +131,12 @@ class PrefixCheck : public ::testing::Test {
       if (r.kind == Kind::reserved && r.job == job) d = &r;
     return seen_at(clock_, JobState::reserved, attempts, due_.at(job), d->lease);
   }
+  void pause(uint8_t t, size_t topic, bool resume = false) {
+    start(t, resume ? Kind::resume_intent : Kind::pause_intent, 0, static_cast<int64_t>(topic));
+    finish(t, resume ? Kind::resume_done : Kind::pause_done);
+  }
   PrefixVerdict verdict(size_t shards = 1) const {
-    return explain_by_prefix(before_, records_, seen_, clock_, shards, 0);
+    return explain_by_prefix(before_, records_, seen_, clock_, shards, 0, {0, paused_}, consumer_);
   }
 
   int64_t clock_ = kT;
@@ -142,6 +146,8 @@ class PrefixCheck : public ::testing::Test {
   std::unordered_map<uint64_t, JobModel> before_;
   std::vector<Record> records_;
   std::map<uint64_t, Obs> seen_;
+  uint32_t paused_ = 0;    // the topics the store shows paused (bit i: kTopics[i])
+  bool consumer_ = false;  // the consumer thread and consume() took topics 1 and 3
 };
 
 // Jobs 2, 4, 6 are thread 0's; 1, 3, 5 thread 1's (owner_of).
@@ -210,7 +216,7 @@ TEST_F(PrefixCheck, PrefixesOfTwoThreadsMustFitTheOrderOfTheCalls) {
   seen_ = {{1, Obs{}}, {2, waiting(2)}};
   PrefixVerdict v = verdict();
   EXPECT_FALSE(v.explained);
-  EXPECT_NE(v.why.find("push of job-2 (returned ok) began after thread 1's push of job-1"),
+  EXPECT_NE(v.why.find("push of job-2 (returned ok) began after worker thread 1's push of job-1"),
             std::string::npos)
       << v.why;
   // Overlapping calls may be written in either order.
@@ -273,6 +279,89 @@ TEST_F(PrefixCheck, CallsInFlightMayOrMayNotBeKept) {
   EXPECT_TRUE(verdict().explained);
   seen_[4] = Obs{};  // but it touched job 2 only
   EXPECT_FALSE(verdict().explained);
+}
+
+// Thread 0 pauses topic 0 (job 4's) between two pushes: whether the pause was kept is told by
+// the topic's state, and it is kept or lost with the calls around it.
+TEST_F(PrefixCheck, APauseIsKeptOrLostInItsPlaceAmongTheCalls) {
+  push(0, 4);
+  pause(0, 0);
+  push(0, 8);
+  seen_ = {{4, waiting(4)}, {8, waiting(8)}};
+  paused_ = 0;  // the pause lost, the push after it kept
+  PrefixVerdict v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("topic crash-a should be paused"), std::string::npos) << v.why;
+  paused_ = 1;
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 0u);
+  seen_[8] = Obs{};  // the last push lost
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 1u);
+  paused_ = 0;  // and the pause before it
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 2u);
+  paused_ = 2;  // a topic no call paused
+  EXPECT_FALSE(verdict().explained);
+}
+
+// With the consumers, topic 1 (jobs 2, 6) is the consumer thread's, pushed by thread 0; topic 3
+// (jobs 3, 7) is consume()'s, pushed by thread 1.
+TEST_F(PrefixCheck, AJobAConsumerTookKeepsItsPushAndEveryCallBeforeIt) {
+  consumer_ = true;
+  push(0, 2);
+  push(0, 6);
+  deliver(kConsumer, 6, 1);
+  seen_ = {{2, waiting(2)}, {6, held(6, 1)}};
+  PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 0u);
+  seen_[6] = waiting(6);  // the delivery lost
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 1u);
+  EXPECT_EQ(v.lost_in[2], 1u);
+  // The delivery kept, the push of job 2 (before job 6's) lost: no prefix.
+  seen_ = {{2, Obs{}}, {6, held(6, 1)}};
+  v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("took a job whose push is lost"), std::string::npos) << v.why;
+  // A pushed job the consumer never took is in the store exactly when its push was kept.
+  seen_ = {{2, Obs{}}, {6, Obs{}}};
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 3u);
+}
+
+TEST_F(PrefixCheck, TheConsumeLoopsReservesAndAcksAreOneLane) {
+  consumer_ = true;
+  push(1, 3);
+  push(1, 7);
+  deliver(kConsumeReserves, 3, 1);
+  ack(kConsumeAcks, 3);
+  deliver(kConsumeReserves, 7, 1);
+  seen_ = {{3, Obs{}}, {7, held(7, 1)}};
+  PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 0u);
+  seen_[3] = held(3, 1);  // the ack lost, the delivery after it kept
+  EXPECT_FALSE(verdict().explained);
+  seen_[7] = waiting(7);  // both lost
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost_in[3], 2u);
+  // A call of thread 1 that began after the consume() loop's delivery returned: kept, it keeps
+  // the delivery.
+  push(1, 5);
+  seen_[5] = waiting(5);
+  v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("began after the consume() loop's reserve that delivered job-7"),
+            std::string::npos)
+      << v.why;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The worker: a forked process that opens the store and runs the load on it from kThreads
-// threads (in the kill cycles also the consumer thread and a consume() loop, load.h),
-// reporting every call over a pipe, until the driver kills it.
+// threads, the consumer thread and a consume() loop (load.h), reporting every call over a pipe,
+// until the driver kills it.
 #pragma once
 
 #include <cstdint>

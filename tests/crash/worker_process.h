@@ -63,7 +63,7 @@ class WorkerProcess {
   std::unique_ptr<rocksdb::Env> recording_env_;  // power-loss cycles
   std::unique_ptr<rocksdb::Env> env_;            // outlives q_
   std::unique_ptr<Engine> q_;
-  Consumer consumer_;  // consume() in the kill cycles (never stopped: the worker is killed)
+  Consumer consumer_;  // consume() (never stopped: the worker is killed)
 };
 
 // One thread's share of the load (loop.cc): calls on its own topics and jobs only.
