@@ -2,8 +2,8 @@
 // to the Api, writes its answer.
 //
 // What a client can make the server hold before it has proven anything is bounded: the route,
-// method and token are checked when the headers arrive (Api::screen), before a body is read or
-// "100 Continue" sent; the headers and the body each have a total deadline; connections are
+// method and token are checked once, when the headers arrive (Api::screen), before a body is
+// read or "100 Continue" sent; the headers and the body each have a total deadline; connections are
 // capped in all and per remote address (Connections::admit). While a request is being answered
 // the socket is watched, so that a client that leaves is noticed: its waiting pop is withdrawn,
 // and an answer that cannot be written gives back what it handed out (Response::undelivered).
@@ -134,6 +134,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Idle: the next request's first byte must come within idle_timeout.
   void read() {
     head_ = false;
+    screening_.reset();
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     // The body's size is checked once the headers have been screened (on_header).
@@ -166,18 +167,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (head_bytes > kHeaderLimit) return write(headers_too_large());
     if (std::optional<Response> refused = head_problem(shared_.api, *parser_))
       return write(std::move(*refused));
-    if (parser_->is_done()) return on_read({}, 0);  // no body: the request is all here
     const auto& req = parser_->get();
     const auto view = [](beast::string_view v) { return std::string_view(v.data(), v.size()); };
+    // The one screening of the request (route, token, method), carried with it to the Api.
+    screening_ = shared_.api.screen(view(req.method_string()), view(req.target()),
+                                    view(req[bhttp::field::authorization]));
+    if (parser_->is_done()) return on_read({}, 0);  // no body: the request is all here
     // Refused on its headers: answered before the body is read (it never is: the connection
     // closes after the answer) and without "100 Continue".
-    if (std::optional<Response> refused =
-            shared_.api.screen(view(req.method_string()), view(req.target()),
-                               view(req[bhttp::field::authorization]))) {
-      shared_.api.count_refusal(view(req.target()), refused->status);
-      refused->close = true;
-      return write(std::move(*refused));
-    }
+    if (screening_->refused()) return write(shared_.api.refuse_unread(std::move(*screening_)));
     const size_t max = shared_.options.max_body_bytes;
     // The parser has checked the field's syntax; a chunked body has none.
     const beast::string_view announced = req[bhttp::field::content_length];
@@ -243,6 +241,8 @@ class Session : public std::enable_shared_from_this<Session> {
     r.authorization = std::string(req[bhttp::field::authorization]);
     r.body = std::move(req.body());
     r.gone = leaving_.get_token();
+    r.screening = std::move(screening_);
+    screening_.reset();
     const std::string target = r.target;
     parser_.reset();
     answered_ = std::make_shared<std::atomic<bool>>(false);
@@ -373,6 +373,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<Screening> screening_;  // the current request's, once its headers have come
   Connections& shared_;
   const asio::ip::address peer_;
   const std::string refusal_;  // why this connection is refused, "" when it is served
