@@ -3,7 +3,7 @@
 // exceptions are answered, never let out.
 #include "delayqd/api.h"
 
-#include "delayqd/answers.h"
+#include "delayqd/responses.h"
 #include "delayqd/background.h"
 #include "delayqd/metrics.h"
 #include "delayqd/routes.h"

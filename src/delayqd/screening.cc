@@ -2,7 +2,7 @@
 // bearer token, the method, draining. The Screening made here travels with the request (to the
 // server's early refusal, to Api::handle, to the metrics), so nothing here runs twice for one
 // request.
-#include "delayqd/answers.h"
+#include "delayqd/responses.h"
 #include "delayqd/api.h"
 #include "delayqd/metrics.h"
 #include "delayqd/routes.h"
