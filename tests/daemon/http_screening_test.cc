@@ -39,13 +39,12 @@ class ScreeningTest : public ::testing::Test {
     http::ServerOptions server;
     server.port = 0;
     server.threads = 2;
-    std::promise<std::string> listening;
-    auto at = listening.get_future();
-    server_ = std::thread([this, server, &listening] {
+    auto at = listening_.get_future();
+    server_ = std::thread([this, server] {
       std::string error;
       const bool ran = http::run_server(
-          *api_, *queue_, server, [&](const std::string& a) { listening.set_value(a); }, error);
-      if (!ran) listening.set_value("");
+          *api_, *queue_, server, [this](const std::string& a) { listening_.set_value(a); }, error);
+      if (!ran) listening_.set_value("");
     });
     ASSERT_EQ(at.wait_for(60s), std::future_status::ready);
     const std::string address = at.get();
@@ -53,15 +52,16 @@ class ScreeningTest : public ::testing::Test {
     port_ = std::stoi(address.substr(address.rfind(':') + 1));
   }
 
+  // SIGTERM only once the server listens: before, nothing in this process would catch it (a
+  // server that could not listen has returned by itself).
   void TearDown() override {
-    if (server_.joinable()) {
-      ::kill(::getpid(), SIGTERM);
-      server_.join();
-    }
+    if (port_ > 0) ::kill(::getpid(), SIGTERM);
+    if (server_.joinable()) server_.join();
   }
 
   std::unique_ptr<Engine> queue_;
   std::unique_ptr<http::Api> api_;
+  std::promise<std::string> listening_;  // the bound "host:port", or "" if it could not listen
   std::thread server_;
   int port_ = 0;
 };
