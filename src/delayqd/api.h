@@ -25,16 +25,6 @@
 
 namespace delayq::http {
 
-struct Request {
-  std::string method;         // "GET", "POST", ...
-  std::string target;         // "/push", possibly with a "?query" (ignored)
-  std::string authorization;  // the Authorization header, empty if none
-  std::string body;
-  // Requested by the server when the client has gone (its connection closed while the request
-  // was being handled): a waiting /pop is withdrawn.
-  std::stop_token gone;
-};
-
 struct Response {
   int status = 200;
   std::string content_type = "application/json";
@@ -109,6 +99,40 @@ enum class Route : uint8_t {
 };
 const char* route_name(Route r) noexcept;
 
+struct RouteSpec;
+
+// What a request's headers decide (Api::screen): the route it names, and whether it may go on
+// (the bearer token, the method, draining). Decided once per request, as soon as its headers
+// arrive, and carried with it: to the server, which answers a refusal before reading a body; to
+// handle(), which does not decide again; and to the metrics, which count the answer under the
+// route. Only the Api makes one.
+class Screening {
+ public:
+  Route route() const noexcept { return route_; }
+  bool refused() const noexcept { return refusal_.has_value(); }
+
+ private:
+  friend class Api;
+  Screening() = default;
+  const RouteSpec* spec_ = nullptr;  // the route table's entry; nullptr when there is no route
+  Route route_ = Route::unknown;
+  std::optional<Response> refusal_;  // set when the headers refuse the request (always 404
+                                     // without a route)
+};
+
+struct Request {
+  std::string method;         // "GET", "POST", ...
+  std::string target;         // "/push", possibly with a "?query" (ignored)
+  std::string authorization;  // the Authorization header, empty if none
+  std::string body;
+  // Requested by the server when the client has gone (its connection closed while the request
+  // was being handled): a waiting /pop is withdrawn.
+  std::stop_token gone;
+  // The screening the server made of the request's headers; handle() screens a request that
+  // comes without one (the route tests, the fuzz target).
+  std::optional<Screening> screening;
+};
+
 struct RouteContext;
 class Background;
 class Metrics;
@@ -126,17 +150,24 @@ class Api {
   // Answers one request. `done` runs exactly once: on the calling thread for most routes; for
   // /pop on whichever thread the queue completes the wait on (or the calling thread, when the
   // pop is answered at once); for /stats and /metrics on the Api's background thread
-  // (background.h). Never throws for bad input.
+  // (background.h). Never throws for bad input. A request that comes with a screening is not
+  // screened again; only the drain is looked at again, as it may have begun while the body was
+  // read.
   void handle(Request request, Done done);
 
-  // What the headers alone decide, checked before anything else (handle() starts with it, and
-  // the server calls it as soon as the headers arrive, before it reads a body or sends "100
-  // Continue"): the route exists (404), the bearer token is right (401), the method fits the
-  // route (405), the daemon is not draining (503). The refusal, or nullopt. Counts nothing:
-  // the server reports a refusal it sends with count_refusal().
-  std::optional<Response> screen(std::string_view method, std::string_view target,
-                                 std::string_view authorization) const;
-  void count_refusal(std::string_view target, int status);
+  // What the headers alone decide, checked once per request (the server calls it as soon as the
+  // headers arrive, before it reads a body or sends "100 Continue"; handle() calls it for a
+  // request that comes without a screening): the route exists (404), the bearer token is right
+  // (401), the method fits the route (405), the daemon is not draining (503). Counts nothing:
+  // the answer is counted when it is given, under the screening's route.
+  Screening screen(std::string_view method, std::string_view target,
+                   std::string_view authorization) const;
+  // The refusal of a request refused on its headers whose body will not be read: counted under
+  // its route, and marked to close the connection (the unread body would be taken for the next
+  // request). `screening` must be refused.
+  Response refuse_unread(Screening screening);
+  // How many times screen() has run: once per request (tests/daemon/http_screening_test.cc).
+  uint64_t screenings() const noexcept { return screenings_.load(std::memory_order_relaxed); }
 
   // A JSON error answer in the common shape, for errors the server finds before a request
   // reaches handle() (oversized body, bad HTTP, too many connections). Counted in the metrics.
@@ -157,10 +188,14 @@ class Api {
   void connection_closed() noexcept { --connections_; }
 
  private:
+  // The 503 of a request that arrives while draining, or nullopt (screening.cc).
+  std::optional<Response> drain_refusal(Route route) const;
+
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
   std::atomic<size_t> waiting_pops_{0};
   std::atomic<int64_t> connections_{0};
+  mutable std::atomic<uint64_t> screenings_{0};
   ApiOptions options_;
   wire::InputLimits limits_;
   std::unique_ptr<TokenMemory> tokens_;

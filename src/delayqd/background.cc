@@ -42,7 +42,7 @@ void Background::run() {
       works_.pop_front();
     }
     try {
-      work();  // answers through its own `done` (routes: guarded(), answers.h)
+      work();  // answers through its own `done` (routes: guarded(), responses.h)
     } catch (...) {
       // Nothing to answer with here; the thread goes on serving the next.
     }

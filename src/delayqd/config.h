@@ -16,7 +16,7 @@ namespace delayq::http {
 
 struct Config {
   ServerOptions server;
-  ApiOptions api;  // without `backup`, which needs the opened store (main.cc)
+  ApiOptions api;  // without `backup`, which needs the opened store (delayqd_main.cc)
   // The queue: Redis (redis_options) when `redis`, else the embedded store (store).
   bool redis = false;
   RedisOptions redis_options;

@@ -1,7 +1,7 @@
 // The route table (see routes.h).
 #include "delayqd/routes.h"
 
-#include "delayqd/answers.h"
+#include "delayqd/responses.h"
 
 #include <iterator>
 

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "delayq/clock.h"
-#include "delayqd/answers.h"
+#include "delayqd/responses.h"
 #include "delayqd/routes.h"
 #include "wire/stats.h"
 #include "wire/version.h"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "delayqd/answers.h"
+#include "delayqd/responses.h"
 #include "delayqd/routes.h"
 #include "wire/jobs.h"
 

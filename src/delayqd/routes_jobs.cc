@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "delayq/clock.h"
-#include "delayqd/answers.h"
+#include "delayqd/responses.h"
 #include "delayqd/routes.h"
 #include "wire/jobs.h"
 #include "wire/spec.h"

@@ -3,7 +3,7 @@
 // already so.
 #include <string>
 
-#include "delayqd/answers.h"
+#include "delayqd/responses.h"
 #include "delayqd/routes.h"
 
 namespace delayq::http::routes {

@@ -1,6 +1,6 @@
-// What delayqd's connections share, and how one is served (session.cc): the server (server.cc)
-// accepts a socket, counts it in (Connections::admit) and hands it to serve_connection; on
-// SIGTERM it asks every open connection to drain.
+// What delayqd's connections share, and how one is served (the Session of session_machine.h): the
+// server (server.cc) accepts a socket, counts it in (Connections::admit) and hands it to
+// serve_connection; on SIGTERM it asks every open connection to drain.
 #pragma once
 
 #include <utility>  // before Asio: Boost 1.74 needs it with g++ 12 in C++20

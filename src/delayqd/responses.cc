@@ -1,5 +1,5 @@
-// The answers delayqd builds (see answers.h).
-#include "delayqd/answers.h"
+// The Response values delayqd's routes build (see responses.h).
+#include "delayqd/responses.h"
 
 #include <string>
 

@@ -1,6 +1,8 @@
-// The answers delayqd builds (the shape is wire/answer.h's): success, the queue's refusals with
-// the HTTP status of their Errc, delayqd's own refusals, and the reading of a request body, which
-// refuses what is not a JSON object, saying what it is instead.
+// The Response values (api.h) delayqd's routes build, their JSON in wire/answer.h's shape:
+// success, the queue's refusals with the HTTP status of their Errc, delayqd's own refusals, and
+// the reading of a request body, which refuses what is not a JSON object, saying what it is
+// instead. (wire/answer.h holds the JSON shape alone, which the CLI reads too; this file adds the
+// HTTP status and the daemon's side.)
 #pragma once
 
 #include <new>
