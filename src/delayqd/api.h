@@ -103,6 +103,7 @@ enum class Route : uint8_t {
   health,
   pause,
   resume,
+  release,
   ui,
   unknown,
   count_  // number of routes
