@@ -260,7 +260,7 @@ Status HttpQueue::resume(std::string_view topic) {
 }
 
 // Every page of /stats: the totals of the first, the topics of all of them.
-Result<Stats> HttpQueue::fetch_stats() {
+Result<Stats> HttpQueue::fetch_stats(bool after_close) {
   Stats all;
   std::string after;
   for (bool first = true;; first = false) {
@@ -268,7 +268,7 @@ Result<Stats> HttpQueue::fetch_stats() {
     w.begin_object().key("limit").value(static_cast<uint64_t>(kStatsPage));
     if (!first) w.key("after").value(after);
     w.end_object();
-    auto data = call("POST", "/stats", w.str());
+    auto data = call("POST", "/stats", w.str(), Duration::zero(), -1, after_close);
     if (!data) return data.status();
     Stats page = wire::read_stats(*data);
     if (first)
@@ -288,11 +288,8 @@ Result<Stats> HttpQueue::fetch_stats() {
 
 Stats HttpQueue::stats() {
   if (fork_.forked()) return Stats{};
-  if (closed_.load(std::memory_order_acquire)) {
-    std::lock_guard lock(mu_);
-    return last_stats_.value_or(Stats{});
-  }
-  Result<Stats> s = fetch_stats();
+  // After close() too: the daemon's queue goes on (delayq/http.h).
+  Result<Stats> s = fetch_stats(true);
   return s.ok() ? std::move(*s) : Stats{};
 }
 

@@ -57,21 +57,22 @@ void HttpQueue::give_back(std::unique_ptr<wire::HttpClient> c) {
 }
 
 Result<json::Value> HttpQueue::call(std::string_view method, std::string_view path,
-                                    const std::string& body, Duration extra_wait, int wake) {
-  if (Status s = usable(); !s.ok()) return s;
-  std::unique_ptr<wire::HttpClient> client = take_client();
-  if (extra_wait > Duration::zero()) {
-    // A long poll: its own deadline (the wait on top of the call timeout), on a connection of
-    // its own that goes back to the pool afterwards as a usual one.
-    client = std::make_unique<wire::HttpClient>(
-        at_, wire::HttpClientOptions{.token = options_.token,
-                                     .timeout = options_.call_timeout + extra_wait,
-                                     .user_agent = options_.user_agent});
-  }
-  client->set_wake_fds(close_fd_, wake);
+                                    const std::string& body, Duration extra_wait, int wake,
+                                    bool after_close) {
+  if (Status s = usable(); !s.ok() && !(after_close && s.is(Errc::closed))) return s;
+  // A long poll has its own deadline (the wait on top of the call timeout) and a connection of
+  // its own; so has a call after close() (the pool is gone).
+  const bool own = extra_wait > Duration::zero() || closed_.load();
+  std::unique_ptr<wire::HttpClient> client =
+      own ? std::make_unique<wire::HttpClient>(
+                at_, wire::HttpClientOptions{.token = options_.token,
+                                             .timeout = options_.call_timeout + extra_wait,
+                                             .user_agent = options_.user_agent})
+          : take_client();
+  if (!closed_.load()) client->set_wake_fds(close_fd_, wake);
   Result<wire::HttpReply> reply = client->request(method, path, body);
   client->set_wake_fds(-1, -1);
-  if (extra_wait == Duration::zero()) give_back(std::move(client));
+  if (!own) give_back(std::move(client));
   if (!reply) {
     if (reply.is(Errc::cancelled) && closed_.load()) return usable();
     return reply.status();
@@ -125,12 +126,6 @@ void HttpQueue::close() {
     closing_ = true;
   }
   stop_consumers();
-  // stats() answers after close() with the queue as it was: asked now, while calls still work.
-  Result<Stats> last = fetch_stats();
-  {
-    std::lock_guard lock(mu_);
-    last_stats_ = last.ok() ? std::move(*last) : Stats{};
-  }
   closed_.store(true, std::memory_order_release);
   const uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(close_fd_, &one, sizeof one);

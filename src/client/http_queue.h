@@ -63,6 +63,8 @@ class HttpQueue final : public Queue {
   // POST /backup {"name": name} (delayqd's --backup-dir): the directory written. Not a Queue
   // call; the CLI's backup command uses it.
   Result<std::string> backup(const std::string& name);
+  // stats() with its failure: the CLI reports why the daemon did not answer.
+  Result<Stats> checked_stats() { return fetch_stats(); }
 
  protected:
   Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
@@ -72,9 +74,10 @@ class HttpQueue final : public Queue {
  private:
   // One request on a pooled connection; `wake` (-1: none) withdraws it when readable (besides
   // close()). The "data" member of a success, or the failure as a Status.
+  // `after_close`: made after close() too (stats()), on a connection of its own.
   Result<wire::json::Value> call(std::string_view method, std::string_view path,
                                  const std::string& body, Duration extra_wait = Duration::zero(),
-                                 int wake = -1);
+                                 int wake = -1, bool after_close = false);
   Status call_status(std::string_view path, const std::string& body) {
     return call("POST", path, body).status();
   }
@@ -82,7 +85,7 @@ class HttpQueue final : public Queue {
   Status usable() const;
   // What push() checks before sending `spec` (see delayq/http.h).
   Status check(JobSpec& spec, TimePoint now) const;
-  Result<Stats> fetch_stats();
+  Result<Stats> fetch_stats(bool after_close = false);
   // /pop of `topics` waiting up to `timeout`, withdrawn when `wake` is readable.
   Result<Delivery> pop(std::span<const std::string> topics, Duration timeout, int wake);
   Status settle(std::string_view path, const Token& token, std::optional<Duration> delay = {});
@@ -99,7 +102,6 @@ class HttpQueue final : public Queue {
 
   std::mutex mu_;
   std::vector<std::unique_ptr<wire::HttpClient>> idle_;
-  std::optional<Stats> last_stats_;  // what stats() answers after close()
 
   // reserve_async()'s threads: each ends once its callback ran; close() joins them.
   struct Waiter {
