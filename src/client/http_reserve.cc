@@ -58,7 +58,8 @@ Result<Delivery> HttpQueue::pop(std::span<const std::string> topics, Duration ti
     auto data = call("POST", "/pop", w.str(), wait + milliseconds(1), wake);
     if (!data) return data.status();
     if (!data->is_null()) return wire::read_delivery(*data);
-    if (left <= kLongestPoll) return rules::reserve_timeout(topics);
+    // Asked again until the whole timeout passed: the daemon cuts a wait to its --pop-timeout.
+    if (steady_clock::now() - start >= total) return rules::reserve_timeout(topics);
   }
 }
 
