@@ -77,7 +77,7 @@ Status HttpQueue::check(JobSpec& spec, TimePoint now) const {
 Result<std::string> HttpQueue::push(JobSpec spec) {
   if (Status s = check(spec, SystemClock::instance().now()); !s.ok()) return s;
   json::Writer w;
-  wire::write_spec(w, spec, true);
+  wire::write_spec_exact(w, spec);
   auto data = call("POST", "/push", w.str());
   if (!data) return data.status();
   return json::member_string(*data, "id");
@@ -97,7 +97,7 @@ std::vector<Result<std::string>> HttpQueue::push_batch(std::vector<JobSpec> spec
     const size_t to = std::min(sent.size(), from + kMaxBatch);
     json::Writer w;
     w.begin_object().key("jobs").begin_array();
-    for (size_t k = from; k < to; ++k) wire::write_spec(w, specs[sent[k]], true);
+    for (size_t k = from; k < to; ++k) wire::write_spec_exact(w, specs[sent[k]]);
     w.end_array().end_object();
     auto data = call("POST", "/push_batch", w.str());
     const json::Value* results = data ? data->find("results") : nullptr;

@@ -181,7 +181,9 @@ void write_retry(json::Writer& w, const RetryPolicy& p) {
   w.key("max_attempts").value(p.max_attempts).end_object();
 }
 
-void write_spec(json::Writer& w, const JobSpec& spec, bool exact_due) {
+namespace {
+
+void write_spec_as(json::Writer& w, const JobSpec& spec, bool exact_due) {
   w.begin_object().key("topic").value(spec.topic);
   if (!spec.id.empty()) w.key("id").value(spec.id);
   if (spec.delay) write_duration(w, "delay", *spec.delay);
@@ -196,5 +198,11 @@ void write_spec(json::Writer& w, const JobSpec& spec, bool exact_due) {
   if (spec.retry) write_retry(w.key("retry"), *spec.retry);
   w.end_object();
 }
+
+}  // namespace
+
+void write_spec(json::Writer& w, const JobSpec& spec) { write_spec_as(w, spec, false); }
+
+void write_spec_exact(json::Writer& w, const JobSpec& spec) { write_spec_as(w, spec, true); }
 
 }  // namespace delayq::wire
