@@ -60,16 +60,17 @@ Result<json::Value> HttpQueue::call(std::string_view method, std::string_view pa
                                     const std::string& body, Duration extra_wait, int wake,
                                     bool after_close) {
   if (Status s = usable(); !s.ok() && !(after_close && s.is(Errc::closed))) return s;
-  // A long poll has its own deadline (the wait on top of the call timeout) and a connection of
-  // its own; so has a call after close() (the pool is gone).
-  const bool own = extra_wait > Duration::zero() || closed_.load();
+  // A long poll has its own deadline: the wait on top of the call timeout. A call after close()
+  // has a connection of its own (the pool is gone).
+  const bool own = closed_.load();
   std::unique_ptr<wire::HttpClient> client =
       own ? std::make_unique<wire::HttpClient>(
                 at_, wire::HttpClientOptions{.token = options_.token,
-                                             .timeout = options_.call_timeout + extra_wait,
+                                             .timeout = options_.call_timeout,
                                              .user_agent = options_.user_agent})
           : take_client();
-  if (!closed_.load()) client->set_wake_fds(close_fd_, wake);
+  client->set_timeout(options_.call_timeout + extra_wait);
+  if (!own) client->set_wake_fds(close_fd_, wake);
   Result<wire::HttpReply> reply = client->request(method, path, body);
   client->set_wake_fds(-1, -1);
   if (!own) give_back(std::move(client));

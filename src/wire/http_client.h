@@ -56,6 +56,9 @@ class HttpClient {
   // being resolved (getaddrinfo).
   void set_wake_fds(int first, int second = -1);
 
+  // The timeout of the requests from now on (HttpClientOptions::timeout).
+  void set_timeout(Duration timeout) { options_.timeout = timeout; }
+
   // Closes the connection; the next request makes a new one.
   void disconnect();
 
