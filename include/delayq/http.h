@@ -14,17 +14,22 @@
 // a call may or may not have taken effect, as with Redis.
 //
 // What differs from the embedded backends:
-//  - Times travel in whole milliseconds (docs/http-api.md): a due_at is rounded UP to the
-//    millisecond (never earlier than asked), and the due times and lease deadlines a Delivery,
-//    a JobInfo or touch() reports are whole milliseconds (a due time rounded down, as the daemon
-//    reports it).
+//  - Ids and bodies are UTF-8 text, which delayqd's JSON carries unchanged: a call given one that
+//    is not is refused with invalid_argument (a store or Redis keeps any bytes). Times travel
+//    exactly (unix nanoseconds beside the milliseconds of the ouqiang-era fields).
 //  - The limits (max_delay, max_body_bytes, default_ttr, default_retry) are the daemon's; the
 //    options' `limits` are checked by this client too, before a request is sent, so that a
 //    client can hold itself to tighter ones (as RedisOptions::limits).
+//  - stats() cannot say why it failed: it answers an empty Stats when the daemon did not answer.
+//    After close() it still asks the daemon (whose queue goes on), on a connection of its own.
 //  - A reserve() whose wait is withdrawn (close(), a reserve_async() stop) ends its request by
 //    closing its connection: the daemon then withdraws the pop and gives back a job it had just
-//    taken (docs/http-api.md, "Differences").
+//    taken (docs/http-api.md, "Differences"). A reserve longer than the daemon's --pop-timeout is
+//    asked again until its own timeout. reserve_async() waits on a thread of its own; its
+//    callback runs there, also with `closed` when the queue closes (close() waits for it).
 //  - Nothing is done at open_http(): the first call connects. health() asks the daemon.
+// Every Queue call is supported (release: POST /release; reserve over several topics: /pop's
+// "topics"). docs/http-api.md, "The C++ client", maps each call to its route.
 #pragma once
 
 #include <chrono>

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <future>
@@ -78,6 +79,9 @@ TEST(OpenHttp, ADaemonThatIsNotThereIsUnavailableAndOpeningSendsNothing) {
   EXPECT_TRUE(pushed.is(Errc::unavailable)) << pushed.status().to_string();
   EXPECT_TRUE(has(pushed.status().message(), "cannot connect")) << pushed.status().message();
   EXPECT_TRUE((*q)->health().is(Errc::unavailable));
+  const Stats st = (*q)->stats();  // no reason to give: empty
+  EXPECT_EQ(st.pushed, 0u);
+  EXPECT_TRUE(st.topics.empty());
 }
 
 class OpenHttpDaemon : public StoreDaemonTest {};
@@ -134,6 +138,29 @@ TEST_F(OpenHttpDaemon, AWithdrawnReserveAsyncTakesNothing) {
   ASSERT_TRUE(d.ok()) << d.status().to_string();
   EXPECT_EQ(d->id, "j");
   EXPECT_EQ(d->attempt, 1u);
+}
+
+// close() ends a waiting reserve_async with `closed`, and has waited for its callback.
+TEST_F(OpenHttpDaemon, CloseAnswersAWaitingReserveAsyncBeforeItReturns) {
+  const int port = start();
+  ASSERT_GT(port, 0);
+  auto q = open_http("http://127.0.0.1:" + std::to_string(port)).value();
+  std::atomic<int> calls{0};
+  Status got;
+  q->reserve_async({"t"}, 30s, [&](Result<Delivery> r) {
+    got = r.status();
+    calls.fetch_add(1);
+  });
+  std::this_thread::sleep_for(100ms);  // the /pop is waiting
+  const auto before = std::chrono::steady_clock::now();
+  q->close();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 5s);
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_TRUE(got.is(Errc::closed)) << got.to_string();
+  // After close() a reserve_async is answered at once, on the calling thread.
+  q->reserve_async({"t"}, 30s, [&](Result<Delivery> r) { got = r.status(); });
+  EXPECT_TRUE(got.is(Errc::closed)) << got.to_string();
+  EXPECT_TRUE(q->push({.topic = "t"}).is(Errc::closed));
 }
 
 // POST /release as docs/http-api.md shows it: the delivery undone and counted in "released"; the
