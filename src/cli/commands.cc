@@ -1,6 +1,7 @@
 // The delayq command-line tool (see commands.h and docs/cli.md): push, get, cancel, stats, the
 // dead-letter commands and backup against a store directory, a running delayqd, or Redis; each
-// command's text and JSON output. What the command line asks for is read in invocation.cc.
+// command's text and JSON output, written against the Queue interface (target.h opens it).
+// What the command line asks for is read in invocation.cc.
 // Over 400 lines: each command's call and its two outputs (a table for people, --json for
 // scripts) stay side by side, so that the two cannot drift apart.
 #include "cli/commands.h"
