@@ -9,7 +9,8 @@
 #   journal_test, store_test, engine_store_failure_test  the journal's commit pipeline (group
 #       commit, sync thread) and the store's restorer threads, on real RocksDB
 #   redis_test, conformance_test  the Redis backend's listener and async threads and its
-#       connection pool against a real redis-server; the same calls on all three backends
+#       connection pool against a real redis-server; the same calls on every backend (the HTTP
+#       client over a delayqd of the build too: its pool, reserve_async threads and close())
 #   redis_cluster_test  the cluster router's lock-free slot table and node map while slots move
 #   http_api_test, delayqd_test, delayqd_redis_test  the daemon's routes with parked pops answered
 #       from the backend's threads, and the daemon itself (built with TSan too) under concurrent

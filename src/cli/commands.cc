@@ -1,6 +1,7 @@
 // The delayq command-line tool (see commands.h and docs/cli.md): push, get, cancel, stats, the
 // dead-letter commands and backup against a store directory, a running delayqd, or Redis; each
-// command's text and JSON output. What the command line asks for is read in invocation.cc.
+// command's text and JSON output, written against the Queue interface (target.h opens it).
+// What the command line asks for is read in invocation.cc.
 // Over 400 lines: each command's call and its two outputs (a table for people, --json for
 // scripts) stay side by side, so that the two cannot drift apart.
 #include "cli/commands.h"
@@ -16,8 +17,8 @@
 #include <set>
 #include <sstream>
 
-#include "cli/backend.h"
-#include "cli/format.h"
+#include "cli/target.h"
+#include "cli/human_text.h"
 #include "cli/invocation.h"
 #include "cli/parse.h"
 #include "cli/stats_timing.h"
@@ -88,7 +89,8 @@ void json_error(const Streams& io, std::string_view error, const std::string& me
   io.out << w.str() << "\n";
 }
 
-int failed(Context& c, const Status& s) {
+int failed(Context& c, const Status& status) {
+  const Status s = with_cli_hint(status);
   c.err << "delayq: " << c.what << ": " << s.to_string() << "\n";
   json_error({c.out, c.err, c.inv.json}, to_string(static_cast<Errc>(s.code().value())),
              s.message());
@@ -165,7 +167,7 @@ int report(Context& c, std::string_view key, const Value& value, const std::stri
   return kExitOk;
 }
 
-int do_push(Context& c, Backend& b, JobSpec spec) {
+int do_push(Context& c, Queue& b, JobSpec spec) {
   const TimePoint now = SystemClock::instance().now();
   const TimePoint due =
       spec.due_at ? std::max(*spec.due_at, now) : now + spec.delay.value_or(Duration(0));
@@ -184,7 +186,7 @@ int do_push(Context& c, Backend& b, JobSpec spec) {
   return kExitOk;
 }
 
-int do_get(Context& c, Backend& b, const std::string& id) {
+int do_get(Context& c, Queue& b, const std::string& id) {
   auto job = b.get(id);
   if (!job) return failed(c, job.status());
   if (c.inv.json) {
@@ -211,7 +213,7 @@ int do_get(Context& c, Backend& b, const std::string& id) {
   return kExitOk;
 }
 
-int do_cancel(Context& c, Backend& b, const std::string& id) {
+int do_cancel(Context& c, Queue& b, const std::string& id) {
   if (Status s = b.cancel(id); !s.ok()) return failed(c, s);
   if (c.inv.json) {
     json::Writer w;
@@ -223,8 +225,8 @@ int do_cancel(Context& c, Backend& b, const std::string& id) {
   return kExitOk;
 }
 
-int do_stats(Context& c, Backend& b) {
-  auto st = b.stats();
+int do_stats(Context& c, Queue& b) {
+  auto st = stats_of(b);
   if (!st) return failed(c, st.status());
   TopicStats total;
   for (const auto& [name, t] : st->topics) {
@@ -290,7 +292,7 @@ int do_stats(Context& c, Backend& b) {
   return kExitOk;
 }
 
-int do_dead_list(Context& c, Backend& b, const std::string& topic) {
+int do_dead_list(Context& c, Queue& b, const std::string& topic) {
   size_t limit = 100;
   if (c.inv.flags.contains("limit")) {
     auto n = parse_count(c.inv.flags["limit"], 1, 10'000);
@@ -325,7 +327,7 @@ int do_dead_list(Context& c, Backend& b, const std::string& topic) {
   return kExitOk;
 }
 
-int do_requeue(Context& c, Backend& b) {
+int do_requeue(Context& c, Queue& b) {
   uint64_t n = 1;
   const bool by_topic = c.inv.flags.contains("topic");
   if (by_topic) {
@@ -342,7 +344,7 @@ int do_requeue(Context& c, Backend& b) {
   return report(c, "requeued", n, text);
 }
 
-int do_purge(Context& c, Backend& b, const std::string& topic) {
+int do_purge(Context& c, Queue& b, const std::string& topic) {
   auto n = b.purge_dead(topic);
   if (!n) return failed(c, n.status());
   return report(c, "purged", *n,
@@ -350,8 +352,8 @@ int do_purge(Context& c, Backend& b, const std::string& topic) {
                     " of topic " + printable(topic));
 }
 
-int do_pause(Context& c, Backend& b, const std::string& topic, bool paused) {
-  if (Status s = b.set_paused(topic, paused); !s.ok()) return failed(c, s);
+int do_pause(Context& c, Queue& b, const std::string& topic, bool paused) {
+  if (Status s = paused ? b.pause(topic) : b.resume(topic); !s.ok()) return failed(c, s);
   if (c.inv.json) {
     json::Writer w;
     w.begin_object().key("topic").value(topic).key("paused").value(paused).end_object();
@@ -363,8 +365,8 @@ int do_pause(Context& c, Backend& b, const std::string& topic, bool paused) {
   return kExitOk;
 }
 
-int do_backup(Context& c, Backend& b, const std::string& dir) {
-  auto written = b.backup(dir);
+int do_backup(Context& c, Queue& b, const std::string& dir) {
+  auto written = backup_of(b, dir);
   if (!written) return failed(c, written.status());
   return report(c, "dir", *written,
                 "backed up to " + printable(*written) +
@@ -445,7 +447,7 @@ std::optional<UsageError> check_values(Context& c, JobSpec& spec) {
   return std::nullopt;
 }
 
-int perform(Context& c, Backend& b, JobSpec spec) {
+int perform(Context& c, Queue& b, JobSpec spec) {
   const std::string& name = c.inv.name;
   const std::vector<std::string>& rest = c.inv.rest;
   if (name == "push") return do_push(c, b, std::move(spec));
@@ -485,9 +487,9 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
     return do_wait(c, target, timeout);
   }
 
-  auto backend = open_backend(target, command.access);
-  if (!backend) return failed(c, backend.status());
-  return perform(c, **backend, std::move(spec));
+  auto queue = open_target(target, command.access);
+  if (!queue) return failed(c, queue.status());
+  return perform(c, **queue, std::move(spec));
 }
 
 }  // namespace delayq::cli

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/backend.h"
+#include "cli/target.h"
 
 namespace delayq::cli {
 

@@ -1,6 +1,6 @@
 // Reading what people type into the delayq command-line tool: durations ("90s", "1h30m"), points
 // in time (RFC 3339 or unix seconds), retry policies ("list:2m,10m,1h"), counts. Kept apart from
-// the commands so that tests can check them without running the binary; format.h shows values
+// the commands so that tests can check them without running the binary; human_text.h shows values
 // back to people.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "cli/format.h"
+#include "cli/human_text.h"
 #include "common/timing.h"
 #include "wire/stats.h"
 

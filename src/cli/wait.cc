@@ -5,7 +5,7 @@
 #include <optional>
 #include <thread>
 
-#include "cli/format.h"
+#include "cli/human_text.h"
 #include "cli/parse.h"
 #include "wire/answer.h"
 #include "wire/json.h"

@@ -93,6 +93,7 @@ enum class Route : uint8_t {
   health,
   pause,
   resume,
+  release,
   ui,
   unknown,
   count_  // number of routes

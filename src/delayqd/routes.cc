@@ -33,6 +33,7 @@ constexpr RouteSpec kRoutes[] = {
     {"/health", Route::health, M::get, B::none, routes::health},
     {"/pause", Route::pause, M::post, B::object, routes::pause},
     {"/resume", Route::resume, M::post, B::object, routes::resume},
+    {"/release", Route::release, M::post, B::object, routes::release},
     {"/ui", Route::ui, M::get, B::none, routes::ui},
     {"/ui/", Route::ui, M::get, B::none, routes::ui},
     {"/ui/app.js", Route::ui, M::get, B::none, routes::ui},
@@ -43,7 +44,8 @@ constexpr RouteSpec kRoutes[] = {
 constexpr const char* kNames[] = {
     "push",   "push_batch", "pop",        "finish", "nack",      "touch",        "dead_letter",
     "delete", "get",        "reschedule", "stats",  "dead_list", "dead_requeue", "dead_purge",
-    "backup", "metrics",    "health",     "pause",  "resume",    "ui",           "unknown",
+    "backup", "metrics",    "health",     "pause",  "resume",    "release",      "ui",
+    "unknown",
 };
 static_assert(std::size(kNames) == static_cast<size_t>(Route::count_));
 

@@ -12,6 +12,7 @@
 //   routes_dead.cc    /dead/list, /dead/requeue, /dead/purge
 //   routes_admin.cc   /stats, /backup, /metrics, /health
 //   routes_topics.cc  /pause, /resume: a topic stops or starts handing out jobs
+//   routes_release.cc /release: a delivery given back undone
 //   routes_ui.cc      /ui: the dashboard's files
 #pragma once
 
@@ -94,6 +95,7 @@ RouteFunction finish, nack, touch, dead_letter;        // routes_settle.cc
 RouteFunction dead_list, dead_requeue, dead_purge;     // routes_dead.cc
 RouteFunction stats, backup, metrics, health;          // routes_admin.cc
 RouteFunction pause, resume;                           // routes_topics.cc
+RouteFunction release;                                 // routes_release.cc
 RouteFunction ui;                                      // routes_ui.cc
 }  // namespace routes
 

@@ -127,13 +127,13 @@ void del(RouteContext& ctx, const Request&, const Value& body, Done& done) {
 
 void reschedule(RouteContext& ctx, const Request&, const Value& body, Done& done) {
   Fields f(body, ctx.limits);
-  f.only({"id", "delay", "delay_ms", "due_at_ms"}, "/reschedule");
+  f.only({"id", "delay", "delay_ms", "due_at_ms", "due_at_ns"}, "/reschedule");
   auto id = f.name("id", true);
-  const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms");
+  const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms") + f.has("due_at_ns");
   if (times != 1) f.fail_with("give exactly one of \"delay\", \"delay_ms\" and \"due_at_ms\"");
   const TimePoint now = SystemClock::instance().now();
   auto delay = f.duration("delay", "delay_ms", "use 0 for 'now'");
-  auto due_at = f.time_ms("due_at_ms", now);
+  auto due_at = f.has("due_at_ns") ? f.time_ns("due_at_ns", now) : f.time_ms("due_at_ms", now);
   if (!f.ok()) return done(bad_request(f.error()));
   // delay <= max_delay (at most 100 years), so the sum stays far inside a TimePoint.
   Status s = ctx.queue.reschedule(*id, delay ? now + *delay : *due_at);

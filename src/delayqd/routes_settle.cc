@@ -201,7 +201,9 @@ void touch(RouteContext& ctx, const Request&, const Value& body, Done& done) {
   auto deadline = ctx.queue.touch(n->token);
   if (!deadline) return done(fail(deadline.status()));
   wire::json::Writer w;
-  w.begin_object().key("lease_deadline_ms").value(wire::to_unix_ms(*deadline)).end_object();
+  w.begin_object();
+  wire::write_time(w, "lease_deadline", *deadline);
+  w.end_object();
   done(ok("touched", w.str()));
 }
 

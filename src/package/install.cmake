@@ -14,7 +14,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS delayq delayq_wheel delayq_core delayq_wal delayq_redis EXPORT delayqTargets
+install(TARGETS delayq delayq_wheel delayq_core delayq_wal delayq_redis delayq_wire delayq_client
+        EXPORT delayqTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/delayq DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
@@ -88,7 +89,8 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME delayq-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_DESCRIPTION "durable delay queue for C++20: development files
 The headers, static libraries, CMake package and pkg-config file of delayq: the timing wheel
-engine, the RocksDB store and the Redis backend, for programs that embed the queue.")
+engine, the RocksDB store, the Redis backend and the HTTP client of delayqd, for programs that
+embed the queue or reach a daemon.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
     "delayq (= ${PROJECT_VERSION}), libboost-dev (>= 1.74), librocksdb-dev, libhiredis-dev, libfmt-dev, pkg-config")
 # The static libraries lose their debug info in the package (src/package/strip_archives.cmake).

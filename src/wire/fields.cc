@@ -194,4 +194,27 @@ std::optional<TimePoint> Fields::time_ms(std::string_view key, TimePoint now) {
   return *t;
 }
 
+std::optional<TimePoint> Fields::time_ns(std::string_view key, TimePoint now) {
+  const Value* v = get(key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_int()) {
+    fail_with(type_error(key, "an integer", *v));
+    return std::nullopt;
+  }
+  // Any int64 is a TimePoint: the checks need no conversion that could overflow.
+  const TimePoint t{Duration(v->as_int())};
+  if (v->as_int() < 0) {
+    fail_with(full(key) + " is negative (" + std::to_string(v->as_int()) +
+              "ns); give a unix time, 0 or more (the past means now)");
+    return std::nullopt;
+  }
+  if (t > rules::plus(now, limits_.max_delay)) {
+    const double away = std::chrono::duration<double>(t - now).count();
+    fail_with(rules::due_beyond_max_delay(full(key), std::to_string(away) + "s", limits_.max_delay)
+                  .message());
+    return std::nullopt;
+  }
+  return t;
+}
+
 }  // namespace delayq::wire

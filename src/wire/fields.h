@@ -58,6 +58,8 @@ class Fields {
                                    Duration min_positive = Duration::zero());
   // A unix time in whole milliseconds, at most max_delay after `now`.
   std::optional<TimePoint> time_ms(std::string_view key, TimePoint now);
+  // The same in whole nanoseconds (exact: what the C++ client sends, delayq/http.h).
+  std::optional<TimePoint> time_ns(std::string_view key, TimePoint now);
 
   // The full name of a member in messages: prefix + key.
   std::string full(std::string_view key) const { return prefix_ + std::string(key); }

@@ -21,22 +21,26 @@ namespace {
 
 using Steady = std::chrono::steady_clock;
 
-// Waits for `events` on fd until `deadline`; false when the deadline passed.
-bool wait_for(int fd, short events, Steady::time_point deadline) {
+enum class Wait { ready, timed_out, woken };
+
+// Waits for `events` on fd until `deadline`, or until one of `wake` (-1: none) is readable.
+Wait wait_for(int fd, short events, Steady::time_point deadline, const int (&wake)[2]) {
   for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd, events, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1'000'000)));
-    if (r > 0) return true;
-    if (r < 0 && errno != EINTR) return true;  // let the following call report the error
+    if (left <= 0) return Wait::timed_out;
+    pollfd p[3] = {{fd, events, 0}, {wake[0], POLLIN, 0}, {wake[1], POLLIN, 0}};
+    const int r = ::poll(p, 3, static_cast<int>(std::min<int64_t>(left, 1'000'000)));
+    if (r > 0 && (p[1].revents != 0 || p[2].revents != 0)) return Wait::woken;
+    if (r > 0) return Wait::ready;
+    if (r < 0 && errno != EINTR) return Wait::ready;  // let the following call report the error
   }
 }
 
 // A non-blocking connect to one address, finished within `deadline`: the socket, or -1 with
 // `error` set.
-int connect_to(const addrinfo& a, Steady::time_point deadline, std::string& error) {
+int connect_to(const addrinfo& a, Steady::time_point deadline, const int (&wake)[2],
+               std::string& error) {
   const int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_NONBLOCK, a.ai_protocol);
   if (fd < 0) {
     error = std::strerror(errno);
@@ -44,9 +48,9 @@ int connect_to(const addrinfo& a, Steady::time_point deadline, std::string& erro
   }
   int rc = ::connect(fd, a.ai_addr, a.ai_addrlen);
   if (rc != 0 && errno == EINPROGRESS) {
-    if (!wait_for(fd, POLLOUT, deadline)) {
+    if (const Wait w = wait_for(fd, POLLOUT, deadline, wake); w != Wait::ready) {
       ::close(fd);
-      error = "timed out";
+      error = w == Wait::woken ? "withdrawn" : "timed out";
       return -1;
     }
     int err = 0;
@@ -125,6 +129,21 @@ void HttpClient::disconnect() {
   pending_.clear();
 }
 
+void HttpClient::set_wake_fds(int first, int second) {
+  wake_[0] = first;
+  wake_[1] = second;
+}
+
+bool HttpClient::woken() const {
+  pollfd p[2] = {{wake_[0], POLLIN, 0}, {wake_[1], POLLIN, 0}};
+  return ::poll(p, 2, 0) > 0;
+}
+
+Status HttpClient::withdrawn() {
+  disconnect();
+  return Status(Errc::cancelled, "the request to delayqd at " + where_ + " was withdrawn");
+}
+
 Status HttpClient::unavailable(const std::string& why) const {
   return Status(Errc::unavailable, "delayqd at " + where_ + ": " + why);
 }
@@ -140,8 +159,9 @@ Status HttpClient::connect(Deadline deadline) {
     return unavailable(std::string("cannot resolve the host: ") + ::gai_strerror(rc));
   std::string error = "no address";
   for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next)
-    fd_ = connect_to(*a, deadline, error);
+    fd_ = connect_to(*a, deadline, wake_, error);
   ::freeaddrinfo(found);
+  if (fd_ < 0 && woken()) return withdrawn();
   if (fd_ < 0) return unavailable("cannot connect: " + error + " (is delayqd running?)");
   return Status();
 }
@@ -168,7 +188,8 @@ HttpClient::Sent HttpClient::send_all(Deadline deadline) {
     if (n > 0) {
       off += static_cast<size_t>(n);
     } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (!wait_for(fd_, POLLOUT, deadline)) return Sent::timed_out;
+      if (const Wait w = wait_for(fd_, POLLOUT, deadline, wake_); w != Wait::ready)
+        return w == Wait::woken ? Sent::withdrawn : Sent::timed_out;
     } else {
       return Sent::broken;
     }
@@ -194,7 +215,9 @@ Result<HttpReply> HttpClient::read_reply(Deadline deadline, bool& dropped) {
       case ReplyParse::incomplete:
         break;
     }
-    if (!wait_for(fd_, POLLIN, deadline)) {
+    const Wait w = wait_for(fd_, POLLIN, deadline, wake_);
+    if (w == Wait::woken) return withdrawn();
+    if (w == Wait::timed_out) {
       const auto s = std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count();
       return unavailable("no answer within " + std::to_string(s) + " s");
     }
@@ -221,8 +244,9 @@ Result<HttpReply> HttpClient::request(std::string_view method, std::string_view 
       if (Status s = connect(deadline); !s.ok()) return s;
     // A broken send still reads: the server may have answered (413) and closed before it read
     // the whole request.
-    if (send_all(deadline) == Sent::timed_out) {
+    if (const Sent sent = send_all(deadline); sent == Sent::timed_out || sent == Sent::withdrawn) {
       disconnect();
+      if (sent == Sent::withdrawn) return withdrawn();
       return unavailable("timed out sending the request");
     }
     bool dropped = false;

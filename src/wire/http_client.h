@@ -45,9 +45,19 @@ class HttpClient {
   // that a reused connection drops with no answer at all (the server closed it while idle) goes
   // once more on a new connection. `extra_headers` are whole lines, each ending in "\r\n".
   // Errors: unavailable (the host cannot be resolved or reached, the connection broke, no answer
-  // within the timeout), io_error (an answer that is not HTTP).
+  // within the timeout), io_error (an answer that is not HTTP), cancelled (a wake descriptor
+  // became readable: set_wake_fds).
   Result<HttpReply> request(std::string_view method, std::string_view path, std::string_view body,
                             std::string_view extra_headers = {});
+
+  // From now on, a request ends as soon as one of these descriptors (-1: none) is readable (an
+  // eventfd another thread writes to): its connection is closed, so that a waiting /pop is
+  // withdrawn by the daemon, and it returns Errc::cancelled. Not checked while a connection is
+  // being resolved (getaddrinfo).
+  void set_wake_fds(int first, int second = -1);
+
+  // The timeout of the requests from now on (HttpClientOptions::timeout).
+  void set_timeout(Duration timeout) { options_.timeout = timeout; }
 
   // Closes the connection; the next request makes a new one.
   void disconnect();
@@ -58,18 +68,21 @@ class HttpClient {
  private:
   using Deadline = std::chrono::steady_clock::time_point;
   Status connect(Deadline deadline);
-  enum class Sent { all, broken, timed_out };
+  enum class Sent { all, broken, timed_out, withdrawn };
   Sent send_all(Deadline deadline);
   // `dropped`: the connection ended before any byte of an answer came.
   Result<HttpReply> read_reply(Deadline deadline, bool& dropped);
   void build_request(std::string_view method, std::string_view path, std::string_view body,
                      std::string_view extra_headers);
   Status unavailable(const std::string& why) const;
+  bool woken() const;
+  Status withdrawn();  // disconnects
 
   HttpEndpoint at_;
   HttpClientOptions options_;
   std::string where_;
   int fd_ = -1;
+  int wake_[2] = {-1, -1};
   std::string request_;  // the request being sent (its buffer reused)
   std::string pending_;  // bytes read and not yet part of an answer
 };

@@ -82,6 +82,17 @@ int64_t to_ms(Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
+void write_time(json::Writer& w, std::string_view name, TimePoint t) {
+  w.key(std::string(name) + "_ms").value(to_unix_ms(t));
+  w.key(std::string(name) + "_ns").value(static_cast<int64_t>(t.time_since_epoch().count()));
+}
+
+TimePoint read_time(const json::Value& v, std::string_view name) {
+  if (const json::Value* ns = v.find(std::string(name) + "_ns"); ns != nullptr && ns->is_int())
+    return TimePoint(Duration(ns->as_int()));
+  return from_unix_ms(member_int(v, std::string(name) + "_ms"));
+}
+
 void write_job(json::Writer& w, const JobInfo& j) {
   const int64_t due_s = std::chrono::floor<std::chrono::seconds>(j.due.time_since_epoch()).count();
   w.begin_object();
@@ -91,9 +102,10 @@ void write_job(json::Writer& w, const JobInfo& j) {
   w.key("ttr").value(std::chrono::ceil<std::chrono::seconds>(j.ttr).count());
   w.key("body").value(j.body);
   w.key("state").value(to_string(j.state)).key("attempts").value(j.attempts);
-  w.key("max_attempts").value(j.max_attempts).key("due_ms").value(to_unix_ms(j.due));
+  w.key("max_attempts").value(j.max_attempts);
+  write_time(w, "due", j.due);
   w.key("ttr_ms").value(to_ms(j.ttr));
-  if (j.state == JobState::reserved) w.key("lease_deadline_ms").value(to_unix_ms(j.lease_deadline));
+  if (j.state == JobState::reserved) write_time(w, "lease_deadline", j.lease_deadline);
   write_retry(w.key("retry"), j.retry);
   w.end_object();
 }
@@ -105,8 +117,8 @@ JobInfo read_job(const json::Value& v) {
   j.state = state_of(member_string(v, "state"));
   j.attempts = member_count(v, "attempts");
   j.max_attempts = member_count(v, "max_attempts");
-  j.due = from_unix_ms(member_int(v, "due_ms"));
-  j.lease_deadline = from_unix_ms(member_int(v, "lease_deadline_ms"));
+  j.due = read_time(v, "due");
+  j.lease_deadline = read_time(v, "lease_deadline");
   j.ttr = std::chrono::milliseconds(member_int(v, "ttr_ms"));
   j.body = member_string(v, "body");
   // Missing (a delayqd from before the policy was shown): max_attempts 0 says it is unknown.
@@ -122,8 +134,8 @@ void write_delivery(json::Writer& w, const Delivery& d) {
   w.begin_object().key("id").value(d.id).key("body").value(d.body);
   w.key("topic").value(d.topic).key("token").value(d.token.to_string());
   w.key("attempt").value(d.attempt).key("max_attempts").value(d.max_attempts);
-  w.key("due_ms").value(to_unix_ms(d.due));
-  w.key("lease_deadline_ms").value(to_unix_ms(d.lease_deadline));
+  write_time(w, "due", d.due);
+  write_time(w, "lease_deadline", d.lease_deadline);
   w.end_object();
 }
 
@@ -140,8 +152,8 @@ Result<Delivery> read_delivery(const json::Value& v) {
   d.attempt = member_count(v, "attempt");
   d.max_attempts = member_count(v, "max_attempts");
   d.token = std::move(*token);
-  d.due = from_unix_ms(member_int(v, "due_ms"));
-  d.lease_deadline = from_unix_ms(member_int(v, "lease_deadline_ms"));
+  d.due = read_time(v, "due");
+  d.lease_deadline = read_time(v, "lease_deadline");
   return d;
 }
 

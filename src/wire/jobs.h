@@ -1,11 +1,13 @@
 // The JSON form of what the queue hands out and shows: a Delivery (a /pop answer's data) and a
 // JobInfo (/get, /dead/list), both directions, as docs/http-api.md documents them. Times travel
-// as unix milliseconds (due_ms, lease_deadline_ms), durations as milliseconds (ttr_ms); a job
+// as unix milliseconds (due_ms, lease_deadline_ms) and, exactly, nanoseconds (due_ns,
+// lease_deadline_ns), durations as milliseconds (ttr_ms); a job
 // also carries the fields ouqiang/delay-queue clients read (delay: the due time in unix seconds,
 // ttr: seconds, rounded up) and its retry policy in the form /push takes (wire/spec.h).
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "delayq/clock.h"
 #include "delayq/error.h"
@@ -17,6 +19,12 @@ namespace delayq::wire {
 int64_t to_unix_ms(TimePoint t);
 TimePoint from_unix_ms(int64_t ms);
 int64_t to_ms(Duration d);  // truncated to whole milliseconds
+
+// An instant as two members: `name`_ms (unix milliseconds, rounded down, as ouqiang-era clients
+// read it) and `name`_ns (unix nanoseconds, exact: what the C++ client reads back).
+void write_time(json::Writer& w, std::string_view name, TimePoint t);
+// What write_time wrote: `name`_ns when present, else `name`_ms.
+TimePoint read_time(const json::Value& v, std::string_view name);
 
 void write_job(json::Writer& w, const JobInfo& j);
 // Reads what write_job wrote. Lenient, for answers from a delayqd the caller trusts: a member

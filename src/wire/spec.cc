@@ -92,7 +92,8 @@ std::string topic_name_problem(std::string_view topic) {
 Status read_spec(const Value& v, JobSpec& spec, const InputLimits& limits) {
   if (!v.is_object()) return bad("a job must be a JSON object");
   Fields f(v, limits);
-  f.only({"topic", "id", "delay", "delay_ms", "due_at_ms", "ttr", "ttr_ms", "body", "retry"},
+  f.only({"topic", "id", "delay", "delay_ms", "due_at_ms", "due_at_ns", "ttr", "ttr_ms", "body",
+          "retry"},
          "a job");
   if (!f.ok()) return bad(f.error());
   auto topic = f.name("topic", true);
@@ -109,10 +110,11 @@ Status read_spec(const Value& v, JobSpec& spec, const InputLimits& limits) {
   if (text && text->size() > limits.max_body_bytes)
     f.fail_with(
         rules::body_too_large(text->size(), limits.max_body_bytes, limits.body_setting).message());
-  const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms");
+  const int times = f.has("delay") + f.has("delay_ms") + f.has("due_at_ms") + f.has("due_at_ns");
   if (times > 1) f.fail_with("give at most one of \"delay\", \"delay_ms\" and \"due_at_ms\"");
   auto delay = f.duration("delay", "delay_ms", "use 0 for 'now'");
-  auto due_at = f.time_ms("due_at_ms", SystemClock::instance().now());
+  const TimePoint now = SystemClock::instance().now();
+  auto due_at = f.has("due_at_ns") ? f.time_ns("due_at_ns", now) : f.time_ms("due_at_ms", now);
   auto ttr = f.duration("ttr", "ttr_ms", "use 0 for the default ttr", rules::kMinTtr);
   if (const Value* r = f.get("retry"); r != nullptr && f.ok()) {
     RetryPolicy p;
@@ -179,11 +181,15 @@ void write_retry(json::Writer& w, const RetryPolicy& p) {
   w.key("max_attempts").value(p.max_attempts).end_object();
 }
 
-void write_spec(json::Writer& w, const JobSpec& spec) {
+namespace {
+
+void write_spec_as(json::Writer& w, const JobSpec& spec, bool exact_due) {
   w.begin_object().key("topic").value(spec.topic);
   if (!spec.id.empty()) w.key("id").value(spec.id);
   if (spec.delay) write_duration(w, "delay", *spec.delay);
-  if (spec.due_at)
+  if (spec.due_at && exact_due)
+    w.key("due_at_ns").value(static_cast<int64_t>(spec.due_at->time_since_epoch().count()));
+  else if (spec.due_at)
     w.key("due_at_ms")
         .value(
             std::chrono::ceil<std::chrono::milliseconds>(spec.due_at->time_since_epoch()).count());
@@ -192,5 +198,11 @@ void write_spec(json::Writer& w, const JobSpec& spec) {
   if (spec.retry) write_retry(w.key("retry"), *spec.retry);
   w.end_object();
 }
+
+}  // namespace
+
+void write_spec(json::Writer& w, const JobSpec& spec) { write_spec_as(w, spec, false); }
+
+void write_spec_exact(json::Writer& w, const JobSpec& spec) { write_spec_as(w, spec, true); }
 
 }  // namespace delayq::wire

@@ -18,6 +18,9 @@ namespace delayq::wire {
 // milliseconds, else in seconds ("delay": 0.0005); a due_at rounded up to the millisecond, so
 // that a job is never due earlier than asked.
 void write_spec(json::Writer& w, const JobSpec& spec);
+// The same with a due_at as it is ("due_at_ns", unix nanoseconds): the C++ client of
+// delayq/http.h.
+void write_spec_exact(json::Writer& w, const JobSpec& spec);
 
 // A retry policy as /push takes it ({"kind":"fixed","delay_ms":...,"max_attempts":...}, see
 // docs/http-api.md): durations in whole milliseconds where they are whole milliseconds, else in

@@ -54,7 +54,9 @@ TEST(CliTimes, AFarDueAtIsRefusedAndNothingIsPushed) {
   EXPECT_TRUE(contains(get.err, "not found")) << get.err;
 }
 
-// Through delayqd the daemon checks due_at_ms against its queue's max_delay, in the same words.
+// Through delayqd the same refusal: the client (delayq/http.h) checks the library's limits before
+// it sends the job, in the store's words, and the daemon's own check says the same of due_at_ms
+// (http_limits_test.cc).
 TEST(CliTimes, ThroughTheDaemonTheSameRefusal) {
   TempDir dir;
   DaemonProcess daemon(DELAYQD_PATH, dir.sub("delayqd.log"));
@@ -64,7 +66,7 @@ TEST(CliTimes, ThroughTheDaemonTheSameRefusal) {
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
   CliRun beyond = cli({"--url", url, "push", "t", "--due-at", "2200-01-01T00:00:00Z"});
   EXPECT_EQ(beyond.exit, 1) << describe(beyond);
-  EXPECT_TRUE(contains(beyond.err, "due_at_ms is ")) << beyond.err;
+  EXPECT_TRUE(contains(beyond.err, "invalid argument: due_at is ")) << beyond.err;
   EXPECT_TRUE(contains(beyond.err, "beyond max_delay (3650d)")) << beyond.err;
   CliRun far = cli({"--url", url, "push", "t", "--delay", "36000d"});
   EXPECT_EQ(far.exit, 1) << describe(far);

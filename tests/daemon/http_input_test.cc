@@ -30,7 +30,7 @@ TEST_F(HttpInputTest, UnknownMembersAreRefusedNamingTheClosestKnownOne) {
       {"/push", R"({"topic":"order","ttr_s":5})",
        R"(unknown field "ttr_s" (did you mean "ttr_ms"?))"},
       {"/push", R"({"topic":"order","priority":5})",
-       R"(unknown field "priority": a job takes topic, id, delay, delay_ms, due_at_ms, ttr, )"},
+       R"(unknown field "priority": a job takes topic, id, delay, delay_ms, due_at_ms, due_at_ns, ttr, )"},
       {"/push", R"({"topic":"t","retry":{"kind":"list","delay":[1]}})",
        R"(unknown field "retry.delay" (did you mean "retry.delays"?))"},
       {"/push", R"({"topic":"t","retry":{"kind":"fixed","delay":1,"factor":2}})",

@@ -45,7 +45,8 @@ names_in() {  # names_in FIELD DEB: the package names a relation field of DEB li
 
 # 1. The install tree, and outside projects built against it.
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-for f in include/delayq/store.h lib/cmake/delayq/delayqConfig.cmake lib/pkgconfig/delayq.pc \
+for f in include/delayq/store.h include/delayq/http.h lib/libdelayq_client.a lib/libdelayq_wire.a \
+         lib/cmake/delayq/delayqConfig.cmake lib/pkgconfig/delayq.pc \
          bin/delayqd bin/delayq lib/systemd/system/delayqd.service share/doc/delayq/README.md; do
   [ -f "$tmp/prefix/$f" ] || fail "install is missing $f"
 done
@@ -151,6 +152,7 @@ done
 contents=$(dpkg-deb -c "$dev_deb" | awk '{print $6}')
 for f in ./usr/include/delayq/queue.h ./usr/lib/cmake/delayq/delayqTargets.cmake \
          ./usr/lib/pkgconfig/delayq.pc ./usr/lib/libdelayq_core.a ./usr/lib/libdelayq_wheel.a \
+         ./usr/include/delayq/http.h ./usr/lib/libdelayq_client.a ./usr/lib/libdelayq_wire.a \
          ./usr/share/doc/delayq-dev/copyright; do
   grep -qx "$f" <<<"$contents" || fail "$(basename "$dev_deb") is missing $f"
 done

@@ -11,7 +11,7 @@ How a block is compiled:
   - a block with a line starting `int main(` is a whole program: compiled as it is;
   - any other block is a fragment: its `#include`, `namespace X = ...;` and `using namespace`
     lines go to the top of the file, below the headers every fragment gets (delayq/store.h,
-    delayq/engine.h, delayq/redis.h, <cassert>, <chrono>, <future>, <memory>, <string>,
+    delayq/engine.h, delayq/redis.h, delayq/http.h, <cassert>, <chrono>, <future>, <memory>, <string>,
     <vector>, and `using namespace std::chrono_literals;`); the rest is the body of a block
     inside a function whose parameters are the names fragments take from their surroundings:
     `q` (a std::unique_ptr<delayq::Queue>&) and `url` (a const std::string&). A fragment may
@@ -34,6 +34,7 @@ FLAGS = ["-std=c++20", "-Wall", "-Wextra", "-Werror", "-include", "utility"]
 
 FRAGMENT_HEAD = """\
 #include <delayq/engine.h>
+#include <delayq/http.h>
 #include <delayq/redis.h>
 #include <delayq/store.h>
 
@@ -67,9 +68,10 @@ STRUCTS = """\
   delayq::EngineOptions engine{.shards = 2};
   delayq::StoreOptions store{.sync = delayq::Sync::none};
   delayq::RedisOptions redis{.queue = "q"};
+  delayq::HttpOptions http{.token = "t"};
   (void)retry, (void)spec, (void)spec2, (void)token, (void)delivery, (void)info, (void)topic;
   (void)lateness, (void)due, (void)timing, (void)stats, (void)limits, (void)result;
-  (void)engine, (void)store, (void)redis;
+  (void)engine, (void)store, (void)redis, (void)http;
 }
 """
 

@@ -1,6 +1,7 @@
-// What the delayq CLI needs from a queue, in one small interface with two implementations: the
-// Queue interface itself (the embedded store, Redis) and delayqd's HTTP API. The commands are
-// written once against it and cannot tell the targets apart.
+// Where the delayq CLI's commands go: a store directory, Redis, or a delayqd (open_http), each
+// opened as a Queue. The commands are written once against the Queue interface; two things are
+// not Queue calls and are asked of the target here: a backup, and stats with the reason they
+// could not be read.
 #pragma once
 
 #include <cstdint>
@@ -10,28 +11,10 @@
 
 #include "delayq/error.h"
 #include "delayq/job.h"
+#include "delayq/queue.h"
 #include "wire/http_client.h"
 
 namespace delayq::cli {
-
-class Backend {
- public:
-  virtual ~Backend() = default;
-
-  virtual Result<std::string> push(JobSpec spec) = 0;
-  virtual Result<JobInfo> get(const std::string& id) = 0;
-  virtual Status cancel(const std::string& id) = 0;
-  virtual Result<Stats> stats() = 0;
-  virtual Result<std::vector<JobInfo>> list_dead(const std::string& topic, size_t limit) = 0;
-  virtual Status requeue_dead(const std::string& id) = 0;
-  virtual Result<uint64_t> requeue_dead_topic(const std::string& topic) = 0;
-  virtual Result<uint64_t> purge_dead(const std::string& topic) = 0;
-  // Queue::pause (paused) or Queue::resume.
-  virtual Status set_paused(const std::string& topic, bool paused) = 0;
-  // A consistent copy of the queue in `dir` (a store), or under the name `dir` in the daemon's
-  // --backup-dir (delayqd); returns the directory written.
-  virtual Result<std::string> backup(const std::string& dir) = 0;
-};
 
 // How a command uses its target. A store directory that does not exist is created only for
 // `create` (push); a store is opened read-only (nothing changes on disk) for `read`.
@@ -59,6 +42,16 @@ Result<wire::HttpEndpoint> parse_url_flag(std::string_view text,
 // Opens the target for `access`.
 // Errors: unavailable (a store directory in use by a running process, a server that cannot be
 // reached), invalid_argument (a bad URL or token file), and whatever opening the queue reports.
-Result<std::unique_ptr<Backend>> open_backend(const Target& target, Access access);
+Result<std::unique_ptr<Queue>> open_target(const Target& target, Access access);
+
+// The queue's stats; from a delayqd, the reason when it did not answer (Queue::stats() has none).
+Result<Stats> stats_of(Queue& q);
+
+// A consistent copy of the queue in `dir` (a store), or under the name `dir` in the daemon's
+// --backup-dir (delayqd); returns the directory written. Redis: invalid_argument.
+Result<std::string> backup_of(Queue& q, const std::string& dir);
+
+// `s`, with what the CLI user does about it when the daemon asked for its bearer token.
+Status with_cli_hint(Status s);
 
 }  // namespace delayq::cli

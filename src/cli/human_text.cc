@@ -1,5 +1,5 @@
-// Showing times, durations and bodies to people in the delayq command-line tool (see format.h).
-#include "cli/format.h"
+// Showing times, durations and bodies to people in the delayq command-line tool (see human_text.h).
+#include "cli/human_text.h"
 
 #include <fmt/format.h>
 

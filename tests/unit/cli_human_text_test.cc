@@ -1,13 +1,13 @@
 // What the CLI shows people, to the byte: the timing tables of `delayq stats` (three significant
 // digits, as printf's %.3g gave them), UTC and local times, and bodies with their unprintable
-// bytes escaped. src/cli/format.cc and stats_timing.cc format with fmt; these pin the text.
+// bytes escaped. src/cli/human_text.cc and stats_timing.cc format with fmt; these pin the text.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <string>
 
-#include "cli/format.h"
+#include "cli/human_text.h"
 #include "cli/stats_timing.h"
 
 namespace {
