@@ -4,7 +4,7 @@
 // withdrawn as the job came). By token only: releasing is for the holder of the delivery.
 #include <string>
 
-#include "delayqd/answers.h"
+#include "delayqd/responses.h"
 #include "delayqd/routes.h"
 
 namespace delayq::http::routes {
