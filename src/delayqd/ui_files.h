@@ -1,4 +1,4 @@
-// The dashboard's files (src/delayqd/ui), built into delayqd by src/delayqd/ui/embed.cmake and
+// The dashboard's files (src/delayqd/ui), built into delayqd by src/delayqd/ui/embed_ui.cmake and
 // served by the /ui routes (routes_ui.cc).
 #pragma once
 

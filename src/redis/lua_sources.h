@@ -1,5 +1,5 @@
 // The Lua of the Redis backend's function library, as text: src/redis/lua/*.lua, embedded at build
-// time (lua/embed.cmake writes lua_sources.cc into the build tree). scripts.cc puts the library
+// time (lua/embed_lua.cmake writes lua_sources.cc into the build tree). scripts.cc puts the library
 // together from it.
 #pragma once
 

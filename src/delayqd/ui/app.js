@@ -1,5 +1,8 @@
 // delayqd's dashboard (docs/dashboard.md): plain DOM, no library, no network but this daemon.
 // Every value from the queue is put into the page as text (textContent), never as markup.
+// Kept whole over ~400 lines: the page loads one script with no module loader or build step
+// (embed_ui.cmake embeds the files as they are), and its parts (totals, rates, topics, the
+// lateness chart, dead letters) share one refresh loop and its state.
 'use strict';
 
 const REFRESH_MS = 2000;

@@ -1,12 +1,12 @@
 # Writes OUT, a C++ file holding the dashboard's files (src/delayqd/ui) as raw string literals,
 # so that delayqd serves them from the binary: no files to install, no network, no build tool
-# beyond CMake. Run by src/delayqd/CMakeLists.txt: cmake -DDIR=... -DOUT=... -P embed.cmake
+# beyond CMake. Run by src/delayqd/CMakeLists.txt: cmake -DDIR=... -DOUT=... -P embed_ui.cmake
 # path|file|content type (all are UTF-8 text; the charset is added below: a ";" would split the list)
 set(files
   "/ui|index.html|text/html"
   "/ui/app.js|app.js|text/javascript"
   "/ui/style.css|style.css|text/css")
-set(body "// Generated from src/delayqd/ui/ by src/delayqd/ui/embed.cmake: edit those, not this.\n")
+set(body "// Generated from src/delayqd/ui/ by src/delayqd/ui/embed_ui.cmake: edit those, not this.\n")
 string(APPEND body "#include \"delayqd/ui_files.h\"\n\nnamespace delayq::http {\n\n")
 string(APPEND body "const UiFile kUiFiles[] = {\n")
 foreach(entry IN LISTS files)
