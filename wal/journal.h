@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "delayq/error.h"
-#include "engine/far.h"
+#include "engine/tier/far_store.h"
 #include "engine/record.h"
 #include "wal/commit_pipeline.h"
 #include "wal/rocksdb_tuning.h"

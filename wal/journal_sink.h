@@ -1,4 +1,4 @@
-// JournalSink: the journal as the engine sees it, its engine::Persistence (src/engine/open.h)
+// JournalSink: the journal as the engine sees it, its engine::Persistence (src/engine/store_seam.h)
 // and, with a disk tier (docs/tiered-store.md), its engine::FarStore. open_store() (store.cc)
 // makes one and hands it to the engine; every call's changes come in through write() and
 // wait_durable(), defined in journal.cc beside Journal::append, so that the write path of a call
@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/far.h"
-#include "engine/open.h"
+#include "engine/tier/far_store.h"
+#include "engine/store_seam.h"
 #include "wal/journal.h"
 
 namespace delayq::wal {

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <optional>
 
-#include "engine/far.h"
-#include "engine/open.h"
+#include "engine/tier/far_store.h"
+#include "engine/store_seam.h"
 #include "wal/journal.h"
 #include "wal/journal_sink.h"
 #include "wal/store_testing.h"

@@ -1,7 +1,7 @@
-// The seam between the Engine and a durable store: what the Engine needs from the store
-// (Persistence), and the internal way to open an Engine on one. The store itself (RocksDB, wal/)
-// lives in its own library, which depends on this one and includes this header through its
-// private include path; nothing here is installed.
+// The store's seam: what the Engine needs from a durable store (Persistence), and the internal
+// way to open an Engine on one (open_engine.cc). The store itself (RocksDB, wal/) lives in its
+// own library, which depends on this one and implements this header; its disk tier's half of
+// the seam is far.h. Nothing here is installed. What tests reach besides: test_hooks.h.
 #pragma once
 
 #include <atomic>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "delayq/engine.h"
-#include "engine/far.h"
+#include "engine/tier/far_store.h"
 #include "engine/record.h"
 
 namespace delayq::engine {
@@ -75,20 +75,5 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
 // The store an engine opened by open_engine() writes to (null for the in-memory Engine): how
 // open_store()'s extras, such as backup_store(), reach their journal.
 Persistence* persistence_of(Engine& engine) noexcept;
-
-// Where an engine's jobs are, for tests of the disk tier (docs/tiered-store.md): how many the
-// shards hold in memory, and the horizon (none without a disk tier).
-struct TierView {
-  size_t in_memory = 0;
-  std::optional<FarKey> horizon;
-};
-TierView tier_view(Engine& engine);
-
-// For the crash harness (tests/crash/), which must know whether a kill landed in a refill:
-// called on the refilling thread as a refill step that moves jobs begins its write (true, with
-// every shard locked) and once that write is durable or has failed (false). One observer per
-// process, none by default.
-using RefillObserver = void (*)(bool begin);
-void set_refill_observer(RefillObserver observer) noexcept;
 
 }  // namespace delayq::engine
