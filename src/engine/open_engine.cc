@@ -64,7 +64,8 @@ TierView tier_view(Engine& engine) {
   for (const auto& s : shards.all()) {
     std::lock_guard l(s->mu);
     v.in_memory += s->core.jobs();
-    v.horizon = shards.placement().horizon();
+    if (auto* tiered = dynamic_cast<const TieredPlacement*>(&shards.placement()))
+      v.horizon = tiered->horizon();
   }
   return v;
 }

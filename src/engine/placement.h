@@ -66,8 +66,6 @@ class Placement {
     (void)st;
     (void)out;
   }
-  // For tests (test_hooks.h): the horizon, none when every job is in memory.
-  virtual std::optional<FarKey> horizon() const { return std::nullopt; }
 };
 
 // Every job in memory: each call is the core's, and its changes go to the store as they are.

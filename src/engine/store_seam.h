@@ -1,7 +1,8 @@
 // The store's seam: what the Engine needs from a durable store (Persistence), and the internal
 // way to open an Engine on one (open_engine.cc). The store itself (RocksDB, wal/) lives in its
 // own library, which depends on this one and implements this header; its disk tier's half of
-// the seam is far.h. Nothing here is installed. What tests reach besides: test_hooks.h.
+// the seam is tier/far_store.h. Nothing here is installed. What tests reach besides:
+// test_hooks.h.
 #pragma once
 
 #include <atomic>
@@ -13,10 +14,11 @@
 #include <vector>
 
 #include "delayq/engine.h"
-#include "engine/tier/far_store.h"
 #include "engine/record.h"
 
 namespace delayq::engine {
+
+class FarStore;  // the disk tier's half of the seam (tier/far_store.h)
 
 // Receives the changes of each call (or wake-up) before the engine answers anyone, in two steps
 // so that concurrent callers can share an fsync (group commit).
@@ -42,7 +44,7 @@ class Persistence {
     (void)next_id;
     (void)seqs;
   }
-  // The store's disk tier (far.h), or null: every job lives in memory.
+  // The store's disk tier (tier/far_store.h), or null: every job lives in memory.
   virtual FarStore* far() { return nullptr; }
   // Queues that `topic` is now paused (or no longer), in call order with write()'s batches, and
   // returns a ticket for wait_durable() (0: nothing to wait for). Cheap, as write() is.

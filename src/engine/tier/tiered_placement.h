@@ -51,7 +51,8 @@ class TieredPlacement final : public Placement {
   // horizon, and where exactly is on disk only (docs/tiered-store.md, "What fires when").
   void add_shard_stats(Shard& s, Stats& st, OutOfMemoryCounts& out) override;
   void finish_stats(Stats& st, OutOfMemoryCounts& out) override;
-  std::optional<FarKey> horizon() const override { return tier_.horizon(); }
+  // Under any shard's lock (Tier::horizon), for tests (tier_view, test_hooks.h).
+  const FarKey& horizon() const { return tier_.horizon(); }
 
  private:
   // The disk-only job `id`, or why there is none: not_found, or the store's read error.
