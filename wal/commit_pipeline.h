@@ -39,7 +39,7 @@
 
 #include "delayq/error.h"
 #include "delayq/store.h"
-#include "engine/far.h"
+#include "engine/tier/far_store.h"
 #include "engine/record.h"
 
 namespace delayq::wal {

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "delayq/error.h"
-#include "engine/far.h"
+#include "engine/tier/far_store.h"
 
 namespace delayq::wal {
 

@@ -1,7 +1,7 @@
 // Reads of the disk tier (docs/tiered-store.md) in the journal's database: a disk-only job by
 // id, the disk-only jobs in key order, and what open needs (the horizon and the counts). They see
 // what was written to RocksDB; what is still queued in the commit pipeline is the engine's to
-// account for (src/engine/far_shard.h).
+// account for (src/engine/tier/far_shard.h).
 #pragma once
 
 #include <functional>
@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "delayq/error.h"
-#include "engine/far.h"
+#include "engine/tier/far_store.h"
 #include "wal/database.h"
 
 namespace delayq::wal {

@@ -166,10 +166,6 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
                             far.empty() ? EncodedFar() : encode_far(far));
 }
 
-bool Journal::tiered() const {
-  return impl_->database->far() != nullptr;
-}
-
 uint64_t Journal::written() const {
   return impl_->pipeline ? impl_->pipeline->written() : UINT64_MAX;
 }
@@ -193,8 +189,22 @@ Result<uint64_t> JournalSink::write(const std::vector<engine::Change>& changes,
   return journal_->append(changes, totals, counters_now());
 }
 
-Result<uint64_t> JournalSink::write(const std::vector<engine::Change>& changes,
-                                    const engine::FarBatch& far, const Stats& totals) {
+JournalSink::JournalSink(std::shared_ptr<Journal> journal, const engine::Counters& recorded,
+                         bool read_only)
+    : journal_(std::move(journal)), recorded_(recorded), read_only_(read_only) {}
+JournalSink::~JournalSink() = default;
+
+engine::FarStore* JournalSink::far() {
+  return far_.get();
+}
+
+void JournalSink::give_tier(Duration span, uint64_t budget, const engine::FarKey& horizon,
+                            engine::TopicCounts counts) {
+  far_ = std::make_unique<FarSink>(*this, *journal_, span, budget, horizon, std::move(counts));
+}
+
+Result<uint64_t> JournalSink::write_far(const std::vector<engine::Change>& changes,
+                                        const engine::FarBatch& far, const Stats& totals) {
   if (read_only_) return ++view_tickets_;
   return journal_->append(changes, totals, counters_now(), far);
 }

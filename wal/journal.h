@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "delayq/error.h"
-#include "engine/far.h"
+#include "engine/tier/far_store.h"
 #include "engine/record.h"
 #include "wal/commit_pipeline.h"
 #include "wal/rocksdb_tuning.h"
@@ -81,7 +81,7 @@ class Journal {
   // of these changes; the journal keeps the highest and stores them with the batch too.
   // `far`: the disk tier's part of the batch (docs/tiered-store.md): puts and deletes of "far"
   // and "ids", the per-topic counts they change, the horizon; refused (invalid_argument) unless
-  // tiered().
+  // the store has a disk tier (JournalTier::present()).
   Result<uint64_t> append(const std::vector<engine::Change>& changes, const Stats& totals = {},
                           const engine::Counters& counters = {},
                           const engine::FarBatch& far = {});
@@ -113,26 +113,12 @@ class Journal {
   // Errors: corrupt (a record that does not decode, naming its seq; skipped when tolerant).
   Status scan(const std::function<Status(engine::JobRecord&&)>& fn);
 
-  // The disk tier (docs/tiered-store.md, wal/far_reads.h). Whether the store has it (opened
-  // with JournalOptions::tiered, or created so before):
-  bool tiered() const;
-  // The last append whose batch is written, so that the reads below see it (UINT64_MAX when
-  // read-only: nothing is ever pending).
+  // The last append whose batch is written, so that the disk tier's reads (journal_tier.h) see
+  // it (UINT64_MAX when read-only: nothing is ever pending).
   uint64_t written() const;
-  Result<std::optional<engine::JobRecord>> find_far(std::string_view id);
-  Status scan_far(const engine::FarKey& from, const engine::FarKey& below,
-                  const std::function<bool(engine::JobRecord&&)>& fn);
-  void prefetch_far(const engine::FarKey& from, const engine::FarKey& below, size_t n);
-  // As stored; read once at open. far_counts() also gives the pipeline the counts it keeps.
-  Result<engine::FarKey> horizon();
-  Result<engine::TopicCounts> far_counts();
-  // StoreOptions::horizon as the store was last opened with it (nullopt: never stored), and
-  // storing it (at open, before the engine writes). Errors: corrupt, io_error, invalid_state
-  // (read-only).
-  Result<std::optional<Duration>> horizon_span();
-  Status store_horizon_span(Duration span);
 
  private:
+  friend class JournalTier;  // the disk tier's reads and stored state (journal_tier.h)
   struct Impl;
   explicit Journal(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -1,6 +1,6 @@
 // What a journal reads (journal.h): what is stored, once at open (the records, totals,
-// counters, paused topics, the disk tier's horizon and counts), the disk tier's lookups while
-// the store serves (far_reads.h), and live backups (backup.h). The write side is journal.cc.
+// counters, paused topics), and live backups (backup.h). The write side is journal.cc; the disk
+// tier's reads are journal_tier.cc.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,53 +13,10 @@
 
 #include "wal/backup.h"
 #include "wal/codec.h"
-#include "wal/far_codec.h"
-#include "wal/far_reads.h"
 #include "wal/journal_impl.h"
 #include "wal/paused.h"
 
 namespace delayq::wal {
-
-Result<std::optional<engine::JobRecord>> Journal::find_far(std::string_view id) {
-  Result<std::optional<engine::JobRecord>> r = wal::find_far(*impl_->database, id);
-  if (!r.is(Errc::corrupt)) return r;
-  // Tolerant: the damage is reported, and the job taken as not there.
-  if (Status st = impl_->damaged_as_said(r.status().message(), " (the job is taken as gone)");
-      !st.ok())
-    return st;
-  return std::optional<engine::JobRecord>();
-}
-
-Status Journal::scan_far(const engine::FarKey& from, const engine::FarKey& below,
-                         const std::function<bool(engine::JobRecord&&)>& fn) {
-  return wal::scan_far(*impl_->database, from, below, fn, [this](const Status& damage) {
-    return impl_->damaged_as_said(damage.message(), " (the job is skipped)");
-  });
-}
-
-void Journal::prefetch_far(const engine::FarKey& from, const engine::FarKey& below, size_t n) {
-  wal::prefetch_far(*impl_->database, from, below, n);
-}
-
-Result<engine::FarKey> Journal::horizon() {
-  return read_horizon(*impl_->database);
-}
-
-Result<std::optional<Duration>> Journal::horizon_span() {
-  return read_horizon_span(*impl_->database);
-}
-
-Status Journal::store_horizon_span(Duration span) {
-  if (!impl_->pipeline)
-    return Status(Errc::invalid_state, "store " + impl_->dir() + " is open read-only; write refused");
-  return write_horizon_span(*impl_->database, span);
-}
-
-Result<engine::TopicCounts> Journal::far_counts() {
-  Result<engine::TopicCounts> c = read_far_counts(*impl_->database);
-  if (c && impl_->pipeline) impl_->pipeline->set_counts(*c);
-  return c;
-}
 
 Result<std::vector<std::string>> Journal::paused_topics() {
   return read_paused(*impl_->database, [this](const Status& damage) {

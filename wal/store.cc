@@ -7,10 +7,11 @@
 #include <cstdio>
 #include <optional>
 
-#include "engine/far.h"
-#include "engine/open.h"
+#include "engine/store_seam.h"
+#include "engine/tier/far_store.h"
 #include "wal/journal.h"
 #include "wal/journal_sink.h"
+#include "wal/journal_tier.h"
 #include "wal/store_testing.h"
 
 namespace delayq {
@@ -18,14 +19,14 @@ namespace {
 
 // The disk tier's stored state, and its horizon: the options', stored for the next open that
 // leaves it unset, or as stored.
-Status give_tier(wal::Journal& journal, const StoreOptions& o, wal::JournalSink& sink) {
-  Result<std::optional<Duration>> stored = journal.horizon_span();
+Status give_tier(wal::JournalTier tier, const StoreOptions& o, wal::JournalSink& sink) {
+  Result<std::optional<Duration>> stored = tier.span();
   if (!stored) return stored.status();
   if (o.horizon && *stored != o.horizon && !o.read_only)
-    if (Status st = journal.store_horizon_span(*o.horizon); !st.ok()) return st;
-  Result<engine::FarKey> horizon = journal.horizon();
+    if (Status st = tier.store_span(*o.horizon); !st.ok()) return st;
+  Result<engine::FarKey> horizon = tier.horizon();
   if (!horizon) return horizon.status();
-  Result<engine::TopicCounts> counts = journal.far_counts();
+  Result<engine::TopicCounts> counts = tier.counts();
   if (!counts) return counts.status();
   sink.give_tier(o.horizon.value_or(stored->value_or(Duration::max())), o.memory_jobs, *horizon,
                  std::move(counts).value());
@@ -114,10 +115,11 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   Result<std::vector<std::string>> paused = journal->paused_topics();
   if (!paused) return paused.status();
   std::unique_ptr<wal::JournalSink> sink;
-  if (!o.read_only || journal->tiered())
+  const bool tiered = wal::JournalTier(*journal).present();
+  if (!o.read_only || tiered)
     sink = std::make_unique<wal::JournalSink>(journal, *counters, o.read_only);
-  if (journal->tiered())
-    if (Status st = give_tier(*journal, o, *sink); !st.ok()) return st;
+  if (tiered)
+    if (Status st = give_tier(wal::JournalTier(*journal), o, *sink); !st.ok()) return st;
   // The engine's refusals of records (Core::restore) do not know the directory: add it.
   const std::string where = "store " + o.dir + ": ";
   engine::SkipReport skip;

@@ -9,8 +9,9 @@ std::chrono::steady_clock::time_point Driver::next_look() const {
   using Steady = std::chrono::steady_clock;
   int64_t due = INT64_MAX;
   for (const auto& s : shards_.all()) due = std::min(due, s->armed_ns.load());
-  // A disk tier's next refill: the call that wakes for it loads what falls due after it.
-  if (const Tier* tier = shards_.tier()) due = std::min(due, tier->refill_at_ns());
+  // The placement's next call (a disk tier's refill: the call that wakes for it loads what
+  // falls due after it).
+  due = std::min(due, shards_.placement().next_call_ns());
   if (due == INT64_MAX || clock_.manual()) return Steady::time_point::max();
   // Slack: wake a little after the earliest instant, so that the jobs due within the slack
   // after it are taken in the same wake-up instead of one wake-up each (never early).

@@ -1,4 +1,4 @@
-// The Engine's public calls (ShardedEngine, sharded_engine.h); how one is opened: open.cc.
+// The Engine's public calls (ShardedEngine, sharded_engine.h); how one is opened: open_engine.cc.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -7,8 +7,7 @@
 
 #include "common/format.h"
 #include "common/rules.h"
-#include "engine/far_calls.h"
-#include "engine/open.h"
+#include "engine/store_seam.h"
 #include "engine/sharded_engine.h"
 
 namespace delayq::engine {
@@ -72,9 +71,7 @@ Result<std::string> ShardedEngine::push_with_id(JobSpec&& spec, PushAs&& push_as
 }
 
 Status ShardedEngine::push_one(Shard& s, JobSpec&& spec, TimePoint now) {
-  Tier* tier = shards_.tier();
-  return tier ? far_calls::push(*tier, s, std::move(spec), now, seqs_)
-              : s.core.push(std::move(spec), now);
+  return shards_.placement().push(s, std::move(spec), now);
 }
 
 Result<std::string> ShardedEngine::push(JobSpec spec) {
@@ -162,19 +159,18 @@ auto ShardedEngine::on_job(std::string_view id, F&& f) {
   return shards_.apply(shard, [&](Core&, TimePoint now) { return f(shard, now); });
 }
 
-// A token call: the core's answer, except that with a disk tier a not_found for a job that lives
-// on disk is a stale token.
+// A token call: the core's answer, except that a not_found is the placement's to answer (a job
+// kept out of memory: a stale token).
 template <class F>
 auto ShardedEngine::on_token(const Token& t, F&& f) {
   return on_job(t.id, [&](Shard& s, TimePoint now) {
     auto r = f(s.core, now);
     using R = decltype(r);
-    Tier* tier = shards_.tier();
-    if (!tier || !r.is(Errc::not_found)) return r;
+    if (!r.is(Errc::not_found)) return r;
     if constexpr (std::is_same_v<R, Status>)
-      return far_calls::token_miss(*tier, s, t, r);
+      return shards_.placement().token_miss(s, t, r);
     else
-      return R(far_calls::token_miss(*tier, s, t, r.status()));
+      return R(shards_.placement().token_miss(s, t, r.status()));
   });
 }
 
@@ -200,30 +196,25 @@ Result<TimePoint> ShardedEngine::touch(const Token& t) {
 
 Status ShardedEngine::cancel(std::string_view id) {
   return on_job(id, [&](Shard& s, TimePoint now) {
-    Tier* tier = shards_.tier();
-    return tier ? far_calls::cancel(*tier, s, id, now) : s.core.cancel(id, now);
+    return shards_.placement().cancel(s, id, now);
   });
 }
 
 Result<JobInfo> ShardedEngine::get(std::string_view id) {
   return on_job(id, [&](Shard& s, TimePoint now) {
-    Tier* tier = shards_.tier();
-    return tier ? far_calls::get(*tier, s, id, now) : s.core.get(id, now);
+    return shards_.placement().get(s, id, now);
   });
 }
 
 Status ShardedEngine::reschedule(std::string_view id, TimePoint when) {
   return on_job(id, [&](Shard& s, TimePoint now) {
-    Tier* tier = shards_.tier();
-    return tier ? far_calls::reschedule(*tier, s, id, when, now)
-                : s.core.reschedule(id, when, now);
+    return shards_.placement().reschedule(s, id, when, now);
   });
 }
 
 Status ShardedEngine::requeue_dead(std::string_view id) {
   return on_job(id, [&](Shard& s, TimePoint now) {
-    Tier* tier = shards_.tier();
-    return tier ? far_calls::requeue_dead(*tier, s, id, now) : s.core.requeue_dead(id, now);
+    return shards_.placement().requeue_dead(s, id, now);
   });
 }
 
@@ -308,7 +299,8 @@ Stats ShardedEngine::stats() {
   // In a forked child, nothing: the shards' locks may be held by threads that stayed in the
   // parent (common/fork_guard.h); health() says why.
   if (waiting_.forked()) return st;
-  std::map<std::string, int64_t> on_disk;  // disk-only jobs per topic
+  Placement& placement = shards_.placement();
+  OutOfMemoryCounts elsewhere;  // jobs per topic that the cores do not hold
   // Topics copied into a core's view per hold of the shard's lock (a few ms of work at most).
   constexpr size_t kPiece = 4096;
   for (const auto& s : shards_.all()) {
@@ -328,23 +320,14 @@ Stats ShardedEngine::stats() {
         if (!done) return 0;
         at = now;
         add_totals(st, c.totals());
-        for (const auto& [topic, n] : s->far.count_deltas) on_disk[topic] += n;
-        add_totals(st, s->far.totals_since_open);
+        placement.add_shard_stats(*s, st, elsewhere);
         return 0;
       });
       last = piece + 1 >= 64;
     }
     view.add_to(st, at);
   }
-  if (Tier* tier = shards_.tier())
-    for (const auto& [topic, n] : tier->store().stored_counts()) on_disk[topic] += n;
-  // Disk-only jobs count as delayed, and as due beyond a week: they are due at or after the
-  // horizon, and where exactly is on disk only (docs/tiered-store.md, "What fires when").
-  for (const auto& [topic, n] : on_disk)
-    if (n > 0) {
-      st.topics[topic].delayed += static_cast<uint64_t>(n);
-      st.timing[topic].due.beyond += static_cast<uint64_t>(n);
-    }
+  placement.finish_stats(st, elsewhere);
   return st;
 }
 

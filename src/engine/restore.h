@@ -1,7 +1,7 @@
 // Rebuilding the shards of an opening engine from a durable store's records.
 #pragma once
 
-#include "engine/open.h"
+#include "engine/store_seam.h"
 #include "engine/shard.h"
 
 namespace delayq::engine {

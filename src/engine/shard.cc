@@ -33,19 +33,14 @@ Status Shards::advance_all() {
   return first;
 }
 
-TimePoint Shards::lock_at_now(std::unique_lock<ShardMutex>& lock) {
-  // A closed queue loads nothing more (stats() answers as it was when it closed).
-  for (; !waiting_.closed();) {
-    // A failed refill stops the engine; the call goes on and meets the stop (every write fails).
-    if (!tier_->keep_ahead().ok()) break;
-    lock.lock();
-    const TimePoint now = this->now();
-    // The thread may have stalled since keep_ahead(): look again without the lock.
-    if (tier_->covers(now)) return now;
-    lock.unlock();
-  }
-  lock.lock();
-  return now();
+Status Shards::finish(const std::optional<uint64_t>& ticket, bool made_ready, bool earlier) {
+  // A failed write wakes nobody: the caller stops the engine, which wakes every waiter.
+  if (ticket)
+    if (Status d = store_->wait_durable(*ticket); !d.ok()) return d;
+  if (made_ready) waiting_.ready();
+  // Waiters sleep until the old deadline: let them look again (a manual clock wakes them itself).
+  if (earlier && !clock_.manual()) waiting_.sooner();
+  return Status();
 }
 
 Status Shards::stop(const Status& why) {

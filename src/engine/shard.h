@@ -5,10 +5,12 @@
 // durable store and publishes the shard's next deadline; after the lock it waits until the store
 // has the changes, and only then tells waiting consumers and answers. A write the store refuses
 // stops the engine (fail-stop): nothing a caller was told failed can be handed out.
+// Shards::apply_all() is the same protocol for work that holds every shard's lock at once (the
+// disk tier's refill).
 //
-// On a store with a disk tier (tier.h), apply() first makes sure that no disk-only job is due by
-// the call's `now` (refilling if need be), and writes what the call staged for the disk with its
-// core changes, in the same batch.
+// Where jobs live is the placement's (placement.h), chosen at open: it gives each call its
+// `now` (a tiered placement first makes sure that no disk-only job is due by it) and queues the
+// call's changes with whatever it staged beside them, in the same batch.
 #pragma once
 
 #include <atomic>
@@ -23,23 +25,21 @@
 #include "common/waiting.h"
 #include "delayq/clock.h"
 #include "engine/core.h"
-#include "engine/far_shard.h"
-#include "engine/open.h"
+#include "engine/placement.h"
 #include "engine/shard_mutex.h"
-#include "engine/tier.h"
+#include "engine/store_seam.h"
 
 namespace delayq::engine {
 
 struct Shard {
-  Shard(const CoreOptions& o, TimePoint now) : core(o, now) {}
+  Shard(size_t i, const CoreOptions& o, TimePoint now) : index(i), core(o, now) {}
+  const size_t index;  // in Shards::all()
   ShardMutex mu;
   Core core;
   // Under mu: the shard's next deadline as last looked at (never left in the past by a call),
   // and a copy (ns since the epoch; INT64_MAX for none) that waiters read without the lock.
   std::optional<TimePoint> armed;
   std::atomic<int64_t> armed_ns{INT64_MAX};
-  // Under mu: the shard's part of the disk tier (unused without one).
-  FarShard far;
 
   // Under mu, after a call at `now` that scheduled `earliest`: keeps `armed` current. True when
   // the call moved it earlier (waiters sleeping until the old one must look again).
@@ -52,11 +52,17 @@ struct Shard {
 class Shards {
  public:
   // `store`: where every call's changes go before it answers (null: the in-memory engine).
-  // `waiting` is told of jobs made ready, deadlines moved earlier and a failed store.
+  // `waiting` is told of jobs made ready, deadlines moved earlier and a failed store. Every job
+  // lives in memory until set_placement() says otherwise.
   Shards(Clock& clock, Waiting& waiting, std::unique_ptr<Persistence> store)
-      : clock_(clock), waiting_(waiting), store_(std::move(store)) {}
+      : clock_(clock),
+        waiting_(waiting),
+        store_(std::move(store)),
+        placement_(std::make_unique<MemoryPlacement>(*this)) {}
 
-  void add(const CoreOptions& o, TimePoint now) { all_.push_back(std::make_unique<Shard>(o, now)); }
+  void add(const CoreOptions& o, TimePoint now) {
+    all_.push_back(std::make_unique<Shard>(all_.size(), o, now));
+  }
   size_t size() const { return all_.size(); }
   Shard& operator[](size_t i) { return *all_[i]; }
   const std::vector<std::unique_ptr<Shard>>& all() const { return all_; }
@@ -66,9 +72,9 @@ class Shards {
   }
   Shard& of(std::string_view id) { return *all_[index_of(id)]; }
   Persistence* store() const { return store_.get(); }
-  // The disk tier, or null (the in-memory engine, a store without one).
-  Tier* tier() const { return tier_.get(); }
-  void set_tier(std::unique_ptr<Tier> t) { tier_ = std::move(t); }
+  // Where the jobs live (placement.h): set once, at open, before the engine serves.
+  Placement& placement() const { return *placement_; }
+  void set_placement(std::unique_ptr<Placement> p) { placement_ = std::move(p); }
   Clock& clock() const { return clock_; }
   Waiting& waiting() const { return waiting_; }
   // The clock's reading for a call. A durable store keeps instants as nanoseconds since 1970
@@ -85,6 +91,13 @@ class Shards {
   // Status).
   template <class F>
   auto apply(Shard& s, F&& f);
+  // Runs f(now) with every shard's lock held (taken in order), at the clock's `now`, for work
+  // that spans the shards and writes its own batch: f returns that batch's ticket (nullopt:
+  // nothing written), or an error, returned at once. Then as apply(): the deadlines published,
+  // the locks released, the write waited for, waiters told. A failed wait is returned as it is:
+  // the caller decides how the engine stops.
+  template <class F>
+  Status apply_all(F&& f);
   // advance(now) on every shard: what fell due happens. The first store failure, if any.
   Status advance_all();
   // A write to the store failed after the core had applied the call: the engine stops serving
@@ -94,21 +107,21 @@ class Shards {
   Status stop(const Status& why);
 
  private:
-  // Takes `lock` (a shard's) at a `now` by which no disk-only job is due, refilling first if
-  // need be; returns that `now`.
-  TimePoint lock_at_now(std::unique_lock<ShardMutex>& lock);
+  // The protocol's end, after the lock(s): waits for the ticket's write (its failure returned at
+  // once), then tells waiters that jobs were made ready, or that a deadline moved earlier.
+  Status finish(const std::optional<uint64_t>& ticket, bool made_ready, bool earlier);
 
   Clock& clock_;
   Waiting& waiting_;
   std::unique_ptr<Persistence> store_;
   std::vector<std::unique_ptr<Shard>> all_;
-  std::unique_ptr<Tier> tier_;
+  std::unique_ptr<Placement> placement_;
 };
 
 template <class F>
 auto Shards::apply(Shard& s, F&& f) {
   std::unique_lock lock(s.mu, std::defer_lock);
-  const TimePoint now = tier_ ? lock_at_now(lock) : (lock.lock(), this->now());
+  const TimePoint now = placement_->lock_at_now(lock);
   auto result = f(s.core, now);
   auto stop_with = [&](const Status& stopped) {
     if constexpr (std::is_constructible_v<decltype(result), Status>) result = stopped;
@@ -120,22 +133,32 @@ auto Shards::apply(Shard& s, F&& f) {
   // consumer can reserve a job whose push is still being written. Its own reservation is written
   // after the push, so a crash loses both or neither.)
   std::optional<uint64_t> ticket;
-  if (store_ && (!fx.changes.empty() || s.far.staged())) {
-    Result<uint64_t> w =
-        s.far.staged() ? tier_->commit(s.far, fx) : store_->write(fx.changes, fx.totals);
-    if (w)
-      ticket = *w;
-    else
-      stop_with(fail(w.status()));
-  }
+  if (Result<std::optional<uint64_t>> w = placement_->queue(s, fx); w)
+    ticket = *w;
+  else
+    stop_with(fail(w.status()));
   const bool earlier = s.publish(fx.earliest_scheduled, now);
   lock.unlock();
-  if (ticket)
-    if (Status d = store_->wait_durable(*ticket); !d.ok()) stop_with(fail(d));
-  if (fx.made_ready) waiting_.ready();
-  // Waiters sleep until the old deadline: let them look again (a manual clock wakes them itself).
-  if (earlier && !clock_.manual()) waiting_.sooner();
+  if (Status d = finish(ticket, fx.made_ready, earlier); !d.ok()) stop_with(fail(d));
   return result;
+}
+
+template <class F>
+Status Shards::apply_all(F&& f) {
+  std::vector<std::unique_lock<ShardMutex>> locks;
+  locks.reserve(all_.size());
+  for (const auto& s : all_) locks.emplace_back(s->mu);
+  const TimePoint now = this->now();
+  Result<std::optional<uint64_t>> ticket = f(now);
+  if (!ticket) return ticket.status();
+  bool made_ready = false, earlier = false;
+  for (const auto& s : all_) {
+    const Effects fx = s->core.take_effects();
+    made_ready = made_ready || fx.made_ready;
+    earlier = s->publish(fx.earliest_scheduled, now) || earlier;
+  }
+  locks.clear();
+  return finish(*ticket, made_ready, earlier);
 }
 
 }  // namespace delayq::engine

@@ -1,7 +1,7 @@
 // ShardedEngine: the Engine behind delayq/engine.h. Each public call checks that the queue is
 // open and runs on the shard that owns its job (shard.h: the commit protocol); consumers wait
 // through the shared waiting component (common/waiting.h), told when to look again by the
-// driver (driver.h). Opened by open_engine() (open.h), on a durable store or none.
+// driver (driver.h). Opened by open_engine() (store_seam.h), on a durable store or none.
 #pragma once
 
 #include <atomic>
@@ -87,7 +87,7 @@ class ShardedEngine final : public Engine {
   // f(core, now) on the shard of the token's job; a not_found for a job on disk: stale_token.
   template <class F>
   auto on_token(const Token& t, F&& f);
-  // One push on `s`, under its lock: to the core, or with a disk tier to where its due time says.
+  // One push on `s`, under its lock: where the placement says (placement.h).
   Status push_one(Shard& s, JobSpec&& spec, TimePoint now);
   // A count-returning core call on every shard, the counts added up. A shard whose journal
   // write fails ends it with that error.

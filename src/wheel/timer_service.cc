@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "timer_table.h"
+#include "wheel/timer_table.h"
 
 namespace delayq {
 

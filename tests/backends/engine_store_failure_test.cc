@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "engine/open.h"
+#include "engine/store_seam.h"
 
 namespace delayq::engine {
 namespace {

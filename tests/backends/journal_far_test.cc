@@ -10,6 +10,7 @@
 #include "wal/codec.h"
 #include "wal/far_codec.h"
 #include "wal/journal.h"
+#include "wal/journal_tier.h"
 
 namespace delayq::wal {
 namespace {
@@ -99,7 +100,7 @@ class JournalFar : public ::testing::Test {
   }
   static std::vector<uint64_t> seqs_in(Journal& j, FarKey from, FarKey below) {
     std::vector<uint64_t> out;
-    Status st = j.scan_far(from, below, [&](JobRecord&& r) {
+    Status st = JournalTier(j).scan(from, below, [&](JobRecord&& r) {
       out.push_back(r.seq);
       return true;
     });
@@ -128,14 +129,15 @@ TEST_F(JournalFar, PutsAreFoundByIdAndScannedInKeyOrderFromAnyBound) {
   EXPECT_EQ(seqs_in(*j, {}, key(INT64_MAX, 0)), (std::vector<uint64_t>{5, 2, 3, 1, 4}));
   EXPECT_EQ(seqs_in(*j, key(3000, 3), key(9000, 0)), (std::vector<uint64_t>{3, 1}));
   EXPECT_TRUE(seqs_in(*j, key(9000, 5), key(INT64_MAX, 0)).empty());
-  Result<std::optional<JobRecord>> found = j->find_far("id-4");
+  Result<std::optional<JobRecord>> found = JournalTier(*j).find("id-4");
   ASSERT_TRUE(found.ok()) << found.status().to_string();
   ASSERT_TRUE(found->has_value());
   EXPECT_EQ(**found, far_job(4, 9000));
-  EXPECT_FALSE(j->find_far("id-6")->has_value());
+  EXPECT_FALSE(JournalTier(*j).find("id-6")->has_value());
   // fn may stop the scan.
   int seen = 0;
-  ASSERT_TRUE(j->scan_far({}, key(INT64_MAX, 0), [&](JobRecord&&) { return ++seen < 2; }).ok());
+  ASSERT_TRUE(
+      JournalTier(*j).scan({}, key(INT64_MAX, 0), [&](JobRecord&&) { return ++seen < 2; }).ok());
   EXPECT_EQ(seen, 2);
 }
 
@@ -143,7 +145,7 @@ TEST_F(JournalFar, RemovesMovesCountsAndTheHorizonSurviveAReopen) {
   {
     auto j = open();
     ASSERT_TRUE(j);
-    ASSERT_TRUE(j->far_counts().ok());
+    ASSERT_TRUE(JournalTier(*j).counts().ok());
     FarBatch b;
     b.changes = {FarChange{true, far_job(1, 1000, "a")}, FarChange{true, far_job(2, 2000, "a")},
                  FarChange{true, far_job(3, 3000, "b")}};
@@ -158,14 +160,14 @@ TEST_F(JournalFar, RemovesMovesCountsAndTheHorizonSurviveAReopen) {
   }
   auto j = open(false);
   ASSERT_TRUE(j);
-  EXPECT_EQ(*j->horizon(), key(1500, 0));
-  Result<engine::TopicCounts> counts = j->far_counts();
+  EXPECT_EQ(*JournalTier(*j).horizon(), key(1500, 0));
+  Result<engine::TopicCounts> counts = JournalTier(*j).counts();
   ASSERT_TRUE(counts.ok()) << counts.status().to_string();
   EXPECT_EQ(*counts, (engine::TopicCounts{{"a", 1}}));  // b's count went to 0: deleted
   EXPECT_EQ(seqs_in(*j, {}, key(INT64_MAX, 0)), (std::vector<uint64_t>{2}));
-  EXPECT_EQ((*j->find_far("id-2"))->due, TimePoint(Duration(7000)));
-  EXPECT_FALSE(j->find_far("id-1")->has_value());
-  EXPECT_FALSE(j->find_far("id-3")->has_value());
+  EXPECT_EQ((*JournalTier(*j).find("id-2"))->due, TimePoint(Duration(7000)));
+  EXPECT_FALSE(JournalTier(*j).find("id-1")->has_value());
+  EXPECT_FALSE(JournalTier(*j).find("id-3")->has_value());
   std::vector<uint64_t> in_jobs;
   ASSERT_TRUE(j->scan([&](JobRecord&& r) {
                  in_jobs.push_back(r.seq);
@@ -177,13 +179,13 @@ TEST_F(JournalFar, RemovesMovesCountsAndTheHorizonSurviveAReopen) {
 TEST_F(JournalFar, AStoreWithoutTheTierRefusesFarWritesAndReadsNothing) {
   auto j = open(false);
   ASSERT_TRUE(j);
-  EXPECT_FALSE(j->tiered());
+  EXPECT_FALSE(JournalTier(*j).present());
   FarBatch b;
   b.changes.push_back(FarChange{true, far_job(1, 1000)});
   EXPECT_TRUE(j->append({}, Stats(), engine::Counters(), b).is(Errc::invalid_argument));
-  EXPECT_FALSE(j->find_far("id-1")->has_value());
+  EXPECT_FALSE(JournalTier(*j).find("id-1")->has_value());
   EXPECT_TRUE(seqs_in(*j, {}, key(INT64_MAX, 0)).empty());
-  EXPECT_EQ(*j->horizon(), FarKey{});
+  EXPECT_EQ(*JournalTier(*j).horizon(), FarKey{});
 }
 
 }  // namespace

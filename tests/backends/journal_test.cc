@@ -22,6 +22,7 @@
 
 #include "journal_records.h"
 #include "wal/codec.h"
+#include "wal/journal_tier.h"
 
 namespace delayq::wal {
 namespace {
@@ -336,7 +337,7 @@ TEST_F(JournalTest, TheFormatIs1WithoutTheDiskTierAndCurrentWithIt) {
   {
     auto j = open(tiered);
     ASSERT_TRUE(j);
-    EXPECT_TRUE(j->tiered());
+    EXPECT_TRUE(JournalTier(*j).present());
   }
   EXPECT_EQ(raw_get("meta", "format"), std::to_string(kFormatVersion));
   EXPECT_EQ(kFormatVersion, 2u);
@@ -344,7 +345,7 @@ TEST_F(JournalTest, TheFormatIs1WithoutTheDiskTierAndCurrentWithIt) {
   {
     auto j = open();
     ASSERT_TRUE(j);
-    EXPECT_TRUE(j->tiered());
+    EXPECT_TRUE(JournalTier(*j).present());
   }
   EXPECT_EQ(raw_get("meta", "format"), "2");
 }

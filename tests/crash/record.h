@@ -59,7 +59,7 @@ enum class Kind : uint8_t {
                  // attempt = the paused topics (bit i: kTopics[i])
   bg_begin,      // a RocksDB flush (n = 0) or compaction (n = 1) began
   bg_end,        // ... ended
-  refill_begin,  // the disk tier's refill began writing the jobs it moves (engine/open.h)
+  refill_begin,  // the disk tier's refill began writing the jobs it moves (engine/test_hooks.h)
   refill_end,    // ... that write is durable (or failed)
   // Never sent: entries of a job's history in the driver.
   settled,  // the worker was killed during the call above

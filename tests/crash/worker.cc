@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "check.h"
-#include "engine/open.h"
+#include "engine/test_hooks.h"
 #include "fork_safe_env.h"
 #include "power_loss_fs.h"
 #include "wal/store_testing.h"
@@ -60,7 +60,7 @@ wal::RocksDbTuning small_buffers(WorkerProcess& w) {
   };
 }
 
-// The worker's process reports the disk tier's refills (engine/open.h) through it.
+// The worker's process reports the disk tier's refills (engine/test_hooks.h) through it.
 WorkerProcess* refill_reporter = nullptr;
 
 void report_refill(bool begin) {

@@ -11,7 +11,7 @@
 
 #include "api_harness.h"
 #include "delayq/redis.h"
-#include "engine/open.h"
+#include "engine/store_seam.h"
 #include "forwarding_queue.h"
 #include "redis_server.h"
 

@@ -9,7 +9,7 @@
 #include "api_harness.h"
 #include "common/format.h"
 #include "delayq/redis.h"
-#include "engine/open.h"
+#include "engine/store_seam.h"
 #include "forwarding_queue.h"
 #include "common/rules.h"
 #include "redis_server.h"

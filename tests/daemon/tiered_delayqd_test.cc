@@ -8,7 +8,7 @@
 
 #include "cli_harness.h"
 #include "delayq/store.h"
-#include "engine/open.h"
+#include "engine/test_hooks.h"
 
 namespace delayq::testing {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "delayq/store.h"
-#include "engine/open.h"
+#include "engine/test_hooks.h"
 #include "temp_dir.h"
 
 namespace delayq {

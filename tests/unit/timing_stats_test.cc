@@ -23,7 +23,7 @@
 #include "delayq/store.h"
 #include "engine/bin_counts.h"
 #include "engine/due_bins.h"
-#include "engine/open.h"
+#include "engine/test_hooks.h"
 #include "temp_dir.h"
 
 namespace delayq {

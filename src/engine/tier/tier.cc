@@ -1,14 +1,13 @@
 // The disk tier's horizon and refill (tier.h; docs/tiered-store.md).
-#include "engine/tier.h"
+#include "engine/tier/tier.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "common/rules.h"
-#include "engine/open.h"
 #include "engine/shard.h"
-#include "engine/sharded_engine.h"
+#include "engine/test_hooks.h"
 
 namespace delayq::engine {
 
@@ -52,13 +51,14 @@ void set_refill_observer(RefillObserver observer) noexcept {
   refill_observer.store(observer, std::memory_order_release);
 }
 
-Tier::Tier(FarStore& store, Shards& shards, SkipReport skip)
+Tier::Tier(FarStore& store, Shards& shards, size_t shard_count, SkipReport skip)
     : store_(store),
       shards_(shards),
       skip_(std::move(skip)),
       span_(store.horizon_span()),
       budget_(span_ == Duration::max() ? 0 : store.memory_budget()),
-      min_lead_(span_ / kMinLeadDivisor) {
+      min_lead_(span_ / kMinLeadDivisor),
+      fars_(shard_count) {
   // Every disk-only key is at or above the stored horizon, so any horizon below it is a true one
   // too. A store last opened with a longer span (or none: Duration::max()) stored a horizon far
   // ahead; starting from now + span instead lets the pushes beyond that go to disk again (the
@@ -114,6 +114,10 @@ Status Tier::keep_ahead() {
   return Status();
 }
 
+FarShard& Tier::far(const Shard& s) {
+  return fars_.at(s.index);
+}
+
 Result<std::optional<JobRecord>> Tier::find(FarShard& s, std::string_view id) {
   s.overlay.purge([this](uint64_t t) { return store_.written(t); });
   if (const FarOverlay::Entry* e = s.overlay.find(id)) return e->record;
@@ -143,23 +147,36 @@ Status Tier::warm_then_step() {
   return step();
 }
 
+// One step under every shard's lock, with the commit protocol of Shards::apply_all: load(), then
+// one write that puts the moved jobs into "jobs" and takes them off the disk tier.
+Status Tier::step() {
+  std::optional<ObservedRefill> observed;  // from the write until it is durable
+  return shards_.apply_all([&](TimePoint now) -> Result<std::optional<uint64_t>> {
+    Result<Loaded> loaded = load(now);
+    if (!loaded) return loaded.status();
+    if (loaded->moved.changes.empty()) return std::optional<uint64_t>();
+    observed.emplace();
+    Result<uint64_t> w = store_.write(loaded->puts, loaded->moved, Stats());
+    if (!w) return w.status();
+    for (const FarChange& c : loaded->moved.changes) far(shards_.of(c.record.id)).note(c, *w);
+    return std::optional<uint64_t>(*w);
+  });
+}
+
 // Loads the disk-only jobs keyed in [horizon, now + span), at most kStep of them, from the store
 // and from the overlays (whose entries speak for their ids), in key order; raises the horizon to
 // the first key not loaded.
-Status Tier::step() {
-  std::vector<std::unique_lock<ShardMutex>> locks;
-  for (const auto& s : shards_.all()) locks.emplace_back(s->mu);
-  const TimePoint now = shards_.now();
+Result<Tier::Loaded> Tier::load(TimePoint now) {
   const bool limited = budget_ != 0 && in_memory() >= budget_;
   const FarKey limit = up_to(rules::plus(now, limited ? 2 * min_lead_ : span_));
   if (!(horizon_ < limit)) {
     set_horizon(horizon_, limited);
-    return Status();
+    return Loaded();
   }
   std::vector<JobRecord> pending;
-  for (const auto& s : shards_.all()) {
-    s->far.overlay.purge([this](uint64_t t) { return store_.written(t); });
-    s->far.overlay.for_each([&](const std::string&, const FarOverlay::Entry& e) {
+  for (FarShard& f : fars_) {
+    f.overlay.purge([this](uint64_t t) { return store_.written(t); });
+    f.overlay.for_each([&](const std::string&, const FarOverlay::Entry& e) {
       if (e.record && on_disk(far_key(*e.record)) && far_key(*e.record) < limit)
         pending.push_back(*e.record);
     });
@@ -167,7 +184,7 @@ Status Tier::step() {
   std::sort(pending.begin(), pending.end(), by_key);
   std::vector<JobRecord> stored;
   Status read = store_.scan(horizon_, limit, [&](JobRecord&& r) {
-    if (shards_.of(r.id).far.overlay.find(r.id) != nullptr) return true;
+    if (far(shards_.of(r.id)).overlay.find(r.id) != nullptr) return true;
     stored.push_back(std::move(r));
     return stored.size() <= kStep;
   });
@@ -187,53 +204,22 @@ Status Tier::step() {
     taken.resize(room);
   }
 
-  std::vector<Change> puts;
-  FarBatch moved;
+  Loaded out;
   for (JobRecord& r : taken) {
     FarChange removal{false, r};
     JobRecord copy = r;
     if (Status st = shards_.of(r.id).core.restore(std::move(r), now); st.ok())
-      puts.push_back(Change{copy.seq, std::move(copy)});
+      out.puts.push_back(Change{copy.seq, std::move(copy)});
     else if (skip_ && st.is(Errc::corrupt))
       skip_(st.message() + " (dropped from the disk tier)");
     else
       return st;
-    moved.changes.push_back(std::move(removal));
+    out.moved.changes.push_back(std::move(removal));
   }
   set_horizon(next, limited || (budget_ != 0 && next < limit));
-  std::optional<uint64_t> ticket;
-  std::optional<ObservedRefill> observed;  // from the write until it is durable
-  if (!moved.changes.empty()) {
-    observed.emplace();
-    moved.horizon = next;
-    Result<uint64_t> w = store_.write(puts, moved, Stats());
-    if (!w) return w.status();
-    ticket = *w;
-    for (const FarChange& c : moved.changes) shards_.of(c.record.id).far.note(c, *ticket);
-  }
-  bool earlier = false;
-  for (const auto& s : shards_.all()) {
-    const Effects fx = s->core.take_effects();  // restores record no change: only the deadline
-    earlier = s->publish(fx.earliest_scheduled, now) || earlier;
-  }
-  locks.clear();
-  if (ticket)
-    if (Status d = shards_.store()->wait_durable(*ticket); !d.ok()) return d;
-  if (earlier && !shards_.clock().manual()) shards_.waiting().sooner();
-  return Status();
+  if (!out.moved.changes.empty()) out.moved.horizon = next;
+  return out;
 }
 
-TierView tier_view(Engine& engine) {
-  TierView v;
-  auto* sharded = dynamic_cast<ShardedEngine*>(&engine);
-  if (sharded == nullptr) return v;
-  Shards& shards = sharded->shards();
-  for (const auto& s : shards.all()) {
-    std::lock_guard l(s->mu);
-    v.in_memory += s->core.jobs();
-    if (shards.tier()) v.horizon = shards.tier()->horizon();
-  }
-  return v;
-}
 
 }  // namespace delayq::engine

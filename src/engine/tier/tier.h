@@ -3,10 +3,11 @@
 // lookups of disk-only jobs by id, and the writes that carry a call's disk changes.
 //
 // The boundary: a job is on disk iff its (due, seq) key is at or above the horizon. The horizon
-// only rises, and only in a refill step, which holds every shard's lock; every call reads it
-// under its own shard's lock (Shards::apply), after making sure no disk-only job is due by its
-// `now`. So a push never races a refill: it runs wholly before a step (and the step loads it) or
-// wholly after (and it sees the new horizon).
+// only rises, and only in a refill step, which holds every shard's lock (Shards::apply_all);
+// every call reads it under its own shard's lock (Shards::apply), after making sure no disk-only
+// job is due by its `now` (TieredPlacement::lock_at_now, tiered_placement.h). So a push never
+// races a refill: it runs wholly before a step (and the step loads it) or wholly after (and it
+// sees the new horizon).
 #pragma once
 
 #include <atomic>
@@ -15,15 +16,17 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "delayq/error.h"
 #include "engine/core.h"
-#include "engine/far.h"
-#include "engine/far_shard.h"
-#include "engine/open.h"
+#include "engine/store_seam.h"
+#include "engine/tier/far_shard.h"
+#include "engine/tier/far_store.h"
 
 namespace delayq::engine {
 
+struct Shard;
 class Shards;
 
 class Tier {
@@ -36,16 +39,18 @@ class Tier {
   static constexpr int kMinLeadDivisor = 8;
 
   // Starts at the stored horizon (or now + span, if that is lower); the first call's
-  // keep_ahead() refills up to now + span. `skip` (StoreOptions::tolerant): a disk record that
-  // Core::restore refuses is reported to it and dropped from the disk, instead of stopping the
-  // engine.
-  Tier(FarStore& store, Shards& shards, SkipReport skip = {});
+  // keep_ahead() refills up to now + span. `shard_count`: how many shards the engine will have
+  // (each gets its FarShard). `skip` (StoreOptions::tolerant): a disk record that Core::restore
+  // refuses is reported to it and dropped from the disk, instead of stopping the engine.
+  Tier(FarStore& store, Shards& shards, size_t shard_count, SkipReport skip = {});
   Tier(const Tier&) = delete;
   Tier& operator=(const Tier&) = delete;
   // Before the engine serves: stores the horizon if it started below the stored one.
   Status open();
 
   FarStore& store() { return store_; }
+  // Under the shard's lock: its part of the disk tier.
+  FarShard& far(const Shard& s);
   // Under any shard's lock.
   const FarKey& horizon() const { return horizon_; }
 
@@ -78,6 +83,15 @@ class Tier {
   // One refill step, under every shard's lock, after reading its records without the locks.
   Status warm_then_step();
   Status step();
+  // What a step moved into the shards: their records, put into "jobs", and their removal from
+  // the disk tier with the new horizon (nothing when the step moved nothing).
+  struct Loaded {
+    std::vector<Change> puts;
+    FarBatch moved;
+  };
+  // The body of a step, under every shard's lock at `now`: restores the jobs it moves and
+  // raises the horizon; step() writes what it returns.
+  Result<Loaded> load(TimePoint now);
   // `limited`: the memory budget holds the horizon at the minimum lead.
   void set_horizon(const FarKey& k, bool limited = false);
   bool refill_due() const;
@@ -90,7 +104,8 @@ class Tier {
   const Duration span_;
   const uint64_t budget_;
   const Duration min_lead_;
-  std::mutex refill_mu_;  // one refiller at a time
+  std::vector<FarShard> fars_;  // by Shard::index, each under its shard's lock
+  std::mutex refill_mu_;        // one refiller at a time
   FarKey horizon_;        // written under every shard's lock, read under any
   std::atomic<int64_t> horizon_ns_{0};
   std::atomic<int64_t> refill_at_ns_{0};

@@ -1,7 +1,8 @@
-// The seam between the Engine and a durable store: what the Engine needs from the store
-// (Persistence), and the internal way to open an Engine on one. The store itself (RocksDB, wal/)
-// lives in its own library, which depends on this one and includes this header through its
-// private include path; nothing here is installed.
+// The store's seam: what the Engine needs from a durable store (Persistence), and the internal
+// way to open an Engine on one (open_engine.cc). The store itself (RocksDB, wal/) lives in its
+// own library, which depends on this one and implements this header; its disk tier's half of
+// the seam is tier/far_store.h. Nothing here is installed. What tests reach besides:
+// test_hooks.h.
 #pragma once
 
 #include <atomic>
@@ -13,10 +14,11 @@
 #include <vector>
 
 #include "delayq/engine.h"
-#include "engine/far.h"
 #include "engine/record.h"
 
 namespace delayq::engine {
+
+class FarStore;  // the disk tier's half of the seam (tier/far_store.h)
 
 // Receives the changes of each call (or wake-up) before the engine answers anyone, in two steps
 // so that concurrent callers can share an fsync (group commit).
@@ -42,7 +44,7 @@ class Persistence {
     (void)next_id;
     (void)seqs;
   }
-  // The store's disk tier (far.h), or null: every job lives in memory.
+  // The store's disk tier (tier/far_store.h), or null: every job lives in memory.
   virtual FarStore* far() { return nullptr; }
   // Queues that `topic` is now paused (or no longer), in call order with write()'s batches, and
   // returns a ticket for wait_durable() (0: nothing to wait for). Cheap, as write() is.
@@ -75,20 +77,5 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
 // The store an engine opened by open_engine() writes to (null for the in-memory Engine): how
 // open_store()'s extras, such as backup_store(), reach their journal.
 Persistence* persistence_of(Engine& engine) noexcept;
-
-// Where an engine's jobs are, for tests of the disk tier (docs/tiered-store.md): how many the
-// shards hold in memory, and the horizon (none without a disk tier).
-struct TierView {
-  size_t in_memory = 0;
-  std::optional<FarKey> horizon;
-};
-TierView tier_view(Engine& engine);
-
-// For the crash harness (tests/crash/), which must know whether a kill landed in a refill:
-// called on the refilling thread as a refill step that moves jobs begins its write (true, with
-// every shard locked) and once that write is durable or has failed (false). One observer per
-// process, none by default.
-using RefillObserver = void (*)(bool begin);
-void set_refill_observer(RefillObserver observer) noexcept;
 
 }  // namespace delayq::engine

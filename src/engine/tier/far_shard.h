@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/far.h"
+#include "engine/tier/far_store.h"
 #include "engine/record.h"
 
 namespace delayq::engine {

@@ -1,13 +1,15 @@
-// How an engine is opened (open.h): the options checked, the counters started above what a
-// restart may have handed out, the shards made, a store's records restored and its disk tier
-// opened, then the driver started.
+// How an engine is opened (store_seam.h): the options checked, the counters started above what
+// a restart may have handed out, the shards made, its placement chosen (a store's disk tier
+// opened), a store's records restored, then the driver started. tier_view (test_hooks.h) too.
 #include <algorithm>
 #include <random>
 
 #include "common/format.h"
-#include "engine/open.h"
 #include "engine/restore.h"
 #include "engine/sharded_engine.h"
+#include "engine/store_seam.h"
+#include "engine/test_hooks.h"
+#include "engine/tier/tiered_placement.h"
 
 namespace delayq {
 
@@ -54,6 +56,20 @@ Persistence* persistence_of(Engine& engine) noexcept {
   return sharded ? sharded->shards().store() : nullptr;
 }
 
+TierView tier_view(Engine& engine) {
+  TierView v;
+  auto* sharded = dynamic_cast<ShardedEngine*>(&engine);
+  if (sharded == nullptr) return v;
+  Shards& shards = sharded->shards();
+  for (const auto& s : shards.all()) {
+    std::lock_guard l(s->mu);
+    v.in_memory += s->core.jobs();
+    if (auto* tiered = dynamic_cast<const TieredPlacement*>(&shards.placement()))
+      v.horizon = tiered->horizon();
+  }
+  return v;
+}
+
 Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
                                             std::unique_ptr<Persistence> store,
                                             const RecordSource& records, const Stats& totals,
@@ -69,11 +85,12 @@ Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
   e->seqs().store(recorded.seqs);
   Shards& shards = e->shards();
   if (shards.store()) shards.store()->track(&e->fences(), &e->next_id(), &e->seqs());
-  // A store with a disk tier: jobs beyond the horizon stay on disk; start() loads what falls
-  // within it.
+  // The placement, once: a store with a disk tier keeps the jobs beyond the horizon on disk
+  // (start() loads what falls within it); otherwise every job is in memory, as Shards starts.
   if (FarStore* far = shards.store() ? shards.store()->far() : nullptr) {
-    shards.set_tier(std::make_unique<Tier>(*far, shards, skip));
-    if (Status st = shards.tier()->open(); !st.ok()) return st;
+    auto tiered = std::make_unique<TieredPlacement>(*far, shards, options.shards, e->seqs(), skip);
+    if (Status st = tiered->open(); !st.ok()) return st;
+    shards.set_placement(std::move(tiered));
   }
   CoreOptions co;
   co.tick = options.tick;
