@@ -121,8 +121,11 @@ std::string parse_options(int argc, char** argv, Options& o) {
       }
     } else if (a == "--plant-fault") {  // the program's own test; not in --help
       if (err = value(v); err.empty()) {
-        if (v == "drop-answered-write") o.plant_drop = true;
-        else err = "--plant-fault takes drop-answered-write, not '" + std::string(v) + "'";
+        for (const char* f : kPlantable)
+          if (v == f) o.plant = f;
+        if (o.plant.empty())
+          err = "--plant-fault takes drop-answered-write, resurrect-gone-job or move-due-time, "
+                "not '" + std::string(v) + "'";
       }
     } else {
       err = "unknown argument '" + std::string(a) + "' (--help lists the flags)";
@@ -133,8 +136,8 @@ std::string parse_options(int argc, char** argv, Options& o) {
   if (o.dir.empty()) return "--dir DIR is required: a directory on the volume to test";
   if (cycles_given && o.duration_s > 0) return "give --cycles or --duration, not both";
   if (!cycles_given && o.duration_s == 0) o.cycles = kDefaultCycles;
-  if (o.plant_drop && o.modes == Modes::power)
-    return "--plant-fault drop-answered-write needs the kill cycles (--mode kill or both)";
+  if (!o.plant.empty() && o.modes == Modes::power)
+    return "--plant-fault needs the kill cycles (--mode kill or both)";
   return "";
 }
 
@@ -165,7 +168,7 @@ std::string replay_flags(const Options& o, Modes modes, int cycles) {
   s += cycles > 0 ? " --cycles " + std::to_string(cycles)
                   : " --duration " + std::to_string(o.duration_s);
   s += " --seed " + std::to_string(o.seed);
-  if (o.plant_drop) s += " --plant-fault drop-answered-write";
+  if (!o.plant.empty()) s += " --plant-fault " + o.plant;
   return s;
 }
 

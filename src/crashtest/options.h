@@ -24,9 +24,15 @@ struct Options {
   Modes modes = Modes::both;
   bool json = false;
   bool progress = true;
-  bool plant_drop = false;  // hidden: --plant-fault drop-answered-write (the program's own test)
+  // Hidden: --plant-fault NAME (the program's own tests): a fault put in the store after a kill,
+  // before the check, once per run: one of kPlantable, "" for none.
+  std::string plant;
   bool help = false;
 };
+
+// The faults --plant-fault can plant (run.cc), each breaking one promise of the report.
+inline constexpr const char* kPlantable[] = {"drop-answered-write", "resurrect-gone-job",
+                                             "move-due-time"};
 
 constexpr int kDefaultCycles = 50;
 constexpr int kMaxCycles = 1'000'000;

@@ -81,7 +81,9 @@ Promise promise_of(const std::string& p) {
     return has(p, "Sync::batch allows") ? Promise::batch_bound : Promise::lost;
   if (has(p, "a reopened store shows it absent") || has(p, "went down after a kill"))
     return Promise::lost;
-  if (has(p, "although it was gone") || has(p, "had shown it gone")) return Promise::resurrected;
+  if (has(p, "although it was gone") || has(p, "had shown it gone") ||
+      has(p, "although the reports have it gone"))
+    return Promise::resurrected;
   if (has(p, "before its due time")) return Promise::early;
   if (has(p, "a reopened store shows") || has(p, "not the queue as it was") ||
       has(p, "the store holds") || has(p, "the totals of stats()") || has(p, "delivered ") ||

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <system_error>
+#include <vector>
 
 #include "crash/check.h"
 
@@ -31,6 +33,12 @@ std::string power_dir(const std::string& dir) {
   return dir + "/power";
 }
 
+void clear_stores(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(kill_dir(dir), ec);
+  fs::remove_all(power_dir(dir), ec);
+}
+
 CycleChoices choices_of(const Options& o, int first) {
   CycleChoices c;
   c.first = first;
@@ -40,30 +48,50 @@ CycleChoices choices_of(const Options& o, int first) {
   return c;
 }
 
-// --plant-fault drop-answered-write: after a kill, the job of an answered push (waiting, its
-// state certain) is taken out of the store, as a disk that dropped that write would have lost
-// it. Once per run.
-void plant_drop(Model& m, const std::string& dir, std::string& planted) {
+// --plant-fault: after a kill, before the check, the store is changed as a faulty disk or
+// store could have changed it, through the Queue's own calls, once per run:
+//   drop-answered-write  a waiting job whose push was answered is taken out (cancel);
+//   resurrect-gone-job   a job the answered calls left gone is back (push with its id);
+//   move-due-time        a waiting job's due time moves an hour later (reschedule).
+void plant_fault(const std::string& fault, Model& m, const std::string& dir,
+                 std::string& planted) {
   if (!planted.empty()) return;
-  for (uint64_t job : m.live_jobs()) {
-    const JobModel& j = m.jobs[job];
-    if (j.pushing || j.cands[0].st != St::waiting) continue;
-    StoreOptions so;
-    so.dir = dir;
-    so.sync = Sync::always;
-    Result<DriverStore> q = open_in_driver(so);
-    if (!q) {
-      m.problem("--plant-fault: the store would not open: " + q.status().to_string());
-      return;
+  const bool resurrect = fault == "resurrect-gone-job";
+  std::optional<uint64_t> target;
+  for (uint64_t job : resurrect ? std::vector<uint64_t>() : m.live_jobs())
+    if (!m.jobs[job].pushing && m.jobs[job].cands[0].st == St::waiting) {
+      target = job;
+      break;
     }
-    if (Status s = (**q).cancel(job_id(job)); !s.ok()) {
-      m.problem("--plant-fault: could not drop " + job_id(job) + ": " + s.to_string());
-      return;
-    }
-    planted = "the push of " + job_id(job) + " (answered), dropped after cycle " +
-              std::to_string(m.cycle) + "'s kill";
+  if (resurrect) {
+    uint64_t best = 0;
+    for (const auto& [job, j] : m.jobs)
+      if (!j.pushing && j.gone() && (best == 0 || job < best)) best = job;
+    if (best != 0) target = best;
+  }
+  if (!target) return;  // none in this cycle: the next one
+  StoreOptions so;
+  so.dir = dir;
+  so.sync = Sync::always;
+  Result<DriverStore> q = open_in_driver(so);
+  if (!q) {
+    m.problem("--plant-fault: the store would not open: " + q.status().to_string());
     return;
   }
+  const std::string id = job_id(*target);
+  Status s;
+  if (fault == "drop-answered-write") {
+    s = (**q).cancel(id);
+    planted = "the answered push of " + id + " dropped";
+  } else if (resurrect) {
+    s = (**q).push(spec_of(m.salt, *target, std::chrono::hours(1))).status();
+    planted = "the gone " + id + " pushed back";
+  } else {
+    s = (**q).reschedule(id, wall_now() + std::chrono::hours(1));
+    planted = "the due time of " + id + " moved an hour later";
+  }
+  if (!s.ok()) m.problem("--plant-fault " + fault + ": " + id + ": " + s.to_string());
+  planted += " after cycle " + std::to_string(m.cycle) + "'s kill";
 }
 
 // The last step of a mode: every job still owed must be delivered.
@@ -109,9 +137,8 @@ std::string claim_dir(const std::string& dir, bool& made) {
 }
 
 void cleanup(const std::string& dir, bool made) {
+  clear_stores(dir);
   std::error_code ec;
-  fs::remove_all(kill_dir(dir), ec);
-  fs::remove_all(power_dir(dir), ec);
   fs::remove(dir + "/" + kMarker, ec);
   if (made) fs::remove(dir, ec);  // only if empty: nothing but what the run made
 }
@@ -129,6 +156,8 @@ RunResult run_cycles(const Options& o) {
     if (!mr.asked || !r.kill.m.problems.empty() || !r.power.m.problems.empty()) return false;
     return o.cycles > 0 ? mr.cycles < o.cycles : Steady::now() < until;
   };
+  // What an interrupted run left (claim_dir() accepted it by its marker) goes first.
+  clear_stores(o.dir);
   std::error_code ec;
   fs::create_directory(kill_dir(o.dir), ec);
   fs::create_directory(power_dir(o.dir), ec);
@@ -138,8 +167,8 @@ RunResult run_cycles(const Options& o) {
       const Steady::time_point c0 = Steady::now();
       const int n = o.cycles > 0 ? std::min(kChunk, o.cycles - r.kill.cycles) : kChunk;
       std::function<void(Model&, const std::string&)> plant;
-      if (o.plant_drop)
-        plant = [&](Model& m, const std::string& d) { plant_drop(m, d, r.planted); };
+      if (!o.plant.empty())
+        plant = [&](Model& m, const std::string& d) { plant_fault(o.plant, m, d, r.planted); };
       run_kill_cycles(r.kill.m, n, o.seed ^ mix(static_cast<uint64_t>(r.kill.cycles) + 1),
                       kill_dir(o.dir), r.kill.kill, plant, choices_of(o, r.kill.cycles));
       r.kill.cycles = r.kill.kill.done_cycles;

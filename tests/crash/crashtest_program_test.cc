@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -59,8 +61,11 @@ TEST(CrashtestProgram, AShortRunPassesReportsAndCleansUp) {
   EXPECT_NE(r.out.find("verdict: every promise held"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir)) << "the run left " << dir << " behind";
 
-  // The same as JSON, kill cycles only, no disk tier; in a directory that exists and is empty,
-  // which stays (empty).
+  // The same as JSON, kill cycles only, no disk tier; in a directory that exists and holds what
+  // an interrupted run left (its marker, a store), which the run clears and leaves empty.
+  fs::create_directories(tmp.sub("kill"));
+  std::ofstream(tmp.sub("kill/CURRENT")) << "MANIFEST-of-an-interrupted-run\n";
+  std::ofstream(tmp.sub(".delayq-crashtest")) << "";
   const Ran j = crashtest("--dir " + tmp.path() + " --mode kill --horizon off --cycles 4 --json");
   EXPECT_EQ(j.status, 0) << j.out;
   EXPECT_EQ(j.out.rfind("{\"dir\":", 0), 0u) << j.out;
@@ -72,26 +77,63 @@ TEST(CrashtestProgram, AShortRunPassesReportsAndCleansUp) {
   EXPECT_TRUE(fs::is_empty(tmp.path()));
 }
 
+// A planted fault (--plant-fault, a hidden flag) breaks the promise the report names, and no
+// other; the run exits 1 with the violation and a replay line.
+Ran run_planted(const std::string& dir, const std::string& fault, const std::string& promise) {
+  const Ran r = crashtest("--dir " + dir + " --mode kill --cycles 16 --seed 4242 --no-progress" +
+                          " --plant-fault " + fault);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(line_with(r.out, "planted fault: ").find(" job-"), std::string::npos) << r.out;
+  EXPECT_EQ(line_with(r.out, promise).find("BROKEN"), 2u) << promise << "\n" << r.out;
+  size_t broken = 0;
+  for (size_t at = r.out.find("  BROKEN "); at != std::string::npos;
+       at = r.out.find("  BROKEN ", at + 1))
+    ++broken;
+  EXPECT_EQ(broken, 1u) << r.out;
+  EXPECT_NE(r.out.find("verdict: a promise broke"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": a reopened store shows it "), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir));
+  return r;
+}
+
 TEST(CrashtestProgram, APlantedLostWriteFailsWithASeedThatReplaysIt) {
   delayq::testing::TempDir tmp("delayq-crashtest");
   ASSERT_FALSE(tmp.path().empty());
-  const Ran r = crashtest("--dir " + tmp.sub("x") +
-                          " --mode kill --cycles 16 --seed 4242 --no-progress"
-                          " --plant-fault drop-answered-write");
-  ASSERT_EQ(r.status, 1) << r.out;
-  EXPECT_NE(r.out.find("planted fault: the push of job-"), std::string::npos) << r.out;
-  EXPECT_EQ(line_with(r.out, "no answered call lost").find("BROKEN"), 2u) << r.out;
-  EXPECT_NE(r.out.find("verdict: a promise broke"), std::string::npos) << r.out;
+  const Ran r = run_planted(tmp.sub("x"), "drop-answered-write", "no answered call lost");
   EXPECT_NE(r.out.find("a reopened store shows it absent"), std::string::npos) << r.out;
   const std::string replay = line_with(r.out, "replay: delayq-crashtest ");
   ASSERT_NE(replay.find(" --seed 4242"), std::string::npos) << r.out;
   ASSERT_NE(replay.find(" --plant-fault drop-answered-write"), std::string::npos) << replay;
-  EXPECT_FALSE(fs::exists(tmp.sub("x")));
 
   // The replay line, run as printed, finds the same broken promise.
   const Ran again = crashtest(replay.substr(replay.find("--dir")) + " --no-progress");
   EXPECT_EQ(again.status, 1) << again.out;
   EXPECT_EQ(line_with(again.out, "no answered call lost").find("BROKEN"), 2u) << again.out;
+}
+
+TEST(CrashtestProgram, APlantedResurrectionAndAMovedDueTimeBreakTheirPromises) {
+  delayq::testing::TempDir tmp("delayq-crashtest");
+  ASSERT_FALSE(tmp.path().empty());
+  Ran r = run_planted(tmp.sub("x"), "resurrect-gone-job", "no job back after it was gone");
+  EXPECT_NE(r.out.find("although the reports have it gone"), std::string::npos) << r.out;
+  r = run_planted(tmp.sub("y"), "move-due-time", "every job's state, due time");
+  EXPECT_NE(r.out.find("which the reports do not allow"), std::string::npos) << r.out;
+}
+
+TEST(CrashtestProgram, ADurationRunStopsOnTime) {
+  delayq::testing::TempDir tmp("delayq-crashtest");
+  ASSERT_FALSE(tmp.path().empty());
+  const auto t0 = std::chrono::steady_clock::now();
+  const Ran r = crashtest("--dir " + tmp.sub("x") + " --duration 1 --mode kill --horizon 50");
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("disk tier on (horizon 50 ms)"), std::string::npos) << r.out;
+  // Whole chunks of 8 cycles, as many as began within the second.
+  const std::string line = line_with(r.out, "kill cycles: ");
+  const int cycles = line.empty() ? 0 : std::atoi(line.c_str() + 13);
+  EXPECT_TRUE(cycles >= 8 && cycles % 8 == 0) << r.out;
+  EXPECT_LT(secs, 60) << r.out;
 }
 
 TEST(CrashtestProgram, BadFlagsAreRefusedWithExit2) {
