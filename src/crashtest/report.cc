@@ -152,9 +152,11 @@ int print_report(const Options& o, const RunResult& r) {
     std::printf("%s}\n", s.c_str());
     return ok ? 0 : 1;
   }
-  const std::string tier = o.tier == Tier::off     ? "off"
-                           : o.tier == Tier::mixed ? "in half the cycles (horizon 30 ms)"
-                                                   : "on (horizon " + tier_text(o) + " ms)";
+  const auto tiny = std::chrono::duration_cast<std::chrono::milliseconds>(kTinyHorizon).count();
+  const std::string tier =
+      o.tier == Tier::off     ? "off"
+      : o.tier == Tier::mixed ? "in half the cycles (horizon " + std::to_string(tiny) + " ms)"
+                              : "on (horizon " + tier_text(o) + " ms)";
   std::printf("delayq-crashtest on %s: sync %s, disk tier %s, mode %s, seed %llu\n", o.dir.c_str(),
               sync_text(o.sync).c_str(), tier.c_str(), modes_text(o.modes),
               (unsigned long long)o.seed);
