@@ -1,7 +1,8 @@
 # Installing and packaging, included by the top-level CMakeLists.txt (in its scope: CPack reads
 # the CPACK_* variables from there). Two install components, and a Debian package for each:
 #   runtime  delayqd and the delayq CLI (installed by src/delayqd and src/cli, whose install()
-#            calls take the default component, set to runtime before those directories), the
+#            calls take the default component, set to runtime before those directories),
+#            delayq-crashtest (src/crashtest: the crash harness run on a user's volume), the
 #            systemd unit, the default config, the README and docs/, LICENSE and the copyright
 #            file. Package `delayq`: the binaries stripped, their debug symbols in `delayq-dbgsym`
 #            (a .ddeb), Depends computed by dpkg-shlibdeps from what the binaries link.
@@ -74,7 +75,8 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION net)
 # Each package's Description: its summary line, then the long text.
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "durable delay queue: the delayqd daemon and the delayq CLI
 delayqd serves a durable delay queue over HTTP, its jobs in a RocksDB store on disk or in
-Redis, as a systemd service (not started on install); delayq is its command line.")
+Redis, as a systemd service (not started on install); delayq is its command line;
+delayq-crashtest kills and power-cuts a store on a volume of your choice and checks it.")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
     ${CMAKE_CURRENT_SOURCE_DIR}/src/package/postinst ${CMAKE_CURRENT_SOURCE_DIR}/src/package/postrm)
 # The shared libraries the binaries load, found by dpkg-shlibdeps (dpkg-dev); passwd for the

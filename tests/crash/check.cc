@@ -126,7 +126,8 @@ bool check_observation(Model& m, const Observation& o) {
     }
     if (!ok) {
       m.problem_about(job, job_id(job) + ": a reopened store shows it " + obs_text(ob, m.origin) +
-                               ", which the reports do not allow");
+                               (ob.exists && j.gone() ? ", although the reports have it gone"
+                                                      : ", which the reports do not allow"));
       continue;
     }
     if (j.cands.size() > 1) ++(ob.exists ? m.counts.resolved_present : m.counts.resolved_missing);

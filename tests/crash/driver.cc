@@ -192,14 +192,18 @@ DriverStore open_for_check(Model& m, const std::string& dir, Duration horizon) {
 }
 
 void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir, KillTally& t,
-                     const std::function<void(Model&, const std::string&)>& plant) {
+                     const std::function<void(Model&, const std::string&)>& plant,
+                     const CycleChoices& choices) {
   std::mt19937_64 rng(seed);
   m.consumer = true;  // a consumer thread in every worker (load.h)
-  for (int cycle = 0; cycle < cycles && m.problems.empty(); ++cycle) {
+  for (int i = 0; i < cycles && m.problems.empty(); ++i) {
+    const int cycle = choices.first + i;
+    const bool last = i + 1 == cycles;
     m.cycle = cycle;  // every problem names its cycle
-    const Sync sync = kModes[static_cast<size_t>(cycle) % kModes.size()];
+    const Sync sync =
+        choices.sync ? choices.sync(cycle) : kModes[static_cast<size_t>(cycle) % kModes.size()];
     const size_t shards = (cycle / 4) % 2 == 0 ? 1 : 2;
-    const Duration horizon = horizon_of(cycle);
+    const Duration horizon = choices.horizon ? choices.horizon(cycle) : horizon_of(cycle);
     m.cycle_label = std::string("kill, Sync::") + to_string(sync) + ", " + std::to_string(shards) +
                     (shards == 1 ? " shard" : " shards") + horizon_label(horizon);
     // Most kills land in the load; one cycle in four counts from the fork, so that some land
@@ -226,11 +230,11 @@ void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir
     if (plant) plant(m, dir);
     // About half the time the driver looks (its own open replays the log); otherwise the next
     // worker does. The last cycle's store is always looked at, and so is every planted one.
-    if (!plant && cycle + 1 < cycles && rng() % 2 == 0) continue;
+    if (!plant && !last && rng() % 2 == 0) continue;
     DriverStore q = open_for_check(m, dir, horizon);
     if (!q) break;
     check_observation(m, observe(*q, m));
-    if (cycle + 1 == cycles) sweep_forgotten(*q, m);
+    if (last) sweep_forgotten(*q, m);
   }  // the driver's store is closed before the next worker starts
   m.cycle_label.clear();
 }

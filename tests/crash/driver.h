@@ -128,12 +128,23 @@ struct KillTally {
   std::array<int, 4> per_mode{};
 };
 
+// What a front end may choose about the cycles (the tests take the defaults; delayq-crashtest
+// sets them from its flags, src/crashtest/).
+struct CycleChoices {
+  // The number of the first cycle: a run made of several calls goes on numbering its cycles,
+  // turning its sync modes, shards and disk tier as one call would.
+  int first = 0;
+  std::function<Sync(int)> sync;         // a cycle's sync mode; empty: the harness's own choice
+  std::function<Duration(int)> horizon;  // a cycle's disk tier; empty: horizon_of()
+};
+
 // `cycles` kill cycles, in turn in every sync mode, on 1 and 2 shards; after about half of them
 // the driver reopens the store and checks it, after the others the next worker does (and
 // reports what it sees before its load starts). `plant`: called after each kill, before the
-// check (the self-test edits the store there).
+// check (the self-tests edit the store there).
 void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir, KillTally& t,
-                     const std::function<void(Model&, const std::string&)>& plant = {});
+                     const std::function<void(Model&, const std::string&)>& plant = {},
+                     const CycleChoices& choices = {});
 
 // ---- power-loss cycles -------------------------------------------------------------------------
 
@@ -145,6 +156,8 @@ struct PowerPlan {
   std::function<Sync(int)> run_mode;
   std::function<Sync(int)> checked_mode;
   bool from_open_only = false;  // count every run from the worker's report that it opened
+  int first = 0;                           // as in CycleChoices
+  std::function<Duration(int)> horizon;  // as in CycleChoices
 };
 
 struct PowerTally {

@@ -133,12 +133,13 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
   std::mt19937_64 rng(plan.seed);
   power_loss::Ledger ledger;
   m.consumer = true;  // the consumer thread and consume() in every worker (load.h)
-  for (int cycle = 0; cycle < plan.cycles && m.problems.empty(); ++cycle) {
+  for (int i = 0; i < plan.cycles && m.problems.empty(); ++i) {
+    const int cycle = plan.first + i;
     m.cycle = cycle;
     const Sync mode = plan.run_mode(cycle);
     const Sync checked = plan.checked_mode(cycle);
     const size_t shards = cycle % 3 == 2 ? 2 : 1;
-    const Duration horizon = horizon_of(cycle);
+    const Duration horizon = plan.horizon ? plan.horizon(cycle) : horizon_of(cycle);
     m.cycle_label =
         std::string("power loss, Sync::") + to_string(checked) +
         (mode != checked ? std::string(" promised, the worker ran Sync::") + to_string(mode)
@@ -199,7 +200,7 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
     DriverStore q = open_for_check(m, store, horizon);
     if (!q) break;
     check_after_power_loss(m, *q, before, paused_before, checked, out.kill_hi, shards, report, t);
-    if (cycle + 1 == plan.cycles) sweep_forgotten(*q, m);
+    if (i + 1 == plan.cycles) sweep_forgotten(*q, m);
   }  // the driver's store is closed before the next worker starts
   m.cycle_label.clear();
   m.cycle_records.clear();

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One page of docs/, as typed: every ```sh block runs, in order, against this build; every
-other block's delayq, delayqd and delayq-bench commands use only flags those programs have,
-and the scripts they name exist.
+other block's delayq, delayqd, delayq-bench and delayq-crashtest commands use only flags those
+programs have, and the scripts they name exist.
 
 Usage: docs_test.py SOURCE_DIR BUILD_DIR DOC   (DOC: a path under SOURCE_DIR, e.g. docs/cli.md)
 
@@ -39,6 +39,7 @@ PROGRAMS = {
     "delayq": "src/cli/delayq",
     "delayqd": "src/delayqd/delayqd",
     "delayq-bench": "bench/delayq-bench",
+    "delayq-crashtest": "src/crashtest/delayq-crashtest",
 }
 
 

@@ -4,8 +4,8 @@
 #    find_package(delayq CONFIG) and with pkg-config, and runs; the systemd unit installed there
 #    names that prefix's delayqd and docs.
 # 2. cpack from the build directory, as README.md says (its output sent to a temp directory):
-#    three packages. delayq (runtime): delayqd and the CLI stripped, the unit, the default config,
-#    the maintainer scripts, the docs and the license, no headers or libraries, Depends without
+#    three packages. delayq (runtime): delayqd, the CLI and delayq-crashtest stripped (the last
+#    answers --help), the unit, the default config, the maintainer scripts, the docs and the license, no headers or libraries, Depends without
 #    any -dev package. delayq-dbgsym: the binaries' debug info, found by build id. delayq-dev:
 #    the headers, the static libraries (an outside program links them), the CMake package and
 #    the .pc file, Depends on delayq and the -dev packages (each library its .pc links among them).
@@ -47,7 +47,8 @@ names_in() {  # names_in FIELD DEB: the package names a relation field of DEB li
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 for f in include/delayq/store.h include/delayq/http.h lib/libdelayq_client.a lib/libdelayq_wire.a \
          lib/cmake/delayq/delayqConfig.cmake lib/pkgconfig/delayq.pc \
-         bin/delayqd bin/delayq lib/systemd/system/delayqd.service share/doc/delayq/README.md; do
+         bin/delayqd bin/delayq bin/delayq-crashtest lib/systemd/system/delayqd.service \
+         share/doc/delayq/README.md; do
   [ -f "$tmp/prefix/$f" ] || fail "install is missing $f"
 done
 # The unit names what this install put there, whatever the prefix.
@@ -90,7 +91,8 @@ fi
 # The runtime package: the daemon as a service and the CLI, the docs and the license; nothing a
 # compile needs.
 contents=$(dpkg-deb -c "$run_deb" | awk '{print $6}')
-for f in ./usr/bin/delayqd ./usr/bin/delayq ./usr/lib/systemd/system/delayqd.service \
+for f in ./usr/bin/delayqd ./usr/bin/delayq ./usr/bin/delayq-crashtest \
+         ./usr/lib/systemd/system/delayqd.service \
          ./usr/share/delayq/delayqd.conf ./usr/share/doc/delayq/copyright ./usr/share/doc/delayq/LICENSE \
          ./usr/share/doc/delayq/README.md ./usr/share/doc/delayq/docs/operations.md; do
   grep -qx "$f" <<<"$contents" || fail "$(basename "$run_deb") is missing $f"
@@ -135,7 +137,7 @@ grep -q "useradd --system" "$tmp/control/postinst" || fail "postinst makes no sy
 
 # Stripped binaries, and their debug info in delayq-dbgsym under the build id gdb looks for.
 dpkg-deb -x "$dbg_deb" "$tmp/dbg"
-for bin in delayqd delayq; do
+for bin in delayqd delayq delayq-crashtest; do
   sections=$(readelf -S "$tmp/root/usr/bin/$bin")
   if grep -q '\.debug_info' <<<"$sections"; then fail "$bin in $(basename "$run_deb") is not stripped"; fi
   grep -q '\.gnu_debuglink' <<<"$sections" || fail "$bin in $(basename "$run_deb") has no .gnu_debuglink"
@@ -145,6 +147,8 @@ for bin in delayqd delayq; do
   [ -f "$debug" ] || fail "$(basename "$dbg_deb") has no $debug for $bin"
   readelf -S "$debug" 2>/dev/null | grep -q '\.debug_info' || fail "$debug holds no .debug_info"
 done
+"$tmp/root/usr/bin/delayq-crashtest" --help | grep -- '--dir DIR' >/dev/null ||
+  fail "the packaged delayq-crashtest does not answer --help"
 
 # The dev package: what a compile needs, and an outside program built against its tree alone
 # (its static libraries lost their debug info, not their code); it depends on delayq and on the
