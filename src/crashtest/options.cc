@@ -1,5 +1,5 @@
 // delayq-crashtest's command line (options.h).
-#include "options.h"
+#include "crashtest/options.h"
 
 #include <charconv>
 #include <cstring>

@@ -1,5 +1,5 @@
 // delayq-crashtest's final report (report.h).
-#include "report.h"
+#include "crashtest/report.h"
 
 #include <cstdio>
 #include <utility>

@@ -5,8 +5,8 @@
 #include <array>
 #include <string>
 
-#include "options.h"
-#include "run.h"
+#include "crashtest/options.h"
+#include "crashtest/run.h"
 
 namespace delayq::crashtest {
 

@@ -1,5 +1,5 @@
 // delayq-crashtest's run (run.h).
-#include "run.h"
+#include "crashtest/run.h"
 
 #include <unistd.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "crash/driver.h"
-#include "options.h"
+#include "crashtest/options.h"
 
 namespace delayq::crashtest {
 

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <random>
 
-#include "options.h"
-#include "report.h"
-#include "run.h"
+#include "crashtest/options.h"
+#include "crashtest/report.h"
+#include "crashtest/run.h"
 
 int main(int argc, char** argv) {
   using namespace delayq::crashtest;
