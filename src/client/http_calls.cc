@@ -233,20 +233,26 @@ Status HttpQueue::requeue_dead(std::string_view id) {
   return body ? call_status("/dead/requeue", *body) : body.status();
 }
 
-Result<uint64_t> HttpQueue::requeue_dead_topic(std::string_view topic) {
+// A call on a topic's dead letters that answers how many jobs it moved, as data.<count_key>.
+Result<uint64_t> HttpQueue::dead_topic_call(std::string_view path, std::string_view topic,
+                                            std::string_view count_key) {
   auto body = one_member("topic", topic);
   if (!body) return body.status();
-  auto data = call("POST", "/dead/requeue", *body);
+  auto data = call("POST", path, *body);
   if (!data) return data.status();
-  return static_cast<uint64_t>(json::member_int(*data, "requeued"));
+  const json::Value* n = data->find(count_key);
+  if (n == nullptr || !n->is_number() || n->as_int() < 0)
+    return Status(Errc::unavailable, std::string(path) + ": the daemon's answer has no count of " +
+                                         "jobs in data." + std::string(count_key));
+  return static_cast<uint64_t>(n->as_int());
+}
+
+Result<uint64_t> HttpQueue::requeue_dead_topic(std::string_view topic) {
+  return dead_topic_call("/dead/requeue", topic, "requeued");
 }
 
 Result<uint64_t> HttpQueue::purge_dead(std::string_view topic) {
-  auto body = one_member("topic", topic);
-  if (!body) return body.status();
-  auto data = call("POST", "/dead/purge", *body);
-  if (!data) return data.status();
-  return static_cast<uint64_t>(json::member_int(*data, "purged"));
+  return dead_topic_call("/dead/purge", topic, "purged");
 }
 
 Status HttpQueue::pause(std::string_view topic) {

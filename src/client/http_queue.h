@@ -81,6 +81,9 @@ class HttpQueue final : public Queue {
   Status call_status(std::string_view path, const std::string& body) {
     return call("POST", path, body).status();
   }
+  // requeue_dead_topic() and purge_dead(): POST {"topic"} to `path`, the count in data.<count_key>.
+  Result<uint64_t> dead_topic_call(std::string_view path, std::string_view topic,
+                                   std::string_view count_key);
   // Ok, or why no call may be made now (closed; a forked child).
   Status usable() const;
   // What push() checks before sending `spec` (see delayq/http.h).

@@ -11,6 +11,7 @@
 #include <future>
 #include <stop_token>
 #include <string>
+#include <thread>
 
 #include "daemon_process.h"
 #include "delayq/http.h"
@@ -24,6 +25,19 @@ using testing::StoreDaemonTest;
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// Waits (up to 30 s) until the daemon on `port` says on /metrics that a pop is waiting, so that
+// a test withdraws a wait the daemon holds rather than one whose request is not out yet.
+bool a_pop_is_waiting(int port) {
+  wire::HttpClient c({.host = "127.0.0.1", .port = static_cast<uint16_t>(port)});
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto m = c.request("GET", "/metrics", "");
+    if (m && has(m->body, "\ndelayqd_waiting_pops 1\n")) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
 }
 
 TEST(OpenHttp, BadUrlsAreRefusedSayingWhatIsWrong) {
@@ -127,7 +141,7 @@ TEST_F(OpenHttpDaemon, AWithdrawnReserveAsyncTakesNothing) {
   std::promise<Result<Delivery>> got;
   q->reserve_async({"t"}, 30s, [&](Result<Delivery> r) { got.set_value(std::move(r)); },
                    stop.get_token());
-  std::this_thread::sleep_for(100ms);  // the /pop is waiting
+  ASSERT_TRUE(a_pop_is_waiting(port));
   stop.request_stop();
   auto future = got.get_future();
   ASSERT_EQ(future.wait_for(5s), std::future_status::ready);
@@ -151,7 +165,7 @@ TEST_F(OpenHttpDaemon, CloseAnswersAWaitingReserveAsyncBeforeItReturns) {
     got = r.status();
     calls.fetch_add(1);
   });
-  std::this_thread::sleep_for(100ms);  // the /pop is waiting
+  ASSERT_TRUE(a_pop_is_waiting(port));
   const auto before = std::chrono::steady_clock::now();
   q->close();
   EXPECT_LT(std::chrono::steady_clock::now() - before, 5s);
