@@ -20,6 +20,11 @@ using namespace std::chrono_literals;
 inline constexpr size_t kMaxTopicBytes = 255;
 inline constexpr size_t kMaxIdBytes = 255;
 
+// A job's priority when its spec names none. Smaller numbers are more urgent (beanstalkd's
+// convention: a beanstalkd client's priority maps unchanged), so 0..1023 are more urgent than the
+// default and 1025..4294967295 less.
+inline constexpr uint32_t kDefaultPriority = 1024;
+
 // How long to wait before the next attempt after a failed one (a nack without a delay, a
 // handler that failed or threw, a lease that ran out), and how many attempts a job gets.
 //
@@ -74,6 +79,9 @@ struct JobSpec {
   std::string body{};
   // Missing means the queue's default policy.
   std::optional<RetryPolicy> retry{};
+  // Among a topic's ready jobs, the smaller number is handed out first (then the earlier due
+  // time, then push order). Jobs not yet due are not affected. Retries keep it.
+  uint32_t priority = kDefaultPriority;
 };
 
 enum class JobState : uint8_t { delayed, ready, reserved, dead };
@@ -102,6 +110,7 @@ struct Delivery {
   Token token{};
   TimePoint due{};             // when the job became due
   TimePoint lease_deadline{};  // when the reservation runs out unless touched
+  uint32_t priority = kDefaultPriority;
 };
 
 // A snapshot of one job, from get() and the dead-letter listing.
@@ -121,6 +130,44 @@ struct JobInfo {
   // Limits::default_retry (as it was at the push) when it was pushed without one.
   // retry.max_attempts == max_attempts.
   RetryPolicy retry{};
+  uint32_t priority = kDefaultPriority;
+  // Dead jobs: when the job went to the dead letters (dead letters are listed in that order).
+  // Zero in the other states.
+  TimePoint dead_since{};
+};
+
+// Flow control for one topic, for every consumer of the queue together (Queue::set_topic_limits).
+struct TopicLimits {
+  // A token bucket: at most `count` hand-outs per `per` on average, and at most `burst` at once
+  // after a quiet spell. count >= 1, per > 0 (at most the queue's max_delay), 1 <= burst <= 1e6.
+  struct Rate {
+    uint32_t count = 0;
+    Duration per{0};
+    uint32_t burst = 1;
+    bool operator==(const Rate&) const = default;
+  };
+  std::optional<Rate> rate{};
+  // At most this many of the topic's jobs reserved at once (>= 1).
+  std::optional<uint32_t> max_in_flight{};
+  bool operator==(const TopicLimits&) const = default;
+};
+
+// A limited topic as stats() sees it.
+struct TopicFlow {
+  TopicLimits limits{};
+  uint64_t tokens = 0;     // hand-outs the rate allows right now (<= burst; 0 without a rate)
+  uint64_t in_flight = 0;  // the topic's jobs reserved now
+  // Hand-outs refused since the queue was opened because of the rate / the concurrency limit:
+  // one per reserve() call and topic that had a ready job it could not take.
+  uint64_t throttled_rate = 0, throttled_concurrency = 0;
+  bool operator==(const TopicFlow&) const = default;
+};
+
+// One page of Queue::list_jobs().
+struct JobPage {
+  std::vector<JobInfo> jobs{};
+  // Pass it back for the next page; empty when this page is the last.
+  std::string cursor{};
 };
 
 struct TopicStats {
@@ -184,6 +231,8 @@ struct Stats {
   // gone"): when their jobs fall due, how long the ready ones have waited, and how late
   // deliveries were handed out.
   std::map<std::string, TopicTiming> timing{};
+  // Every topic with limits set (Queue::set_topic_limits), whether or not it holds jobs.
+  std::map<std::string, TopicFlow> flow{};
   // Totals since the queue was opened (a durable store: since it was created).
   uint64_t pushed = 0;          // pushes that succeeded
   uint64_t delivered = 0;       // deliveries handed out (reservations)

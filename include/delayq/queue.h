@@ -6,8 +6,8 @@
 //    its lease (ttr) runs out; a lease that runs out counts as a failed attempt.
 //  - A failed attempt is retried after the job's RetryPolicy delay, or moved to the dead letters
 //    of its topic once max_attempts deliveries have failed.
-//  - Within a topic, ready jobs come out in due order, ties in push order (per shard, when the
-//    queue is sharded).
+//  - Within a topic, ready jobs come out by priority (smaller first), then due order, ties in
+//    push order (per shard, when the queue is sharded).
 //  - A call that fails changes nothing.
 //
 // Thread safety: every method may be called from any number of threads at once.
@@ -88,8 +88,9 @@ class Queue {
   // one bad spec does not stop the others.
   virtual std::vector<Result<std::string>> push_batch(std::vector<JobSpec> specs) = 0;
 
-  // Takes the next ready job of any of `topics` (the earliest due first) and leases it for its
-  // ttr. Waits up to `timeout` for one to become ready.
+  // Takes the next ready job of any of `topics` (the most urgent first: the smallest priority,
+  // then the earliest due) and leases it for its ttr. Topics whose limits allow no hand-out now
+  // (set_topic_limits) are passed over. Waits up to `timeout` for one to become ready.
   // Errors: timeout (nothing became ready in time), invalid_argument (no topics), closed.
   virtual Result<Delivery> reserve(std::span<const std::string> topics, Duration timeout) = 0;
   Result<Delivery> reserve(const std::string& topic, Duration timeout) {
@@ -195,6 +196,27 @@ class Queue {
   // Lets a paused topic hand out jobs again, and wakes the consumers waiting for it. Resuming a
   // topic that is not paused changes nothing. Errors: as pause().
   virtual Status resume(std::string_view topic) = 0;
+
+  // Limits how fast and how many of a topic's jobs are handed out, for every consumer of the
+  // queue together: a rate (a token bucket: `count` per `per`, bursts of up to `burst`) and/or a
+  // number of jobs reserved at once. A throttled topic's jobs wait ready, in their order, and a
+  // blocked reserve() wakes when the next token is due or a place frees (an ack, nack, release,
+  // dead letter, cancel or lease that runs out). Replaces the topic's limits; a topic need not
+  // hold jobs. Kept like a pause (a durable store keeps them across restarts; the bucket starts
+  // full after one). Errors: invalid_argument (a topic push() would refuse, count 0, per <= 0 or
+  // beyond max_delay, burst 0 or over 1 000 000, max_in_flight 0, neither set), closed, io_error.
+  virtual Status set_topic_limits(std::string_view topic, const TopicLimits& limits);
+  // Removes a topic's limits (none set: changes nothing) and wakes its waiting consumers.
+  // Errors: as pause().
+  virtual Status clear_topic_limits(std::string_view topic);
+
+  // A page of up to `limit` (1..1000) of a topic's jobs in one state, in that state's order:
+  // delayed by due time, ready in hand-out order, reserved by lease deadline, dead in the order
+  // they died. `cursor`: empty for the first page, else the previous page's JobPage::cursor.
+  // Errors: invalid_argument (a bad topic or limit; a cursor that is damaged, not delayq's, or
+  // of another topic or state), closed.
+  virtual Result<JobPage> list_jobs(std::string_view topic, JobState state, size_t limit,
+                                    std::string_view cursor = {});
 
   virtual Stats stats() = 0;
 

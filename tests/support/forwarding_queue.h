@@ -84,6 +84,19 @@ class ForwardingQueue : public Queue {
     before("requeue_dead");
     return inner_->requeue_dead(id);
   }
+  Status set_topic_limits(std::string_view topic, const TopicLimits& l) override {
+    before("set_topic_limits");
+    return inner_->set_topic_limits(topic, l);
+  }
+  Status clear_topic_limits(std::string_view topic) override {
+    before("clear_topic_limits");
+    return inner_->clear_topic_limits(topic);
+  }
+  Result<JobPage> list_jobs(std::string_view topic, JobState state, size_t limit,
+                            std::string_view cursor) override {
+    before("list_jobs");
+    return inner_->list_jobs(topic, state, limit, cursor);
+  }
   Result<uint64_t> requeue_dead_topic(std::string_view t) override {
     before("requeue_dead_topic");
     return inner_->requeue_dead_topic(t);
