@@ -1,0 +1,146 @@
+// The fixture of the flow-control and browsing suites (flow_*_test.cc): every backend on a
+// ManualClock, so that a rate, a lease or a page can be checked at exact instants.
+//
+// Backends (the test name's suffix):
+//  - Memory:  Engine::open, one shard.
+//  - Durable: open_store in a fresh temporary directory, Sync::none.
+//  - Tiered:  the same with a disk tier whose horizon is 1 min: jobs due later live on disk until
+//             shortly before their due time.
+// Each test gets a backend of its own; reopen() closes the queue and opens it again on the same
+// directory (the memory engine starts empty: kept_jobs() says whether a reopen keeps them).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "delayq/clock.h"
+#include "delayq/engine.h"
+#include "delayq/store.h"
+#include "temp_dir.h"
+
+namespace delayq::flow {
+
+using namespace std::chrono_literals;
+
+// 2026-01-01T00:00:00Z plus a little: a whole-microsecond instant every backend stores exactly.
+inline TimePoint start_time() { return TimePoint(1767225600s) + 20min + 30s; }
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Opens the queue on `clock` (the same store every time, for backends that keep jobs).
+  virtual Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& limits) = 0;
+  virtual bool keeps_jobs() const = 0;
+  virtual bool tiered() const { return false; }
+};
+
+struct BackendKind {
+  std::string name;
+  std::function<std::unique_ptr<Backend>()> make;
+};
+
+inline Limits flow_limits() {
+  return Limits{.max_delay = 24h * 400, .max_body_bytes = 4096, .default_ttr = 30s};
+}
+
+class MemoryBackend : public Backend {
+ public:
+  Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
+    EngineOptions o;
+    o.clock = &clock;
+    o.limits = l;
+    o.seed = 7;
+    auto r = Engine::open(o);
+    if (!r.ok()) return r.status();
+    return std::unique_ptr<Queue>(std::move(r).value());
+  }
+  bool keeps_jobs() const override { return false; }
+};
+
+class StoreBackend : public Backend {
+ public:
+  explicit StoreBackend(bool tiered) : tiered_(tiered) {}
+  Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
+    if (dir_.path().empty()) return Status(Errc::io_error, "no temporary directory");
+    StoreOptions o;
+    o.dir = dir_.path() + "/store";
+    o.sync = Sync::none;
+    if (tiered_) o.horizon = 1min;
+    o.engine.clock = &clock;
+    o.engine.limits = l;
+    o.engine.seed = 7;
+    auto r = open_store(o);
+    if (!r.ok()) return r.status();
+    return std::unique_ptr<Queue>(std::move(r).value());
+  }
+  bool keeps_jobs() const override { return true; }
+  bool tiered() const override { return tiered_; }
+
+ private:
+  bool tiered_;
+  testing::TempDir dir_{"delayq-flow"};
+};
+
+inline std::vector<BackendKind> backends() {
+  return {
+      {"Memory", [] { return std::make_unique<MemoryBackend>(); }},
+      {"Durable", [] { return std::make_unique<StoreBackend>(false); }},
+      {"Tiered", [] { return std::make_unique<StoreBackend>(true); }},
+  };
+}
+
+inline std::string backend_name(const ::testing::TestParamInfo<BackendKind>& info) {
+  return info.param.name;
+}
+
+class Flow : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override {
+    backend_ = GetParam().make();
+    open();
+  }
+  void TearDown() override {
+    if (q_) q_->close();
+    q_.reset();
+  }
+  void open() {
+    auto q = backend_->open(clock_, flow_limits());
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    q_ = std::move(q).value();
+  }
+  // Closes the queue and opens it again (same directory, same clock).
+  void reopen() {
+    q_->close();
+    q_.reset();
+    open();
+  }
+  Queue& q() { return *q_; }
+  TimePoint now() const { return clock_.now(); }
+  void advance(Duration d) { clock_.advance(d); }
+
+  std::string push(JobSpec spec) {
+    auto r = q_->push(std::move(spec));
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? *r : std::string();
+  }
+  // The id of the job a non-blocking reserve hands out now, or "" when none (any error).
+  std::string take(const std::vector<std::string>& topics) {
+    auto d = q_->reserve(topics, 0ms);
+    return d.ok() ? d->id : std::string();
+  }
+  std::string take(const std::string& topic) { return take(std::vector<std::string>{topic}); }
+
+  std::unique_ptr<Backend> backend_;
+  ManualClock clock_{start_time()};
+  std::unique_ptr<Queue> q_;
+};
+
+}  // namespace delayq::flow
+
+// In each flow_*_test.cc, after its tests:
+//   INSTANTIATE_TEST_SUITE_P(Backends, Flow, ::testing::ValuesIn(delayq::flow::backends()),
+//                            delayq::flow::backend_name);
