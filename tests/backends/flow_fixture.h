@@ -43,6 +43,9 @@ struct BackendKind {
   std::function<std::unique_ptr<Backend>()> make;
 };
 
+// gtest prints the backend's name, not its bytes.
+inline void PrintTo(const BackendKind& b, std::ostream* os) { *os << b.name; }
+
 inline Limits flow_limits() {
   return Limits{.max_delay = 24h * 400, .max_body_bytes = 4096, .default_ttr = 30s};
 }
