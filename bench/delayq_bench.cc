@@ -12,6 +12,7 @@
 //
 // This file: the command line (parse(), usage()), what the workloads share (delayq_bench.h) and
 // main(), which hands each workload to its file (delayq_bench.h lists them).
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <random>
@@ -39,8 +40,11 @@ namespace delayq::bench {
                "                    [--consume 0|1]  (W1: consumers as one Queue::consume())\n"
                "                    [--expected-jobs N]  (EngineOptions::expected_jobs)\n"
                "                    [--rounds N]  (disk-churn)\n"
+               "                    [--priorities N]  (W1: jobs over N priorities, 0..1024;\n"
+               "                    the hand-out order is checked)\n"
+               "                    [--rate PER_S] [--burst N]  (rate: the topic's limit)\n"
                "       workloads: W1 W2 recovery reopen capacity disk-churn redis-memory\n"
-               "       wheel-vs-zset\n"
+               "       wheel-vs-zset rate\n"
                "       backends: memory (W2: TimerService) rocksdb redis; baselines asio (one\n"
                "       steady_timer per job, W1 W2), heap (priority_queue + mutex + timer thread,\n"
                "       W1 W2), rocksdb-raw (W1)\n";
@@ -118,11 +122,14 @@ Args parse(int argc, char** argv) {
     else if (k == "--consume") a.consume = need_num(0) != 0;
     else if (k == "--expected-jobs") a.expected_jobs = static_cast<size_t>(need_num(0));
     else if (k == "--rounds") a.rounds = static_cast<size_t>(need_num(1));
+    else if (k == "--priorities") a.priorities = static_cast<uint32_t>(need_num(0, 1024));
+    else if (k == "--rate") a.rate = std::floor(need_num(1, 1e6));
+    else if (k == "--burst") a.burst = static_cast<uint32_t>(need_num(1, 1e6));
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
       a.workload != "reopen" && a.workload != "capacity" && a.workload != "disk-churn" &&
-      a.workload != "redis-memory" &&
+      a.workload != "redis-memory" && a.workload != "rate" &&
       a.workload != "wheel-vs-zset")
     usage("unknown workload " + a.workload);
   if (a.workload == "capacity" || a.workload == "disk-churn") a.backend = "rocksdb";
@@ -185,6 +192,7 @@ int main(int argc, char** argv) {
   if (a.workload == "capacity" || a.workload == "disk-churn") return run_capacity_of(a);
   if (a.workload == "redis-memory") return run_redis_memory(a);
   if (a.workload == "wheel-vs-zset") return run_wheel_vs_zset(a);
+  if (a.workload == "rate") return run_rate(a);
   if (a.backend == "asio") return run_w1_asio(a);
   if (a.backend == "heap") return delayq::bench::run_w1_heap(timer_run(a));
   if (a.backend == "rocksdb-raw") return run_rocksdb_raw(a);

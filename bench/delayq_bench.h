@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "delayq/clock.h"
+#include "delayq/engine.h"
+#include "flow.h"
 
 namespace delayq::bench {
 
@@ -48,6 +50,9 @@ struct Args {
   uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
   bool consume = false;      // W1: the consumers are one Queue::consume() (else reserve/ack loops)
   size_t expected_jobs = 0;  // memory, rocksdb: EngineOptions::expected_jobs
+  uint32_t priorities = 0;   // W1: spread the jobs over this many priorities (0: the default)
+  double rate = 1000;        // rate: the topic's limit, hand-outs per second
+  uint32_t burst = 100;      // rate: the bucket's burst
 };
 
 // Prints `why` and the usage text on stderr and exits with code 2.
@@ -81,6 +86,13 @@ Duration sync_interval(const Args& a);
 std::string sync_params(const Args& a);
 
 // w1.cc
+class RedisRun;
+EngineOptions engine_options(const Args& a);
+// The queue of a run on --backend memory, rocksdb (in `dir`) or redis (`redis` set, its queue
+// named after `what`).
+Result<std::unique_ptr<Queue>> open_run_queue(const Args& a, const std::string& dir,
+                                              std::unique_ptr<RedisRun>& redis,
+                                              const std::string& what);
 int run_w1(const Args& a);
 int run_w1_asio(const Args& a);
 // store_workloads.cc

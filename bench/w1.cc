@@ -26,32 +26,45 @@ namespace delayq::bench {
 
 using namespace std::chrono_literals;
 
-int run_w1(const Args& a) {
+EngineOptions engine_options(const Args& a) {
   delayq::EngineOptions opt;
   opt.tick = std::chrono::milliseconds(a.tick_ms);
   opt.shards = a.shards;
   opt.seed = a.seed;
   opt.expected_jobs = a.expected_jobs;
   if (a.slack_us >= 0) opt.timer_slack = std::chrono::nanoseconds(static_cast<int64_t>(a.slack_us * 1000));
-  const StoreDir dir(a.backend == "rocksdb" ? a.dir : "/");
-  delayq::Result<std::unique_ptr<delayq::Queue>> q = delayq::Status(delayq::Errc::invalid_argument, "");
-  std::unique_ptr<RedisRun> redis;
+  return opt;
+}
+
+Result<std::unique_ptr<Queue>> open_run_queue(const Args& a, const std::string& dir,
+                                              std::unique_ptr<RedisRun>& redis,
+                                              const std::string& what) {
   if (a.backend == "redis") {
-    redis = std::make_unique<RedisRun>(a, "w1");
-    q = redis->open();
-  } else if (a.backend == "rocksdb") {
+    redis = std::make_unique<RedisRun>(a, what);
+    return redis->open();
+  }
+  const delayq::EngineOptions opt = engine_options(a);
+  Result<std::unique_ptr<Engine>> e = Status(Errc::invalid_argument, "");
+  if (a.backend == "rocksdb") {
     delayq::StoreOptions so;
-    so.dir = dir.path();
+    so.dir = dir;
     so.sync = *delayq::parse_sync(a.sync);
     so.sync_batch_ops = a.sync_batch_ops;
     so.sync_interval = sync_interval(a);
     so.engine = opt;
-    auto e = delayq::open_store(so);
-    if (e) q = std::unique_ptr<delayq::Queue>(std::move(*e)); else q = e.status();
+    e = delayq::open_store(so);
   } else {
-    auto e = delayq::Engine::open(opt);
-    if (e) q = std::unique_ptr<delayq::Queue>(std::move(*e)); else q = e.status();
+    e = delayq::Engine::open(opt);
   }
+  if (!e) return e.status();
+  return std::unique_ptr<delayq::Queue>(std::move(*e));
+}
+
+int run_w1(const Args& a) {
+  const delayq::EngineOptions opt = engine_options(a);
+  const StoreDir dir(a.backend == "rocksdb" ? a.dir : "/");
+  std::unique_ptr<RedisRun> redis;
+  auto q = open_run_queue(a, dir.path(), redis, "w1");
   if (!q) {
     std::cerr << q.status().to_string() << "\n";
     return 2;
@@ -69,10 +82,13 @@ int run_w1(const Args& a) {
   auto& sys = delayq::SystemClock::instance();
 
   std::atomic<int64_t> last_ack_ns{0};
+  // --priorities: each delivery's place in the hand-out order, to count inversions at the end.
+  std::vector<Handout> handouts(a.priorities ? n : 0);
   // A delivery received: its lateness, and whether it came before.
   auto receive = [&](const delayq::Delivery& d) {
     const delayq::TimePoint now = sys.now();
     const size_t i = std::stoul(d.id);
+    if (a.priorities) handouts[i] = handout_of(d, priority_of(a, i));
     lateness_ms[i] = std::chrono::duration<double, std::milli>(now - (pushed_at[i] + delay[i])).count();
     if (got[i].exchange(1)) duplicates.fetch_add(1);
   };
@@ -110,7 +126,9 @@ int run_w1(const Args& a) {
       for (size_t i = first; i < n && !failed.load(); i += step) {
         pushed_at[i] = sys.now();
         delayq::Result<std::string> r =
-            engine.push({.topic = topic, .id = std::to_string(i), .delay = delay[i], .body = body});
+            engine.push({.topic = topic, .id = std::to_string(i), .delay = delay[i],
+                         .ttr = a.priorities ? kHandoutTtr : Duration(0), .body = body,
+                         .priority = priority_of(a, i)});
         if (!r) {
           std::cerr << "push failed: " << r.status().to_string() << "\n";
           failed.store(true);
@@ -129,7 +147,9 @@ int run_w1(const Args& a) {
       const delayq::TimePoint t = sys.now();
       for (size_t k = i; k < end; ++k) {
         pushed_at[k] = t;
-        specs.push_back({.topic = topic, .id = std::to_string(k), .delay = delay[k], .body = body});
+        specs.push_back({.topic = topic, .id = std::to_string(k), .delay = delay[k],
+                         .ttr = a.priorities ? kHandoutTtr : Duration(0), .body = body,
+                         .priority = priority_of(a, k)});
       }
       for (auto& r : engine.push_batch(std::move(specs)))
         if (!r) {
@@ -157,7 +177,13 @@ int run_w1(const Args& a) {
   std::cout << "{\"peer\":\"delayq-" << a.backend << "\",\"workload\":\"W1\",\"jobs\":" << n
             << ",\"push_per_s\":" << num(n / push_s) << ",\"end_to_end_s\":" << num(e2e)
             << ",\"lateness_ms\":" << summary_json(lat) << ",\"received\":" << got_n
-            << ",\"duplicates\":" << duplicates.load() << ",\"params\":{\"delay_max_s\":"
+            << ",\"duplicates\":" << duplicates.load();
+  uint64_t inversions = 0;
+  if (a.priorities) {
+    inversions = count_inversions(handouts, got);
+    std::cout << ",\"inversions\":" << inversions << ",\"priorities\":" << a.priorities;
+  }
+  std::cout << ",\"params\":{\"delay_max_s\":"
             << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"producers\":"
             << a.producers;
   if (redis) {
@@ -176,6 +202,11 @@ int run_w1(const Args& a) {
   if (redis) redis->cleanup();
   if (got_n != n) {
     std::cerr << "time limit: received " << got_n << " of " << n << "\n";
+    return 1;
+  }
+  if (inversions && a.shards == 1) {
+    std::cerr << inversions << " deliveries were handed out while a more urgent job had been due"
+              << " for over " << kInversionMargin.count() << " ms\n";
     return 1;
   }
   return 0;
