@@ -460,18 +460,30 @@ end
 local function heads(k, want)
   local q = redis.call('ZRANGE', k.q, 0, want - 1, 'WITHSCORES')
   local out, i = {}, 1
-  local function from_q()
+  while i < #q and tonumber(q[i + 1]) < DEFAULT_PRI do
     out[#out + 1] = {id = string.sub(q[i], 9), key = k.q, m = q[i]}
     i = i + 2
   end
-  while i < #q and tonumber(q[i + 1]) < DEFAULT_PRI do from_q() end
   if #out < want then
     for _, id in ipairs(redis.call('ZRANGE', k.r, 0, want - #out - 1)) do
       out[#out + 1] = {id = id, key = k.r, m = id}
     end
   end
-  while i < #q and #out < want do from_q() end
+  while i < #q and #out < want do
+    out[#out + 1] = {id = string.sub(q[i], 9), key = k.q, m = q[i]}
+    i = i + 2
+  end
   return out
+end
+
+-- heads(k, 1) without its tables (the claim of one job, the hot path): the id, zset and member
+-- of the topic's most urgent ready job, or nothing.
+local function head(k)
+  local q = redis.call('ZRANGE', k.q, 0, 0, 'WITHSCORES')
+  if q[1] and tonumber(q[2]) < DEFAULT_PRI then return string.sub(q[1], 9), k.q, q[1] end
+  local r = redis.call('ZRANGE', k.r, 0, 0)[1]
+  if r then return r, k.r, r end
+  if q[1] then return string.sub(q[1], 9), k.q, q[1] end
 end
 
 -- Leases the ready job `id` of topic `t` (record `j`, body `body`, fence `fence`) and appends it to
@@ -535,22 +547,23 @@ local function take(n, want)
     return out
   end
   for _ = 1, want do
-    local best, bj, bt, bk
+    local best, bkey, bm, bj, bt, bk
     for i = 1, n do
       local k = tkeys(i)
-      local h = not held(k) and heads(k, 1)[1]
-      if h then
-        local j, t = load(h.id)
+      local id, key, m
+      if not held(k) then id, key, m = head(k) end
+      if id then
+        local j, t = load(id)
         if j and (best == nil or prio(j) < prio(bj) or (prio(j) == prio(bj) and j[DUE] < bj[DUE])) then
-          best, bj, bt, bk = h, j, t, k
+          best, bkey, bm, bj, bt, bk = id, key, m, j, t, k
         end
       end
     end
     if not best then break end
-    redis.call('ZREM', best.key, best.m)
-    lease(out, best.id, bt, bj, redis.call('HGET', BODY, best.id), redis.call('INCR', FENCE), tally)
-    redis.call('ZADD', bk.l, f(bj[LEASE]), best.id)
-    save(best.id, bt, bj)
+    redis.call('ZREM', bkey, bm)
+    lease(out, best, bt, bj, redis.call('HGET', BODY, best), redis.call('INCR', FENCE), tally)
+    redis.call('ZADD', bk.l, f(bj[LEASE]), best)
+    save(best, bt, bj)
     count('delivered')
   end
   flush_late(tally)
