@@ -141,5 +141,26 @@ TEST_F(RedisPriority, ATestClockReplacesTheServersTimeAndItsMovesWakeWaiters) {
   EXPECT_EQ(d->lease_deadline, manual_start() + 1h + Limits{}.default_ttr);
 }
 
+// stats(): a topic's ready count is both lines', and its oldest ready job is the older of their
+// heads (here q's: an urgent job waiting behind nothing, older than the default line's head).
+TEST_F(RedisPriority, StatsCountBothLinesAndTheOlderHead) {
+  ManualClock clock(manual_start());
+  RedisOptions o;
+  o.clock = &clock;
+  auto q = open(o);
+  ASSERT_TRUE(q);
+  ASSERT_TRUE(q->push({.topic = "t", .id = "urgent", .priority = 5}).ok());
+  clock.advance(10s);
+  ASSERT_TRUE(q->push({.topic = "t", .id = "plain"}).ok());
+  clock.advance(1s);
+  Stats st = q->stats();
+  EXPECT_EQ(st.topics["t"].ready, 2u);
+  EXPECT_EQ(st.timing["t"].oldest_ready, 11s);
+  ASSERT_TRUE(q->reserve("t", 0ms).ok());  // takes "urgent"
+  st = q->stats();
+  EXPECT_EQ(st.topics["t"].ready, 1u);
+  EXPECT_EQ(st.timing["t"].oldest_ready, 1s);
+}
+
 }  // namespace
 }  // namespace delayq
