@@ -124,10 +124,16 @@ TEST_F(RedisPriority, ATestClockReplacesTheServersTimeAndItsMovesWakeWaiters) {
   RedisOptions o;
   o.clock = &clock;
   o.sweep = 1h;
+  o.limits.max_delay = 24h * 300;
   auto q = open(o);
   ASSERT_TRUE(q);
   ASSERT_TRUE(q->push({.topic = "t", .id = "x", .delay = 1h, .priority = 3}).ok());
   EXPECT_EQ(q->get("x")->due, manual_start() + 1h);
+  // The client's own check reads the test clock too: beyond max_delay (300 days) of it, refused,
+  // though that instant is already past by the real clock.
+  EXPECT_TRUE(q->push({.topic = "t", .due_at = manual_start() + o.limits.max_delay + 1h})
+                  .status()
+                  .is(Errc::invalid_argument));
   EXPECT_FALSE(q->reserve("t", 0ms).ok());
   auto waiter = std::async(std::launch::async, [&] { return q->reserve("t", 60s); });
   std::this_thread::sleep_for(50ms);  // most likely asleep by now; either way it must get it
