@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "delayq/clock.h"
 #include "delayq/error.h"
 #include "delayq/job.h"
 #include "delayq/limits.h"
@@ -74,6 +75,15 @@ struct RedisOptions {
   uint32_t claim_batch = 1;
   // Seed for retry jitter; 0 picks one at random.
   uint64_t seed = 0;
+
+  // A test hook, never in production: every client of a queue must pass the same clock, and no
+  // other process may use the queue meanwhile. When set (it must outlive the queue), the scripts
+  // decide what is due and when leases run out on this clock's now, which the client sends with
+  // every call, instead of the server's TIME, and the client's own checks (a due_at too far
+  // ahead) read it too. On a ManualClock the queue's waiters look again at each of its moves, as
+  // the engine's do; the claim-ahead cache (claim_batch > 1) still times its jobs on the real
+  // clock. nullptr (the default): the server's TIME.
+  Clock* clock = nullptr;
 };
 
 // Connects (to every master of a cluster), checks the options and the queue's shard count, and

@@ -27,8 +27,8 @@ int64_t ceil_us(TimePoint t) {
   return ceil_us(t.time_since_epoch().count());
 }
 
-CommonArgs::CommonArgs(Duration max_delay, uint64_t seed)
-    : max_delay_us_(std::to_string(ceil_us(max_delay))), rng_(seed) {}
+CommonArgs::CommonArgs(Duration max_delay, uint64_t seed, const Clock* clock)
+    : max_delay_us_(std::to_string(ceil_us(max_delay))), rng_(seed), clock_(clock) {}
 
 std::vector<std::string> CommonArgs::operator()(const ShardKeys& shard) {
   // A fresh seed for the script's jitter (splitmix64 of a counter): 1 .. 2^31-2, as the script's
@@ -37,7 +37,14 @@ std::vector<std::string> CommonArgs::operator()(const ShardKeys& shard) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   x ^= x >> 31;
-  return {shard.wake, max_delay_us_, std::to_string(1 + x % 2147483646)};
+  std::string seed = std::to_string(1 + x % 2147483646);
+  if (clock_) {
+    // Now, rounded down: an instant not yet reached is never taken for now (due times are
+    // rounded up, ceil_us()). Before the epoch, 0: the scripts' times are not negative.
+    const int64_t ns = clock_->now().time_since_epoch().count();
+    (seed += ':') += std::to_string(ns > 0 ? ns / 1000 : 0);
+  }
+  return {shard.wake, max_delay_us_, std::move(seed)};
 }
 
 void add_job_args(JobSpec& spec, bool with_topic, Duration default_ttr,
@@ -49,6 +56,7 @@ void add_job_args(JobSpec& spec, bool with_topic, Duration default_ttr,
   args.push_back(spec.delay ? std::to_string(ceil_us(*spec.delay)) : "");
   args.push_back(spec.due_at ? std::to_string(ceil_us(*spec.due_at)) : "");
   args.push_back(std::to_string(ceil_us(spec.ttr > Duration::zero() ? spec.ttr : default_ttr)));
+  args.push_back(std::to_string(spec.priority));
   args.push_back(std::to_string(static_cast<int>(p.kind)));
   args.push_back(std::to_string(p.max_attempts));
   args.push_back(std::to_string(ceil_us(p.base)));

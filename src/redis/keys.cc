@@ -34,7 +34,7 @@ uint16_t key_slot(std::string_view key) {
 }
 
 void ShardKeys::add_topic(std::string_view topic, std::vector<std::string>& keys) const {
-  for (const char* kind : {":d:", ":r:", ":l:", ":x:"})
+  for (const char* kind : {":d:", ":r:", ":l:", ":x:", ":q:"})
     keys.push_back(tag + kind + std::string(topic));
 }
 

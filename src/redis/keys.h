@@ -6,6 +6,7 @@
 //   :paused (the set of paused topics, Queue::pause),
 //   :emptied (the topics that emptied, by when: whose lateness counters to forget first)
 //   {dq:Q:s}:d:<topic>, :r:<topic>, :l:<topic>, :x:<topic> a topic's delayed, ready, leases, dead
+//   {dq:Q:s}:q:<topic>                                    its ready jobs of non-default priorities
 //   {dq:Q:s}:wake                                         the shard's wake channel (pub/sub)
 //   {dq:Q:0}:meta                                         the queue's shard count and openings
 // docs/redis.md ("Key layout") says what each holds.
@@ -33,9 +34,10 @@ struct ShardKeys {
   std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats, paused, emptied
   uint16_t slot = 0;              // the hash slot of `tag`: in a cluster, its node holds the shard
 
-  // Appends the four keys of `topic`: delayed, ready, leases, dead.
+  // Appends the five keys of `topic`: delayed, ready, leases, dead, q (ready at a priority other
+  // than the default).
   void add_topic(std::string_view topic, std::vector<std::string>& keys) const;
-  // The keys of a script about one topic: the shard's eight, then the topic's four.
+  // The keys of a script about one topic: the shard's eight, then the topic's five.
   std::vector<std::string> with_topic(std::string_view topic) const;
 };
 

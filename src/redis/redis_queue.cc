@@ -52,7 +52,7 @@ RedisQueue::RedisQueue(const RedisOptions& opt, Endpoint ep)
       rules_(opt.limits),
       keys_(opt.queue, opt.shards),
       parts_(std::make_unique<Parts>(opt, std::move(ep), keys_)),
-      common_(opt.limits.max_delay, opt.seed ? opt.seed : random_seed()),
+      common_(opt.limits.max_delay, opt.seed ? opt.seed : random_seed(), opt.clock),
       jobs_(keys_, router_, common_, rules_) {
   // A generated id: a base-36 counter that starts at the time of opening in nanoseconds, then
   // '-' and this opening's number (start()), so that two openings never draw the same id,
@@ -80,6 +80,10 @@ Status RedisQueue::start() {
     return Status(Errc::unavailable, "redis: HINCRBY " + keys_.meta() + " clients gave no count");
   id_tag_ = to_base36(static_cast<uint64_t>(n->as_int(0)));
   listener_.start();
+  // A test clock that moves by command (RedisOptions::clock): each move may make jobs due, so
+  // every waiter looks again, as the engine's Driver has them do.
+  if (opt_.clock && opt_.clock->manual())
+    clock_listener_ = opt_.clock->subscribe([this] { waiting_.ready(); });
   return {};
 }
 
@@ -102,6 +106,7 @@ void RedisQueue::close() {
   if (waiting_.forked()) return;  // the parent's queue: left alone (common/fork_guard.h)
   stop_consumers();  // first, while their last acks are still served
   if (closed_.exchange(true)) return;
+  if (clock_listener_ != 0) opt_.clock->unsubscribe(clock_listener_);
   waiting_.close(closed_error());
   listener_.stop();
   give_back(ahead_.close());
@@ -145,7 +150,7 @@ Status RedisQueue::ack(const Token& t) {
 
 Status RedisQueue::nack(const Token& t, std::optional<Duration> delay) {
   if (shut()) return shut_status();
-  if (Status s = rules_.check_nack_delay(delay, SystemClock::instance().now()); !s.ok()) return s;
+  if (Status s = rules_.check_nack_delay(delay, client_now()); !s.ok()) return s;
   return about(delivery(kNack, t), {fence(t), delay ? std::to_string(ceil_us(*delay)) : ""})
       .status();
 }
@@ -183,7 +188,7 @@ Status RedisQueue::reschedule(std::string_view id, TimePoint when) {
                 .id = id,
                 .when = when,
                 .when_us = when_us,
-                .client_now = SystemClock::instance().now()},
+                .client_now = client_now()},
                {std::to_string(when_us)})
       .status();
 }

@@ -142,6 +142,12 @@ class RedisQueue final : public Queue {
   // set of paused topics).
   Status set_paused(std::string_view topic, bool paused);
 
+  // The client's now: RedisOptions::clock, else the system clock. For input checks only: the
+  // scripts decide on the server's clock (or on the one the client sends them, the test hook).
+  TimePoint client_now() const {
+    return opt_.clock ? opt_.clock->now() : SystemClock::instance().now();
+  }
+
   // Refused: closed, or used in a child forked after the open (common/fork_guard.h).
   bool shut() const { return closed_.load() || waiting_.forked(); }
   Status shut_status() const { return waiting_.forked() ? waiting_.closed_status() : Waiting::closed_error(); }
@@ -169,6 +175,7 @@ class RedisQueue final : public Queue {
   std::atomic<uint64_t> next_id_{0};
   std::atomic<uint32_t> next_shard_{0};  // where the next claim pass starts
   std::atomic<bool> closed_{false};
+  uint64_t clock_listener_ = 0;  // RedisOptions::clock's subscription, when it is manual
   std::mutex final_stats_mu_;
   std::optional<Stats> final_stats_;  // set by close()
   ClaimAhead& ahead_ = parts_->ahead;

@@ -35,7 +35,7 @@ Result<std::string> RedisQueue::push(JobSpec spec) {
   const bool generated = spec.id.empty();
   for (;;) {
     if (generated) spec.id = next_id();
-    if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) return s;
+    if (Status s = rules_.check_push(spec, client_now()); !s.ok()) return s;
     const ShardKeys& sh = keys_.shard(keys_.shard_of(spec.id));
     std::vector<std::string> args = common_(sh);
     add_job_args(spec, /*with_topic=*/true, opt_.limits.default_ttr, opt_.limits.default_retry, args);
@@ -71,7 +71,7 @@ std::vector<Result<std::string>> RedisQueue::push_batch(std::vector<JobSpec> spe
     JobSpec& spec = specs[i];
     generated[i] = spec.id.empty();
     if (generated[i]) spec.id = next_id();
-    if (Status s = rules_.check_push(spec, SystemClock::instance().now()); !s.ok()) {
+    if (Status s = rules_.check_push(spec, client_now()); !s.ok()) {
       out[i] = s;
       continue;
     }

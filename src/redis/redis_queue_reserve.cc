@@ -61,7 +61,9 @@ Result<std::vector<Delivery>> RedisQueue::reserve_batch_interruptible(
 // One pass of the claim script over the shards, from a rotating start, taking up to `want`
 // jobs from the first shard that has any: the first is the result, the others go to `more`.
 // When none was ready, the earliest due time or lease deadline of the topics says when to
-// look again (at most a sweep away, in case a wake-up message is lost).
+// look again (at most a sweep away, in case a wake-up message is lost). On a manual test clock
+// that wait is in the clock's time, not the real one: the clock's moves wake the waiters
+// instead, and the sweep stays.
 Waiting::Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint32_t want,
                                        std::vector<Delivery>* more) {
   std::optional<Duration> next;
@@ -79,6 +81,7 @@ Waiting::Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint
     // Unavailable: the node paces its reconnections, look again soon.
     if (!got) return {got.status(), true, Waiting::Steady::now() + opt_.reconnect_min};
     if (got->jobs.empty()) {
+      if (opt_.clock && opt_.clock->manual()) continue;
       if (const std::optional<Duration> w = got->next; w && (!next || *w < *next)) next = *w;
       continue;
     }

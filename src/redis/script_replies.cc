@@ -79,6 +79,11 @@ RetryPolicy read_policy(const Reply& p, uint32_t max_attempts) {
   return r;
 }
 
+uint32_t read_priority(const Reply& r) {
+  const int64_t p = r.as_int(-1);
+  return p >= 0 && p <= int64_t{std::numeric_limits<uint32_t>::max()} ? static_cast<uint32_t>(p) : kDefaultPriority;
+}
+
 JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic) {
   JobInfo j;
   j.id = e[i].str;
@@ -91,12 +96,13 @@ JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic) {
   j.ttr = duration_us(e[i + 6].as_int());
   j.body = std::move(e[i + 7].str);
   j.retry = read_policy(e[i + 8], j.max_attempts);
+  j.priority = read_priority(e[i + 9]);
   return j;
 }
 
 bool read_deliveries(std::vector<Reply>& e, std::vector<Delivery>* out) {
-  if (e.empty() || (e.size() - 1) % 8 != 0) return false;
-  for (size_t at = 1; at + 8 <= e.size(); at += 8) {
+  if (e.empty() || (e.size() - 1) % kDeliveryFields != 0) return false;
+  for (size_t at = 1; at + kDeliveryFields <= e.size(); at += kDeliveryFields) {
     Delivery d;
     d.id = std::move(e[at].str);
     d.topic = std::move(e[at + 1].str);
@@ -106,6 +112,7 @@ bool read_deliveries(std::vector<Reply>& e, std::vector<Delivery>* out) {
     d.token = Token{d.id, static_cast<uint64_t>(e[at + 5].as_int())};
     d.due = from_us(e[at + 6].as_int());
     d.lease_deadline = from_us(e[at + 7].as_int());
+    d.priority = read_priority(e[at + 8]);
     out->push_back(std::move(d));
   }
   return true;
@@ -276,7 +283,8 @@ Result<Claimed> read_claim(Reply r) {
     c.next = read_next_wait(e);
     return c;
   }
-  if (code != kOk || e.size() < 9 || !read_deliveries(e, &c.jobs)) return bad_reply(kClaim);
+  if (code != kOk || e.size() < 1 + kDeliveryFields || !read_deliveries(e, &c.jobs))
+    return bad_reply(kClaim);
   return c;
 }
 
@@ -293,8 +301,8 @@ Result<TimePoint> read_touch(const Reply& r) {
 
 Result<JobInfo> read_get(Reply r) {
   std::vector<Reply>& e = r.elements;
-  if (e.size() < 11) return bad_reply(kGet);
-  return read_job_info(e, 1, std::move(e[10].str));
+  if (e.size() < 2 + kJobInfoFields) return bad_reply(kGet);
+  return read_job_info(e, 1, std::move(e[1 + kJobInfoFields].str));
 }
 
 void read_dead_list(Reply r, std::string_view topic, std::vector<JobInfo>* out) {

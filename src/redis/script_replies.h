@@ -42,15 +42,20 @@ TimePoint from_us(int64_t us);
 // A missing or malformed part keeps RetryPolicy's default.
 RetryPolicy read_policy(const Reply& policy, uint32_t max_attempts);
 
-// A JobInfo from the kJobInfoFields fields at e[i..i+8] (get, list_dead): id, state, attempts,
+// A job's priority as a script sends it: a u32, else (a reply no script sends) the default.
+uint32_t read_priority(const Reply& r);
+
+// A JobInfo from the kJobInfoFields fields at e[i..i+9] (get, list_dead): id, state, attempts,
 // max_attempts, due, lease deadline, ttr (all times in microseconds), body, retry policy (as
-// read_policy reads it). The strings are moved out of `e`. Precondition: i + 9 <= e.size().
-inline constexpr size_t kJobInfoFields = 9;
+// read_policy reads it), priority. The strings are moved out of `e`. Precondition:
+// i + kJobInfoFields <= e.size().
+inline constexpr size_t kJobInfoFields = 10;
 JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic);
 
-// The jobs of a claim or ack_claim reply ({0, then 8 fields per job: id, topic, body, attempt,
-// max_attempts, fence, due, lease deadline}), appended to `out`; the strings are moved out of
-// `e`. False (and nothing appended) when the reply is malformed.
+// The jobs of a claim or ack_claim reply ({0, then kDeliveryFields per job: id, topic, body,
+// attempt, max_attempts, fence, due, lease deadline, priority}), appended to `out`; the strings
+// are moved out of `e`. False (and nothing appended) when the reply is malformed.
+inline constexpr size_t kDeliveryFields = 9;
 bool read_deliveries(std::vector<Reply>& e, std::vector<Delivery>* out);
 
 // A claim reply that found nothing ready ({6, microseconds until the next due time or lease

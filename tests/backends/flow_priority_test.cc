@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "flow_fixture.h"
+#include "flow_redis.h"
 
 namespace delayq::flow {
 namespace {
@@ -119,7 +120,8 @@ TEST_P(Flow, PrioritiesSurviveARestart) {
   EXPECT_EQ(drain(q(), "t"), (std::vector<std::string>{"late", "high", "plain", "low"}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Flow, ::testing::ValuesIn(backends()), backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, Flow, ::testing::ValuesIn(with_redis(backends())),
+                         backend_name);
 
 }  // namespace
 }  // namespace delayq::flow

@@ -62,7 +62,7 @@ void read_script_reply(Reply r) {
     (void)read_job_info(copy, i, "t");
   for (const Reply& one : e) (void)read_policy(one, 3);
   std::vector<delayq::Delivery> got;
-  if (read_deliveries(e, &got) && got.size() != (e.size() - 1) / 8) std::abort();
+  if (read_deliveries(e, &got) && got.size() != (e.size() - 1) / kDeliveryFields) std::abort();
 }
 
 // The typed outcomes of whole script replies, and the wording of every refusal for every kind
@@ -86,7 +86,7 @@ void read_outcomes(const Reply& r) {
   (void)read_push(r);
   (void)read_push_many(r, r.elements.empty() ? 0 : r.elements.size() - 1);
   delayq::Result<Claimed> c = read_claim(r);
-  if (c && !c->jobs.empty() && c->jobs.size() != (r.elements.size() - 1) / 8) std::abort();
+  if (c && !c->jobs.empty() && c->jobs.size() != (r.elements.size() - 1) / kDeliveryFields) std::abort();
   (void)read_ack_claim(r);
   (void)read_touch(r);
   (void)read_get(r);

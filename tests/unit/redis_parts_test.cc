@@ -28,10 +28,10 @@ TEST(RedisKeys, EveryKeyOfAShardSharesItsHashTag) {
   EXPECT_EQ(sh.topics, sh.base[4]);
   EXPECT_EQ(sh.paused, sh.base[6]);
   const std::vector<std::string> k = sh.with_topic("t");
-  ASSERT_EQ(k.size(), 12u);
+  ASSERT_EQ(k.size(), 13u);
   EXPECT_EQ(std::vector<std::string>(k.begin() + 8, k.end()),
             (std::vector<std::string>{"{dq:shop:2}:d:t", "{dq:shop:2}:r:t", "{dq:shop:2}:l:t",
-                                      "{dq:shop:2}:x:t"}));
+                                      "{dq:shop:2}:x:t", "{dq:shop:2}:q:t"}));
   for (const std::string& key : k) EXPECT_EQ(key_slot(key), sh.slot) << key;
   EXPECT_EQ(keys.meta(), "{dq:shop:0}:meta");
   EXPECT_EQ(key_slot(keys.meta()), keys.shard(0).slot);

@@ -27,17 +27,17 @@ constexpr const char* kMax = "9223372036854775807";
 constexpr const char* kMin = "-9223372036854775808";
 
 TEST(RedisReplies, AJobInfoTtrOutOfRangeSaturates) {
-  // get's fields: id, state, attempts, max_attempts, due, lease, ttr (µs), body, policy.
-  const std::string job = "*9\r\n$1\r\nj\r\n:2\r\n:1\r\n:10\r\n:1\r\n:2\r\n:";
-  const std::string body_policy = "\r\n$1\r\nb\r\n*0\r\n";
+  // get's fields: id, state, attempts, max_attempts, due, lease, ttr (µs), body, policy, priority.
+  const std::string job = "*10\r\n$1\r\nj\r\n:2\r\n:1\r\n:10\r\n:1\r\n:2\r\n:";
+  const std::string body_policy = "\r\n$1\r\nb\r\n*0\r\n:1024\r\n";
   std::vector<Reply> e = elements_of(job + kMax + body_policy);
-  ASSERT_EQ(e.size(), 9u);
+  ASSERT_EQ(e.size(), 10u);
   EXPECT_EQ(read_job_info(e, 0, "t").ttr, Duration::max());
   e = elements_of(job + kMin + body_policy);
-  ASSERT_EQ(e.size(), 9u);
+  ASSERT_EQ(e.size(), 10u);
   EXPECT_EQ(read_job_info(e, 0, "t").ttr, Duration::min());
   e = elements_of(job + "30000000" + body_policy);  // 30 s, the usual case, unchanged
-  ASSERT_EQ(e.size(), 9u);
+  ASSERT_EQ(e.size(), 10u);
   EXPECT_EQ(read_job_info(e, 0, "t").ttr, std::chrono::seconds(30));
 }
 
@@ -45,22 +45,23 @@ TEST(RedisReplies, AJobInfoTtrOutOfRangeSaturates) {
 // text; what is missing or malformed keeps RetryPolicy's default, out-of-range numbers saturate.
 TEST(RedisReplies, AJobInfoCarriesItsRetryPolicy) {
   const std::string job =
-      "*9\r\n$1\r\nj\r\n:0\r\n:0\r\n:4\r\n:1\r\n:0\r\n:30000000\r\n$1\r\nb\r\n";
+      "*10\r\n$1\r\nj\r\n:0\r\n:0\r\n:4\r\n:1\r\n:0\r\n:30000000\r\n$1\r\nb\r\n";
+  const std::string prio = ":1024\r\n";
   std::vector<Reply> e = elements_of(
-      job + "*6\r\n:2\r\n:1500000\r\n$3\r\n1.5\r\n:60000000\r\n$19\r\n0.20000000000000001\r\n*0\r\n");
-  ASSERT_EQ(e.size(), 9u);
+      job + "*6\r\n:2\r\n:1500000\r\n$3\r\n1.5\r\n:60000000\r\n$19\r\n0.20000000000000001\r\n*0\r\n" + prio);
+  ASSERT_EQ(e.size(), 10u);
   RetryPolicy want = RetryPolicy::exponential(1500ms, 1.5, 1min, 0.2, 4);
   EXPECT_EQ(read_job_info(e, 0, "t").retry, want);
 
-  e = elements_of(job + "*6\r\n:1\r\n:0\r\n$1\r\n2\r\n:0\r\n$1\r\n0\r\n*2\r\n:120000000\r\n:600000000\r\n");
-  ASSERT_EQ(e.size(), 9u);
+  e = elements_of(job + "*6\r\n:1\r\n:0\r\n$1\r\n2\r\n:0\r\n$1\r\n0\r\n*2\r\n:120000000\r\n:600000000\r\n" + prio);
+  ASSERT_EQ(e.size(), 10u);
   const RetryPolicy list = read_job_info(e, 0, "t").retry;
   EXPECT_EQ(list.kind, RetryPolicy::Kind::list);
   EXPECT_EQ(list.delays, (std::vector<Duration>{2min, 10min}));
   EXPECT_EQ(list.max_attempts, 4u);  // the job's max_attempts, whatever the list's length
 
-  e = elements_of(job + "*5\r\n:0\r\n:" + kMax + "\r\n$3\r\nabc\r\n:" + kMin + "\r\n:3\r\n");
-  ASSERT_EQ(e.size(), 9u);
+  e = elements_of(job + "*5\r\n:0\r\n:" + kMax + "\r\n$3\r\nabc\r\n:" + kMin + "\r\n:3\r\n" + prio);
+  ASSERT_EQ(e.size(), 10u);
   const RetryPolicy odd = read_job_info(e, 0, "t").retry;
   EXPECT_EQ(odd.kind, RetryPolicy::Kind::fixed);
   EXPECT_EQ(odd.base, Duration::max());
@@ -68,6 +69,32 @@ TEST(RedisReplies, AJobInfoCarriesItsRetryPolicy) {
   EXPECT_EQ(odd.cap, Duration::min());
   EXPECT_EQ(odd.jitter, 3.0);  // an integer reply is read as it is
   EXPECT_TRUE(odd.delays.empty());  // no delays element
+}
+
+// A job's priority (get, list_dead, and each job of a claim): a u32 as sent; a number no script
+// sends (negative, beyond 32 bits, not a number) reads as the default rather than wrapping.
+TEST(RedisReplies, APriorityIsAU32OrTheDefault) {
+  const auto prio = [](const std::string& resp) {
+    const std::vector<Reply> one = *parse_resp(resp);
+    return read_priority(one.at(0));
+  };
+  EXPECT_EQ(prio(":0\r\n"), 0u);
+  EXPECT_EQ(prio(":7\r\n"), 7u);
+  EXPECT_EQ(prio(":4294967295\r\n"), 4294967295u);
+  EXPECT_EQ(prio(":4294967296\r\n"), kDefaultPriority);
+  EXPECT_EQ(prio(":-1\r\n"), kDefaultPriority);
+  EXPECT_EQ(prio("$3\r\nabc\r\n"), kDefaultPriority);
+  // A claim of two jobs: 9 fields each, the priority last.
+  std::vector<Reply> e = elements_of(
+      "*19\r\n:0\r\n"
+      "$1\r\na\r\n$1\r\nt\r\n$0\r\n\r\n:1\r\n:3\r\n:5\r\n:1\r\n:2\r\n:9\r\n"
+      "$1\r\nb\r\n$1\r\nt\r\n$0\r\n\r\n:1\r\n:3\r\n:6\r\n:1\r\n:2\r\n:1024\r\n");
+  std::vector<Delivery> got;
+  ASSERT_TRUE(read_deliveries(e, &got));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].priority, 9u);
+  EXPECT_EQ(got[1].id, "b");
+  EXPECT_EQ(got[1].priority, kDefaultPriority);
 }
 
 // A claim that found nothing ready says how long until the next due time or lease deadline.

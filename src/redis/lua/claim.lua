@@ -1,9 +1,10 @@
--- claim (reserve): the ready job with the earliest due time among some topics, leased.
--- ARGV[4]: the number of topics (keys from KEYS[9] on, four per topic, in the caller's order);
--- ARGV[5]: the most jobs to take (1 if absent). Takes the ready job with the earliest due time
--- (ties: the topic listed first), again up to that many times; or says how long until the next
--- due time or lease deadline of those topics. Replies {0, then per job: id, topic, body,
--- attempt, max_attempts, fence, due, lease} or {6, µs until the next instant, or -1}.
+-- claim (reserve): the most urgent ready job among some topics, leased.
+-- ARGV[4]: the number of topics (keys from KEYS[9] on, five per topic, in the caller's order);
+-- ARGV[5]: the most jobs to take (1 if absent). Takes the ready job with the smallest priority,
+-- then the earliest due time (ties: the topic listed first), again up to that many times; or says
+-- how long until the next due time or lease deadline of those topics. Replies {0, then per job:
+-- id, topic, body, attempt, max_attempts, fence, due, lease, priority} or {6, µs until the next
+-- instant, or -1}.
 register('claim', function()
   local n, want = tonumber(ARGV[4]), tonumber(ARGV[5] or '1')
   for i = 1, n do advance(tkeys(i)) end

@@ -1,6 +1,6 @@
 -- get: a job's fields and body.
 -- ARGV[4..5]: id, topic. Replies {0, id, state, attempts, max_attempts, due, lease, ttr, body,
--- policy, topic}.
+-- policy, priority, topic}.
 register('get', function()
   local id, topic, k, j, err = the_job(false)
   if not j then return err end

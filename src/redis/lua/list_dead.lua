@@ -1,5 +1,5 @@
 -- list_dead: the oldest dead letters of a topic.
--- ARGV[4]: the most to list. Replies {0, then 9 fields per job as kGet}.
+-- ARGV[4]: the most to list. Replies {0, then 10 fields per job as kGet}.
 register('list_dead', function()
   local k = tkeys(1)
   advance(k)

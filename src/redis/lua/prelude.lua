@@ -9,16 +9,21 @@
 -- Conventions:
 --  - KEYS[1..8] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
 --    paused topics), emptied (a zset of the topics that emptied, by when: see forget_late()).
---    Then four keys per topic the script works on: delayed, ready, leases, dead.
+--    Then five keys per topic the script works on: delayed, ready, leases, dead, and q (the
+--    ready jobs whose priority is not the default's, see ready_add()).
 --    Nothing else is touched, so every script stays within one hash tag (one cluster slot).
---  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter);
---    the script's own arguments follow from ARGV[4].
+--  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter),
+--    or "<seed>:<now in µs>" from a client on a test clock (RedisOptions::clock), whose now then
+--    stands for the server's TIME; the script's own arguments follow from ARGV[4].
 --  - Times are integers in µs since the epoch, read from the server's TIME. Lua numbers are
 --    doubles, exact up to 2^53 µs (year 2255); they are formatted with %.0f before being handed
 --    to redis.call, whose own conversion (%.14g) would round them.
 --  - A job record is one field of the jobs hash: a byte with the topic's length, the topic, then
---    a MessagePack array {state, attempts, due, lease, ttr, fence, seq, policy}, policy being
---    {kind (0 fixed, 1 list, 2 exponential), max_attempts, base, factor, cap, jitter, {delays}}.
+--    a MessagePack array {state, attempts, due, lease, ttr, fence, seq, policy[, priority[,
+--    line seq]]}, policy being {kind (0 fixed, 1 list, 2 exponential), max_attempts, base, factor,
+--    cap, jitter, {delays}}. The priority is there only when it is not the default (1024), so a
+--    default record is an array of 8 (header 0x98); the line seq, with it, is where the job
+--    stands in its topic's q zset (kept while it is reserved, for release).
 --    The body is kept apart (the body hash) so that transitions never rewrite it.
 --  - Every reply is a table whose first element is a code (src/redis/scripts.h, ReplyCode): 0 for
 --    done, else a refusal: {2, state} duplicate id, {3} no such job, {4, state, attempts} stale
@@ -29,13 +34,19 @@
 -- TAG, the prefix of every function's name, is set by the line scripts.cc puts before this file.
 
 -- Set by setup() at the start of every call: the call's keys and arguments, the shard's keys,
--- the wake channel, max_delay, the jitter seed and the server's time.
+-- the wake channel, max_delay, the jitter seed and the server's time (or the test clock's).
 local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, PAUSED, EMPTIED, WAKE, MAXD, rng, NOW
 local function setup(keys, args)
   KEYS, ARGV = keys, args
   JOBS, BODY, SEQ, FENCE, TOPICS, STATS = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
   PAUSED, EMPTIED = keys[7], keys[8]
-  WAKE, MAXD, rng = args[1], tonumber(args[2]), tonumber(args[3])
+  WAKE, MAXD = args[1], tonumber(args[2])
+  local colon = string.find(args[3], ':', 1, true)
+  if colon then
+    rng, NOW = tonumber(string.sub(args[3], 1, colon - 1)), tonumber(string.sub(args[3], colon + 1))
+    return
+  end
+  rng = tonumber(args[3])
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
@@ -51,7 +62,11 @@ local function register(name, body)
 end
 
 local DELAYED, READY, RESERVED, DEAD = 0, 1, 2, 3
-local ST, AT, DUE, LEASE, TTR, FEN, SEQN, POL = 1, 2, 3, 4, 5, 6, 7, 8
+local ST, AT, DUE, LEASE, TTR, FEN, SEQN, POL, PRI, LSQ = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+-- The priority of a job that names none (kDefaultPriority, include/delayq/job.h): smaller is more
+-- urgent.
+local DEFAULT_PRI = 1024
+local function prio(j) return j[PRI] or DEFAULT_PRI end
 -- At most this many due jobs and this many expired leases per topic per call, so that a huge
 -- backlog cannot stall the server in one script; the rest is handled by the next calls.
 local CAP = 1000
@@ -67,9 +82,10 @@ end
 -- The keys of topic i, and its name `t`: the ready key is the shard's tag (JOBS without
 -- ':jobs'), ':r:', then the topic.
 local function tkeys(i)
-  local b = 8 + 4 * (i - 1)
+  local b = 8 + 5 * (i - 1)
   local r = KEYS[b + 2]
-  return {d = KEYS[b + 1], r = r, l = KEYS[b + 3], x = KEYS[b + 4], t = string.sub(r, #JOBS - 1)}
+  return {d = KEYS[b + 1], r = r, l = KEYS[b + 3], x = KEYS[b + 4], q = KEYS[b + 5],
+          t = string.sub(r, #JOBS - 1)}
 end
 
 -- A paused topic hands out nothing (Queue::pause): its ready jobs wait in its line.
@@ -134,10 +150,43 @@ local function due_ends()
 end
 local function wake(topic) redis.call('PUBLISH', WAKE, topic) end
 
--- Joins the back of the topic's line; `due` stays what it was.
+-- A topic's ready jobs stand in two zsets. Those of the default priority in `r`, scored by their
+-- line seq (when they joined the line), as before priorities existed; the others in `q`, scored
+-- by their priority (a u32: exact in a double), the member being the line seq as 8 bytes
+-- big-endian then the id, so that jobs of one priority sort by when they joined. (One score
+-- cannot hold both: 32 bits of priority and 40 or more of seq do not fit in a double's 53.) The
+-- most urgent ready job is q's head when its priority is below the default's, else r's head,
+-- else q's head (heads()).
+local function qmember(seq, id)
+  local b = {}
+  for i = 8, 1, -1 do
+    b[i] = seq % 256
+    seq = (seq - b[i]) / 256
+  end
+  return string.char(unpack(b)) .. id
+end
+
+-- Puts ready jobs on their topic's lines, with one ZADD per line: `jobs` a list of {id, j, seq},
+-- seq being where each joins (its line seq). Sets the line seq of the records in `q`.
+local function join_lines(jobs, k)
+  local r, q = {}, {}
+  for _, it in ipairs(jobs) do
+    local p = prio(it.j)
+    if p == DEFAULT_PRI then
+      r[#r + 1], r[#r + 2] = f(it.seq), it.id
+    else
+      it.j[LSQ] = it.seq
+      q[#q + 1], q[#q + 2] = f(p), qmember(it.seq, it.id)
+    end
+  end
+  if #r > 0 then redis.call('ZADD', k.r, unpack(r)) end
+  if #q > 0 then redis.call('ZADD', k.q, unpack(q)) end
+end
+
+-- Joins the back of the topic's line (of its priority); `due` stays what it was.
 local function make_ready(id, j, k)
   j[ST] = READY
-  redis.call('ZADD', k.r, f(redis.call('INCR', SEQ)), id)
+  join_lines({{id = id, j = j, seq = redis.call('INCR', SEQ)}}, k)
 end
 
 -- Delayed until `due`, or ready now (due = now) when `due` has come.
@@ -188,6 +237,10 @@ end
 
 local function detach(id, j, k)
   local s = j[ST]
+  if s == READY and prio(j) ~= DEFAULT_PRI then
+    redis.call('ZREM', k.q, qmember(j[LSQ] or 0, id))
+    return
+  end
   local key = (s == DELAYED and k.d) or (s == READY and k.r) or (s == RESERVED and k.l) or k.x
   redis.call('ZREM', key, id)
 end
@@ -253,8 +306,9 @@ end
 -- with scores) and no two share a due time, so the zset's order is already the order of their
 -- instants and no record needs decoding for the ties. Each record's state is patched in place:
 -- the msgpack array's header (0x98: 8 elements) is followed by the state, a one-byte fixint.
--- Returns false, having changed nothing, when the batch does not fit (the caller then takes
--- the general path).
+-- Only records of the default priority have that header (and go to `r`): a batch with any other
+-- does not fit. Returns false, having changed nothing, when the batch does not fit (the caller
+-- then takes the general path).
 local function ready_in_place(due, k)
   for i = 4, #due, 2 do
     if due[i] == due[i - 2] then return false end
@@ -316,16 +370,17 @@ local function advance(k)
   if #expired == 0 and #items > 0 then
     -- Only due delayed jobs (the common case): they join the line in that order, with a few
     -- commands for the whole batch instead of a few per job.
-    local ids, line, recs = {}, {}, {}
+    local ids, recs = {}, {}
     local seq = redis.call('INCRBY', SEQ, #items) - #items
     for i, it in ipairs(items) do
-      it.j[ST] = READY
+      it.j[ST], it.seq = READY, seq + i
       ids[i] = it.id
-      line[2 * i - 1], line[2 * i] = f(seq + i), it.id
+    end
+    join_lines(items, k)
+    for i, it in ipairs(items) do
       recs[2 * i - 1], recs[2 * i] = it.id, string.char(#it.topic) .. it.topic .. cmsgpack.pack(it.j)
     end
     redis.call('ZREM', k.d, unpack(ids))
-    redis.call('ZADD', k.r, unpack(line))
     redis.call('HSET', JOBS, unpack(recs))
     return
   end
@@ -398,84 +453,129 @@ local function dead_batch(fn)
   return #ids, k
 end
 
--- Takes the ready job with the earliest due time among topics 1..n (ties: the lower index),
--- again up to `want` times, leasing each. Returns {0, then per job: id, topic, body, attempt,
--- max_attempts, fence, due, lease}: just {0} when none is ready.
+-- The first `want` ready jobs of a topic in the order they are handed out, each {id, key, m}:
+-- the zset it stands in and its member there. q's jobs more urgent than the default come first,
+-- then r's, then the rest of q's (see join_lines()). With no job of another priority, as much
+-- work as r alone plus one ZRANGE of a key that does not exist.
+local function heads(k, want)
+  local q = redis.call('ZRANGE', k.q, 0, want - 1, 'WITHSCORES')
+  local out, i = {}, 1
+  while i < #q and tonumber(q[i + 1]) < DEFAULT_PRI do
+    out[#out + 1] = {id = string.sub(q[i], 9), key = k.q, m = q[i]}
+    i = i + 2
+  end
+  if #out < want then
+    for _, id in ipairs(redis.call('ZRANGE', k.r, 0, want - #out - 1)) do
+      out[#out + 1] = {id = id, key = k.r, m = id}
+    end
+  end
+  while i < #q and #out < want do
+    out[#out + 1] = {id = string.sub(q[i], 9), key = k.q, m = q[i]}
+    i = i + 2
+  end
+  return out
+end
+
+-- heads(k, 1) without its tables (the claim of one job, the hot path): the id, zset and member
+-- of the topic's most urgent ready job, or nothing.
+local function head(k)
+  local q = redis.call('ZRANGE', k.q, 0, 0, 'WITHSCORES')
+  if q[1] and tonumber(q[2]) < DEFAULT_PRI then return string.sub(q[1], 9), k.q, q[1] end
+  local r = redis.call('ZRANGE', k.r, 0, 0)[1]
+  if r then return r, k.r, r end
+  if q[1] then return string.sub(q[1], 9), k.q, q[1] end
+end
+
+-- Leases the ready job `id` of topic `t` (record `j`, body `body`, fence `fence`) and appends it to
+-- a claim's reply `out`: id, topic, body, attempt, max_attempts, fence, due, lease, priority.
+local function lease(out, id, t, j, body, fence, tally)
+  j[ST], j[AT], j[FEN], j[LEASE] = RESERVED, j[AT] + 1, fence, NOW + j[TTR]
+  local o = #out
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, body or '', j[AT]
+  out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
+  out[o + 9] = prio(j)
+  tally_late(tally, t, j)
+end
+
+-- Takes the most urgent ready job among topics 1..n: the smallest priority, then the earliest
+-- due time (ties: the lower index), again up to `want` times, leasing each. Returns {0, then 9
+-- fields per job as lease() appends them}: just {0} when none is ready.
 local function take(n, want)
   local out = {0}
+  local tally = {}
   if n == 1 and want > 1 then
-    -- One topic: the first `want` of its line, with a few commands for all of them.
+    -- One topic: the first `want` of its lines, with a few commands for all of them.
     local k = tkeys(1)
     if held(k) then return out end
-    local ids = redis.call('ZRANGE', k.r, 0, want - 1)
-    if #ids > 0 then
+    local hs = heads(k, want)
+    if #hs > 0 then
+      local ids, gone = {}, {[k.r] = {}, [k.q] = {}}
+      for i, h in ipairs(hs) do
+        ids[i] = h.id
+        local g = gone[h.key]
+        g[#g + 1] = h.m
+      end
       local raws = redis.call('HMGET', JOBS, unpack(ids))
       local bodies = redis.call('HMGET', BODY, unpack(ids))
       local fence = redis.call('INCRBY', FENCE, #ids) - #ids
-      local leases, recs, taken, tally = {}, {}, 0, {}
+      local leases, recs, taken = {}, {}, 0
       for i, id in ipairs(ids) do
         if raws[i] then
           local m = string.byte(raws[i], 1)
           local t = string.sub(raws[i], 2, m + 1)
           local j = cmsgpack.unpack(string.sub(raws[i], m + 2))
           fence = fence + 1
-          j[ST], j[AT], j[FEN], j[LEASE] = RESERVED, j[AT] + 1, fence, NOW + j[TTR]
+          lease(out, id, t, j, bodies[i], fence, tally)
           leases[#leases + 1] = f(j[LEASE])
           leases[#leases + 1] = id
           recs[#recs + 1] = id
           recs[#recs + 1] = string.char(#t) .. t .. cmsgpack.pack(j)
-          local o = #out
-          out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, bodies[i] or '', j[AT]
-          out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
-          tally_late(tally, t, j)
           taken = taken + 1
         end
       end
-      redis.call('ZREM', k.r, unpack(ids))  -- leftovers without a record go too
+      -- Leftovers without a record go too.
+      for key, ms in pairs(gone) do
+        if #ms > 0 then redis.call('ZREM', key, unpack(ms)) end
+      end
       if taken > 0 then
         redis.call('ZADD', k.l, unpack(leases))
         redis.call('HSET', JOBS, unpack(recs))
         redis.call('HINCRBY', STATS, 'delivered', taken)
         flush_late(tally)
-        return out
       end
     end
-  else
-    local tally = {}
-    for _ = 1, want do
-      local best, bj, bt, bk
-      for i = 1, n do
-        local k = tkeys(i)
-        local head = not held(k) and redis.call('ZRANGE', k.r, 0, 0)[1]
-        if head then
-          local j, t = load(head)
-          if j and (best == nil or j[DUE] < bj[DUE]) then best, bj, bt, bk = head, j, t, k end
+    return out
+  end
+  for _ = 1, want do
+    local best, bkey, bm, bj, bt, bk
+    for i = 1, n do
+      local k = tkeys(i)
+      local id, key, m
+      if not held(k) then id, key, m = head(k) end
+      if id then
+        local j, t = load(id)
+        if j and (best == nil or prio(j) < prio(bj) or (prio(j) == prio(bj) and j[DUE] < bj[DUE])) then
+          best, bkey, bm, bj, bt, bk = id, key, m, j, t, k
         end
       end
-      if not best then break end
-      redis.call('ZREM', bk.r, best)
-      bj[ST] = RESERVED
-      bj[AT] = bj[AT] + 1
-      bj[FEN] = redis.call('INCR', FENCE)
-      bj[LEASE] = NOW + bj[TTR]
-      redis.call('ZADD', bk.l, f(bj[LEASE]), best)
-      save(best, bt, bj)
-      count('delivered')
-      local o = #out
-      local body = redis.call('HGET', BODY, best) or ''
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = best, bt, body, bj[AT]
-      out[o + 5], out[o + 6], out[o + 7], out[o + 8] = bj[POL][2], bj[FEN], bj[DUE], bj[LEASE]
-      tally_late(tally, bt, bj)
     end
-    flush_late(tally)
+    if not best then break end
+    redis.call('ZREM', bkey, bm)
+    lease(out, best, bt, bj, redis.call('HGET', BODY, best), redis.call('INCR', FENCE), tally)
+    redis.call('ZADD', bk.l, f(bj[LEASE]), best)
+    save(best, bt, bj)
+    count('delivered')
   end
+  flush_late(tally)
   return out
 end
 
--- A job as get and list_dead reply it: 9 fields, the last its policy {kind, base, factor, cap,
--- jitter, {delays}} with factor and jitter as text (a reply turns a Lua number into an integer).
+-- A job as get and list_dead reply it: 10 fields, the ninth its policy {kind, base, factor, cap,
+-- jitter, {delays}} with factor and jitter as text (a reply turns a Lua number into an integer),
+-- the tenth its priority.
 local function info(id, j)
   local p = j[POL]
   local pol = {p[1], p[3], string.format('%.17g', p[4]), p[5], string.format('%.17g', p[6]), p[7]}
-  return {id, j[ST], j[AT], p[2], j[DUE], j[LEASE], j[TTR], redis.call('HGET', BODY, id) or '', pol}
+  return {id, j[ST], j[AT], p[2], j[DUE], j[LEASE], j[TTR], redis.call('HGET', BODY, id) or '', pol,
+          prio(j)}
 end

@@ -1,8 +1,8 @@
 -- push_many (push_batch): many jobs of one topic in one run, the same as that many push scripts in
 -- a row (duplicates refused one by one, a repeated id of the batch included), with a few commands
 -- for the whole batch. ARGV[4] the topic, ARGV[5] the number of jobs, then per job: id, body, delay
--- (µs or ''), due_at (µs or ''), ttr, kind, max_attempts, base, factor, cap, jitter, the number of
--- delays, the delays. Replies {0, per job: -1 if pushed, else the stored state of the job that
+-- (µs or ''), due_at (µs or ''), ttr, priority, kind, max_attempts, base, factor, cap, jitter, the
+-- number of delays, the delays. Replies {0, per job: -1 if pushed, else the stored state of the job that
 -- holds the id}.
 register('push_many', function()
   local topic, n = ARGV[4], tonumber(ARGV[5])
@@ -10,9 +10,9 @@ register('push_many', function()
   local jobs, ids = {}, {}
   local a = 6
   for i = 1, n do
-    local nd = tonumber(ARGV[a + 11])
+    local nd = tonumber(ARGV[a + 12])
     local delays = {}
-    for d = 1, nd do delays[d] = tonumber(ARGV[a + 11 + d]) end
+    for d = 1, nd do delays[d] = tonumber(ARGV[a + 12 + d]) end
     local due = NOW
     if ARGV[a + 2] ~= '' then
       due = NOW + tonumber(ARGV[a + 2])
@@ -20,10 +20,11 @@ register('push_many', function()
       due = tonumber(ARGV[a + 3])
     end
     jobs[i] = {id = ARGV[a], body = ARGV[a + 1], due = due, ttr = tonumber(ARGV[a + 4]),
-               pol = {tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7]),
-                      tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]), tonumber(ARGV[a + 10]), delays}}
+               pri = tonumber(ARGV[a + 5]),
+               pol = {tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]),
+                      tonumber(ARGV[a + 9]), tonumber(ARGV[a + 10]), tonumber(ARGV[a + 11]), delays}}
     ids[i] = ARGV[a]
-    a = a + 12 + nd
+    a = a + 13 + nd
   end
   local old = redis.call('HMGET', JOBS, unpack(ids))
   local out, taken, new, ready = {0}, {}, {}, 0
@@ -48,11 +49,12 @@ register('push_many', function()
   for _, job in ipairs(new) do
     seq = seq + 1
     local j = {DELAYED, 0, job.due, 0, job.ttr, 0, seq, job.pol}
+    if job.pri ~= DEFAULT_PRI then j[PRI] = job.pri end  -- a default record stays an array of 8
+    job.j = j
     if job.due <= NOW then
       seq = seq + 1
       j[ST], j[DUE] = READY, NOW
-      line[#line + 1] = f(seq)
-      line[#line + 1] = job.id
+      line[#line + 1] = {id = job.id, j = j, seq = seq}
     else
       delayed[#delayed + 1] = f(job.due)
       delayed[#delayed + 1] = job.id
@@ -60,12 +62,14 @@ register('push_many', function()
     end
     bodies[#bodies + 1] = job.id
     bodies[#bodies + 1] = job.body
+  end
+  join_lines(line, k)  -- before the records are packed: it notes their line seq
+  for _, job in ipairs(new) do
     recs[#recs + 1] = job.id
-    recs[#recs + 1] = string.char(#topic) .. topic .. cmsgpack.pack(j)
+    recs[#recs + 1] = string.char(#topic) .. topic .. cmsgpack.pack(job.j)
   end
   redis.call('HSET', BODY, unpack(bodies))
   redis.call('HSET', JOBS, unpack(recs))
-  if #line > 0 then redis.call('ZADD', k.r, unpack(line)) end
   if #delayed > 0 then redis.call('ZADD', k.d, unpack(delayed)) end
   add_to_topic(topic, #new)
   redis.call('HINCRBY', STATS, 'pushed', #new)

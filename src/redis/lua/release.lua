@@ -1,12 +1,22 @@
 -- release: a delivery undone. ARGV[4..6]: id, topic, fence. The job goes back in the line where it
 -- was (before the first job due after it, ties: pushed after it), its attempt uncounted. The line's
 -- scores are its order, so the job takes a score between its neighbours' (below the head's when it
--- goes first, as it usually does: it was the head when it was taken).
+-- goes first, as it usually does: it was the head when it was taken). A job of another priority
+-- than the default goes back into q under the line seq it had there, so before the jobs of its
+-- priority that joined after it.
 register('release', function()
   local id, topic, k, j, err = the_job(true)
   if not j then return err end
   advance(k)
   redis.call('ZREM', k.l, id)
+  if prio(j) ~= DEFAULT_PRI then
+    j[ST], j[AT] = READY, j[AT] - 1
+    join_lines({{id = id, j = j, seq = j[LSQ] or redis.call('INCR', SEQ)}}, k)
+    save(id, topic, j)
+    count('released')
+    wake(topic)
+    return {0}
+  end
   local function after(o) return o[DUE] < j[DUE] or (o[DUE] == j[DUE] and o[SEQN] < j[SEQN]) end
   local score, prev, from = nil, nil, 0
   while score == nil and from < CAP do

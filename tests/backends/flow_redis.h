@@ -1,0 +1,53 @@
+// The Redis backend for the flow suites (flow_fixture.h), for the suites whose rules the Redis
+// backend keeps (flow_priority_test.cc): instantiate with with_redis(backends()) and link
+// delayq::redis.
+//
+// Redis: open_redis against one private redis-server per test binary (tests/support/
+// redis_server.h, started by the first Redis test, killed when the binary exits), on the test's
+// ManualClock through RedisOptions::clock (the scripts then read that clock, never the server's
+// TIME). Each test has a queue of its own; reopen() opens the same queue, which keeps its jobs.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "delayq/redis.h"
+#include "flow_fixture.h"
+#include "redis_server.h"
+
+namespace delayq::flow {
+
+class RedisBackend : public Backend {
+ public:
+  RedisBackend() : queue_("flow" + std::to_string(next_queue_.fetch_add(1))) {}
+
+  Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
+    testing::RedisServer& server = the_server();
+    if (!server.started()) return Status(Errc::unavailable, "redis-server did not start: " + server.log());
+    RedisOptions o;
+    o.url = server.url();
+    o.queue = queue_;
+    o.limits = l;
+    o.seed = 7;
+    o.clock = &clock;
+    return open_redis(o);
+  }
+  bool keeps_jobs() const override { return true; }
+
+ private:
+  static testing::RedisServer& the_server() {
+    static testing::RedisServer server;  // thread-safe start; its destructor kills it at exit
+    return server;
+  }
+  static inline std::atomic<int> next_queue_{0};
+  std::string queue_;
+};
+
+inline std::vector<BackendKind> with_redis(std::vector<BackendKind> kinds) {
+  kinds.push_back({"Redis", [] { return std::make_unique<RedisBackend>(); }});
+  return kinds;
+}
+
+}  // namespace delayq::flow
