@@ -323,7 +323,7 @@ TEST_F(PrefixCheck, AJobAConsumerTookKeepsItsPushAndEveryCallBeforeIt) {
   v = verdict();
   ASSERT_TRUE(v.explained) << v.why;
   EXPECT_EQ(v.lost, 1u);
-  EXPECT_EQ(v.lost_in[2], 1u);
+  EXPECT_EQ(v.lost_in[kConsumerLane], 1u);
   // The delivery kept, the push of job 2 (before job 6's) lost: no prefix.
   seen_ = {{2, Obs{}}, {6, held(6, 1)}};
   v = verdict();
@@ -352,7 +352,7 @@ TEST_F(PrefixCheck, TheConsumeLoopsReservesAndAcksAreOneLane) {
   seen_[7] = waiting(7);  // both lost
   v = verdict();
   ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost_in[3], 2u);
+  EXPECT_EQ(v.lost_in[kConsumeLane], 2u);
   // A call of thread 1 that began after the consume() loop's delivery returned: kept, it keeps
   // the delivery.
   push(1, 5);
