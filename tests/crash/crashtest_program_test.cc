@@ -65,6 +65,8 @@ Ran run_planted(const std::string& dir, const std::string& fault, const std::str
   EXPECT_EQ(broken_promises(r.out), 1u) << r.out;
   EXPECT_NE(r.out.find("verdict: a promise broke"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(": a reopened store shows it "), std::string::npos) << r.out;
+  EXPECT_NE(line_with(r.out, "replay: delayq-crashtest ").find(" --seed 4242"), std::string::npos)
+      << r.out;
   EXPECT_FALSE(fs::exists(dir));
   return r;
 }
