@@ -2,12 +2,12 @@
 //
 // Each of the worker's `threads` threads (a run's setting, Model::threads: 1 to kMaxThreads, 2 in
 // the in-tree tests) owns two topics and the jobs on them (ids with job % threads == its index),
-// so that its calls never race another thread's on one job while
-// their writes to the store overlap (and share fsyncs); with the consumers it only pushes the
-// jobs of its second topic, which the consumer thread or consume() take (below): their
-// reservations race its pushes, as intended, and nothing else does. Everything about a job that the
-// driver checks (topic, body, ttr, retry policy) is a function of its number and the run's salt, so
-// both processes know it without sending it.
+// so that its calls never race another thread's on one job while their writes to the store
+// overlap (and share fsyncs); with the consumers, threads 0 and 1 only push the jobs of their
+// second topic, which the consumer thread or consume() take (below): their reservations race
+// those pushes, as intended, and nothing else does. Everything about a job that the driver
+// checks (topic, body, ttr, retry policy) is a function of its number, the run's salt and the
+// number of threads, so both processes know it without sending it.
 #pragma once
 
 #include <array>

@@ -83,7 +83,11 @@ struct Model {
   size_t topic_index(uint64_t job) const { return topic_index_of(job, threads); }
   // Whether the workers run the consumer thread (load.h): the kill and power-loss cycles do.
   bool consumer = false;
-  bool consumed_topic(size_t topic) const { return consumer && topic % 2 == 1; }
+  // The topics the consumers take: the second of threads 0 and 1 (the second topics of threads
+  // 2 and up are their own threads', like their first).
+  bool consumed_topic(size_t topic) const {
+    return consumer && (topic == kConsumerTopic || topic == kConsumeTopic);
+  }
   // The worker thread that makes the calls on a job (other than its push, by owner()), and
   // the one that reserves it.
   size_t handler_of(uint64_t job) const {
