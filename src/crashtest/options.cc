@@ -26,6 +26,9 @@ std::string whole(std::string_view flag, std::string_view text, int64_t lo, int6
 
 }  // namespace
 
+// The text below names kMaxThreads.
+static_assert(crash::kMaxThreads == 8, "--help says --threads goes up to 8");
+
 const char* help_text() {
   return R"(usage: delayq-crashtest --dir DIR [options]
 
@@ -44,10 +47,16 @@ compares every job's state, due time, attempts and lease with what the answered 
                     with a 30 ms horizon).
   --cycles N        cycles per mode, from 1 to 1000000 (default 50).
   --duration S      run for S seconds (1 to 604800) instead of a number of cycles.
+  --threads N       racing worker threads in each worker process, from 1 to 8 (default 2).
+                    Each pushes and calls on jobs of two topics of its own; a consumer thread
+                    and a consume() loop run beside them (with 1, no thread feeds the loop).
   --mode M          kill (SIGKILL only), power (a simulated power loss after each kill: every
                     file cut back to what was synced), or both (default).
   --seed S          the seed of the run's choices (0 to 18446744073709551615; default random).
-                    A failed run prints the seed and the flags that replay it.
+                    A seed replays the same call mix; thread interleaving and kill instants
+                    may differ, so a rerun may break the promise in another cycle, or not at
+                    all. A failed run prints the seed and every flag that reruns it with the
+                    same settings.
   --json            the final report as one JSON object instead of text.
   --no-progress     no progress line on standard error while the run goes.
   --help            this text.
@@ -101,6 +110,11 @@ std::string parse_options(int argc, char** argv, Options& o) {
         o.cycles = static_cast<int>(n);
         cycles_given = true;
       }
+    } else if (a == "--threads") {
+      int64_t n = 0;
+      const int64_t most = static_cast<int64_t>(crash::kMaxThreads);
+      if (err = value(v); err.empty() && (err = whole(a, v, 1, most, n)).empty())
+        o.threads = static_cast<size_t>(n);
     } else if (a == "--duration") {
       if (err = value(v); err.empty()) err = whole(a, v, 1, kMaxDurationS, o.duration_s);
     } else if (a == "--mode") {
@@ -121,11 +135,11 @@ std::string parse_options(int argc, char** argv, Options& o) {
       }
     } else if (a == "--plant-fault") {  // the program's own test; not in --help
       if (err = value(v); err.empty()) {
-        for (const char* f : kPlantable)
-          if (v == f) o.plant = f;
+        for (const Plantable& f : kPlantable)
+          if (v == f.name) o.plant = f.name;
         if (o.plant.empty())
-          err = "--plant-fault takes drop-answered-write, resurrect-gone-job or move-due-time, "
-                "not '" + std::string(v) + "'";
+          err = "--plant-fault takes drop-answered-write, resurrect-gone-job, move-due-time, "
+                "deliver-early, worker-dies or batch-without-sync, not '" + std::string(v) + "'";
       }
     } else {
       err = "unknown argument '" + std::string(a) + "' (--help lists the flags)";
@@ -136,8 +150,15 @@ std::string parse_options(int argc, char** argv, Options& o) {
   if (o.dir.empty()) return "--dir DIR is required: a directory on the volume to test";
   if (cycles_given && o.duration_s > 0) return "give --cycles or --duration, not both";
   if (!cycles_given && o.duration_s == 0) o.cycles = kDefaultCycles;
-  if (!o.plant.empty() && o.modes == Modes::power)
-    return "--plant-fault needs the kill cycles (--mode kill or both)";
+  for (const Plantable& f : kPlantable) {
+    if (o.plant != f.name) continue;
+    if (!f.power && o.modes == Modes::power)
+      return "--plant-fault " + o.plant + " needs the kill cycles (--mode kill or both)";
+    if (f.power && o.modes == Modes::kill)
+      return "--plant-fault " + o.plant + " needs the power-loss cycles (--mode power or both)";
+    if (f.power && o.sync && *o.sync != Sync::batch)
+      return "--plant-fault " + o.plant + " needs Sync::batch cycles (--sync batch, or none)";
+  }
   return "";
 }
 
@@ -167,7 +188,7 @@ std::string replay_flags(const Options& o, Modes modes, int cycles) {
   s += " --horizon " + tier_text(o);
   s += cycles > 0 ? " --cycles " + std::to_string(cycles)
                   : " --duration " + std::to_string(o.duration_s);
-  s += " --seed " + std::to_string(o.seed);
+  s += " --threads " + std::to_string(o.threads) + " --seed " + std::to_string(o.seed);
   if (!o.plant.empty()) s += " --plant-fault " + o.plant;
   return s;
 }

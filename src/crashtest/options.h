@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "crash/load.h"
 #include "delayq/store.h"
 
 namespace delayq::crashtest {
@@ -18,21 +19,28 @@ struct Options {
   Tier tier = Tier::mixed;
   Duration horizon{};  // Tier::on: the horizon asked for; mixed: the harness's own (30 ms)
   int cycles = 0;      // per mode; 0 with duration_s
+  size_t threads = crash::kDefaultThreads;  // racing worker threads, 1 to crash::kMaxThreads
   int64_t duration_s = 0;
   uint64_t seed = 0;
   bool seed_given = false;
   Modes modes = Modes::both;
   bool json = false;
   bool progress = true;
-  // Hidden: --plant-fault NAME (the program's own tests): a fault put in the store after a kill,
-  // before the check, once per run: one of kPlantable, "" for none.
+  // Hidden: --plant-fault NAME (the program's own tests): a fault planted in the run (run.cc),
+  // one of kPlantable, "" for none.
   std::string plant;
   bool help = false;
 };
 
-// The faults --plant-fault can plant (run.cc), each breaking one promise of the report.
-inline constexpr const char* kPlantable[] = {"drop-answered-write", "resurrect-gone-job",
-                                             "move-due-time"};
+// The faults --plant-fault can plant (run.cc), each breaking one promise of the report; planted
+// in the kill cycles, or (power) in the power-loss cycles.
+struct Plantable {
+  const char* name;
+  bool power;
+};
+inline constexpr Plantable kPlantable[] = {
+    {"drop-answered-write", false}, {"resurrect-gone-job", false}, {"move-due-time", false},
+    {"deliver-early", false},       {"worker-dies", false},        {"batch-without-sync", true}};
 
 constexpr int kDefaultCycles = 50;
 constexpr int kMaxCycles = 1'000'000;

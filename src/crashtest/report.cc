@@ -46,6 +46,21 @@ std::vector<std::pair<const char*, uint64_t>> calls_of(const RunResult& r) {
           {"consume", sum(&C::consumed)},   {"refused", sum(&C::refused)}};
 }
 
+// The calls begun, by the thread that made them (both modes' workers, and the drains, whose
+// calls count as a worker thread's and the consumers'): each worker thread of the run (and any
+// other that made calls: none should), the consumer thread, the consume() loop.
+std::vector<std::pair<std::string, uint64_t>> calls_by_thread(const RunResult& r, size_t threads) {
+  auto of = [&](size_t t) {
+    return r.kill.m.counts.by_thread[t] + r.power.m.counts.by_thread[t];
+  };
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (size_t t = 0; t < kMaxThreads; ++t)
+    if (t < threads || of(t) > 0) out.emplace_back("thread " + std::to_string(t), of(t));
+  out.emplace_back("consumer", of(kConsumer));
+  out.emplace_back("consume()", of(kConsumeAcks) + of(kConsumeReserves));
+  return out;
+}
+
 std::string json_text(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
@@ -113,7 +128,8 @@ int print_report(const Options& o, const RunResult& r) {
   if (o.json) {
     std::string s = "{\"dir\":" + json_text(o.dir) + ",\"seed\":" + std::to_string(o.seed) +
                     ",\"sync\":" + json_text(sync_text(o.sync)) + ",\"horizon\":" +
-                    json_text(tier_text(o)) + ",\"mode\":\"" + modes_text(o.modes) + "\"";
+                    json_text(tier_text(o)) + ",\"mode\":\"" + modes_text(o.modes) +
+                    "\",\"threads\":" + std::to_string(o.threads);
     if (r.kill.asked)
       s += ",\"kill\":{\"cycles\":" + std::to_string(r.kill.cycles) +
            ",\"per_sync\":" + per_sync_json(kt.per_mode) + ",\"disk_tier_cycles\":" +
@@ -135,6 +151,11 @@ int print_report(const Options& o, const RunResult& r) {
     s += ",\"calls\":{";
     for (size_t i = 0; i < calls.size(); ++i)
       s += std::string(i ? "," : "") + "\"" + calls[i].first + "\":" + std::to_string(calls[i].second);
+    s += "},\"calls_by_thread\":{";
+    const auto by_thread = calls_by_thread(r, o.threads);
+    for (size_t i = 0; i < by_thread.size(); ++i)
+      s += std::string(i ? "," : "") + json_text(by_thread[i].first) + ":" +
+           std::to_string(by_thread[i].second);
     s += "},\"promises\":{";
     for (size_t i = 0; i < kPromises; ++i) {
       const bool untested = static_cast<Promise>(i) == Promise::batch_bound && !batch_tested;
@@ -157,9 +178,10 @@ int print_report(const Options& o, const RunResult& r) {
       o.tier == Tier::off     ? "off"
       : o.tier == Tier::mixed ? "in half the cycles (horizon " + std::to_string(tiny) + " ms)"
                               : "on (horizon " + tier_text(o) + " ms)";
-  std::printf("delayq-crashtest on %s: sync %s, disk tier %s, mode %s, seed %llu\n", o.dir.c_str(),
-              sync_text(o.sync).c_str(), tier.c_str(), modes_text(o.modes),
-              (unsigned long long)o.seed);
+  std::printf("delayq-crashtest on %s: sync %s, disk tier %s, mode %s, %zu worker thread%s, "
+              "seed %llu\n",
+              o.dir.c_str(), sync_text(o.sync).c_str(), tier.c_str(), modes_text(o.modes),
+              o.threads, o.threads == 1 ? "" : "s", (unsigned long long)o.seed);
   if (r.kill.asked)
     std::printf(
         "kill cycles: %d in %.1f s (%s; %d with the disk tier)\n"
@@ -180,6 +202,11 @@ int print_report(const Options& o, const RunResult& r) {
   std::printf("calls made:");
   for (size_t i = 0; i < calls.size(); ++i)
     std::printf("%s %s %llu", i ? "," : "", calls[i].first, (unsigned long long)calls[i].second);
+  std::printf("\ncalls by thread:");
+  const auto by_thread = calls_by_thread(r, o.threads);
+  for (size_t i = 0; i < by_thread.size(); ++i)
+    std::printf("%s %s %llu", i ? "," : "", by_thread[i].first.c_str(),
+                (unsigned long long)by_thread[i].second);
   std::printf("\npromises:\n");
   for (size_t i = 0; i < kPromises; ++i) {
     const bool untested = static_cast<Promise>(i) == Promise::batch_bound && !batch_tested;

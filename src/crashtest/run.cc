@@ -42,19 +42,35 @@ void clear_stores(const std::string& dir) {
 CycleChoices choices_of(const Options& o, int first) {
   CycleChoices c;
   c.first = first;
+  if (o.plant == "deliver-early") c.worker_fault = WorkerFault::early_delivery;
+  if (o.plant == "worker-dies") c.worker_fault = WorkerFault::dies;
   if (o.sync) c.sync = [s = *o.sync](int) { return s; };
   if (o.tier == Tier::off) c.horizon = [](int) { return Duration::max(); };
   if (o.tier == Tier::on) c.horizon = [h = o.horizon](int) { return h; };
   return c;
 }
 
-// --plant-fault: after a kill, before the check, the store is changed as a faulty disk or
+// --plant-fault (options.h), the program's own tests: a fault planted in the run, that only this
+// hidden flag plants. After a kill, before the check, the store is changed as a faulty disk or
 // store could have changed it, through the Queue's own calls, once per run:
 //   drop-answered-write  a waiting job whose push was answered is taken out (cancel);
 //   resurrect-gone-job   a job the answered calls left gone is back (push with its id);
 //   move-due-time        a waiting job's due time moves an hour later (reschedule).
-void plant_fault(const std::string& fault, Model& m, const std::string& dir,
-                 std::string& planted) {
+// In the kill cycles' workers (WorkerFault, tests/crash/worker.h), until a promise breaks:
+//   deliver-early        a delivery is reported due an hour later than the store said (a store
+//                        that hands out a job an hour early);
+//   worker-dies          the worker aborts 2 ms after its store opened.
+// In the power-loss cycles:
+//   batch-without-sync   the workers of the Sync::batch cycles run Sync::none, still checked as
+//                        Sync::batch (a store that never syncs though asked to every 8 calls).
+const char* worker_fault_text(WorkerFault f) {
+  return f == WorkerFault::early_delivery
+             ? "each kill cycle's worker reports its first delivery due an hour later than the "
+               "store said (a store that hands out a job an hour early)"
+             : "each kill cycle's worker aborts 2 ms after its store opened";
+}
+
+void plant_fault(const std::string& fault, Model& m, const std::string& dir, std::string& planted) {
   if (!planted.empty()) return;
   const bool resurrect = fault == "resurrect-gone-job";
   std::optional<uint64_t> target;
@@ -84,7 +100,7 @@ void plant_fault(const std::string& fault, Model& m, const std::string& dir,
     s = (**q).cancel(id);
     planted = "the answered push of " + id + " dropped";
   } else if (resurrect) {
-    s = (**q).push(spec_of(m.salt, *target, std::chrono::hours(1))).status();
+    s = (**q).push(spec_of(m.salt, *target, std::chrono::hours(1), m.threads)).status();
     planted = "the gone " + id + " pushed back";
   } else {
     s = (**q).reschedule(id, wall_now() + std::chrono::hours(1));
@@ -147,8 +163,8 @@ RunResult run_cycles(const Options& o) {
   RunResult r;
   r.kill.asked = o.modes != Modes::power;
   r.power.asked = o.modes != Modes::kill;
-  r.kill.m = new_model(o.seed);
-  r.power.m = new_model(o.seed ^ 0x90e4);
+  r.kill.m = new_model(o.seed, o.threads);
+  r.power.m = new_model(o.seed ^ 0x90e4, o.threads);
   const Steady::time_point t0 = Steady::now();
   const Steady::time_point until = t0 + std::chrono::seconds(o.duration_s);
   const bool tty = isatty(STDERR_FILENO) == 1;
@@ -165,12 +181,15 @@ RunResult run_cycles(const Options& o) {
   while (wants(r.kill) || wants(r.power)) {
     if (wants(r.kill)) {
       const Steady::time_point c0 = Steady::now();
+      const CycleChoices c = choices_of(o, r.kill.cycles);
+      if (c.worker_fault != WorkerFault::none) r.planted = worker_fault_text(c.worker_fault);
       const int n = o.cycles > 0 ? std::min(kChunk, o.cycles - r.kill.cycles) : kChunk;
       std::function<void(Model&, const std::string&)> plant;
-      if (!o.plant.empty())
+      if (!o.plant.empty() && c.worker_fault == WorkerFault::none &&
+          o.plant != "batch-without-sync")
         plant = [&](Model& m, const std::string& d) { plant_fault(o.plant, m, d, r.planted); };
       run_kill_cycles(r.kill.m, n, o.seed ^ mix(static_cast<uint64_t>(r.kill.cycles) + 1),
-                      kill_dir(o.dir), r.kill.kill, plant, choices_of(o, r.kill.cycles));
+                      kill_dir(o.dir), r.kill.kill, plant, c);
       r.kill.cycles = r.kill.kill.done_cycles;
       kill_secs += std::chrono::duration<double>(Steady::now() - c0).count();
     }
@@ -180,8 +199,17 @@ RunResult run_cycles(const Options& o) {
       PowerPlan plan;
       plan.cycles = o.cycles > 0 ? std::min(kChunk, o.cycles - r.power.cycles) : kChunk;
       plan.seed = o.seed ^ mix(static_cast<uint64_t>(r.power.cycles) + 0x90e4);
-      plan.run_mode = c.sync ? c.sync : power_mode;
-      plan.checked_mode = plan.run_mode;
+      plan.checked_mode = c.sync ? c.sync : power_mode;
+      plan.run_mode = plan.checked_mode;
+      if (o.plant == "batch-without-sync") {
+        plan.run_mode = [checked = plan.checked_mode](int cycle) {
+          const Sync s = checked(cycle);
+          return s == Sync::batch ? Sync::none : s;
+        };
+        r.planted =
+            "the Sync::batch cycles' workers run Sync::none (never sync), checked as "
+            "Sync::batch";
+      }
       plan.first = r.power.cycles;
       plan.horizon = c.horizon;
       run_power_cycles(r.power.m, plan, power_dir(o.dir), r.power.power);

@@ -11,12 +11,12 @@ namespace {
 using Steady = std::chrono::steady_clock;
 constexpr auto kDrainLimit = 10s;
 
-std::string static_problem(const JobInfo& info, uint64_t salt, uint64_t job) {
+std::string static_problem(const JobInfo& info, uint64_t salt, size_t threads, uint64_t job) {
   const std::string pushed = body_of(salt, job);
   if (info.body != pushed)
     return "its body (" + std::to_string(info.body.size()) + " bytes) differs from the one " +
            "pushed (" + std::to_string(pushed.size()) + " bytes)";
-  if (info.topic != topic_of(job)) return "it is on topic " + info.topic;
+  if (info.topic != topic_of(job, threads)) return "it is on topic " + info.topic;
   if (info.max_attempts != kMaxAttempts)
     return "its max_attempts is " + std::to_string(info.max_attempts);
   if (info.ttr != ttr_of(job)) return "its ttr is " + ms_text(info.ttr);
@@ -58,7 +58,8 @@ Observation observe(Queue& q, const Model& m) {
       ob.attempts = got->attempts;
       ob.due = ns_of(got->due);
       ob.lease = ns_of(got->lease_deadline);
-      if (std::string why = static_problem(*got, m.salt, job); !why.empty()) o.wrong[job] = why;
+      if (std::string why = static_problem(*got, m.salt, m.threads, job); !why.empty())
+        o.wrong[job] = why;
     } else if (!got.is(Errc::not_found)) {
       o.wrong[job] = "get() failed: " + got.status().to_string();
     }
@@ -190,7 +191,8 @@ void sweep_forgotten(Queue& q, Model& m) {
   }
 }
 
-std::vector<std::string> delivery_static_problems(const Delivery& d, uint64_t salt) {
+std::vector<std::string> delivery_static_problems(const Delivery& d, const Model& m) {
+  const uint64_t salt = m.salt;
   std::vector<std::string> out;
   const std::optional<uint64_t> job = parse_job_id(d.id);
   if (!job) {
@@ -202,7 +204,7 @@ std::vector<std::string> delivery_static_problems(const Delivery& d, uint64_t sa
     out.push_back(d.id + att + " delivered with a body of " + std::to_string(d.body.size()) +
                   " bytes that differs from the " + std::to_string(body_of(salt, *job).size()) +
                   " bytes pushed");
-  if (d.topic != topic_of(*job)) out.push_back(d.id + " delivered on topic " + d.topic);
+  if (d.topic != topic_of(*job, m.threads)) out.push_back(d.id + " delivered on topic " + d.topic);
   if (d.max_attempts != kMaxAttempts)
     out.push_back(d.id + " delivered with max_attempts " + std::to_string(d.max_attempts));
   if (d.token.id != d.id) out.push_back(d.id + " delivered with a token for " + d.token.id);
@@ -251,7 +253,7 @@ void drain(Model& m, Queue& q, size_t* owed_count, uint64_t* delivered_count) {
       continue;
     }
     const uint64_t job = parse_job_id(r->id).value_or(0);
-    for (const std::string& p : delivery_static_problems(*r, m.salt)) m.problem_about(job, p);
+    for (const std::string& p : delivery_static_problems(*r, m)) m.problem_about(job, p);
     if (!m.apply(delivery_record(*r, job, 0, intent.t0, t1))) break;
     delivered.insert(job);
     Record ack = make_record(Kind::ack_intent, job);

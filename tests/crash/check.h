@@ -26,7 +26,7 @@ std::vector<Record> observation_records(const Observation& o);
 void sweep_forgotten(Queue& q, Model& m);
 
 // Static promises about a delivery (body, topic, max_attempts); empty when kept.
-std::vector<std::string> delivery_static_problems(const Delivery& d, uint64_t salt);
+std::vector<std::string> delivery_static_problems(const Delivery& d, const Model& m);
 // A delivery as a `reserved` record of `thread` (t0, t1: the clock around the call).
 Record delivery_record(const Delivery& d, uint64_t job, uint8_t thread, int64_t t0, int64_t t1);
 

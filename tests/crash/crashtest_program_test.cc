@@ -2,47 +2,24 @@
 // and reports; a planted fault (an answered write dropped) fails with a replay line that fails
 // again; bad flags and directories it did not make are refused.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "crash/crashtest_run.h"
 #include "temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int status = -1;  // the exit status, or -1
-  std::string out;
-};
-
-// Runs delayq-crashtest with `args` (a shell word list); stdout, and stderr with `with_stderr`.
-Ran crashtest(const std::string& args, bool with_stderr = false) {
-  const std::string cmd = std::string(DELAYQ_CRASHTEST_PATH) + " " + args +
-                          (with_stderr ? " 2>&1" : " 2>/dev/null");
-  Ran r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  if (WIFEXITED(st)) r.status = WEXITSTATUS(st);
-  return r;
-}
-
-std::string line_with(const std::string& out, const std::string& part) {
-  const size_t at = out.find(part);
-  if (at == std::string::npos) return "";
-  const size_t begin = out.rfind('\n', at) == std::string::npos ? 0 : out.rfind('\n', at) + 1;
-  return out.substr(begin, out.find('\n', at) - begin);
-}
+using delayq::crashtest_testing::broken_promises;
+using delayq::crashtest_testing::crashtest;
+using delayq::crashtest_testing::line_with;
+using delayq::crashtest_testing::Ran;
 
 TEST(CrashtestProgram, AShortRunPassesReportsAndCleansUp) {
   delayq::testing::TempDir tmp("delayq-crashtest");
@@ -54,9 +31,9 @@ TEST(CrashtestProgram, AShortRunPassesReportsAndCleansUp) {
   EXPECT_NE(r.out.find("power-loss cycles: 8 in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("batch 8"), std::string::npos) << r.out;
   EXPECT_NE(line_with(r.out, "calls made: push ").size(), 0u) << r.out;
-  for (const char* promise : {"no answered call lost", "no job back after it was gone",
-                              "no delivery before", "every job's state",
-                              "answered calls of Sync::batch"})
+  for (const char* promise :
+       {"no answered call lost", "no job back after it was gone", "no delivery before",
+        "every job's state", "answered calls of Sync::batch"})
     EXPECT_EQ(line_with(r.out, promise).find("held"), 2u) << promise << "\n" << r.out;
   EXPECT_NE(r.out.find("verdict: every promise held"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir)) << "the run left " << dir << " behind";
@@ -85,13 +62,11 @@ Ran run_planted(const std::string& dir, const std::string& fault, const std::str
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(line_with(r.out, "planted fault: ").find(" job-"), std::string::npos) << r.out;
   EXPECT_EQ(line_with(r.out, promise).find("BROKEN"), 2u) << promise << "\n" << r.out;
-  size_t broken = 0;
-  for (size_t at = r.out.find("  BROKEN "); at != std::string::npos;
-       at = r.out.find("  BROKEN ", at + 1))
-    ++broken;
-  EXPECT_EQ(broken, 1u) << r.out;
+  EXPECT_EQ(broken_promises(r.out), 1u) << r.out;
   EXPECT_NE(r.out.find("verdict: a promise broke"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(": a reopened store shows it "), std::string::npos) << r.out;
+  EXPECT_NE(line_with(r.out, "replay: delayq-crashtest ").find(" --seed 4242"), std::string::npos)
+      << r.out;
   EXPECT_FALSE(fs::exists(dir));
   return r;
 }
@@ -125,8 +100,7 @@ TEST(CrashtestProgram, ADurationRunStopsOnTime) {
   ASSERT_FALSE(tmp.path().empty());
   const auto t0 = std::chrono::steady_clock::now();
   const Ran r = crashtest("--dir " + tmp.sub("x") + " --duration 1 --mode kill --horizon 50");
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("disk tier on (horizon 50 ms)"), std::string::npos) << r.out;
   // Whole chunks of 8 cycles, as many as began within the second.
@@ -155,8 +129,14 @@ TEST(CrashtestProgram, BadFlagsAreRefusedWithExit2) {
       {d + " --mode crash", "--mode takes kill, power or both"},
       {d + " --seed 18446744073709551616", "--seed takes a whole number"},
       {d + " --seed x1", "--seed takes"},
+      {d + " --threads 0", "--threads takes a whole number from 1 to 8, not 0"},
+      {d + " --threads 9", "--threads takes a whole number from 1 to 8, not 9"},
+      {d + " --threads two", "not 'two'"},
       {d + " --plant-fault other", "--plant-fault takes drop-answered-write"},
       {d + " --mode power --plant-fault drop-answered-write", "needs the kill cycles"},
+      {d + " --mode power --plant-fault worker-dies", "needs the kill cycles"},
+      {d + " --mode kill --plant-fault batch-without-sync", "needs the power-loss cycles"},
+      {d + " --sync always --plant-fault batch-without-sync", "needs Sync::batch cycles"},
       {d + " --frobnicate", "unknown argument '--frobnicate'"},
       {"--cycles 3", "--dir DIR is required"},
   };
@@ -190,9 +170,15 @@ TEST(CrashtestProgram, ADirectoryItDidNotMakeIsRefused) {
 TEST(CrashtestProgram, HelpDocumentsEveryFlag) {
   const Ran r = crashtest("--help");
   EXPECT_EQ(r.status, 0);
-  for (const char* flag : {"--dir DIR", "--sync MODE", "--horizon H", "--cycles N", "--duration S",
-                           "--mode M", "--seed S", "--json", "--no-progress", "--help"})
+  for (const char* flag :
+       {"--dir DIR", "--sync MODE", "--horizon H", "--cycles N", "--duration S", "--threads N",
+        "--mode M", "--seed S", "--json", "--no-progress", "--help"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  // What a seed does and does not replay.
+  EXPECT_NE(r.out.find("A seed replays the same call mix; thread interleaving and kill instants\n"
+                       "                    may differ"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(r.out.find("--plant-fault"), std::string::npos) << "a hidden flag in --help";
 }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "check.h"
@@ -37,8 +38,12 @@ uint64_t random_seed() {
                  (uint64_t{std::random_device()()} << 32) ^ std::random_device()());
 }
 
-Model new_model(uint64_t seed) {
+Model new_model(uint64_t seed, size_t threads) {
   Model m;
+  if (threads < 1 || threads > kMaxThreads)
+    throw std::out_of_range("the crash harness runs 1 to " + std::to_string(kMaxThreads) +
+                            " worker threads, not " + std::to_string(threads));
+  m.threads = threads;
   m.salt = mix(seed ^ 0x5eed);
   m.origin = ns_of(wall_now());
   return m;
@@ -79,6 +84,7 @@ RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
   m.refilling = 0;
   m.pending = Observation{};  // what a worker killed while it looked had reported
   const uint64_t opened_before = m.counts.opened;
+  const size_t problems_before = m.problems.size();
   if (const size_t n = stray_threads(); n > 0) {
     m.problem("the driver would fork a worker with " + std::to_string(n) +
               " threads of its own running (a store it opened left them?)");
@@ -144,11 +150,15 @@ RunOutcome run_worker(Model& m, const std::string& dir, uint64_t worker_seed,
   out.opened = m.counts.opened != opened_before;
   out.background = m.background;
   out.refilling = m.refilling;
-  // Anything but our SIGKILL means the worker ended on its own (its records say why).
-  if (WIFEXITED(status))
+  // Anything but our SIGKILL means the worker ended on its own (its records say why). Status 4
+  // is a worker that ended itself on a record the rule book refused: that refusal, a problem
+  // already, is the failure, not its end.
+  const bool refused = m.problems.size() > problems_before;
+  if (WIFEXITED(status) && !(WEXITSTATUS(status) == 4 && refused))
     m.problem("the worker exited by itself with status " + std::to_string(WEXITSTATUS(status)));
   else if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
-    m.problem("the worker died of signal " + std::to_string(WTERMSIG(status)));
+    m.problem("the worker died of signal " + std::to_string(WTERMSIG(status)) + " (" +
+              strsignal(WTERMSIG(status)) + ")");
   return out;
 }
 
@@ -216,6 +226,7 @@ void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir
     setup.shards = shards;
     setup.observe = m.unchecked;  // the last worker's store, as its kill left it
     setup.horizon = horizon;
+    setup.fault = choices.worker_fault;
     t.tiered += horizon != Duration::max();
     const RunOutcome out = run_worker(m, dir, seed ^ mix(static_cast<uint64_t>(cycle) + 1), setup,
                                       run, from_open, at_refill);

@@ -53,8 +53,9 @@ using testing::TempDir;
 uint64_t env_u64(const char* name, uint64_t fallback);
 uint64_t random_seed();  // DELAYQ_CRASH_SEED, or a random one
 
-// A fresh model for a run with `seed`.
-Model new_model(uint64_t seed);
+// A fresh model for a run with `seed` and `threads` worker threads (1 to kMaxThreads; the
+// front ends check it).
+Model new_model(uint64_t seed, size_t threads = kDefaultThreads);
 
 // What one worker's run came to.
 struct RunOutcome {
@@ -136,6 +137,7 @@ struct CycleChoices {
   int first = 0;
   std::function<Sync(int)> sync;         // a cycle's sync mode; empty: the harness's own choice
   std::function<Duration(int)> horizon;  // a cycle's disk tier; empty: horizon_of()
+  WorkerFault worker_fault = WorkerFault::none;  // every worker's (delayq-crashtest's tests)
 };
 
 // `cycles` kill cycles, in turn in every sync mode, on 1 and 2 shards; after about half of them
@@ -155,8 +157,8 @@ struct PowerPlan {
   // but for the tests of the checks themselves.
   std::function<Sync(int)> run_mode;
   std::function<Sync(int)> checked_mode;
-  bool from_open_only = false;  // count every run from the worker's report that it opened
-  int first = 0;                           // as in CycleChoices
+  bool from_open_only = false;           // count every run from the worker's report that it opened
+  int first = 0;                         // as in CycleChoices
   std::function<Duration(int)> horizon;  // as in CycleChoices
 };
 

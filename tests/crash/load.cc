@@ -63,8 +63,8 @@ std::string body_of(uint64_t salt, uint64_t job) {
   return b;
 }
 
-JobSpec spec_of(uint64_t salt, uint64_t job, Duration delay) {
-  return JobSpec{.topic = topic_of(job),
+JobSpec spec_of(uint64_t salt, uint64_t job, Duration delay, size_t threads) {
+  return JobSpec{.topic = topic_of(job, threads),
                  .id = job_id(job),
                  .delay = delay,
                  .ttr = ttr_of(job),

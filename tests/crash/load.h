@@ -1,18 +1,18 @@
 // The crash harness's load: the jobs a worker pushes, and what both processes know of them.
 //
-// Each of the worker's kThreads threads owns two topics and the jobs on them (ids with
-// job % kThreads == its index), so that its calls never race another thread's on one job while
-// their writes to the store overlap (and share fsyncs); with the consumers it only pushes the
-// jobs of its second topic, which the consumer thread or consume() take (below): their
-// reservations race its pushes, as intended, and nothing else does. Everything about a job that the
-// driver checks (topic, body, ttr, retry policy) is a function of its number and the run's salt, so
-// both processes know it without sending it.
+// Each of the worker's `threads` threads (a run's setting, Model::threads: 1 to kMaxThreads, 2 in
+// the in-tree tests) owns two topics and the jobs on them (ids with job % threads == its index),
+// so that its calls never race another thread's on one job while their writes to the store
+// overlap (and share fsyncs); with the consumers, threads 0 and 1 only push the jobs of their
+// second topic, which the consumer thread or consume() take (below): their reservations race
+// those pushes, as intended, and nothing else does. Everything about a job that the driver
+// checks (topic, body, ttr, retry policy) is a function of its number, the run's salt and the
+// number of threads, so both processes know it without sending it.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,24 +22,32 @@ namespace delayq::crash {
 
 using namespace std::chrono_literals;
 
-constexpr size_t kThreads = 2;
+// The number of racing worker threads: a run's setting, from 1 to kMaxThreads (which bounds the
+// arrays kept per thread); the in-tree tests run kDefaultThreads.
+constexpr size_t kMaxThreads = 8;
+constexpr size_t kDefaultThreads = 2;
 // The kill and power-loss cycles run one more worker thread, the consumer (its records' thread
-// is kConsumer): it takes the jobs of the first thread's second topic as they are pushed, waiting
-// in reserve(), so that it reserves jobs whose push has not returned yet (the group-commit race,
-// docs/durability.md), and acks or releases them. The pushing thread makes no other call on the
-// jobs or the topics the consumer takes (Model::handler_of).
-constexpr size_t kConsumer = kThreads;
+// is kConsumer, numbered after every worker thread a run may have): it takes the jobs of the first
+// thread's second topic as they are pushed, waiting in reserve(), so that it reserves jobs whose
+// push has not returned yet (the group-commit race, docs/durability.md), and acks or releases them.
+// The pushing thread makes no other call on the jobs or the topics the consumer takes
+// (Model::handler_of).
+constexpr size_t kConsumer = kMaxThreads;
 constexpr size_t kConsumerTopic = 1;  // kTopics[1]: the second topic of thread 0
 // And a consume() loop (one thread, its handler acking every job) takes the second topic of
-// thread 1, as it is pushed too. Its handler reports each delivery when it gets it, its reserve
+// thread 1, as it is pushed too (with one worker thread no thread pushes there: the loop waits
+// on an empty topic). Its handler reports each delivery when it gets it, its reserve
 // as made by thread kConsumeReserves (from the previous handler's end), and its ack as made by
 // thread kConsumeAcks (from the handler's end until the next delivery, which comes after it).
 constexpr size_t kConsumeTopic = 3;
-constexpr size_t kConsumeAcks = kThreads + 1;
-constexpr size_t kConsumeReserves = kThreads + 2;
-constexpr size_t kWorkers = kThreads + 3;
-inline const std::array<std::string, 2 * kThreads> kTopics = {"crash-a", "crash-b", "crash-c",
-                                                              "crash-d"};
+constexpr size_t kConsumeAcks = kMaxThreads + 1;
+constexpr size_t kConsumeReserves = kMaxThreads + 2;
+constexpr size_t kWorkers = kMaxThreads + 3;
+inline const std::array<std::string, 2 * kMaxThreads> kTopics = {
+    "crash-a", "crash-b", "crash-c", "crash-d", "crash-e", "crash-f", "crash-g", "crash-h",
+    "crash-i", "crash-j", "crash-k", "crash-l", "crash-m", "crash-n", "crash-o", "crash-p"};
+static_assert(kTopics.size() <= 32, "paused topics travel as the bits of a uint32_t");
+static_assert(kWorkers < 256, "a record's thread is a uint8_t");
 constexpr Duration kMaxPushDelay = 300ms;
 // Most jobs hold a lease longer than a worker lives; one in four has a short one, so that leases
 // run out while the worker runs (and, with kMaxAttempts, send jobs to the dead letters).
@@ -64,17 +72,16 @@ std::string ms_text(Duration d);
 std::string job_id(uint64_t job);
 std::optional<uint64_t> parse_job_id(std::string_view id);
 
-inline size_t owner_of(uint64_t job) {
-  return job % kThreads;
+// Where a job lives in a run of `threads` worker threads: the thread that pushes it, and its
+// topic. A push_batch pushes a thread's next jobs: job, job + threads, ...
+inline size_t owner_of(uint64_t job, size_t threads) {
+  return job % threads;
 }
-inline size_t topic_index_of(uint64_t job) {
-  return 2 * owner_of(job) + (job / kThreads) % 2;
+inline size_t topic_index_of(uint64_t job, size_t threads) {
+  return 2 * owner_of(job, threads) + (job / threads) % 2;
 }
-inline const std::string& topic_of(uint64_t job) {
-  return kTopics[topic_index_of(job)];
-}
-inline std::span<const std::string> topics_of_thread(size_t t) {
-  return std::span<const std::string>(kTopics).subspan(2 * t, 2);
+inline const std::string& topic_of(uint64_t job, size_t threads) {
+  return kTopics[topic_index_of(job, threads)];
 }
 inline Duration ttr_of(uint64_t job) {
   return mix(job ^ 0x77) % 4 == 0 ? kShortTtr : kLongTtr;
@@ -87,7 +94,7 @@ inline RetryPolicy harness_policy() {
 // 0xff in every body of two bytes or more.
 std::string body_of(uint64_t salt, uint64_t job);
 
-// The spec of a job as the worker pushes it.
-JobSpec spec_of(uint64_t salt, uint64_t job, Duration delay);
+// The spec of a job as the worker pushes it (in a run of `threads` worker threads).
+JobSpec spec_of(uint64_t salt, uint64_t job, Duration delay, size_t threads);
 
 }  // namespace delayq::crash

@@ -53,7 +53,7 @@ class Loop {
   size_t pushed_live() {
     std::lock_guard lock(w_.mu_);
     size_t n = 0;
-    for (const auto& [job, j] : m_.jobs) n += owner_of(job) == t_ && j.live();
+    for (const auto& [job, j] : m_.jobs) n += m_.owner(job) == t_ && j.live();
     return n;
   }
 
@@ -77,7 +77,7 @@ class Loop {
     if (t_ == kConsumer) return consumer_step();
     // A call that has nothing to act on reserves instead.
     const uint64_t roll = below(100);
-    const bool room = pushed_live() < kLiveCap / kThreads;
+    const bool room = pushed_live() < kLiveCap / m_.threads;
     if (roll < 16) return room ? push() : reserve();
     if (roll < 21) return room ? push_batch() : reserve();
     if (roll < 43) return reserve();
@@ -104,7 +104,7 @@ class Loop {
   Record push_intent(Kind kind, uint64_t n, Duration delay) {
     std::lock_guard lock(w_.mu_);
     uint64_t job = m_.next_job;
-    while (owner_of(job) != t_) ++job;
+    while (m_.owner(job) != t_) ++job;
     Record r = intent(kind, job);
     r.arg = delay.count();
     r.n = n;
@@ -114,7 +114,8 @@ class Loop {
 
   void push() {
     const Record in = push_intent(Kind::push_intent, 1, push_delay());
-    const Status s = q_.push(spec_of(m_.salt, in.job, Duration(in.arg))).status();
+    const JobSpec spec = spec_of(m_.salt, in.job, Duration(in.arg), m_.threads);
+    const Status s = q_.push(spec).status();
     w_.emit(done_record(Kind::push_done, in, s, now()));
   }
 
@@ -122,7 +123,7 @@ class Loop {
     const Record in = push_intent(Kind::batch_intent, 2 + below(3), push_delay());
     std::vector<JobSpec> specs;
     for (uint64_t k = 0; k < in.n; ++k)
-      specs.push_back(spec_of(m_.salt, in.job + k * kThreads, Duration(in.arg)));
+      specs.push_back(spec_of(m_.salt, in.job + k * m_.threads, Duration(in.arg), m_.threads));
     Status first;
     for (const Result<std::string>& r : q_.push_batch(std::move(specs)))
       if (!r.ok() && first.ok()) first = r.status();
@@ -248,7 +249,7 @@ class Loop {
   void topic_jobs_call(Kind kind) {
     const std::vector<uint64_t> dead = maybe_dead();
     if (dead.empty()) return reserve();
-    const size_t topic = topic_index_of(dead[below(dead.size())]);
+    const size_t topic = m_.topic_index(dead[below(dead.size())]);
     Record in = intent(kind);
     in.arg = static_cast<int64_t>(topic);
     w_.emit(in);
@@ -258,7 +259,7 @@ class Loop {
     const int64_t t1 = now();
     const Span w{in.t0, t1};
     for (uint64_t job : mine([&](uint64_t j, const Rec&r) {
-           return topic_index_of(j) == topic && (purge || may_be(r, j, w, St::dead));
+           return m_.topic_index(j) == topic && (purge || may_be(r, j, w, St::dead));
          })) {
       const Result<JobInfo> got = q_.get(job_id(job));
       const bool changed = purge ? got.is(Errc::not_found)

@@ -7,11 +7,11 @@
 namespace delayq::crash {
 namespace {
 
-// The jobs a push (one: r.job) or push_batch intent (r.n: r.job, r.job + kThreads, ...) names.
-std::vector<uint64_t> pushed_jobs(const Record& r) {
+// The jobs a push (one: r.job) or push_batch intent (r.n: r.job, r.job + threads, ...) names.
+std::vector<uint64_t> pushed_jobs(const Record& r, size_t threads) {
   const uint64_t n = r.kind == Kind::push_intent ? 1 : r.n;
   std::vector<uint64_t> jobs(n);
-  for (uint64_t i = 0; i < n; ++i) jobs[i] = r.job + i * kThreads;
+  for (uint64_t i = 0; i < n; ++i) jobs[i] = r.job + i * threads;
   return jobs;
 }
 
@@ -121,7 +121,7 @@ bool Model::apply(const Record& r) {
       std::optional<Record>& slot = in_flight[r.thread];
       const Rec* rec = live_rec(r.job);
       if (!slot || slot->kind != call || rec == nullptr ||
-          topic_index_of(r.job) != static_cast<size_t>(slot->arg)) {
+          topic_index(r.job) != static_cast<size_t>(slot->arg)) {
         problem_about(r.job, std::string("a record that ") + call_name(call) + " changed " +
                                  job_id(r.job) + ", out of place");
         return false;
@@ -153,6 +153,7 @@ bool Model::apply_intent(const Record& r) {
     return false;
   }
   slot = r;
+  ++counts.by_thread[r.thread];
   auto fail = [&](const std::string& why) {
     problem_about(r.job, why);
     return false;
@@ -179,10 +180,10 @@ bool Model::apply_intent(const Record& r) {
       return true;
     case Kind::push_intent:
     case Kind::batch_intent: {
-      const std::vector<uint64_t> pushed = pushed_jobs(r);
+      const std::vector<uint64_t> pushed = pushed_jobs(r, threads);
       for (uint64_t job : pushed) {
         if (job < next_job) return fail("the worker pushed " + job_id(job) + " twice");
-        if (owner_of(job) != r.thread) return fail(job_id(job) + " pushed by the wrong thread");
+        if (owner(job) != r.thread) return fail(job_id(job) + " pushed by the wrong thread");
         JobModel& j = jobs[job];
         j.cands = {Rec{}};  // until the push returns
         j.pushing = true;
@@ -220,7 +221,7 @@ bool Model::apply_outcome(const Record& r, const Record& intent) {
       return false;
     case Kind::push_done:
     case Kind::batch_done: {
-      const std::vector<uint64_t> pushed = pushed_jobs(intent);
+      const std::vector<uint64_t> pushed = pushed_jobs(intent, threads);
       for (uint64_t job : pushed) {
         note(job, r);
         JobModel& j = jobs[job];
@@ -326,7 +327,7 @@ void Model::settle(const Record& intent, int64_t kill_hi) {
       return;
     case Kind::push_intent:
     case Kind::batch_intent: {
-      for (uint64_t job : pushed_jobs(intent)) {
+      for (uint64_t job : pushed_jobs(intent, threads)) {
         JobModel& j = jobs[job];
         j.pushing = false;
         // A reservation that returned was written after the push: the push was kept.
@@ -340,7 +341,7 @@ void Model::settle(const Record& intent, int64_t kill_hi) {
     case Kind::purge_intent:
     case Kind::rqtopic_intent:
       for (auto& [job, j] : jobs)
-        if (j.live() && topic_index_of(job) == static_cast<size_t>(intent.arg) &&
+        if (j.live() && topic_index(job) == static_cast<size_t>(intent.arg) &&
             may_be(j.cands[0], job, w, St::dead))
           add(job, after_call(j.cands[0], job, intent, nullptr, w));
       return;

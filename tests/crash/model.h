@@ -61,7 +61,11 @@ struct Model {
   // Per topic: whether it may be running (kMayRun), paused (kMayPause), or either (after a kill
   // during a pause or resume, until a reopened store shows which).
   static constexpr uint8_t kMayRun = 1, kMayPause = 2;
-  std::array<uint8_t, kTopics.size()> pause_may = {kMayRun, kMayRun, kMayRun, kMayRun};
+  std::array<uint8_t, kTopics.size()> pause_may = [] {
+    std::array<uint8_t, kTopics.size()> all{};
+    all.fill(kMayRun);
+    return all;
+  }();
   // Per worker thread: the span of a reserve() in flight at the last kill. It may have
   // delivered one job, unreported: that job may show one attempt more.
   std::array<std::optional<Span>, kWorkers> unreported;
@@ -72,17 +76,24 @@ struct Model {
   // the last one its thread saw.
   uint64_t max_fence = 0, fence_floor = 0;
   std::array<uint64_t, kWorkers> last_fence{};
+  // The worker threads that push and call (load.h): 1 to kMaxThreads, fixed for the model's
+  // life (a job's thread and topic follow from it).
+  size_t threads = kDefaultThreads;
+  size_t owner(uint64_t job) const { return owner_of(job, threads); }
+  size_t topic_index(uint64_t job) const { return topic_index_of(job, threads); }
   // Whether the workers run the consumer thread (load.h): the kill and power-loss cycles do.
   bool consumer = false;
-  bool consumed_topic(size_t topic) const { return consumer && topic % 2 == 1; }
-  // The worker thread that makes the calls on a job (other than its push, by owner_of()), and
+  // The topics the consumers take: the second of threads 0 and 1 (the second topics of threads
+  // 2 and up are their own threads', like their first).
+  bool consumed_topic(size_t topic) const {
+    return consumer && (topic == kConsumerTopic || topic == kConsumeTopic);
+  }
+  // The worker thread that makes the calls on a job (other than its push, by owner()), and
   // the one that reserves it.
   size_t handler_of(uint64_t job) const {
-    if (!consumer) return owner_of(job);
-    const size_t topic = topic_index_of(job);
-    return topic == kConsumerTopic  ? kConsumer
-           : topic == kConsumeTopic ? kConsumeAcks
-                                    : owner_of(job);
+    if (!consumer) return owner(job);
+    const size_t topic = topic_index(job);
+    return topic == kConsumerTopic ? kConsumer : topic == kConsumeTopic ? kConsumeAcks : owner(job);
   }
   size_t reserver_of(uint64_t job) const {
     const size_t t = handler_of(job);
@@ -115,7 +126,8 @@ struct Model {
              early_deliveries = 0, kept_by_reservation = 0, consumed = 0, refused = 0,
              resolved_present = 0, resolved_missing = 0, seen_dead = 0, seen_expired = 0,
              observations = 0, unreported_deliveries = 0;
-    std::array<uint64_t, 64> killed_in{};  // kills during a call, by its intent kind
+    std::array<uint64_t, 64> killed_in{};        // kills during a call, by its intent kind
+    std::array<uint64_t, kWorkers> by_thread{};  // calls begun, by the thread that made them
   } counts;
 
   // Power-loss cycles: the records of the current cycle, in the order they arrived.

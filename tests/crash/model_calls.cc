@@ -76,7 +76,7 @@ bool Model::apply_topic_jobs(const Record& r, const Record& intent) {
   }
   std::sort(changed.begin(), changed.end());
   for (const auto& [job, j] : jobs) {
-    if (!j.live() || topic_index_of(job) != static_cast<size_t>(intent.arg) ||
+    if (!j.live() || topic_index(job) != static_cast<size_t>(intent.arg) ||
         std::binary_search(changed.begin(), changed.end(), job))
       continue;
     const bool may_live =
@@ -143,8 +143,9 @@ bool Model::apply_delivery(const Record& r) {
     if (!j->live()) return fail("delivered " + id + " while its state was uncertain");
     before = j->cands[0];
   }
-  if (pause_may[topic_index_of(r.job)] == kMayPause)
-    return fail("delivered " + id + att + " from " + topic_of(r.job) + ", which was paused");
+  if (pause_may[topic_index(r.job)] == kMayPause)
+    return fail("delivered " + id + att + " from " + topic_of(r.job, threads) +
+                ", which was paused");
   if (const std::string why = delivery_problem(before, r.job, r); !why.empty())
     return fail("delivered " + id + att + ", due " + rel(r.due) + ", but " + why +
                 "; the harness had it " + rec_text(before, origin));

@@ -40,8 +40,9 @@ void check_after_power_loss(Model& m, Queue& q,
                             uint32_t paused_before, Sync checked, int64_t kill_hi, size_t shards,
                             const std::string& cut, PowerTally& tally) {
   const Observation o = observe(q, m);
-  const PrefixVerdict v = explain_by_prefix(before, m.cycle_records, o.jobs, kill_hi, shards,
-                                            m.origin, {paused_before, o.paused}, m.consumer);
+  const PrefixVerdict v =
+      explain_by_prefix(before, m.cycle_records, o.jobs, kill_hi, shards, m.origin,
+                        {paused_before, o.paused}, m.consumer, m.threads);
   if (!v.explained) {
     std::string s = "after the power loss the store is not the queue as it was after any ";
     s += "prefix of the calls: " + v.why;
@@ -54,17 +55,19 @@ void check_after_power_loss(Model& m, Queue& q,
   tally.lost[mi] += v.lost;
   tally.kept_some[mi] += v.answered > v.lost;
   tally.batch_cycles_to_tell += checked == Sync::batch && v.answered >= 2 * kPowerBatchOps;
-  tally.consumers_lost += v.lost_in[2] + v.lost_in[3];
+  tally.consumers_lost += v.lost_in[kConsumerLane] + v.lost_in[kConsumeLane];
   tally.pauses_seen += o.paused != 0;
   if (const std::optional<uint64_t> allowed = allowed_loss(checked); allowed && v.lost > *allowed) {
-    std::string s =
-        "the power loss took " + std::to_string(v.lost) +
-        " answered calls that changed the queue, at the least (calls kept of those " +
-        "made: worker thread 0 " + std::to_string(v.kept[0]) + " of " + std::to_string(v.calls[0]) +
-        ", thread 1 " + std::to_string(v.kept[1]) + " of " + std::to_string(v.calls[1]) +
-        ", the consumer thread " + std::to_string(v.kept[2]) + " of " + std::to_string(v.calls[2]) +
-        ", consume() " + std::to_string(v.kept[3]) + " of " + std::to_string(v.calls[3]) +
-        "); Sync::" + to_string(checked) + " allows " + std::to_string(*allowed) + ". Lost:";
+    std::string s = "the power loss took " + std::to_string(v.lost) +
+                    " answered calls that changed the queue, at the least (calls kept of those " +
+                    "made:";
+    for (size_t l = 0; l < kLanes; ++l) {
+      if (l >= m.threads && l < kMaxThreads) continue;  // no such thread in this run
+      s += std::string(l ? "," : "") + " " + lane_name(l) + " " + std::to_string(v.kept[l]) +
+           " of " + std::to_string(v.calls[l]);
+    }
+    s += "); Sync::" + std::string(to_string(checked)) + " allows " + std::to_string(*allowed) +
+         ". Lost:";
     for (const std::string& c : v.lost_calls) s += "\n    " + c;
     if (v.lost > v.lost_calls.size()) s += "\n    ...";
     m.problem(s);

@@ -183,7 +183,7 @@ class LaneSearch {
       const Obs o = seen_of(job);
       if (call.intent.kind == Kind::reserve_intent) {
         if (bad_.size() > 1 || !shows_after_unreported_delivery(r, job, o, w)) return false;
-      } else if (topic_index_of(job) != static_cast<size_t>(call.intent.arg) ||
+      } else if (topic_index_of(job, call.threads) != static_cast<size_t>(call.intent.arg) ||
                  !may_be(r, job, w, St::dead) ||
                  !shows(after_call(r, job, call.intent, nullptr, w), job, o)) {
         return false;
@@ -325,17 +325,18 @@ class Joint {
 PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& before,
                                 const std::vector<Record>& records,
                                 const std::map<uint64_t, Obs>& seen, int64_t kill_hi, size_t shards,
-                                int64_t origin, const PrefixPauses& pauses, bool consumer) {
+                                int64_t origin, const PrefixPauses& pauses, bool consumer,
+                                size_t threads) {
   PrefixVerdict v;
   const std::array<std::vector<Call>, kLanes> calls =
-      calls_of(records, kill_hi, shards, pauses.before);
+      calls_of(records, kill_hi, shards, pauses.before, threads);
   // The lane that makes the calls on a job (other than its push, made by its owner's lane).
-  auto lane_of_job = [consumer](uint64_t job) {
-    if (!consumer) return owner_of(job);
-    const size_t topic = topic_index_of(job);
+  auto lane_of_job = [consumer, threads](uint64_t job) {
+    if (!consumer) return owner_of(job, threads);
+    const size_t topic = topic_index_of(job, threads);
     return topic == kConsumerTopic  ? kConsumerLane
            : topic == kConsumeTopic ? kConsumeLane
-                                    : owner_of(job);
+                                    : owner_of(job, threads);
   };
   std::array<std::optional<size_t>, kLanes> feeder;
   if (consumer) {
@@ -373,7 +374,7 @@ PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& be
     }
     // Topics whose pause state this lane's calls set: its own, when it is a worker thread.
     std::vector<size_t> topics;
-    if (l < kThreads)
+    if (l < kMaxThreads)
       for (size_t i = 2 * l; i < 2 * l + 2; ++i) topics.push_back(i);
     LaneSearch search(cs, seen, pauses.seen, shards, origin);
     search.start(initial, pauses.before, topics, fed);

@@ -26,15 +26,20 @@
 
 namespace delayq::crash {
 
+// The lanes whose calls the search cuts: one per worker thread a run may have (those of a run
+// with fewer threads make no calls), the consumer thread's and the consume() loop's.
+constexpr size_t kLanes = kMaxThreads + 2;
+constexpr size_t kConsumerLane = kMaxThreads, kConsumeLane = kMaxThreads + 1;
+std::string lane_name(size_t lane);  // "worker thread 0", "the consumer thread", ...
+
 struct PrefixVerdict {
   bool explained = false;  // some prefix of the calls (per thread, fitting their order) fits
   uint64_t lost = 0;       // answered calls that changed the queue and were lost, at the least
   uint64_t answered = 0;   // answered calls that changed the queue, kept or lost
-  // The best explanation: calls kept, calls made, and answered writes lost, per lane (worker
-  // threads 0 and 1, the consumer thread, the consume() loop).
-  std::array<size_t, 4> kept{};
-  std::array<size_t, 4> calls{};
-  std::array<uint64_t, 4> lost_in{};
+  // The best explanation: calls kept, calls made, and answered writes lost, per lane.
+  std::array<size_t, kLanes> kept{};
+  std::array<size_t, kLanes> calls{};
+  std::array<uint64_t, kLanes> lost_in{};
   std::vector<std::string> lost_calls;  // the best explanation's lost answered calls (a few)
   std::string why;                      // !explained: what nothing explains
   std::vector<uint64_t> suspects;       // jobs that `why` is about
@@ -45,7 +50,7 @@ struct PrefixVerdict {
 // been in flight when the worker was killed (at `kill_hi` at the latest): kept or not (an ack in
 // flight may have been refused, a reserve in flight may have delivered any one job of its
 // thread's). `origin`: for times in messages. `consumer`: the workers ran the consumer thread
-// and the consume() loop (Model::consumer).
+// and the consume() loop (Model::consumer); `threads`: the worker threads (Model::threads).
 struct PrefixPauses {
   uint32_t before = 0;  // the paused topics before the cycle (bit i: kTopics[i])
   uint32_t seen = 0;    // ... in the store after it
@@ -54,6 +59,6 @@ PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& be
                                 const std::vector<Record>& records,
                                 const std::map<uint64_t, Obs>& seen, int64_t kill_hi, size_t shards,
                                 int64_t origin, const PrefixPauses& pauses = {},
-                                bool consumer = false);
+                                bool consumer = false, size_t threads = kDefaultThreads);
 
 }  // namespace delayq::crash

@@ -6,7 +6,7 @@
 namespace delayq::crash {
 
 size_t lane_of_thread(size_t thread) {
-  if (thread < kThreads) return thread;
+  if (thread < kMaxThreads) return thread;
   return thread == kConsumer ? kConsumerLane : kConsumeLane;
 }
 
@@ -41,7 +41,8 @@ std::string call_text(const Call& c) {
 }
 
 std::array<std::vector<Call>, kLanes> calls_of(const std::vector<Record>& records, int64_t kill_hi,
-                                               size_t shards, uint32_t paused_before) {
+                                               size_t shards, uint32_t paused_before,
+                                               size_t threads) {
   std::array<std::vector<Call>, kLanes> calls;
   // Per worker thread: its call in flight, as (lane, index in the lane).
   std::array<std::optional<size_t>, kWorkers> open;
@@ -52,7 +53,7 @@ std::array<std::vector<Call>, kLanes> calls_of(const std::vector<Record>& record
     std::optional<size_t>& at = open[r.thread];
     if (is_intent(r.kind)) {
       at = mine.size();
-      mine.push_back(Call{r, std::nullopt, false, {}, i, SIZE_MAX, 0, false});
+      mine.push_back(Call{r, std::nullopt, false, {}, i, SIZE_MAX, 0, false, threads});
     } else if (!at) {
       continue;
     } else if (r.kind == Kind::purged || r.kind == Kind::requeued) {
@@ -92,7 +93,7 @@ std::array<std::vector<Call>, kLanes> calls_of(const std::vector<Record>& record
       }
       for (uint64_t k = 0; k < c.intent.n; ++k) {
         split.push_back(c);
-        split.back().item = c.intent.job + k * kThreads;
+        split.back().item = c.intent.job + k * c.threads;
       }
     }
     mine = std::move(split);
@@ -114,7 +115,7 @@ std::vector<uint64_t> jobs_of(const Call& c) {
       return {};
     case Kind::batch_intent: {
       std::vector<uint64_t> out;
-      for (uint64_t k = 0; k < c.intent.n; ++k) out.push_back(c.intent.job + k * kThreads);
+      for (uint64_t k = 0; k < c.intent.n; ++k) out.push_back(c.intent.job + k * c.threads);
       return out;
     }
     default:

@@ -19,7 +19,7 @@ enum class Kind : uint8_t {
   opened,          // the store is open (and, if asked, observed): the load starts
   push_intent,     // job; arg = delay (ns)
   push_done,       // code
-  batch_intent,    // push_batch of n jobs: job, job + kThreads, ...; arg = delay of each
+  batch_intent,    // push_batch of n jobs: job, job + threads, ...; arg = delay of each
   batch_done,      // code: the first failure among the jobs, or ok
   reserve_intent,  // a reserve() starts; `reserved` or `reserve_done` is its outcome
   reserved,        // job, attempt, due, lease, n = fence: a delivery

@@ -2,6 +2,9 @@
 // (job_state.h), and the prefix search after a power loss (prefix.h), on hand-made reports.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
+#include "driver.h"
 #include "job_state.h"
 #include "prefix.h"
 
@@ -13,6 +16,25 @@ constexpr int64_t kT = 1'000'000'000'000'000'000;  // some instant, in ns
 
 Obs seen_at(int64_t when, JobState s, uint32_t attempts, int64_t due, int64_t lease = 0) {
   return Obs{true, s, attempts, due, lease, Span::at(when)};
+}
+
+// The load's shape in a run of 4 worker threads (load.h): job % 4 is the thread that pushes it,
+// the consumers take the second topics of threads 0 and 1 only, threads 2 and 3 handle the jobs
+// of both their topics; a model of 0 or more than kMaxThreads threads is refused.
+TEST(LoadShape, FourThreadsSpreadJobsAndTopicsAsLoadHSays) {
+  Model m = new_model(7, 4);
+  m.consumer = true;
+  EXPECT_EQ(m.owner(6), 2u);
+  EXPECT_EQ(m.topic_index(6), 5u);  // 2 * 2 + (6 / 4) % 2
+  EXPECT_EQ(m.handler_of(6), 2u);
+  EXPECT_EQ(m.handler_of(5), kConsumeAcks);  // thread 1's second topic, 3: consume()'s
+  EXPECT_EQ(m.handler_of(4), kConsumer);     // thread 0's second topic, 1: the consumer's
+  for (size_t topic = 0; topic < 8; ++topic)
+    EXPECT_EQ(m.consumed_topic(topic), topic == kConsumerTopic || topic == kConsumeTopic) << topic;
+  EXPECT_EQ(spec_of(m.salt, 6, Duration::zero(), m.threads).topic, kTopics[5]);
+  EXPECT_THROW(new_model(7, 0), std::out_of_range);
+  EXPECT_THROW(new_model(7, kMaxThreads + 1), std::out_of_range);
+  EXPECT_EQ(new_model(7).threads, kDefaultThreads);
 }
 
 // Jobs 2 and 4 have the long ttr (200 ms); see ttr_of().
@@ -323,7 +345,7 @@ TEST_F(PrefixCheck, AJobAConsumerTookKeepsItsPushAndEveryCallBeforeIt) {
   v = verdict();
   ASSERT_TRUE(v.explained) << v.why;
   EXPECT_EQ(v.lost, 1u);
-  EXPECT_EQ(v.lost_in[2], 1u);
+  EXPECT_EQ(v.lost_in[kConsumerLane], 1u);
   // The delivery kept, the push of job 2 (before job 6's) lost: no prefix.
   seen_ = {{2, Obs{}}, {6, held(6, 1)}};
   v = verdict();
@@ -352,7 +374,7 @@ TEST_F(PrefixCheck, TheConsumeLoopsReservesAndAcksAreOneLane) {
   seen_[7] = waiting(7);  // both lost
   v = verdict();
   ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost_in[3], 2u);
+  EXPECT_EQ(v.lost_in[kConsumeLane], 2u);
   // A call of thread 1 that began after the consume() loop's delivery returned: kept, it keeps
   // the delivery.
   push(1, 5);

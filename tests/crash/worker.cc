@@ -5,7 +5,11 @@
 #include <rocksdb/listener.h>
 #include <rocksdb/options.h>
 
+#include <sys/resource.h>
+
+#include <cstdlib>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "check.h"
@@ -93,10 +97,14 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
   q_ = std::move(opened).value();
   if (setup.observe)
     for (const Record& r : observation_records(observe(*q_, m_))) emit(r);
+  plant_early_ = setup.fault == WorkerFault::early_delivery;
   emit(make_record(Kind::opened));
   if (m_.consumer) start_consume();
   std::vector<std::thread> others;
-  for (size_t t = 1; t < (m_.consumer ? kConsumer + 1 : kThreads); ++t)
+  std::vector<size_t> threads;  // besides this one, thread 0
+  for (size_t t = 1; t < m_.threads; ++t) threads.push_back(t);
+  if (m_.consumer) threads.push_back(kConsumer);
+  for (size_t t : threads)
     others.emplace_back([this, t, seed] {
       try {
         run_loop(*this, t, seed);
@@ -104,16 +112,24 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
         fail_with(std::string("exception: ") + e.what(), 70);
       }
     });
+  if (setup.fault == WorkerFault::dies) {
+    std::this_thread::sleep_for(2ms);
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    std::abort();
+  }
   run_loop(*this, 0, seed);  // never returns: the driver's SIGKILL ends the process
 }
 
 void WorkerProcess::report_delivery(const Delivery& d, size_t thread, int64_t t0, int64_t t1) {
-  const std::vector<std::string> wrong = delivery_static_problems(d, m_.salt);
+  const std::vector<std::string> wrong = delivery_static_problems(d, m_);
   const uint64_t job = parse_job_id(d.id).value_or(0);
   bool kept;
   {
     std::lock_guard lock(mu_);
-    const Record rec = delivery_record(d, job, static_cast<uint8_t>(thread), t0, t1);
+    Record rec = delivery_record(d, job, static_cast<uint8_t>(thread), t0, t1);
+    if (std::exchange(plant_early_, false))
+      rec.due += std::chrono::duration_cast<Duration>(std::chrono::hours(1)).count();
     send(rec);
     kept = m_.apply(rec);
     for (const std::string& v : wrong) {

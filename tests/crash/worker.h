@@ -1,4 +1,4 @@
-// The worker: a forked process that opens the store and runs the load on it from kThreads
+// The worker: a forked process that opens the store and runs the load on it from Model::threads
 // threads, the consumer thread and a consume() loop (load.h), reporting every call over a pipe,
 // until the driver kills it.
 #pragma once
@@ -10,6 +10,17 @@
 #include "model.h"
 
 namespace delayq::crash {
+
+// A fault a worker plants in what it reports, for delayq-crashtest's own tests (its hidden
+// --plant-fault, src/crashtest/); nothing else sets one.
+enum class WorkerFault : uint8_t {
+  none,
+  // Its first delivery is reported due an hour later than the store said: what a store that
+  // hands out a job an hour before its due time would show.
+  early_delivery,
+  // It aborts (SIGABRT, no core file) 2 ms after its store opened, as a worker that crashes.
+  dies,
+};
 
 // How a worker runs its store.
 struct WorkerSetup {
@@ -29,6 +40,7 @@ struct WorkerSetup {
   // StoreOptions::horizon: Duration::max() (every job in memory), or kTinyHorizon, under which
   // most of the load's jobs live on disk only and refills run all the time (and are killed).
   Duration horizon = Duration::max();
+  WorkerFault fault = WorkerFault::none;
 };
 
 // The disk tier's horizon in the cycles that have one (docs/tiered-store.md): below the load's

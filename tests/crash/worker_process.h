@@ -63,7 +63,8 @@ class WorkerProcess {
   std::unique_ptr<rocksdb::Env> recording_env_;  // power-loss cycles
   std::unique_ptr<rocksdb::Env> env_;            // outlives q_
   std::unique_ptr<Engine> q_;
-  Consumer consumer_;  // consume() (never stopped: the worker is killed)
+  bool plant_early_ = false;  // WorkerFault::early_delivery, until planted (under mu_)
+  Consumer consumer_;         // consume() (never stopped: the worker is killed)
 };
 
 // One thread's share of the load (loop.cc): calls on its own topics and jobs only.
