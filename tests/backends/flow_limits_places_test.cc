@@ -108,15 +108,18 @@ TEST_P(Flow, LimitsSurviveARestart) {
   auto first = q().reserve("a", 0ms);
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(take("a"), id_of(1));
+  ASSERT_EQ(take("a"), id_of(2));
+  EXPECT_EQ(take("a"), "");  // the bucket is empty
+  EXPECT_EQ(flow_of(q(), "a"), (TopicFlow{.limits = a, .in_flight = 3, .throttled_rate = 1}));
   reopen();
   const Stats st = q().stats();
   EXPECT_EQ(st.flow, (std::map<std::string, TopicFlow>{
-                         {"a", TopicFlow{.limits = a, .tokens = 3, .in_flight = 2}},
+                         {"a", TopicFlow{.limits = a, .tokens = 3, .in_flight = 3}},
                          {"idle", TopicFlow{.limits = idle}}}));
   ASSERT_TRUE(q().ack(first->token).ok());
-  EXPECT_EQ(flow_of(q(), "a").in_flight, 1u);
-  EXPECT_EQ(take("a"), id_of(2));
-  EXPECT_EQ(flow_of(q(), "a"), (TopicFlow{.limits = a, .tokens = 2, .in_flight = 2}));
+  EXPECT_EQ(flow_of(q(), "a").in_flight, 2u);
+  EXPECT_EQ(take("a"), id_of(3));
+  EXPECT_EQ(flow_of(q(), "a"), (TopicFlow{.limits = a, .tokens = 2, .in_flight = 3}));
 }
 
 // One topic over four shards (its jobs spread by id): one bucket and one cap for the queue.

@@ -202,6 +202,26 @@ TEST_P(Flow, BadLimitsAreRefusedAndChangeNothing) {
   EXPECT_EQ(q().stats().flow, before.flow);
 }
 
+// On the system clock nobody advances the engine: a consumer blocked on a throttled topic is
+// woken by the next token's deadline itself (published like a due time, no polling). 20 per
+// second: the second hand-out comes 50 ms after the first by the queue's clock, never earlier,
+// and long before the 1 s a sleeper waits at most before it reads the clock again.
+TEST(FlowRealClock, ABlockedReserveIsHandedTheNextTokenOnTime) {
+  auto q = Engine::open({}).value();
+  for (const char* id : {"a", "b"}) ASSERT_TRUE(q->push({.topic = "t", .id = id, .ttr = 1h}).ok());
+  set_limits_of(*q, "t", rate(20, 1s, 1));
+  auto first = q->reserve("t", 0ms);
+  ASSERT_TRUE(first.ok());
+  const auto asked = std::chrono::steady_clock::now();
+  auto second = q->reserve("t", 5s);
+  const auto waited = std::chrono::steady_clock::now() - asked;
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  const TimePoint handed_first = first->lease_deadline - 1h;
+  const TimePoint handed_second = second->lease_deadline - 1h;
+  EXPECT_GE(handed_second - handed_first, 50ms);
+  EXPECT_LT(waited, 900ms) << "the waiter was not woken by the token's deadline";
+}
+
 }  // namespace
 
 INSTANTIATE_TEST_SUITE_P(Backends, Flow, ::testing::ValuesIn(backends()), backend_name);

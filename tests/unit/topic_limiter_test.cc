@@ -1,9 +1,12 @@
 // The engine's per-topic limiter on its own (src/engine/limiter.h): the token bucket's integer
 // arithmetic at rates whose interval is no whole number of nanoseconds, a clock that steps back,
-// a token given back, limits changed, and the places of max_in_flight.
+// a token given back, limits changed, and the places of max_in_flight; and a core keeping a
+// limited topic's slot (core_limits.cc).
 #include "engine/limiter.h"
 
 #include <gtest/gtest.h>
+
+#include "engine/core.h"
 
 namespace delayq::engine {
 namespace {
@@ -139,11 +142,43 @@ TEST(TopicLimiter, TheCapRefusesUntilAPlaceIsFreedAndSaysWhenItWasFull) {
                                        .tokens = 1,
                                        .in_flight = 2,
                                        .throttled_concurrency = 1}));
+  EXPECT_TRUE(l.free_place());
+  ASSERT_FALSE(l.take(t0));  // the last token: now the rate holds too
+  ASSERT_TRUE(l.take(t0)->concurrency) << "both hold: counted as the cap's";
+  EXPECT_EQ(l.snapshot(t0).throttled_concurrency, 2u);
+  EXPECT_EQ(l.snapshot(t0).throttled_rate, 0u);
   l.add_in_flight(3);
   EXPECT_FALSE(l.free_place()) << "5 of 2 in flight (seeded): still full after one";
   EXPECT_FALSE(l.free_place());
   EXPECT_FALSE(l.free_place());
   EXPECT_TRUE(l.free_place()) << "2 of 2 in flight until now";
+}
+
+// A limited topic that holds no job is not idle: it keeps its slot (and its limiter) however
+// many topics come and go, as a paused one does. Cleared, it is idle again and can be freed.
+TEST(TopicLimiter, ALimitedTopicKeepsItsSlotInTheCoreLikeAPausedOne) {
+  CoreOptions o;
+  o.idle_topics = 1;
+  Core core(o, t0);
+  TopicLimiter cap(TopicLimits{.max_in_flight = 1});
+  core.set_limiter("limited", &cap);
+  auto churn = [&] {
+    for (int i = 0; i < 5; ++i) {
+      const std::string topic = "other" + std::to_string(i);
+      ASSERT_TRUE(core.push({.topic = topic, .id = topic}, t0).ok());
+      ASSERT_TRUE(core.cancel(topic, t0).ok());
+    }
+  };
+  churn();
+  EXPECT_EQ(core.topic_slots(), 3u) << "the limited topic, the idle one kept, one freed for reuse";
+  const std::vector<std::string> limited{"limited"};
+  ASSERT_TRUE(core.push({.topic = "limited", .id = "a"}, t0).ok());
+  ASSERT_TRUE(core.push({.topic = "limited", .id = "b"}, t0).ok());
+  ASSERT_TRUE(core.reserve(limited, t0).ok());
+  EXPECT_TRUE(core.reserve(limited, t0).is(Errc::timeout)) << "the limiter was lost with its slot";
+  EXPECT_EQ(cap.in_flight(), 1u);
+  core.set_limiter("limited", nullptr);
+  EXPECT_TRUE(core.reserve(limited, t0).ok());
 }
 
 }  // namespace
