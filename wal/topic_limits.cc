@@ -20,7 +20,9 @@ uint64_t get_le(std::string_view in, size_t at, int bytes) {
   return v;
 }
 
-Status bad(const std::string& why) { return Status(Errc::corrupt, why); }
+Status bad(const std::string& why) {
+  return Status(Errc::corrupt, why);
+}
 
 }  // namespace
 

@@ -16,7 +16,7 @@ void Core::set_limiter(std::string_view topic, TopicLimiter* limiter) {
   Topic& t = topics_[i];
   t.limiter = limiter;
   if (t.ready.head != kNil) ++ready_added_;  // waiters look again under the new limits
-  unused_topic(i);  // when cleared and empty
+  unused_topic(i);                           // when cleared and empty
 }
 
 uint64_t Core::reserved_of(std::string_view topic) const {

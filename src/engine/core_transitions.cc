@@ -169,7 +169,7 @@ void Core::set_state(Job& j, JobState s) {
   changed(j.topic);
   TopicStats& c = counts(j);
   if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
-  if (j.state == JobState::reserved) place_freed(j);  // limits: a place is free again
+  if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
   --state_count(c, j.state);
   ++state_count(c, s);
   j.state = s;
@@ -180,7 +180,7 @@ void Core::delay_until(Job& j, TimePoint due) {
   if (j.state == JobState::delayed) {
     topics_[j.topic].due.remove(j.due);
   } else {
-    if (j.state == JobState::reserved) place_freed(j);  // limits: a place is free again
+    if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
     TopicStats& c = counts(j);
     --state_count(c, j.state);
     ++c.delayed;
@@ -193,7 +193,7 @@ void Core::delay_until(Job& j, TimePoint due) {
 void Core::uncount(Job& j) {
   changed(j.topic);
   if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
-  if (j.state == JobState::reserved) place_freed(j);  // limits: a place is free again
+  if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
   --state_count(counts(j), j.state);
   unused_topic(j.topic);
   release_policy(j.policy);

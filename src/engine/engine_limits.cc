@@ -73,8 +73,7 @@ Status ShardedEngine::change_limits(std::string_view topic,
   return {};
 }
 
-void ShardedEngine::restore_limits(
-    const std::vector<std::pair<std::string, TopicLimits>>& limits) {
+void ShardedEngine::restore_limits(const std::vector<std::pair<std::string, TopicLimits>>& limits) {
   std::lock_guard l(limits_mu_);
   for (const auto& [topic, value] : limits) {
     auto limiter = std::make_unique<TopicLimiter>(value);

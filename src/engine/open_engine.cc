@@ -70,12 +70,10 @@ TierView tier_view(Engine& engine) {
   return v;
 }
 
-Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
-                                            std::unique_ptr<Persistence> store,
-                                            const RecordSource& records, const Stats& totals,
-                                            const SkipReport& skip,
-                                            const std::vector<std::string>& paused,
-                                            const std::vector<std::pair<std::string, TopicLimits>>& limits) {
+Result<std::unique_ptr<Engine>> open_engine(
+    const EngineOptions& options, std::unique_ptr<Persistence> store, const RecordSource& records,
+    const Stats& totals, const SkipReport& skip, const std::vector<std::string>& paused,
+    const std::vector<std::pair<std::string, TopicLimits>>& limits) {
   if (Status s = check_engine_options(options); !s.ok()) return s;
   Clock& clock = options.clock ? *options.clock : SystemClock::instance();
   const Counters recorded = store ? store->recorded_counters() : Counters{};

@@ -34,12 +34,11 @@ inline TopicFlow flow_of(Queue& q, const std::string& topic) {
 class Blocked {
  public:
   Blocked(Queue& q, std::string topic)
-      : thread_([this, &q, topic] { got_.set_value(q.reserve(topic, std::chrono::seconds(10))); }) {}
+      : thread_([this, &q, topic] { got_.set_value(q.reserve(topic, std::chrono::seconds(10))); }) {
+  }
   ~Blocked() { thread_.join(); }
   // Whether reserve() has returned within `d` of real time.
-  bool returned_within(Duration d) {
-    return future_.wait_for(d) == std::future_status::ready;
-  }
+  bool returned_within(Duration d) { return future_.wait_for(d) == std::future_status::ready; }
   // What it was handed: the job's id, or "error: ..." (waits for it to return).
   std::string id() {
     Result<Delivery> d = future_.get();

@@ -17,7 +17,9 @@
 namespace delayq::flow {
 namespace {
 
-std::string id_of(int i) { return "j" + std::to_string(10 + i); }  // sorts as pushed
+std::string id_of(int i) {
+  return "j" + std::to_string(10 + i);
+}  // sorts as pushed
 
 TEST_P(Flow, TheConcurrencyCapHoldsAndEveryExitFreesAPlace) {
   for (int i = 0; i < 12; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
@@ -157,8 +159,9 @@ TEST(FlowShards, FourShardsShareOneTopicsBucketAndCap) {
     for (std::thread& t : threads) t.join();
     return std::pair{handed.load(), most.load()};
   };
-  set_limits_of(q, "t", TopicLimits{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
-                                    .max_in_flight = 3});
+  set_limits_of(q, "t",
+                TopicLimits{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
+                            .max_in_flight = 3});
   EXPECT_EQ(run(200).first, 5);
   EXPECT_EQ(flow_of(q, "t").tokens, 0u);
   EXPECT_EQ(flow_of(q, "t").in_flight, 0u);

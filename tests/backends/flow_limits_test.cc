@@ -138,12 +138,10 @@ TEST_P(Flow, StatsShowLimitsTokensInFlightAndThrottled) {
   auto a = q().reserve("s", 0ms);
   auto b = q().reserve("s", 0ms);
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(take("s"), "");                                // at the cap
+  EXPECT_EQ(take("s"), "");                                 // at the cap
   EXPECT_EQ(take(std::vector<std::string>{"s", "x"}), "");  // again, once for this call
-  EXPECT_EQ(flow_of(q(), "s"), (TopicFlow{.limits = limits,
-                                  .tokens = 1,
-                                  .in_flight = 2,
-                                  .throttled_concurrency = 2}));
+  EXPECT_EQ(flow_of(q(), "s"),
+            (TopicFlow{.limits = limits, .tokens = 1, .in_flight = 2, .throttled_concurrency = 2}));
   ASSERT_TRUE(q().ack(a->token).ok());
   auto c = q().reserve("s", 0ms);
   ASSERT_TRUE(c.ok());
@@ -152,10 +150,10 @@ TEST_P(Flow, StatsShowLimitsTokensInFlightAndThrottled) {
   EXPECT_EQ(take("s"), "");  // no token left
   EXPECT_EQ(take("s"), "");
   EXPECT_EQ(flow_of(q(), "s"), (TopicFlow{.limits = limits,
-                                  .tokens = 0,
-                                  .in_flight = 0,
-                                  .throttled_rate = 2,
-                                  .throttled_concurrency = 2}));
+                                          .tokens = 0,
+                                          .in_flight = 0,
+                                          .throttled_rate = 2,
+                                          .throttled_concurrency = 2}));
   advance(500ms);  // one token per 500 ms
   EXPECT_EQ(flow_of(q(), "s").tokens, 1u);
   advance(999ms);

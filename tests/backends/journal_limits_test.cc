@@ -33,12 +33,12 @@ std::string bytes(std::initializer_list<int> b) {
 
 TEST(JournalLimits, TheValueIsAsDocumented) {
   EXPECT_EQ(limits_key("orders"), "limits/orders");
-  const std::string both = bytes({0x01, 0x03, 0x0a, 0, 0, 0, 0x00, 0xca, 0x9a, 0x3b, 0, 0, 0, 0,
-                                  0x14, 0, 0, 0, 0x04, 0, 0, 0});
+  const std::string both = bytes({0x01, 0x03, 0x0a, 0,    0, 0, 0x00, 0xca, 0x9a, 0x3b, 0,
+                                  0,    0,    0,    0x14, 0, 0, 0,    0x04, 0,    0,    0});
   EXPECT_EQ(encode_limits(kBoth), both);
   EXPECT_EQ(*decode_limits(both), kBoth);
-  const std::string cap = bytes({0x01, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                 0x01, 0, 0, 0});
+  const std::string cap =
+      bytes({0x01, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0});
   EXPECT_EQ(encode_limits(kCap), cap);
   EXPECT_EQ(*decode_limits(cap), kCap);
   const TopicLimits rate_only{.rate = TopicLimits::Rate{.count = 7, .per = 1min, .burst = 1}};

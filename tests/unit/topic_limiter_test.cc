@@ -43,9 +43,15 @@ void check_exact(uint32_t count, Duration per, uint32_t burst, int periods) {
   EXPECT_EQ(l.snapshot(now).throttled_rate, static_cast<uint64_t>(last));  // the 1 ns early tries
 }
 
-TEST(TopicLimiter, ThreePerSecondIsExactOverAnHour) { check_exact(3, 1s, 2, 3600); }
-TEST(TopicLimiter, AThousandPerSecondIsExactOverAMinute) { check_exact(1000, 1s, 5, 60); }
-TEST(TopicLimiter, SevenPerMinuteIsExactOverADay) { check_exact(7, 1min, 3, 24 * 60); }
+TEST(TopicLimiter, ThreePerSecondIsExactOverAnHour) {
+  check_exact(3, 1s, 2, 3600);
+}
+TEST(TopicLimiter, AThousandPerSecondIsExactOverAMinute) {
+  check_exact(1000, 1s, 5, 60);
+}
+TEST(TopicLimiter, SevenPerMinuteIsExactOverADay) {
+  check_exact(7, 1min, 3, 24 * 60);
+}
 
 // A full bucket holds no more: with a burst of 1, a token taken late (here half a second) puts
 // the next one a whole interval after the take; a burst of 2 absorbs the same lateness.
@@ -117,9 +123,9 @@ TEST(TopicLimiter, AChangeKeepsTheTokensHeldAndTheCounts) {
   l.change(rate(1, 1h, 1), t0);  // one missing token: the next is an hour away
   EXPECT_EQ(l.refusal(t0)->next_token, t0 + 1h);
   l.change(TopicLimits{.max_in_flight = 5}, t0);  // no rate: nothing but the cap holds
-  EXPECT_EQ(l.snapshot(t0), (TopicFlow{.limits = TopicLimits{.max_in_flight = 5},
-                                       .in_flight = 4,
-                                       .throttled_rate = 0}));
+  EXPECT_EQ(
+      l.snapshot(t0),
+      (TopicFlow{.limits = TopicLimits{.max_in_flight = 5}, .in_flight = 4, .throttled_rate = 0}));
   l.change(rate(1, 1h, 3), t0);  // a rate where there was none: a full bucket
   EXPECT_EQ(l.snapshot(t0).tokens, 3u);
 }
@@ -138,10 +144,9 @@ TEST(TopicLimiter, TheCapRefusesUntilAPlaceIsFreedAndSaysWhenItWasFull) {
   EXPECT_TRUE(l.free_place());
   EXPECT_EQ(l.in_flight(), 1u);
   ASSERT_FALSE(l.take(t0));
-  EXPECT_EQ(l.snapshot(t0), (TopicFlow{.limits = l.limits(),
-                                       .tokens = 1,
-                                       .in_flight = 2,
-                                       .throttled_concurrency = 1}));
+  EXPECT_EQ(
+      l.snapshot(t0),
+      (TopicFlow{.limits = l.limits(), .tokens = 1, .in_flight = 2, .throttled_concurrency = 1}));
   EXPECT_TRUE(l.free_place());
   ASSERT_FALSE(l.take(t0));  // the last token: now the rate holds too
   ASSERT_TRUE(l.take(t0)->concurrency) << "both hold: counted as the cap's";
