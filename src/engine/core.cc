@@ -68,7 +68,8 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   uint32_t best = kNil;
   // Limits (core_limits.cc): a throttled topic is passed over, after the pause check (a paused
   // topic spends nothing). A second pass only when another shard took the chosen topic's last
-  // token or place since throttled() looked; refusals are counted in the first pass.
+  // token or place since throttled() looked; refusals are counted in the first pass (and by
+  // take_place() for the topic it lost).
   for (bool first = true;; first = false) {
     best = kNil;
     for (const std::string& name : topics) {
