@@ -17,6 +17,7 @@ void clear(Group& g) {
   g.totals.reset();
   g.counters.reset();
   g.paused.clear();
+  g.limits.clear();
   g.appends = 0;
 }
 
@@ -84,6 +85,15 @@ Result<uint64_t> CommitPipeline::append_paused(std::string topic, bool paused) {
   std::lock_guard l(mu_);
   if (!broken_.ok()) return broken_;
   pending_.paused.emplace_back(std::move(topic), paused);
+  ++pending_.appends;
+  return ++appended_;
+}
+
+Result<uint64_t> CommitPipeline::append_limits(std::string topic,
+                                               std::optional<std::string> value) {
+  std::lock_guard l(mu_);
+  if (!broken_.ok()) return broken_;
+  pending_.limits.emplace_back(std::move(topic), std::move(value));
   ++pending_.appends;
   return ++appended_;
 }

@@ -89,6 +89,8 @@ struct Group {
   std::optional<engine::Counters> counters;
   // Topics paused (true) or resumed (false), in call order (paused.h).
   std::vector<std::pair<std::string, bool>> paused;
+  // Topics' new limits, encoded (topic_limits.h), or their removal (nullopt), in call order.
+  std::vector<std::pair<std::string, std::optional<std::string>>> limits;
   size_t appends = 0;  // how many calls the group holds
 };
 
@@ -129,6 +131,8 @@ class CommitPipeline {
   // Queues a pause (or resume) of `topic` as one call, in order with the other appends, and
   // returns its ticket. Errors: the error that broke the pipeline.
   Result<uint64_t> append_paused(std::string topic, bool paused);
+  // The same for a topic's limits: `value` encoded (topic_limits.h), nullopt to delete them.
+  Result<uint64_t> append_limits(std::string topic, std::optional<std::string> value);
 
   // The stored totals, counters and disk-tier counts the appends add to (before the first
   // append).

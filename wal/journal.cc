@@ -21,6 +21,7 @@
 #include "wal/journal_impl.h"
 #include "wal/journal_sink.h"
 #include "wal/paused.h"
+#include "wal/topic_limits.h"
 
 namespace delayq::wal {
 
@@ -49,6 +50,9 @@ class RocksDbSink final : public CommitSink {
     for (auto p = group.paused.begin(); s.ok() && p != group.paused.end(); ++p)
       s = p->second ? batch_.Put(d_.meta(), paused_key(p->first), encode_paused())
                     : batch_.Delete(d_.meta(), paused_key(p->first));
+    for (auto p = group.limits.begin(); s.ok() && p != group.limits.end(); ++p)
+      s = p->second ? batch_.Put(d_.meta(), limits_key(p->first), *p->second)
+                    : batch_.Delete(d_.meta(), limits_key(p->first));
     if (s.ok() && group.totals) s = batch_.Put(d_.meta(), kTotalsKey, encode_totals(*group.totals));
     if (s.ok() && group.counters)
       s = batch_.Put(d_.meta(), kCountersKey, encode_counters(*group.counters));
@@ -177,6 +181,16 @@ Result<uint64_t> Journal::append_paused(std::string_view topic, bool paused) {
   return impl_->pipeline->append_paused(std::string(topic), paused);
 }
 
+Result<uint64_t> Journal::append_limits(std::string_view topic,
+                                        const std::optional<TopicLimits>& limits) {
+  if (!impl_->pipeline)
+    return Status(Errc::invalid_state,
+                  "store " + impl_->dir() + " is open read-only; write refused");
+  std::optional<std::string> value;
+  if (limits) value = encode_limits(*limits);
+  return impl_->pipeline->append_limits(std::string(topic), std::move(value));
+}
+
 Status Journal::sync_to(uint64_t ticket) {
   return impl_->pipeline ? impl_->pipeline->sync_to(ticket) : Status();
 }
@@ -212,6 +226,12 @@ Result<uint64_t> JournalSink::write_far(const std::vector<engine::Change>& chang
 Result<uint64_t> JournalSink::write_paused(std::string_view topic, bool paused) {
   if (read_only_) return ++view_tickets_;
   return journal_->append_paused(topic, paused);
+}
+
+Result<uint64_t> JournalSink::write_limits(std::string_view topic,
+                                          const std::optional<TopicLimits>& limits) {
+  if (read_only_) return ++view_tickets_;
+  return journal_->append_limits(topic, limits);
 }
 
 Status JournalSink::wait_durable(uint64_t ticket) {

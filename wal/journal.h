@@ -19,9 +19,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "delayq/error.h"
+#include "delayq/job.h"
 #include "engine/tier/far_store.h"
 #include "engine/record.h"
 #include "wal/commit_pipeline.h"
@@ -93,6 +95,9 @@ class Journal {
   // as running), io_error.
   Result<uint64_t> append_paused(std::string_view topic, bool paused);
   Result<std::vector<std::string>> paused_topics();
+  // The same for the limited topics (wal/topic_limits.h): nullopt clears a topic's limits.
+  Result<uint64_t> append_limits(std::string_view topic, const std::optional<TopicLimits>& limits);
+  Result<std::vector<std::pair<std::string, TopicLimits>>> topic_limits();
 
   // The totals of stats() as stored (zero for a store written before they were kept). Read
   // once, after open and before the first append: the appends' totals add up from it.

@@ -15,12 +15,19 @@
 #include "wal/codec.h"
 #include "wal/journal_impl.h"
 #include "wal/paused.h"
+#include "wal/topic_limits.h"
 
 namespace delayq::wal {
 
 Result<std::vector<std::string>> Journal::paused_topics() {
   return read_paused(*impl_->database, [this](const Status& damage) {
     return impl_->damaged_as_said(damage.message(), " (the topic is taken as running)");
+  });
+}
+
+Result<std::vector<std::pair<std::string, TopicLimits>>> Journal::topic_limits() {
+  return read_limits(*impl_->database, [this](const Status& damage) {
+    return impl_->damaged_as_said(damage.message(), " (the topic runs unlimited)");
   });
 }
 

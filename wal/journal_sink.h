@@ -37,6 +37,8 @@ class JournalSink final : public engine::Persistence {
   // for a write never made.
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const Stats& totals) override;
   Result<uint64_t> write_paused(std::string_view topic, bool paused) override;
+  Result<uint64_t> write_limits(std::string_view topic,
+                                const std::optional<TopicLimits>& limits) override;
   Status wait_durable(uint64_t ticket) override;
   // The disk tier's write (FarSink::write): the changes with the tier's part, one batch.
   Result<uint64_t> write_far(const std::vector<engine::Change>& changes,

@@ -114,6 +114,8 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   if (!counters) return counters.status();
   Result<std::vector<std::string>> paused = journal->paused_topics();
   if (!paused) return paused.status();
+  Result<std::vector<std::pair<std::string, TopicLimits>>> limits = journal->topic_limits();
+  if (!limits) return limits.status();
   std::unique_ptr<wal::JournalSink> sink;
   const bool tiered = wal::JournalTier(*journal).present();
   if (!o.read_only || tiered)
@@ -125,7 +127,8 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   engine::SkipReport skip;
   // By value: the disk tier reports what its refills skip long after the open.
   if (o.tolerant) skip = [on_skip = jo.on_skip, where](const std::string& why) { on_skip(where + why); };
-  auto q = engine::open_engine(o.engine, std::move(sink), records, *totals, skip, *paused);
+  auto q = engine::open_engine(o.engine, std::move(sink), records, *totals, skip, *paused,
+                                *limits);
   if (q.is(Errc::corrupt)) return Status(Errc::corrupt, where + q.status().message());
   return q;
 }

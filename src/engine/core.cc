@@ -66,12 +66,22 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   advance(now);
   if (Status s = rules::check_topics(topics); !s.ok()) return s;
   uint32_t best = kNil;
-  for (const std::string& name : topics) {
-    auto it = topic_ids_.find(name);
-    if (it == topic_ids_.end()) continue;
-    if (topics_[it->second].counts.paused) continue;
-    const uint32_t head = topics_[it->second].ready.head;
-    if (head != kNil && (best == kNil || jobs_[head].due < jobs_[best].due)) best = head;
+  // Limits (core_limits.cc): a throttled topic is passed over, after the pause check (a paused
+  // topic spends nothing). A second pass only when another shard took the chosen topic's last
+  // token or place since throttled() looked; refusals are counted in the first pass (and by
+  // take_place() for the topic it lost).
+  for (bool first = true;; first = false) {
+    best = kNil;
+    for (const std::string& name : topics) {
+      auto it = topic_ids_.find(name);
+      if (it == topic_ids_.end()) continue;
+      const Topic& t = topics_[it->second];
+      if (t.counts.paused) continue;
+      const uint32_t head = t.ready.head;
+      if (head == kNil || (t.limiter && throttled(t, now, first))) continue;
+      if (best == kNil || jobs_[head].due < jobs_[best].due) best = head;
+    }
+    if (best == kNil || take_place(best, now)) break;
   }
   if (best == kNil) return Status(Errc::timeout, "no ready job");
   Job& job = jobs_[best];
@@ -134,7 +144,8 @@ Status Core::release(const Token& t, TimePoint now) {
   detach(*j);  // the lease timer
   Job& job = jobs_[*j];
   --job.attempts;  // a reserved job has had at least this delivery
-  set_state(job, JobState::ready);
+  set_state(job, JobState::ready);  // frees its place, if the topic is limited
+  give_back(job, now);              // and its token: the delivery never reached a consumer
   link_in_due_order(*j);
   ++ready_added_;
   mark(*j);

@@ -16,7 +16,9 @@
 //   core_tables.cc       the tables: topic and policy interning, job slots, lookups by id and
 //                        token;
 //   core_records.cc      the records: take_effects() and what it journals, restore();
-//   core_stats.cc        what stats() shows: add_stats(), publish(), the TopicView.
+//   core_stats.cc        what stats() shows: add_stats(), publish(), the TopicView;
+//   core_limits.cc       a limited topic's hold on reserve() (limiter.h): set_limiter(),
+//                        throttled(), take_place(), place_freed(), wake_at().
 // The private declarations below are grouped the same way. The retry wait is backoff.h.
 #pragma once
 
@@ -43,6 +45,8 @@
 #include "engine/record.h"
 
 namespace delayq::engine {
+
+class TopicLimiter;  // limiter.h
 
 struct CoreOptions {
   Duration tick = std::chrono::milliseconds(1);  // 1 ms to 1 s
@@ -116,6 +120,13 @@ class Core {
     topics_[i].counts.paused = true;
     changed(i);
   }
+  // Points a topic at its limiter (Queue::set_topic_limits), or at none (nullptr): reserve()
+  // then passes the topic over while the limiter refuses. Counts as jobs made ready when the
+  // topic has ready jobs (new limits may let more through). The limiter, shared by the shards,
+  // outlives the pointer (the engine clears it under this shard's lock before freeing it).
+  void set_limiter(std::string_view topic, TopicLimiter* limiter);
+  // The topic's jobs reserved in this core (seeds a new limiter's in_flight).
+  uint64_t reserved_of(std::string_view topic) const;
 
   // For a durable store's disk tier (docs/tiered-store.md): takes a delayed or ready job out of
   // this core, as cancel() would but counting nothing (it moves, it is not cancelled), and
@@ -209,13 +220,15 @@ class Core {
     TopicStats counts;      // counts.paused: the topic hands out nothing
     DueBins due;            // the delayed jobs by due time (what fires when)
     Lateness first, retry;  // how late deliveries were handed out (reserve())
-    // Holds no job and is not paused: in the list of idle topics (idle_prev/idle_next).
+    // Holds no job and is neither paused nor limited: in the list of idle topics
+    // (idle_prev/idle_next).
     bool idle = false;
     uint32_t idle_prev = kNil, idle_next = kNil;
     // Listed in changed_ (it changed since the last publish()); kept when the slot is freed, so
     // that a reused slot is listed once.
     bool changed = false;
     bool published = false;  // in the view: when freed, the view must drop it
+    TopicLimiter* limiter = nullptr;  // its limits, if any (core_limits.cc); keeps the slot
     uint64_t jobs() const { return counts.delayed + counts.ready + counts.reserved + counts.dead; }
   };
 
@@ -237,7 +250,7 @@ class Core {
   // The slot of topic `name`, made if need be, and no longer idle: the caller is about to give
   // it a job or pause it.
   uint32_t topic_index(std::string_view name);
-  // A topic that holds no job and is not paused joins the idle ones; beyond
+  // A topic that holds no job and is neither paused nor limited joins the idle ones; beyond
   // CoreOptions::idle_topics of them, the one idle longest is freed.
   void unused_topic(uint32_t i);
   void unlink_idle(uint32_t i);
@@ -293,6 +306,21 @@ class Core {
   void link_in_due_order(uint32_t j);
   void unlink(List& l, uint32_t j);
 
+  // ---- core_limits.cc: a limited topic's hold on reserve() ----
+
+  // Whether the limiter of `t` refuses a hand-out now; its next token's instant then becomes a
+  // deadline (wake_at). `count`: count the refusal in its throttled counters.
+  bool throttled(const Topic& t, TimePoint now, bool count);
+  // Spends the token and place of handing out job `j` (true), or refuses (another shard took
+  // the last one since throttled() looked).
+  bool take_place(uint32_t j, TimePoint now);
+  // Job `j`, reserved, leaves that state: its place is free again.
+  void place_freed(const Job& j);
+  // A throttled topic's next token is due at `at`: advance() past it counts as made ready.
+  void wake_at(TimePoint at);
+  // release(): the token job `j`'s delivery spent goes back to its topic's bucket.
+  void give_back(const Job& j, TimePoint now);
+
   // ---- core_records.cc (and inline): the records ----
 
   // Notes that a job's record changed (when recording changes).
@@ -337,6 +365,7 @@ class Core {
   std::vector<Soon> soon_;  // a min-heap (std::push_heap with greater<>)
   uint64_t soon_seq_ = 0;
   std::optional<TimePoint> earliest_scheduled_;
+  std::optional<TimePoint> throttle_wake_;  // the earliest next token a reserve() was refused
   Stats totals_;
   Stats journaled_;  // totals_ as of the last take_totals_delta()
 };

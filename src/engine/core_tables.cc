@@ -35,7 +35,7 @@ uint32_t Core::topic_index(std::string_view name) {
 
 void Core::unused_topic(uint32_t i) {
   Topic& t = topics_[i];
-  if (t.idle || t.counts.paused || t.jobs() > 0) return;
+  if (t.idle || t.counts.paused || t.limiter || t.jobs() > 0) return;
   t.idle = true;
   t.idle_prev = idle_tail_;
   t.idle_next = kNil;

@@ -66,6 +66,11 @@ void Core::advance(TimePoint now) {
     soon_.pop_back();
     if (jobs_[s.job].timer_gen == s.gen) on_timer(s.job, s.at, now);
   }
+  // A throttled topic's next token (core_limits.cc) is due: waiters look again.
+  if (throttle_wake_ && *throttle_wake_ <= now) {
+    throttle_wake_.reset();
+    ++ready_added_;
+  }
 }
 
 std::optional<TimePoint> Core::next_deadline() const {
@@ -73,6 +78,7 @@ std::optional<TimePoint> Core::next_deadline() const {
   if (const std::optional<uint64_t> t = wheel_.next_deadline()) next = from_tick(*t);
   // A stale soon_ entry only makes the driver wake once for nothing.
   if (!soon_.empty() && (!next || soon_.front().at < *next)) next = soon_.front().at;
+  if (throttle_wake_ && (!next || *throttle_wake_ < *next)) next = throttle_wake_;
   return next;
 }
 
@@ -163,6 +169,7 @@ void Core::set_state(Job& j, JobState s) {
   changed(j.topic);
   TopicStats& c = counts(j);
   if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
+  if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
   --state_count(c, j.state);
   ++state_count(c, s);
   j.state = s;
@@ -173,6 +180,7 @@ void Core::delay_until(Job& j, TimePoint due) {
   if (j.state == JobState::delayed) {
     topics_[j.topic].due.remove(j.due);
   } else {
+    if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
     TopicStats& c = counts(j);
     --state_count(c, j.state);
     ++c.delayed;
@@ -185,6 +193,7 @@ void Core::delay_until(Job& j, TimePoint due) {
 void Core::uncount(Job& j) {
   changed(j.topic);
   if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
+  if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
   --state_count(counts(j), j.state);
   unused_topic(j.topic);
   release_policy(j.policy);

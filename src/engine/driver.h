@@ -7,6 +7,9 @@
 // itself and takes the job. So a due job reaches a consumer in one thread hop, and an idle
 // engine sleeps. With a ManualClock nobody sleeps on time: the clock's moves advance every
 // shard, on the thread that moved it, before ManualClock::advance() returns.
+// The deadlines are the cores' (Core::next_deadline()): due times, lease deadlines, and the next
+// token of a topic whose rate limit refused a reserve() (core_limits.cc), which counts as jobs
+// made ready when it comes, so that waiters look again.
 #pragma once
 
 #include <chrono>

@@ -328,6 +328,7 @@ Stats ShardedEngine::stats() {
     view.add_to(st, at);
   }
   placement.finish_stats(st, elsewhere);
+  add_flow(st);
   return st;
 }
 

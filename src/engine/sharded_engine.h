@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -16,6 +17,7 @@
 #include "common/waiting.h"
 #include "delayq/engine.h"
 #include "engine/driver.h"
+#include "engine/limiter.h"
 #include "engine/shard.h"
 
 namespace delayq::engine {
@@ -48,6 +50,9 @@ class ShardedEngine final : public Engine {
   Result<uint64_t> purge_dead(std::string_view topic) override;
   Status pause(std::string_view topic) override { return set_paused(topic, true); }
   Status resume(std::string_view topic) override { return set_paused(topic, false); }
+  // engine_limits.cc: as pause() (journaled first, then every shard), see limiter.h.
+  Status set_topic_limits(std::string_view topic, const TopicLimits& limits) override;
+  Status clear_topic_limits(std::string_view topic) override;
   Stats stats() override;
   Status health() override;
   void close() override;
@@ -65,6 +70,9 @@ class ShardedEngine final : public Engine {
   Status start();
   // Pauses the topics a store recorded as paused, before start(): nothing is journaled.
   void restore_paused(const std::vector<std::string>& topics);
+  // Limits the topics as a store recorded them, before start(): nothing is journaled; each
+  // bucket starts full, and in_flight counts the restored reserved jobs.
+  void restore_limits(const std::vector<std::pair<std::string, TopicLimits>>& limits);
 
  protected:
   Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
@@ -97,6 +105,14 @@ class ShardedEngine final : public Engine {
   // written after it), then every shard's core, under pause_mu_ so that the journal's order of
   // pauses and resumes of a topic is the cores' order.
   Status set_paused(std::string_view topic, bool paused);
+  // set_topic_limits() (a value) and clear_topic_limits() (nullopt), checked: the same protocol
+  // as set_paused(), under limits_mu_.
+  Status change_limits(std::string_view topic, const std::optional<TopicLimits>& limits);
+  // Points every shard's core at `limiter` (null: none) for `topic`, each under its lock; a new
+  // limiter (`seed`) first counts the topic's jobs reserved in that shard.
+  void point_shards(std::string_view topic, TopicLimiter* limiter, bool seed);
+  // Adds Stats::flow: every limited topic as of now.
+  void add_flow(Stats& st);
   bool closed() const { return waiting_.closed(); }
   Status closed_status() const { return waiting_.closed_status(); }
 
@@ -109,6 +125,10 @@ class ShardedEngine final : public Engine {
   std::atomic<bool> shut_{false};  // close() has run
   std::mutex pause_mu_;
   std::set<std::string, std::less<>> paused_;  // the paused topics; under pause_mu_
+  // The limited topics' limiters (limiter.h), pointed at by the cores; under limits_mu_ (taken
+  // before any shard's lock, and never under one).
+  std::mutex limits_mu_;
+  std::map<std::string, std::unique_ptr<TopicLimiter>, std::less<>> limiters_;
   // What owns threads, locks and the store, in one allocation: in a child forked after the open,
   // the destructor leaves it as it is (common/fork_guard.h), since joining, closing or freeing
   // any of it there could hang on a thread that stayed in the parent or touch the parent's store.

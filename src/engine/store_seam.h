@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "delayq/engine.h"
@@ -53,6 +54,14 @@ class Persistence {
     (void)paused;
     return uint64_t{0};
   }
+  // Queues a topic's new limits (Queue::set_topic_limits), or their removal (nullopt), as
+  // write_paused() does.
+  virtual Result<uint64_t> write_limits(std::string_view topic,
+                                        const std::optional<TopicLimits>& limits) {
+    (void)topic;
+    (void)limits;
+    return uint64_t{0};
+  }
 };
 
 // Calls its argument for every stored record, in seq order.
@@ -67,12 +76,11 @@ using SkipReport = std::function<void(const std::string&)>;
 // A record that Core::restore() refuses (Errc::corrupt) fails the open with that error, unless
 // `skip` is set (StoreOptions::tolerant): then the record is left out and reported to `skip`.
 // `paused`: the topics the store recorded as paused (Queue::pause), paused again before the
-// engine serves.
-Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options,
-                                            std::unique_ptr<Persistence> store,
-                                            const RecordSource& records, const Stats& totals,
-                                            const SkipReport& skip = {},
-                                            const std::vector<std::string>& paused = {});
+// engine serves; `limits`: likewise the topics' limits (Queue::set_topic_limits).
+Result<std::unique_ptr<Engine>> open_engine(
+    const EngineOptions& options, std::unique_ptr<Persistence> store, const RecordSource& records,
+    const Stats& totals, const SkipReport& skip = {}, const std::vector<std::string>& paused = {},
+    const std::vector<std::pair<std::string, TopicLimits>>& limits = {});
 
 // The store an engine opened by open_engine() writes to (null for the in-memory Engine): how
 // open_store()'s extras, such as backup_store(), reach their journal.

@@ -21,6 +21,7 @@
 #include <rocksdb/db.h>
 
 #include "journal_records.h"
+#include "raw_rocksdb.h"
 #include "wal/codec.h"
 #include "wal/journal_tier.h"
 
@@ -76,28 +77,7 @@ class JournalTest : public ::testing::Test {
   }
   void raw(const std::string& family, const std::string& key, const std::string* value,
            std::string* got) {
-    rocksdb::DBOptions o;
-    o.create_if_missing = true;
-    o.create_missing_column_families = true;
-    // Every family the store has (RocksDB opens none without all), "jobs" and "meta" first.
-    std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName, "jobs", "meta"};
-    std::vector<std::string> existing;
-    (void)rocksdb::DB::ListColumnFamilies(o, dir_, &existing);
-    for (const std::string& n : existing)
-      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-    std::vector<rocksdb::ColumnFamilyDescriptor> fams;
-    for (const std::string& n : names) fams.push_back({n, {}});
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* db = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(o, dir_, fams, &handles, &db);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    rocksdb::ColumnFamilyHandle* h =
-        handles[std::find(names.begin(), names.end(), family) - names.begin()];
-    s = value ? db->Put(rocksdb::WriteOptions(), h, key, *value)
-              : db->Get(rocksdb::ReadOptions(), h, key, got);
-    for (auto* x : handles) (void)db->DestroyColumnFamilyHandle(x);
-    delete db;
-    ASSERT_TRUE(s.ok()) << s.ToString();
+    testing::raw_access(dir_, family, key, value, got);
   }
 
   std::string dir_;
