@@ -158,7 +158,9 @@ struct TopicFlow {
   uint64_t tokens = 0;     // hand-outs the rate allows right now (<= burst; 0 without a rate)
   uint64_t in_flight = 0;  // the topic's jobs reserved now
   // Hand-outs refused since the queue was opened because of the rate / the concurrency limit:
-  // one per reserve() call and topic that had a ready job it could not take.
+  // one per reserve() attempt and topic that had a ready job the limits held back (a reserve()
+  // that waits looks again at each wake-up, and one over several shards looks at each: such a
+  // call may count more than once).
   uint64_t throttled_rate = 0, throttled_concurrency = 0;
   bool operator==(const TopicFlow&) const = default;
 };
