@@ -26,7 +26,11 @@ i128 TopicLimiter::scaled(TimePoint t) const {
 void TopicLimiter::clamp(i128 now_x) {
   const TopicLimits::Rate& r = *limits_.rate;
   const i128 top = now_x + static_cast<i128>(r.burst) * r.per.count();
-  tat_ = std::clamp(tat_, now_x, top);
+  // A full bucket holds no more, but a tat less than one nanosecond behind `now` is kept: a token
+  // whose exact instant has a fraction can only be taken at the next whole nanosecond, and with a
+  // burst of 1 raising tat to `now` would lose that fraction at every hand-out.
+  if (tat_ <= now_x - r.count) tat_ = now_x;  // behind by a whole nanosecond or more: full
+  tat_ = std::min(tat_, top);
 }
 
 std::optional<TopicLimiter::Refusal> TopicLimiter::refusal(TimePoint now) {

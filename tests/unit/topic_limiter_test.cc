@@ -22,8 +22,8 @@ TopicLimits rate(uint32_t count, Duration per, uint32_t burst) {
 // A consumer that takes every token the moment it is due, over `periods` periods: the n-th
 // hand-out after the burst comes at exactly t0 + ceil(n * per / count), never 1 ns earlier, so
 // the count per period stays `count` however long it runs. (A whole nanosecond is the earliest
-// a token whose instant has a fraction can be taken: a burst of 2 or more holds that fraction;
-// with a burst of 1 the bucket is full then, see ABurstOfOneCountsTheNextTokenFromALateTake.)
+// a token whose instant has a fraction can be taken; the bucket keeps that fraction, also with a
+// burst of 1, where it is full at each take.)
 void check_exact(uint32_t count, Duration per, uint32_t burst, int periods) {
   TopicLimiter l(rate(count, per, burst));
   for (uint32_t i = 0; i < burst; ++i) ASSERT_FALSE(l.take(t0)) << "the burst, hand-out " << i;
@@ -51,6 +51,10 @@ TEST(TopicLimiter, AThousandPerSecondIsExactOverAMinute) {
 }
 TEST(TopicLimiter, SevenPerMinuteIsExactOverADay) {
   check_exact(7, 1min, 3, 24 * 60);
+}
+TEST(TopicLimiter, ABurstOfOneIsExactToo) {
+  check_exact(3, 1s, 1, 3600);
+  check_exact(7, 1min, 1, 24 * 60);
 }
 
 // A full bucket holds no more: with a burst of 1, a token taken late (here half a second) puts
