@@ -321,8 +321,14 @@ class Core {
     return priority_line(j);
   }
   List& priority_line(const Job& j);
-  // Unlinks a ready job from its line; a priority line it leaves empty is taken out.
-  void unlink_ready(uint32_t j);
+  // Unlinks a ready job from its line (the default path: one compare more than unlink()); a
+  // priority line it leaves empty is taken out (unlink_priority()).
+  void unlink_ready(uint32_t j) {
+    const Job& job = jobs_[j];
+    if (job.priority == kDefaultPriority) return unlink(topics_[job.topic].ready, j);
+    unlink_priority(j);
+  }
+  void unlink_priority(uint32_t j);
   // The topic's most urgent ready job (reserve()'s candidate), or kNil: the head of the first
   // line in (priority, line order). With no other priority ready, Topic::ready's head.
   uint32_t front(const Topic& t) const {

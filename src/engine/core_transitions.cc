@@ -4,7 +4,7 @@
 //   - the moves: schedule(), make_ready(), detach(), fail(), to_dead(), erase();
 //   - the counts by state: state_count(), set_state(), delay_until(), uncount();
 //   - the ready and dead lines: link(), link_in_due_order(), unlink(), and the lines by
-//     priority: priority_line(), unlink_ready(), oldest_ready_due().
+//     priority: priority_line(), unlink_priority(), oldest_ready_due().
 // The calls (core.cc) and restore() (core_records.cc) use only these to change a job's state,
 // so every way a job can move is in this file.
 #include "engine/core.h"
@@ -251,9 +251,8 @@ Core::List& Core::priority_line(const Job& j) {
   return m.line.insert(it, std::move(m.spare))->second;
 }
 
-void Core::unlink_ready(uint32_t j) {
+void Core::unlink_priority(uint32_t j) {
   const Job& job = jobs_[j];
-  if (job.priority == kDefaultPriority) return unlink(topics_[job.topic].ready, j);
   PriorityLines& m = *topics_[job.topic].more;  // the job is in one of its lines
   auto it = m.line.find(job.priority);
   unlink(it->second, j);
