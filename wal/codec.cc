@@ -21,7 +21,14 @@
 //   u64 retry.jitter      IEEE-754 bits of the double
 //   u32 retry.delays count, then that many i64 nanoseconds
 //
-// and nothing after.
+// and nothing after. Record version 2 is the same (its first byte 2), then
+//
+//   u32 priority          JobSpec::priority
+//
+// and nothing after. A record is written as version 2 only when its priority is not
+// kDefaultPriority: a queue that never uses priorities writes exactly what builds before
+// version 2 wrote, and they can still open it (the store's format rises with the first version
+// 2 record: journal.cc).
 #include "wal/codec.h"
 
 #include <fmt/format.h>
@@ -34,7 +41,8 @@ namespace delayq::wal {
 
 namespace {
 
-constexpr uint8_t kRecordVersion = 1;
+// Version 1: every field but the priority (kDefaultPriority); version 2 adds it at the end.
+constexpr uint8_t kRecordVersion = 2;
 // Version 2 added `released` after the nine counters of version 1; version 1 is still read
 // (released = 0), so a store written before keeps its totals.
 constexpr uint8_t kTotalsVersion = 2;
@@ -202,9 +210,10 @@ uint64_t job_seq(std::string_view key) {
 
 std::string encode_record(const engine::JobRecord& r) {
   std::string out;
+  const bool prioritised = r.priority != kDefaultPriority;
   out.reserve(1 + 8 + 1 + 8 * 3 + 4 + 8 + 12 + r.id.size() + r.topic.size() + r.body.size() + 1 +
-              4 + 8 * 4 + 4 + 8 * r.retry.delays.size());
-  put_u8(out, kRecordVersion);
+              4 + 8 * 4 + 4 + 8 * r.retry.delays.size() + (prioritised ? 4 : 0));
+  put_u8(out, prioritised ? kRecordVersion : 1);
   put_u64(out, r.seq);
   put_u8(out, static_cast<uint8_t>(r.state));
   put_i64(out, r.due.time_since_epoch().count());
@@ -216,7 +225,12 @@ std::string encode_record(const engine::JobRecord& r) {
   put_str(out, r.topic);
   put_str(out, r.body);
   put_retry(out, r.retry);
+  if (prioritised) put_u32(out, r.priority);
   return out;
+}
+
+bool needs_version_2(const engine::JobRecord& r) {
+  return r.priority != kDefaultPriority;
 }
 
 Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes,
@@ -227,8 +241,8 @@ Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes,
   Reader in(bytes);
   const uint8_t version = in.u8("record version");
   if (in.failed()) return corrupt("empty value");
-  if (version != kRecordVersion)
-    return corrupt(fmt::format("unknown record version {} (this build reads {})", version,
+  if (version != 1 && version != kRecordVersion)
+    return corrupt(fmt::format("unknown record version {} (this build reads 1 and {})", version,
                                kRecordVersion));
 
   engine::JobRecord r;
@@ -248,6 +262,13 @@ Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes,
   r.topic = in.str("topic");
   r.body = in.str("body");
   r.retry = read_retry(in);
+  if (version == 2) {
+    r.priority = in.u32("priority");
+    // encode_record() writes the default priority as version 1: only damage (or another writer)
+    // puts it in a version 2 record, and a record read back must encode to the same bytes.
+    if (!in.failed() && r.priority == kDefaultPriority)
+      in.fail("record version 2 holds the default priority 1024, which is written as version 1");
+  }
   if (in.failed()) return corrupt(in.error());
   if (in.left() != 0)
     return corrupt(std::to_string(in.left()) + " unexpected bytes after the last field");

@@ -26,9 +26,15 @@
 namespace delayq::wal {
 
 // The store's format version, in meta/format: the highest this build reads. A store with a
-// higher one is refused. Version 2 added the disk tier (far_codec.h); a store without it is
-// still written as version 1.
-inline constexpr uint32_t kFormatVersion = 2;
+// higher one is refused. Version 2 added the disk tier (far_codec.h); version 3, job records of
+// version 2 (a priority other than the default). Each is written only once the store needs it:
+// a store without the tier and without such a record is still version 1, one with the tier and
+// without such a record version 2 (Database::check_format), and the first version 2 record
+// raises the store to 3 in the write that holds it (journal.cc), so that an older build never
+// opens a store whose records it cannot read.
+inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kTieredFormat = 2;
+inline constexpr uint32_t kPriorityFormat = 3;
 
 inline constexpr char kJobsFamily[] = "jobs";
 inline constexpr char kMetaFamily[] = "meta";
@@ -46,9 +52,12 @@ std::string job_key(uint64_t seq);
 // The seq of a key of kJobKeySize bytes (the caller checks the size).
 uint64_t job_seq(std::string_view key);
 
-// A job record (record version 1): fixed-width little-endian fields, strings as a u32 byte
-// count then the bytes (codec.cc lists them).
+// A job record: fixed-width little-endian fields, strings as a u32 byte count then the bytes
+// (codec.cc lists them). Record version 1 at the default priority, else version 2 (version 1
+// and a u32 priority); decode_record() reads both.
 std::string encode_record(const engine::JobRecord& r);
+// Whether encode_record() writes `r` as version 2, which needs store format kPriorityFormat.
+bool needs_version_2(const engine::JobRecord& r);
 // Errors: corrupt, naming `seq` and the field that could not be read; also when the record holds
 // another seq than its key's.
 Result<engine::JobRecord> decode_record(uint64_t seq, std::string_view bytes,

@@ -19,6 +19,7 @@ void clear(Group& g) {
   g.paused.clear();
   g.limits.clear();
   g.appends = 0;
+  g.min_format = 0;
 }
 
 }  // namespace
@@ -53,7 +54,8 @@ Status CommitPipeline::status() {
 }
 
 Result<uint64_t> CommitPipeline::append(std::vector<EncodedChange> changes, const Stats& totals,
-                                        const engine::Counters& counters, EncodedFar far) {
+                                        const engine::Counters& counters, EncodedFar far,
+                                        uint32_t min_format) {
   if (changes.empty() && far.empty()) return uint64_t{0};
   std::lock_guard l(mu_);
   if (!broken_.ok()) return broken_;
@@ -77,6 +79,7 @@ Result<uint64_t> CommitPipeline::append(std::vector<EncodedChange> changes, cons
     counts_dirty_.push_back(topic);
   }
   if (far.horizon) horizon_ = std::move(far.horizon);
+  pending_.min_format = std::max(pending_.min_format, min_format);
   ++pending_.appends;
   return ++appended_;
 }

@@ -92,6 +92,9 @@ struct Group {
   // Topics' new limits, encoded (topic_limits.h), or their removal (nullopt), in call order.
   std::vector<std::pair<std::string, std::optional<std::string>>> limits;
   size_t appends = 0;  // how many calls the group holds
+  // The least store format (codec.h) the group's records need: the sink raises meta/format to it
+  // in the same write when the store is below it. 0: any.
+  uint32_t min_format = 0;
 };
 
 // Where the pipeline writes: the RocksDB database in the store, a fake in tests.
@@ -120,10 +123,12 @@ class CommitPipeline {
   // `totals`: how much the totals of stats() grew with these changes; the pipeline adds them
   // up. `counters`: the engine's counters as of these changes; the pipeline keeps the highest.
   // Both are written with the group that carries the changes, and so are the disk tier's
-  // counts, which the pipeline keeps from `far`'s deltas.
+  // counts, which the pipeline keeps from `far`'s deltas. `min_format`: the least store format
+  // the encoded records need (Group::min_format; 0: any).
   // Errors: the error that broke the pipeline.
   Result<uint64_t> append(std::vector<EncodedChange> changes, const Stats& totals,
-                          const engine::Counters& counters, EncodedFar far = {});
+                          const engine::Counters& counters, EncodedFar far = {},
+                          uint32_t min_format = 0);
   // Returns once the append with this ticket is written (with Sync::always: on disk), leading
   // a write if none is in flight. Errors: the error that broke the pipeline, when the ticket
   // was not written before it.

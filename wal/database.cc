@@ -147,9 +147,12 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const J
 }
 
 // Reads meta/format; writes it on a new store, and raises it to 2 when the store has the disk
-// tier (whose jobs a format-1 build would not see); refuses a newer one.
+// tier (whose jobs a format-1 build would not see); refuses a newer one. Not to kFormatVersion:
+// format 3 (records with a priority) is the journal's to write, with the first such record, so
+// that a store which never holds one stays readable by the builds of formats 1 and 2.
 Status Database::check_format(bool read_only) {
-  const uint32_t needed = far_ != nullptr ? kFormatVersion : 1;
+  const uint32_t needed = far_ != nullptr ? kTieredFormat : 1;
+  format_ = needed;
   auto write_format = [&] {
     rocksdb::WriteOptions wo;
     wo.sync = true;
@@ -178,6 +181,7 @@ Status Database::check_format(bool read_only) {
                               "newer delayq",
                               dir_, *version, kFormatVersion));
   if (*version < needed && !read_only) return write_format();
+  format_ = std::max(*version, needed);
   return Status();
 }
 

@@ -25,7 +25,9 @@ class Database {
   // families "jobs" and "meta" (codec.h); "far" and "ids" (far_codec.h) when they exist or
   // JournalOptions::tiered asks for them; and any family a newer format added, left alone. Writes
   // meta/format on a new store (2 with the disk tier, else 1), raises a format-1 store to 2 when
-  // it gets the disk tier, and refuses a newer format. Errors: as Journal::open().
+  // it gets the disk tier, and refuses a newer format (kFormatVersion). Format 3 is never
+  // written here: the journal raises the store to it with its first version 2 record (format()).
+  // Errors: as Journal::open().
   static Result<std::unique_ptr<Database>> open(const std::string& dir, const JournalOptions& o);
   // Closes: the family handles, then the database. Without flush(), the next open replays the
   // log.
@@ -44,6 +46,11 @@ class Database {
   rocksdb::ColumnFamilyHandle* far() const { return far_; }
   rocksdb::ColumnFamilyHandle* ids() const { return ids_; }
   const std::string& dir() const { return dir_; }
+  // The format in meta/format (after open: at least what the store needs). Used by the journal's
+  // one writer at a time (the commit pipeline's leader): a write that holds a record needing a
+  // higher format puts meta/format in its own batch, then calls raised_to() once written.
+  uint32_t format() const { return format_; }
+  void raised_to(uint32_t format) { format_ = format; }
   // True once after a sync of the log before RocksDB switched log files failed (log_files.h):
   // the write in flight must fail, and the store stop.
   bool take_switch_failure() { return switch_sync_ && switch_sync_->take_failure(); }
@@ -63,6 +70,7 @@ class Database {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   rocksdb::ColumnFamilyHandle* far_ = nullptr;  // among handles_
   rocksdb::ColumnFamilyHandle* ids_ = nullptr;
+  uint32_t format_ = 0;  // format()
   // Syncs the log before RocksDB writes to a new log file; not with Sync::always.
   std::shared_ptr<LogSyncOnSwitch> switch_sync_;
 };

@@ -34,7 +34,7 @@ Status write_failure(const rocksdb::Status& s, const std::string& dir, const std
 }
 
 // The pipeline's groups, each as one WriteBatch: the job changes in "jobs", then the totals and
-// counters in "meta".
+// counters in "meta" (and the format, when a record needs a higher one).
 class RocksDbSink final : public CommitSink {
  public:
   explicit RocksDbSink(Database& d) : d_(d) {}
@@ -56,11 +56,16 @@ class RocksDbSink final : public CommitSink {
     if (s.ok() && group.totals) s = batch_.Put(d_.meta(), kTotalsKey, encode_totals(*group.totals));
     if (s.ok() && group.counters)
       s = batch_.Put(d_.meta(), kCountersKey, encode_counters(*group.counters));
+    // The first record of a newer version raises the store's format in the same atomic write:
+    // no moment where the store holds it under a format an older build would open.
+    const bool raise = group.min_format > d_.format();
+    if (s.ok() && raise) s = batch_.Put(d_.meta(), kFormatKey, encode_format(group.min_format));
     rocksdb::WriteOptions wo;
     wo.sync = sync;
     if (s.ok()) s = d_.db().Write(wo, &batch_);
     if (s.ok() && d_.take_switch_failure())
       s = rocksdb::Status::IOError("syncing the log before RocksDB switched log files failed");
+    if (s.ok() && raise) d_.raised_to(group.min_format);
     if (s.ok()) return Status();
     return write_failure(s, d_.dir(),
                          "writing " + std::to_string(batch_.Count()) + " changes to the log");
@@ -124,14 +129,22 @@ Status Journal::write(const std::vector<engine::Change>& changes) {
 
 namespace {
 
+// The least store format a record needs (codec.h), raised into `format`.
+void needs(uint32_t& format, const engine::JobRecord& r) {
+  if (needs_version_2(r)) format = kPriorityFormat;
+}
+
 // The disk tier's part of a write, encoded (before the pipeline's lock), with how many disk-only
-// jobs each topic gains or loses.
-EncodedFar encode_far(const engine::FarBatch& far) {
+// jobs each topic gains or loses; `format` raised as its records need.
+EncodedFar encode_far(const engine::FarBatch& far, uint32_t& format) {
   EncodedFar out;
   out.changes.reserve(far.changes.size());
   for (const engine::FarChange& c : far.changes) {
     EncodedFarChange e{far_key(engine::far_key(c.record)), c.record.id, std::nullopt};
-    if (c.put) e.record = encode_record(c.record);
+    if (c.put) {
+      e.record = encode_record(c.record);
+      needs(format, c.record);
+    }
     out.changes.push_back(std::move(e));
     const int64_t delta = c.put ? 1 : -1;
     auto it = std::find_if(out.count_deltas.begin(), out.count_deltas.end(),
@@ -155,9 +168,10 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
   if (!far.empty() && m.database->far() == nullptr)
     return Status(Errc::invalid_argument, "store " + m.dir() +
                                               " has no disk tier; a write to it was refused");
-  // Encoded before the pipeline's lock.
+  // Encoded before the pipeline's lock, noting the least store format the records need.
   std::vector<EncodedChange> encoded;
   encoded.reserve(changes.size());
+  uint32_t format = 0;
   for (const engine::Change& c : changes) {
     if (c.record && c.record->seq != c.seq)
       return Status(Errc::invalid_argument,
@@ -165,9 +179,10 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
                         " carries a record with seq " + std::to_string(c.record->seq) +
                         "; nothing of the batch was written");
     encoded.push_back({c.seq, c.record ? std::optional(encode_record(*c.record)) : std::nullopt});
+    if (c.record) needs(format, *c.record);
   }
-  return m.pipeline->append(std::move(encoded), totals, counters,
-                            far.empty() ? EncodedFar() : encode_far(far));
+  EncodedFar encoded_far = far.empty() ? EncodedFar() : encode_far(far, format);
+  return m.pipeline->append(std::move(encoded), totals, counters, std::move(encoded_far), format);
 }
 
 uint64_t Journal::written() const {

@@ -51,6 +51,7 @@ Status Core::push(JobSpec&& spec, TimePoint now) {
   job.ttr = spec.ttr > Duration::zero() ? spec.ttr : opt_.limits.default_ttr;
   job.topic = topic;
   job.policy = policy;
+  job.priority = spec.priority;
   // Only the journal needs queue-wide sequence numbers: the in-memory engine skips the atomic
   // increment and counts push order in this core (all that release() needs).
   job.seq = opt_.record_changes ? seqs_->fetch_add(1, std::memory_order_relaxed) + 1 : ++local_seq_;
@@ -77,15 +78,18 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
       if (it == topic_ids_.end()) continue;
       const Topic& t = topics_[it->second];
       if (t.counts.paused) continue;
-      const uint32_t head = t.ready.head;
+      // Priorities: each topic's most urgent ready job, and among the topics the most urgent by
+      // (priority, due time); ties keep the first listed topic. At the default priority
+      // everywhere this is the choice by due time alone, plus one compare.
+      const uint32_t head = front(t);
       if (head == kNil || (t.limiter && throttled(t, now, first))) continue;
-      if (best == kNil || jobs_[head].due < jobs_[best].due) best = head;
+      if (best == kNil || more_urgent(jobs_[head], jobs_[best])) best = head;
     }
     if (best == kNil || take_place(best, now)) break;
   }
   if (best == kNil) return Status(Errc::timeout, "no ready job");
   Job& job = jobs_[best];
-  unlink(topics_[job.topic].ready, best);
+  unlink_ready(best);
   set_state(job, JobState::reserved);
   ++job.attempts;
   // Lateness: measured with the `now` of this call, no clock read, no allocation.
@@ -106,7 +110,8 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
                   policies_[j.policy].max_attempts,
                   Token{j.id, j.fence},
                   j.due,
-                  j.lease_deadline};
+                  j.lease_deadline,
+                  j.priority};
 }
 
 Status Core::ack(const Token& t, TimePoint now) {
@@ -256,7 +261,7 @@ void Core::set_paused(std::string_view topic, bool paused, TimePoint now) {
   const bool was = t.counts.paused;
   t.counts.paused = paused;
   changed(i);
-  if (!paused && was && t.ready.head != kNil) ++ready_added_;
+  if (!paused && was && front(t) != kNil) ++ready_added_;
   unused_topic(i);  // when resumed (or never paused) and empty
 }
 

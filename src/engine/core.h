@@ -1,7 +1,7 @@
 // The engine core: the whole queue as a single-threaded state machine.
 //
 // It owns the jobs table, the timing wheel (due times and lease deadlines), the per-topic ready
-// and dead-letter lists, and the counters. Every call takes `now` and first advances the wheel
+// lines (one per priority in use) and dead-letter lists, and the counters. Every call takes `now` and first advances the wheel
 // to it, so a core needs no clock, no thread and no I/O: tests drive it with any sequence of
 // instants, the Engine wraps it in a mutex and a timer, and the durable store journals what it
 // reports. A call that fails changes nothing.
@@ -24,6 +24,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -199,10 +201,29 @@ class Core {
     uint64_t seq = 0;                   // push order (the journal's key; ties in release())
     JobState state = JobState::delayed;
     bool dirty = false;  // listed in dirty_ (its record changed since take_changes())
+    // JobSpec::priority: which ready line the job joins (line_of()). Kept by retries, release()
+    // and requeue_dead(): it is the job's, like its id. In the padding after `dirty`.
+    uint32_t priority = kDefaultPriority;
   };
+  // A job is 144 bytes with or without `priority` (it fills the padding): a queue at the default
+  // priority pays no memory for priorities.
+  static_assert(sizeof(Job) == 144, "Core::Job grew: check the priority field's placement");
 
   struct List {
     uint32_t head = kNil, tail = kNil;
+  };
+
+  // A topic's ready jobs at priorities other than kDefaultPriority (those stay in Topic::ready),
+  // made when the topic first sees such a priority. One line per priority that has ready jobs,
+  // each in due order like Topic::ready; a line that empties is taken out (its map node kept in
+  // `spare` for the next new priority, so that a steady flow of urgent jobs allocates nothing),
+  // so the first line is never empty and front() needs no scan. A std::map rather than sorted
+  // vectors: a topic may hold many distinct priorities (one per job, at worst), and each line
+  // is then found and added in O(log lines).
+  struct PriorityLines {
+    using Lines = std::map<uint32_t, List>;
+    Lines line;
+    Lines::node_type spare;
   };
 
   // A job whose tick has come but whose exact instant has not. Ordered by (at, seq).
@@ -216,7 +237,8 @@ class Core {
 
   struct Topic {
     std::string name;
-    List ready, dead;
+    List ready, dead;  // ready: the jobs at kDefaultPriority (other priorities: `more`)
+    std::unique_ptr<PriorityLines> more;  // null until the topic's first other priority
     TopicStats counts;      // counts.paused: the topic hands out nothing
     DueBins due;            // the delayed jobs by due time (what fires when)
     Lateness first, retry;  // how late deliveries were handed out (reserve())
@@ -301,10 +323,39 @@ class Core {
   // The job leaves the counts (and bins) of its topic: it is gone.
   void uncount(Job& j);
   void link(List& l, uint32_t j);
-  // Links `j` into its topic's ready line before the first job due after it (ties: pushed after
-  // it), where the engine would have put it had it never left.
+  // Links `j` into its ready line (line_of()) before the first job due after it (ties: pushed
+  // after it), where the engine would have put it had it never left.
   void link_in_due_order(uint32_t j);
   void unlink(List& l, uint32_t j);
+  // The ready line of `j`'s priority: its topic's `ready` at kDefaultPriority (the default path:
+  // one compare), else its line in `more`, made if need be (priority_line()).
+  List& line_of(const Job& j) {
+    if (j.priority == kDefaultPriority) return topics_[j.topic].ready;
+    return priority_line(j);
+  }
+  List& priority_line(const Job& j);
+  // Unlinks a ready job from its line (the default path: one compare more than unlink()); a
+  // priority line it leaves empty is taken out (unlink_priority()).
+  void unlink_ready(uint32_t j) {
+    const Job& job = jobs_[j];
+    if (job.priority == kDefaultPriority) return unlink(topics_[job.topic].ready, j);
+    unlink_priority(j);
+  }
+  void unlink_priority(uint32_t j);
+  // The topic's most urgent ready job (reserve()'s candidate), or kNil: the head of the first
+  // line in (priority, line order). With no other priority ready, Topic::ready's head.
+  uint32_t front(const Topic& t) const {
+    if (!t.more || t.more->line.empty()) return t.ready.head;  // the default path
+    const auto& [priority, line] = *t.more->line.begin();  // never empty
+    return priority < kDefaultPriority || t.ready.head == kNil ? line.head : t.ready.head;
+  }
+  // The earliest due time among the topic's ready jobs (stats()' oldest_ready): the least of
+  // the lines' heads. nullopt when none is ready.
+  std::optional<TimePoint> oldest_ready_due(const Topic& t) const;
+  // Whether `a` is handed out before `b` (both ready, any topics): priority, then due time.
+  static bool more_urgent(const Job& a, const Job& b) {
+    return a.priority != b.priority ? a.priority < b.priority : a.due < b.due;
+  }
 
   // ---- core_limits.cc: a limited topic's hold on reserve() ----
 

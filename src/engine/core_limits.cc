@@ -15,7 +15,7 @@ void Core::set_limiter(std::string_view topic, TopicLimiter* limiter) {
   const uint32_t i = topic_index(topic);
   Topic& t = topics_[i];
   t.limiter = limiter;
-  if (t.ready.head != kNil) ++ready_added_;  // waiters look again under the new limits
+  if (front(t) != kNil) ++ready_added_;  // waiters look again under the new limits
   unused_topic(i);                           // when cleared and empty
 }
 

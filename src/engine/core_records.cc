@@ -14,7 +14,7 @@ namespace delayq::engine {
 JobRecord Core::record_of(const Job& j) const {
   return JobRecord{j.seq,        j.id,        topics_[j.topic].name, j.body,
                    j.state,      j.due,       j.lease_deadline,      j.ttr,
-                   j.attempts,   j.fence,     policies_[j.policy]};
+                   j.attempts,   j.fence,     policies_[j.policy],   j.priority};
 }
 
 Effects Core::take_effects() {
@@ -144,6 +144,7 @@ Status Core::restore(JobRecord&& r, TimePoint now) {
   job.ttr = r.ttr;
   job.topic = topic;
   job.policy = policy;
+  job.priority = r.priority;  // any value is one a push could have given
   job.seq = r.seq;
   job.attempts = r.attempts;
   job.fence = r.fence;

@@ -34,8 +34,9 @@ void add_topic(Stats& s, const std::string& name, const TopicStats& c, const Due
   }
   if (!live && first.count + retry.count == 0) return;
   TopicTiming timing{.due = due.windows(now, c.delayed), .first = first, .retry = retry};
-  // The front of the line: jobs join it in due order (unless the clock stepped back, or a
-  // catch-up made a retry whose wait had passed ready at the catch-up's instant).
+  // The fronts of the lines (one per priority): jobs join each in due order (unless the clock
+  // stepped back, or a catch-up made a retry whose wait had passed ready at the catch-up's
+  // instant), so the oldest ready job is the earliest of the heads.
   if (ready_front) timing.oldest_ready = std::max(Duration::zero(), rules::distance(*ready_front, now));
   timing::add(entry(s.timing, name), timing);
 }
@@ -43,9 +44,7 @@ void add_topic(Stats& s, const std::string& name, const TopicStats& c, const Due
 void Core::add_stats(Stats& s, TimePoint now) const {
   for (const Topic& t : topics_) {
     if (t.name.empty()) continue;  // a free slot
-    std::optional<TimePoint> front;
-    if (t.ready.head != kNil) front = jobs_[t.ready.head].due;
-    add_topic(s, t.name, t.counts, t.due, t.first, t.retry, front, now);
+    add_topic(s, t.name, t.counts, t.due, t.first, t.retry, oldest_ready_due(t), now);
   }
   add_totals(s, totals_);
 }
@@ -69,8 +68,7 @@ bool Core::publish(size_t limit) {
     v.due = t.due.fitted();  // the view holds every topic: no room to spare
     v.first = t.first;
     v.retry = t.retry;
-    v.ready_front.reset();
-    if (t.ready.head != kNil) v.ready_front = jobs_[t.ready.head].due;
+    v.ready_front = oldest_ready_due(t);
     t.published = true;
   }
   return gone_.empty() && changed_.empty();

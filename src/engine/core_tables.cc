@@ -145,7 +145,8 @@ JobInfo Core::info(uint32_t j) const {
                  .lease_deadline = job.lease_deadline,
                  .ttr = job.ttr,
                  .body = job.body,
-                 .retry = policy};
+                 .retry = policy,
+                 .priority = job.priority};
 }
 
 uint32_t Core::alloc_job() {

@@ -3,7 +3,8 @@
 //   - the timers: arm(), advance(), on_timer(), next_deadline(), to_tick_floor(), from_tick();
 //   - the moves: schedule(), make_ready(), detach(), fail(), to_dead(), erase();
 //   - the counts by state: state_count(), set_state(), delay_until(), uncount();
-//   - the ready and dead lines: link(), link_in_due_order(), unlink().
+//   - the ready and dead lines: link(), link_in_due_order(), unlink(), and the lines by
+//     priority: priority_line(), unlink_priority(), oldest_ready_due().
 // The calls (core.cc) and restore() (core_records.cc) use only these to change a job's state,
 // so every way a job can move is in this file.
 #include "engine/core.h"
@@ -87,7 +88,7 @@ std::optional<TimePoint> Core::next_deadline() const {
 void Core::make_ready(uint32_t j) {
   Job& job = jobs_[j];
   set_state(job, JobState::ready);
-  link(topics_[job.topic].ready, j);
+  link(line_of(job), j);  // its priority's line
   ++ready_added_;
 }
 
@@ -110,7 +111,7 @@ void Core::detach(uint32_t j) {
     job.timer = {};
   }
   ++job.timer_gen;  // a pending soon_ entry of this job is void now
-  if (job.state == JobState::ready) unlink(topics_[job.topic].ready, j);
+  if (job.state == JobState::ready) unlink_ready(j);
   if (job.state == JobState::dead) unlink(topics_[job.topic].dead, j);
 }
 
@@ -214,7 +215,7 @@ void Core::link(List& l, uint32_t j) {
 
 void Core::link_in_due_order(uint32_t j) {
   Job& job = jobs_[j];
-  List& line = topics_[job.topic].ready;
+  List& line = line_of(job);  // its priority's line
   // The line is in due order already (jobs join it as they fall due), and a released job was
   // at its front when reserved: the walk ends at once unless the clock stepped back.
   uint32_t at = line.head;
@@ -243,6 +244,37 @@ void Core::unlink(List& l, uint32_t j) {
   else
     l.tail = job.prev;
   job.prev = job.next = kNil;
+}
+
+// ---- the lines by priority (core.h: PriorityLines) ----
+
+Core::List& Core::priority_line(const Job& j) {
+  Topic& t = topics_[j.topic];
+  if (!t.more) t.more = std::make_unique<PriorityLines>();
+  PriorityLines& m = *t.more;
+  auto it = m.line.lower_bound(j.priority);
+  if (it != m.line.end() && it->first == j.priority) return it->second;
+  if (m.spare.empty()) return m.line.emplace_hint(it, j.priority, List{})->second;
+  m.spare.key() = j.priority;  // an emptied line's node, reused
+  m.spare.mapped() = List{};
+  return m.line.insert(it, std::move(m.spare))->second;
+}
+
+void Core::unlink_priority(uint32_t j) {
+  const Job& job = jobs_[j];
+  PriorityLines& m = *topics_[job.topic].more;  // the job is in one of its lines
+  auto it = m.line.find(job.priority);
+  unlink(it->second, j);
+  if (it->second.head == kNil) m.spare = m.line.extract(it);
+}
+
+std::optional<TimePoint> Core::oldest_ready_due(const Topic& t) const {
+  std::optional<TimePoint> oldest;
+  if (t.ready.head != kNil) oldest = jobs_[t.ready.head].due;
+  if (!t.more) return oldest;
+  for (const auto& [priority, line] : t.more->line)  // never empty
+    if (!oldest || jobs_[line.head].due < *oldest) oldest = jobs_[line.head].due;
+  return oldest;
 }
 
 }  // namespace delayq::engine

@@ -20,7 +20,7 @@ struct TopicSummary {
   TopicStats counts;
   DueBins due;
   Lateness first, retry;
-  std::optional<TimePoint> ready_front;  // the due time of the front of its ready line
+  std::optional<TimePoint> ready_front;  // the earliest due time among its ready lines' heads
 };
 
 // Adds topic `name` into `s` as of `now`: its counts if it holds a job or is paused, its timing if

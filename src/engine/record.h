@@ -3,8 +3,8 @@
 // records back through Core::restore() when it opens.
 //
 // What is not recorded, because it follows from a record: whether a job whose due time has passed
-// is ready yet (delayed and ready are both "waiting for `due`"), its place in the ready line (due
-// order), its timers.
+// is ready yet (delayed and ready are both "waiting for `due`"), its place in the ready line (its
+// priority's line, in due order), its timers.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,7 @@ struct JobRecord {
   uint32_t attempts = 0;
   uint64_t fence = 0;  // of the current or last delivery
   RetryPolicy retry;
+  uint32_t priority = kDefaultPriority;  // JobSpec::priority
   bool operator==(const JobRecord&) const = default;
 };
 

@@ -34,6 +34,7 @@ class FakeSink final : public CommitSink {
     std::optional<engine::Counters> counters;
     size_t appends = 0;
     bool sync = false;
+    uint32_t min_format = 0;
   };
 
   Status write(const Group& group, bool sync) override {
@@ -43,8 +44,11 @@ class FakeSink final : public CommitSink {
     cv_.wait(l, [&] { return !held_; });
     if (n == fail_write_)
       return Status(Errc::io_error, "the fake disk failed write " + std::to_string(n));
-    Write w{
-        .totals = group.totals, .counters = group.counters, .appends = group.appends, .sync = sync};
+    Write w{.totals = group.totals,
+            .counters = group.counters,
+            .appends = group.appends,
+            .sync = sync,
+            .min_format = group.min_format};
     for (const EncodedChange& c : group.changes) {
       w.seqs.push_back(c.seq);
       w.records.push_back(c.record);
@@ -248,6 +252,26 @@ TEST(CommitPipeline, TotalsAddUpAndTheHighestCountersTravelWithTheirGroup) {
   EXPECT_EQ(w[1].totals->pushed, 12u);
   EXPECT_EQ(w[1].totals->acked, 5u);
   EXPECT_FALSE(w[1].counters);
+}
+
+// The store format a group's records need (a record of version 2: format 3) travels with the
+// group that holds them, as the highest of its appends', so that the sink raises meta/format in
+// that very write; the next group starts again from none.
+TEST(CommitPipeline, TheFormatTheRecordsNeedTravelsWithTheirGroup) {
+  FakeSink sink;
+  CommitPipeline p(sink, policy(Sync::none));
+  ASSERT_TRUE(p.append(put(1), {}, {}).ok());
+  ASSERT_TRUE(p.append(put(2), {}, {}, {}, 3).ok());
+  ASSERT_TRUE(p.sync_to(*p.append(put(3), {}, {})).ok());
+  // Two more groups: the pipeline reuses the first group's storage for the third.
+  ASSERT_TRUE(p.sync_to(*p.append(put(4), {}, {})).ok());
+  ASSERT_TRUE(p.sync_to(*p.append(put(5), {}, {})).ok());
+  const std::vector<FakeSink::Write> w = sink.writes();
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].seqs, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(w[0].min_format, 3u);
+  EXPECT_EQ(w[1].min_format, 0u);
+  EXPECT_EQ(w[2].min_format, 0u);
 }
 
 TEST(CommitPipeline, AFailedWriteFailsEveryWaiterOfItsGroupAndEveryLaterCall) {

@@ -7,6 +7,7 @@
 // same contract.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -575,6 +576,32 @@ TEST(EngineExpectedJobs, MoreJobsThanExpectedFitAndComeOutInDueOrder) {
       }
       EXPECT_TRUE(e->ack(d->token).ok());
     }
+  }
+}
+
+// Priorities with several shards (docs/semantics.md, "Priorities"): the order holds within each
+// shard, as due order does. Jobs of mixed priorities and due times, all ready: the deliveries
+// taken from any one shard come out by (priority, due time), whatever the other shards hand out
+// in between. A job's shard is Shards::index_of (src/engine/shard.h): its id's hash.
+TEST(EnginePriority, WithSeveralShardsEachShardHandsOutByPriority) {
+  constexpr size_t kShards = 3;
+  ManualClock clock;
+  auto q = Engine::open({.shards = kShards, .clock = &clock}).value();
+  const uint32_t priorities[] = {0, 7, kDefaultPriority, 5000};
+  for (int i = 0; i < 120; ++i)
+    ASSERT_TRUE(q->push({.topic = "t", .id = "j" + std::to_string(i), .delay = (i % 5) * 1ms,
+                         .priority = priorities[(i * 7) % 4]})
+                    .ok());
+  clock.advance(5ms);
+  std::vector<std::vector<std::pair<uint32_t, TimePoint>>> per_shard(kShards);
+  for (int i = 0; i < 120; ++i) {
+    Result<Delivery> d = q->reserve("t", 0ms);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    per_shard[std::hash<std::string_view>()(d->id) % kShards].emplace_back(d->priority, d->due);
+  }
+  for (size_t s = 0; s < kShards; ++s) {
+    EXPECT_GT(per_shard[s].size(), 10u) << "shard " << s;
+    EXPECT_TRUE(std::is_sorted(per_shard[s].begin(), per_shard[s].end())) << "shard " << s;
   }
 }
 

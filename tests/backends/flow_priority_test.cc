@@ -86,6 +86,20 @@ TEST_P(Flow, RetriesKeepTheirPriorityAmongDueJobs) {
   EXPECT_EQ(drain(q(), "t"), (std::vector<std::string>{"retry", "fresh1", "fresh2"}));
 }
 
+TEST_P(Flow, ALeaseThatRunsOutKeepsThePriority) {
+  push({.topic = "t", .id = "slow", .ttr = 1s, .retry = RetryPolicy::fixed(1s, 5), .priority = 3});
+  auto d = q().reserve("t", 0ms);
+  ASSERT_TRUE(d.ok());
+  push({.topic = "t", .id = "plain", .delay = 1s});
+  advance(2s);  // the lease ran out at +1 s, the retry is due at +2 s, after "plain"
+  d = q().reserve("t", 0ms);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->id, "slow");
+  EXPECT_EQ(d->attempt, 2u);
+  EXPECT_EQ(d->priority, 3u);
+  EXPECT_EQ(take("t"), "plain");
+}
+
 TEST_P(Flow, ARequeuedDeadLetterKeepsItsPriority) {
   push({.topic = "t", .id = "x", .retry = RetryPolicy::fixed(1s, 1), .priority = 7});
   auto d = q().reserve("t", 0ms);

@@ -53,6 +53,54 @@ TEST(JournalEncoding, RoundTripsEmptyAndLargeBodies) {
 
 TEST(JournalEncoding, StartsWithTheRecordVersion) {
   EXPECT_EQ(encode_record(make(1))[0], '\x01');
+  JobRecord urgent = make(1);
+  urgent.priority = 0;
+  EXPECT_EQ(encode_record(urgent)[0], '\x02');
+}
+
+// Version 1 at the default priority (what builds before priorities read), version 2 at any other
+// priority: every value round-trips, and version 1 reads as the default.
+TEST(JournalEncoding, ThePriorityPicksTheRecordVersionAndRoundTrips) {
+  for (const uint32_t priority : {0u, 1u, 1023u, 1024u, 1025u, UINT32_MAX}) {
+    JobRecord r = make(8);
+    r.priority = priority;
+    const std::string bytes = encode_record(r);
+    EXPECT_TRUE(needs_version_2(r) == (priority != kDefaultPriority)) << priority;
+    EXPECT_EQ(bytes[0], priority == kDefaultPriority ? '\x01' : '\x02') << priority;
+    EXPECT_EQ(bytes.size(), encode_record(make(8)).size() + (priority == kDefaultPriority ? 0 : 4));
+    auto d = decode_record(8, bytes);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    EXPECT_EQ(*d, r);
+  }
+  auto v1 = decode_record(8, encode_record(make(8)));
+  ASSERT_TRUE(v1.ok());
+  EXPECT_EQ(v1->priority, kDefaultPriority);
+}
+
+// A version 2 record cut inside its priority, or holding the default priority (which is written
+// as version 1: only damage puts it there), is corrupt.
+TEST(JournalEncoding, AVersion2RecordNeedsItsWholePriorityAndNotTheDefault) {
+  JobRecord r = make(4);
+  r.priority = 10;
+  const std::string bytes = encode_record(r);
+  for (size_t cut = 1; cut <= 4; ++cut) {
+    auto d = decode_record(4, std::string_view(bytes).substr(0, bytes.size() - cut));
+    EXPECT_TRUE(d.is(Errc::corrupt));
+    EXPECT_EQ(d.status().message(),
+              "record seq 4 in family 'jobs': truncated in field 'priority' (needs 4 bytes, " +
+                  std::to_string(4 - cut) + " left)");
+  }
+  std::string v1_as_v2 = encode_record(make(4));
+  v1_as_v2[0] = 2;
+  v1_as_v2 += std::string("\x00\x04\x00\x00", 4);  // 1024, little-endian
+  auto d = decode_record(4, v1_as_v2);
+  EXPECT_TRUE(d.is(Errc::corrupt));
+  EXPECT_EQ(d.status().message(),
+            "record seq 4 in family 'jobs': record version 2 holds the default priority 1024, "
+            "which is written as version 1");
+  // A priority after a version 1 record is a trailing byte, not a priority.
+  std::string v1_with_more = encode_record(make(4)) + std::string("\x0a\x00\x00\x00", 4);
+  EXPECT_TRUE(decode_record(4, v1_with_more).is(Errc::corrupt));
 }
 
 // The worked examples of docs/journal-format.md, byte for byte: the doc and the code agree.
@@ -69,6 +117,7 @@ TEST(JournalEncoding, MatchesTheExamplesOfTheFormatDoc) {
   r.attempts = 1;
   r.fence = 7;
   r.retry = RetryPolicy::list({2min, 10min});
+  r.priority = kDefaultPriority;  // version 1: the bytes of the builds before priorities
   EXPECT_EQ(hex(job_key(258)), "0000000000000102");
   EXPECT_EQ(hex(encode_record(r)),
             "01"                  // version
@@ -94,7 +143,14 @@ TEST(JournalEncoding, MatchesTheExamplesOfTheFormatDoc) {
             "02000000"            // 2 delays:
             "00b08ef01b000000"    // 2 min
             "0070c9b28b000000");  // 10 min
+  // The same job at priority 10: version 2, the same fields, then the priority (142 bytes).
+  const std::string v1 = hex(encode_record(r));
+  r.priority = 10;
+  EXPECT_EQ(hex(encode_record(r)), "02" + v1.substr(2) +
+                                       "0a000000");  // priority
+  EXPECT_EQ(encode_record(r).size(), 142u);
   EXPECT_EQ(encode_format(1), "1");
+  EXPECT_EQ(encode_format(3), "3");
   EXPECT_EQ(hex(encode_totals(Stats{.pushed = 3, .delivered = 1, .acked = 1})),
             "02"                // version
             "0300000000000000"  // pushed
@@ -161,12 +217,15 @@ TEST(JournalEncoding, RejectsTrailingBytesWrongSeqAndBadEnums) {
   EXPECT_TRUE(other.is(Errc::corrupt));
   EXPECT_NE(other.status().message().find("seq 6"), std::string::npos);
 
-  std::string v = good;
-  v[0] = 2;
-  auto version = decode_record(5, v);
-  EXPECT_TRUE(version.is(Errc::corrupt));
-  EXPECT_EQ(version.status().message(),
-            "record seq 5 in family 'jobs': unknown record version 2 (this build reads 1)");
+  for (const uint8_t unknown : {0, 3, 255}) {
+    std::string v = good;
+    v[0] = static_cast<char>(unknown);
+    auto version = decode_record(5, v);
+    EXPECT_TRUE(version.is(Errc::corrupt));
+    EXPECT_EQ(version.status().message(), "record seq 5 in family 'jobs': unknown record version " +
+                                              std::to_string(unknown) +
+                                              " (this build reads 1 and 2)");
+  }
 
   std::string s = good;
   s[9] = 4;  // state, right after version and seq

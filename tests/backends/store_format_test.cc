@@ -3,16 +3,22 @@
 // jobs; a store written by a newer delayq (a higher format version) is refused by the library,
 // delayqd and the CLI with a message naming both versions, and the refused open leaves every
 // stored byte as it was, so that the newer delayq (or a rollback to it) still finds its store.
+// Priorities (docs/journal-format.md, "format"): a store that only ever held the default
+// priority keeps its format (1, or 2 with the disk tier), and the first job record with another
+// priority raises it to 3 in the very write that stores the record.
 #include <gtest/gtest.h>
 
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
+#include <rocksdb/transaction_log.h>
+#include <rocksdb/write_batch.h>
 
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "child_process.h"
 #include "cli_harness.h"
 #include "delayq/store.h"
 #include "wal/codec.h"
@@ -47,15 +53,60 @@ class RawStore {
       EXPECT_TRUE(s.ok()) << s.ToString();
     });
   }
+  std::string format() { return contents()["meta/format"]; }
+
+  // The puts of each write RocksDB's log still holds (a store whose writer was killed: nothing
+  // flushed it away), in order, as "family/key" -> value; each write is one atomic batch.
+  using Write = std::map<std::string, std::string>;
+  std::vector<Write> logged_writes() {
+    std::vector<Write> out;
+    rocksdb::DBOptions o;
+    o.avoid_flush_during_recovery = true;  // the log stays as the writer left it
+    o.WAL_ttl_seconds = 3600;              // and is kept for GetUpdatesSince
+    with_db(
+        [&](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
+          std::map<uint32_t, std::string> names;
+          for (auto* h : handles) names[h->GetID()] = h->GetName();
+          std::unique_ptr<rocksdb::TransactionLogIterator> it;
+          const rocksdb::Status s = db.GetUpdatesSince(0, &it);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          for (; it->Valid(); it->Next()) {
+            Puts puts(names);
+            ASSERT_TRUE(it->GetBatch().writeBatchPtr->Iterate(&puts).ok());
+            out.push_back(std::move(puts.seen));
+          }
+        },
+        o);
+    return out;
+  }
 
  private:
+  struct Puts : rocksdb::WriteBatch::Handler {
+    explicit Puts(const std::map<uint32_t, std::string>& n) : names(n) {}
+    rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& k, const rocksdb::Slice& v) override {
+      seen[names.at(cf) + "/" + k.ToString()] = v.ToString();
+      return rocksdb::Status::OK();
+    }
+    rocksdb::Status DeleteCF(uint32_t, const rocksdb::Slice&) override {
+      return rocksdb::Status::OK();
+    }
+    const std::map<uint32_t, std::string>& names;
+    Write seen;
+  };
+
+  // Opens every family the store holds ([0] default, [1] jobs, [2] meta, then the disk tier's).
   template <typename Fn>
-  void with_db(Fn fn) {
+  void with_db(Fn fn, rocksdb::DBOptions o = rocksdb::DBOptions()) {
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(o, dir_, &names).ok());
     std::vector<rocksdb::ColumnFamilyDescriptor> fams = {
         {rocksdb::kDefaultColumnFamilyName, {}}, {"jobs", {}}, {"meta", {}}};
+    for (const std::string& n : names)
+      if (n != rocksdb::kDefaultColumnFamilyName && n != "jobs" && n != "meta")
+        fams.push_back({n, {}});
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* db = nullptr;
-    const rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(), dir_, fams, &handles, &db);
+    const rocksdb::Status s = rocksdb::DB::Open(o, dir_, fams, &handles, &db);
     ASSERT_TRUE(s.ok()) << s.ToString();
     fn(*db, handles);
     for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
@@ -105,6 +156,7 @@ TEST(StoreFormat, ANewerStoreIsRefusedEverywhereAndLeftAsItWas) {
   make_store(store);
   RawStore raw(store);
   const std::string newer = std::to_string(delayq::wal::kFormatVersion + 1);
+  EXPECT_EQ(newer, "4");  // this build reads formats 1 to 3
   raw.put("meta", "format", &newer);
   const auto before = raw.contents();
   const std::string says = "has format version " + newer +
@@ -137,6 +189,125 @@ TEST(StoreFormat, ANewerStoreIsRefusedEverywhereAndLeftAsItWas) {
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ((*back)->get("kept")->body, "b");
   EXPECT_EQ((*back)->stats().pushed, 2u);
+}
+
+// A store that only ever held jobs at the default priority (pushed with it named or not, on disk
+// or in memory) keeps the format older builds read: 1, or 2 with the disk tier.
+TEST(StoreFormat, OnlyDefaultPrioritiesKeepTheFormat) {
+  TempDir dir;
+  for (const bool tiered : {false, true}) {
+    const std::string store = dir.sub(tiered ? "tiered" : "plain");
+    delayq::StoreOptions o{.dir = store};
+    if (tiered) o.horizon = std::chrono::minutes(1);
+    {
+      auto q = delayq::open_store(o).value();
+      ASSERT_TRUE(q->push({.topic = "t", .id = "far", .delay = std::chrono::hours(2)}).ok());
+      ASSERT_TRUE(q->push({.topic = "t", .id = "now", .priority = delayq::kDefaultPriority}).ok());
+      auto d = q->reserve("t", std::chrono::seconds(10));
+      ASSERT_TRUE(d.ok());
+      ASSERT_TRUE(q->nack(d->token, std::chrono::hours(3)).ok());
+    }
+    RawStore raw(store);
+    EXPECT_EQ(raw.format(), tiered ? "2" : "1");
+    for (const auto& [key, value] : raw.contents()) {
+      if (key.starts_with("jobs/") || key.starts_with("far/")) {
+        EXPECT_EQ(value[0], '\x01') << key;
+      }
+    }
+    {
+      auto again = delayq::open_store(o);
+      ASSERT_TRUE(again.ok()) << again.status().to_string();
+    }
+    EXPECT_EQ(raw.format(), tiered ? "2" : "1") << "an open must not raise it";
+  }
+}
+
+// The first record of version 2 (a priority other than the default) and meta/format = 3 are in
+// one write, atomic in RocksDB: no crash can leave such a record under a format that a build of
+// format 1 or 2 would open (and whose records it could not read). The writer is killed so that
+// RocksDB's log still holds every write as it was made.
+TEST(StoreFormat, TheFirstOtherPriorityRaisesTheFormatTo3InTheSameWrite) {
+  if (!delayq::testing::single_threaded())
+    GTEST_SKIP() << "needs a process of its own (run it alone, as ctest does)";
+  TempDir dir;
+  const std::string store = dir.sub("s");
+  delayq::testing::ChildProcess writer([&](int report) {
+    auto q = delayq::open_store({.dir = store, .sync = delayq::Sync::always});
+    bool ok = q.ok();
+    ok = ok && (*q)->push({.topic = "t", .id = "plain"}).ok();
+    ok = ok && (*q)->push({.topic = "t", .id = "urgent", .priority = 3}).ok();
+    ok = ok && (*q)->push({.topic = "t", .id = "urgent-too", .priority = 2}).ok();
+    const char c = ok ? '1' : '0';
+    (void)!::write(report, &c, 1);
+    ::pause();  // killed: no clean close, nothing flushed out of the log
+  });
+  ASSERT_TRUE(writer.started());
+  char c = 0;
+  ASSERT_EQ(::read(writer.reports(), &c, 1), 1);
+  ASSERT_EQ(c, '1');
+  writer.kill_and_wait();
+
+  RawStore raw(store);
+  const std::vector<RawStore::Write> writes = raw.logged_writes();
+  int first_v2 = -1;
+  for (size_t i = 0; i < writes.size() && first_v2 < 0; ++i)
+    for (const auto& [key, value] : writes[i])
+      if (key.starts_with("jobs/") && value[0] == '\x02') first_v2 = static_cast<int>(i);
+  ASSERT_GE(first_v2, 0) << "no record of version 2 in the log";
+  for (int i = 0; i < first_v2; ++i) {
+    const auto f = writes[i].find("meta/format");
+    if (f != writes[i].end()) {
+      EXPECT_EQ(f->second, "1") << "write " << i;
+    }
+  }
+  ASSERT_TRUE(writes[first_v2].contains("meta/format"));
+  EXPECT_EQ(writes[first_v2].at("meta/format"), "3");
+  for (size_t i = first_v2 + 1; i < writes.size(); ++i)
+    EXPECT_FALSE(writes[i].contains("meta/format")) << "written once, write " << i;
+
+  // A build of format 2 refuses the store (it reads formats up to 2); this one opens it.
+  EXPECT_EQ(raw.format(), "3");
+  EXPECT_GT(*delayq::wal::decode_format(raw.format()), delayq::wal::kTieredFormat);
+  {
+    auto q = delayq::open_store({.dir = store});
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    EXPECT_EQ((*q)->get("urgent")->priority, 3u);
+    EXPECT_EQ((*q)->reserve("t", std::chrono::seconds(1))->id, "urgent-too");
+  }
+  // Given the disk tier afterwards, the store stays at 3 (the tier needs only 2).
+  {
+    auto tiered = delayq::open_store({.dir = store, .horizon = std::chrono::minutes(1)});
+    ASSERT_TRUE(tiered.ok()) << tiered.status().to_string();
+  }
+  EXPECT_EQ(raw.format(), "3");
+}
+
+// With the disk tier, a job with a priority that goes to disk raises the store from 2 to 3 (the
+// records of "far" are encoded as those of "jobs"), and the job keeps its priority there.
+TEST(StoreFormat, APriorityOnDiskRaisesATieredStoreTo3) {
+  TempDir dir;
+  const std::string store = dir.sub("s");
+  const delayq::StoreOptions o{.dir = store, .horizon = std::chrono::minutes(1)};
+  {
+    auto q = delayq::open_store(o).value();
+    ASSERT_TRUE(q->push({.topic = "t", .id = "plain-far", .delay = std::chrono::hours(1)}).ok());
+  }
+  RawStore raw(store);
+  EXPECT_EQ(raw.format(), "2");
+  {
+    auto q = delayq::open_store(o).value();
+    ASSERT_TRUE(
+        q->push({.topic = "t", .id = "urgent-far", .delay = std::chrono::hours(1), .priority = 9})
+            .ok());
+  }
+  EXPECT_EQ(raw.format(), "3");
+  bool on_disk = false;
+  for (const auto& [key, value] : raw.contents())
+    if (key.starts_with("far/") && value[0] == '\x02') on_disk = true;
+  EXPECT_TRUE(on_disk) << "the job was not written to the disk tier";
+  auto q = delayq::open_store(o).value();
+  EXPECT_EQ(q->get("urgent-far")->priority, 9u);
+  EXPECT_EQ(q->get("plain-far")->priority, delayq::kDefaultPriority);
 }
 
 }  // namespace

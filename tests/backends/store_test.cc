@@ -29,6 +29,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
+using testing::single_threaded;
 using testing::TempDir;
 
 class Store : public ::testing::Test {
@@ -235,7 +236,6 @@ TEST_F(Store, ASecondOpenOfTheSameDirectoryIsRefused) {
 // (forked before it opened, so no inherited descriptor) is still refused afterwards, and the
 // refusals name the holder. Seen to fail before the store took its own lock: the child opened
 // the store as a second writer.
-bool single_threaded();  // below
 
 TEST_F(Store, ARefusedSecondOpenLeavesTheStoreLockedForOtherProcesses) {
   if (!single_threaded()) GTEST_SKIP() << "needs a process of its own (run it alone, as ctest does)";
@@ -427,16 +427,6 @@ TEST_F(Store, AnEmptyDirectoryOptionIsRefused) {
   Result<std::unique_ptr<Engine>> q = open_store(StoreOptions{});
   EXPECT_TRUE(q.is(Errc::invalid_argument));
   EXPECT_NE(q.status().message().find("dir"), std::string::npos);
-}
-
-// Whether this process has one thread: a test that forks children which open a store needs it
-// (a child forked from a threaded process, RocksDB's background threads included, inherits
-// their locks but not the threads, and can hang in a flush). ctest runs each test in its own
-// process; a whole binary run that opened a store first skips such tests.
-bool single_threaded() {
-  size_t n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n == 1;
 }
 
 // Runs `calls(q, i)` for i = first, first + 1, ... in a child process, on the store in `dir`

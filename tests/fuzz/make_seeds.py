@@ -90,7 +90,7 @@ I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 def record(seq, state=0, due=1_700_000_000 * 10**9, lease=0, ttr=30 * 10**9, attempts=0,
            fence=0, id_=b"job-1", topic=b"orders", body=b"2 x beans", kind=2, max_attempts=10,
            base=10**9, factor=2.0, cap=3600 * 10**9, jitter=0.0, delays=(), version=1,
-           stored_seq=None, delay_count=None):
+           stored_seq=None, delay_count=None, priority=None):
     def s(b):
         return struct.pack("<I", len(b)) + b
     v = struct.pack("<BQBqqqIQ", version, seq if stored_seq is None else stored_seq, state, due,
@@ -99,6 +99,8 @@ def record(seq, state=0, due=1_700_000_000 * 10**9, lease=0, ttr=30 * 10**9, att
     v += struct.pack("<BIqdqd", kind, max_attempts, base, factor, cap, jitter)
     v += struct.pack("<I", len(delays) if delay_count is None else delay_count)
     v += b"".join(struct.pack("<q", d) for d in delays)
+    if priority is not None:  # record version 2: the priority last
+        v += struct.pack("<I", priority)
     return struct.pack(">Q", seq) + v
 
 
@@ -136,7 +138,12 @@ def journal():
         "seq-mismatch": record(22, stored_seq=23),
         "state-unknown": record(24, state=4),
         "kind-unknown": record(25, kind=3),
-        "version-unknown": record(26, version=2),
+        "version-unknown": record(26, version=3),
+        "priority-urgent": record(33, state=1, version=2, priority=0),
+        "priority-least": record(34, version=2, priority=0xFFFFFFFF),
+        "priority-default-in-v2": record(35, version=2, priority=1024),
+        "priority-in-v1": record(36, priority=5),
+        "priority-missing": record(37, version=2),
         "delays-count-lies": record(27, kind=1, delays=(10**9,), delay_count=0xFFFFFFFF),
         "truncated": record(28)[:40],
         "trailing": record(29) + b"\0",

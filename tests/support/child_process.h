@@ -7,9 +7,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <functional>
 
 namespace delayq::testing {
+
+// Whether this process has one thread: a test that forks children which open a store needs it
+// (a child forked from a threaded process, RocksDB's background threads included, inherits
+// their locks but not the threads, and can hang in a flush). ctest runs each test in its own
+// process; a whole binary run that opened a store first skips such tests.
+inline bool single_threaded() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n == 1;
+}
 
 class ChildProcess {
  public:

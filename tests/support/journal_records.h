@@ -38,6 +38,7 @@ inline JobRecord full(uint64_t seq, RetryPolicy::Kind kind) {
   r.ttr = Duration(INT64_MIN);
   r.attempts = UINT32_MAX;
   r.fence = UINT64_MAX - 7;
+  r.priority = UINT32_MAX - 1;  // not the default: a record of version 2
   switch (kind) {
     case RetryPolicy::Kind::fixed:
       r.retry = RetryPolicy::fixed(7s, 4);

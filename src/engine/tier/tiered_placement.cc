@@ -21,7 +21,8 @@ JobInfo info_of(const JobRecord& r) {
                  .lease_deadline = r.lease_deadline,
                  .ttr = r.ttr,
                  .body = r.body,
-                 .retry = r.retry};
+                 .retry = r.retry,
+                 .priority = r.priority};
 }
 
 // The record of a job pushed to disk (as Core::push would fill it in).
@@ -34,6 +35,7 @@ JobRecord record_of(JobSpec&& spec, TimePoint due, const Limits& limits, uint64_
   r.due = due;
   r.ttr = spec.ttr > Duration::zero() ? spec.ttr : limits.default_ttr;
   r.retry = spec.retry ? std::move(*spec.retry) : limits.default_retry;
+  r.priority = spec.priority;
   return r;
 }
 
