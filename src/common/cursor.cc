@@ -190,4 +190,22 @@ std::optional<std::vector<std::string>> unpack(std::string_view bytes) {
   return out;
 }
 
+std::string key_bytes(const Key& k) {
+  std::string out;
+  put(out, k.priority, 4);
+  put(out, static_cast<uint64_t>(k.at), 8);
+  put(out, k.seq, 8);
+  return out;
+}
+
+std::optional<Key> key_from_bytes(std::string_view bytes) {
+  if (bytes.size() != 20) return std::nullopt;
+  Reader r{bytes};
+  Key k;
+  k.priority = static_cast<uint32_t>(r.get(4));
+  k.at = static_cast<int64_t>(r.get(8));
+  k.seq = r.get(8);
+  return k;
+}
+
 }  // namespace delayq::cursor

@@ -58,5 +58,8 @@ Result<Cursor> decode(std::string_view text, std::string_view topic, JobState st
 // back: nullopt when `bytes` is not such a list.
 std::string pack(const std::vector<std::string>& items);
 std::optional<std::vector<std::string>> unpack(std::string_view bytes);
+// A key without its shard as 20 bytes (for a shard position), and back (nullopt: not 20 bytes).
+std::string key_bytes(const Key& k);
+std::optional<Key> key_from_bytes(std::string_view bytes);
 
 }  // namespace delayq::cursor

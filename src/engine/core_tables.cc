@@ -145,7 +145,8 @@ JobInfo Core::info(uint32_t j) const {
                  .lease_deadline = job.lease_deadline,
                  .ttr = job.ttr,
                  .body = job.body,
-                 .retry = policy};
+                 .retry = policy,
+                 .dead_since = job.state == JobState::dead ? job.lease_deadline : TimePoint{}};
 }
 
 uint32_t Core::alloc_job() {

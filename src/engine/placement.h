@@ -60,6 +60,17 @@ class Placement {
     (void)st;
     (void)out;
   }
+  // For list_jobs(): how many of `topic`'s jobs are kept out of memory: what this shard's calls
+  // moved there (+) or back (-) since open, under the shard's lock, plus as stored at open.
+  virtual int64_t shard_out_of_memory(Shard& s, std::string_view topic) {
+    (void)s;
+    (void)topic;
+    return 0;
+  }
+  virtual int64_t stored_out_of_memory(std::string_view topic) {
+    (void)topic;
+    return 0;
+  }
   // For stats(), after the shards: adds the jobs kept out of memory as stored to `out`, then
   // counts every one of `out` into `st`.
   virtual void finish_stats(Stats& st, OutOfMemoryCounts& out) {

@@ -180,4 +180,17 @@ void TieredPlacement::finish_stats(Stats& st, OutOfMemoryCounts& out) {
     }
 }
 
+int64_t TieredPlacement::shard_out_of_memory(Shard& s, std::string_view topic) {
+  const FarShard& far = tier_.far(s);
+  auto it = far.count_deltas.find(std::string(topic));
+  return it == far.count_deltas.end() ? 0 : it->second;
+}
+
+int64_t TieredPlacement::stored_out_of_memory(std::string_view topic) {
+  int64_t n = 0;
+  for (const auto& [name, count] : tier_.store().stored_counts())
+    if (name == topic) n += static_cast<int64_t>(count);
+  return n;
+}
+
 }  // namespace delayq::engine

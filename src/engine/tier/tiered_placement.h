@@ -51,6 +51,8 @@ class TieredPlacement final : public Placement {
   // horizon, and where exactly is on disk only (docs/tiered-store.md, "What fires when").
   void add_shard_stats(Shard& s, Stats& st, OutOfMemoryCounts& out) override;
   void finish_stats(Stats& st, OutOfMemoryCounts& out) override;
+  int64_t shard_out_of_memory(Shard& s, std::string_view topic) override;
+  int64_t stored_out_of_memory(std::string_view topic) override;
   // Under any shard's lock (Tier::horizon), for tests (tier_view, test_hooks.h).
   const FarKey& horizon() const { return tier_.horizon(); }
 
