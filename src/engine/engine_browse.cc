@@ -47,12 +47,13 @@ Result<JobPage> ShardedEngine::list_jobs(std::string_view topic, JobState state,
   std::vector<std::string> pos(n);
   if (from && lines(state) && from->shards.size() == n) pos = from->shards;
 
-  std::vector<std::vector<Core::BrowseItem>> parts(n);
+  // One part per shard, and for a tiered store's delayed jobs one more: those on disk.
+  std::vector<std::vector<Core::BrowseItem>> parts(n + 1);
   std::vector<std::vector<std::string>> anchors(n);  // the old anchors, per shard
-  int64_t elsewhere = 0;  // jobs of the topic not in memory (a tiered store's disk-only jobs)
+  std::vector<Core::BrowseFrom> froms(n);
+  std::vector<const Core::BrowseFrom*> fps(n, nullptr);
   for (size_t s = 0; s < n; ++s) {
-    Core::BrowseFrom f;
-    const Core::BrowseFrom* fp = nullptr;
+    Core::BrowseFrom& f = froms[s];
     if (lines(state) && !pos[s].empty()) {
       std::optional<std::vector<std::string>> items = cursor::unpack(pos[s]);
       if (!items || items->empty()) return damaged_position();
@@ -61,44 +62,60 @@ Result<JobPage> ShardedEngine::list_jobs(std::string_view topic, JobState state,
       f.key = *k;
       anchors[s].assign(items->begin() + 1, items->end());
       f.anchors = anchors[s];
-      fp = &f;
+      fps[s] = &f;
     } else if (from && (!lines(state) || from->shards.size() != n)) {
       f.key = from->boundary;
       f.equal_is_after = s > from->boundary.shard;
-      fp = &f;
+      fps[s] = &f;
     }
-    // One more than the page, so that the merge knows whether anything is left.
-    Shard& shard = *shards_.all()[s];
-    parts[s] = shards_.apply(shard, [&](Core& c, TimePoint now) {
-      if (state == JobState::delayed) elsewhere += shards_.placement().shard_out_of_memory(shard, topic);
-      return c.browse(topic, state, fp, limit + 1, now);
-    });
   }
-  if (state == JobState::delayed) {
-    elsewhere += shards_.placement().stored_out_of_memory(topic);
-    // Every disk-only job is due after every delayed job in memory, so the pages could list the
-    // memory jobs first; the disk part is not written yet, and a listing that silently ends at
-    // the horizon would be wrong. Refused instead, saying why.
-    if (elsewhere > 0)
-      return Status(Errc::invalid_argument,
-                    "list_jobs cannot list the delayed jobs of topic '" + std::string(topic) +
-                        "' yet: " + std::to_string(elsewhere) +
-                        " of them are on disk (the tiered store's disk tier keeps jobs due "
-                        "beyond its horizon there), and listing disk jobs is not supported yet");
+  // One more than the page from each part, so that the merge knows whether anything is left.
+  std::optional<cursor::Key> read_to;  // the disk read stopped there (see Placement)
+  Placement& placement = shards_.placement();
+  if (state == JobState::delayed && placement.keeps_jobs_out_of_memory()) {
+    // Memory and disk at one moment (every shard's lock), so that no job is missed or listed
+    // twice while a refill moves jobs from disk into memory.
+    Status failed;
+    Status st = shards_.apply_all([&](TimePoint now) -> Result<std::optional<uint64_t>> {
+      for (size_t s = 0; s < n; ++s)
+        parts[s] = shards_.all()[s]->core.browse(topic, state, fps[s], limit + 1, now);
+      std::optional<cursor::Key> after;
+      if (from) after = from->boundary;
+      Result<Placement::OutOfMemoryPage> disk = placement.browse_out_of_memory(topic, after, limit + 1);
+      if (!disk) {
+        failed = disk.status();
+        return std::optional<uint64_t>();
+      }
+      parts[n] = std::move(disk->items);
+      read_to = disk->read_to;
+      return std::optional<uint64_t>();
+    });
+    if (!failed.ok()) return failed;
+    if (!st.ok()) return st;
+  } else {
+    for (size_t s = 0; s < n; ++s)
+      parts[s] = shards_.apply(*shards_.all()[s], [&](Core& c, TimePoint now) {
+        return c.browse(topic, state, fps[s], limit + 1, now);
+      });
   }
 
   // Merge: repeatedly the smallest head by (key, shard).
   JobPage page;
-  std::vector<size_t> next(n, 0);
-  std::vector<std::vector<std::string>> taken(n);
+  std::vector<size_t> next(n + 1, 0);
+  std::vector<std::vector<std::string>> taken(n + 1);
   std::optional<cursor::Key> last;
+  bool capped = false;  // stopped at read_to
   while (page.jobs.size() < limit) {
-    size_t best = n;
-    for (size_t s = 0; s < n; ++s)
+    size_t best = n + 1;
+    for (size_t s = 0; s <= n; ++s)
       if (next[s] < parts[s].size() &&
-          (best == n || parts[s][next[s]].key < parts[best][next[best]].key))
+          (best > n || parts[s][next[s]].key < parts[best][next[best]].key))
         best = s;
-    if (best == n) break;
+    if (best > n) break;
+    if (read_to && *read_to < parts[best][next[best]].key) {
+      capped = true;
+      break;
+    }
     Core::BrowseItem& item = parts[best][next[best]++];
     last = item.key;
     last->shard = static_cast<uint32_t>(best);
@@ -106,7 +123,17 @@ Result<JobPage> ShardedEngine::list_jobs(std::string_view topic, JobState state,
     page.jobs.push_back(std::move(item.info));
   }
   bool more = false;
-  for (size_t s = 0; s < n; ++s) more = more || next[s] < parts[s].size();
+  for (size_t s = 0; s <= n; ++s) more = more || next[s] < parts[s].size();
+  // A disk read that stopped early leaves more to read, whether or not it found any of the
+  // topic's jobs: the page ends where the read did (it may hold fewer jobs than `limit`, even
+  // none), and the next page goes on from there.
+  if (read_to) {
+    more = true;
+    if (capped || page.jobs.size() < limit) {
+      last = read_to;
+      last->shard = static_cast<uint32_t>(n);
+    }
+  }
   if (!more || !last) return page;
 
   cursor::Cursor c{.state = state, .topic_fp = cursor::topic_fingerprint(topic), .boundary = *last};

@@ -9,8 +9,6 @@
 
 namespace delayq::engine {
 
-namespace {
-
 JobInfo info_of(const JobRecord& r) {
   return JobInfo{.id = r.id,
                  .topic = r.topic,
@@ -23,6 +21,8 @@ JobInfo info_of(const JobRecord& r) {
                  .body = r.body,
                  .retry = r.retry};
 }
+
+namespace {
 
 // The record of a job pushed to disk (as Core::push would fill it in).
 JobRecord record_of(JobSpec&& spec, TimePoint due, const Limits& limits, uint64_t seq) {
@@ -178,19 +178,6 @@ void TieredPlacement::finish_stats(Stats& st, OutOfMemoryCounts& out) {
       st.topics[topic].delayed += static_cast<uint64_t>(n);
       st.timing[topic].due.beyond += static_cast<uint64_t>(n);
     }
-}
-
-int64_t TieredPlacement::shard_out_of_memory(Shard& s, std::string_view topic) {
-  const FarShard& far = tier_.far(s);
-  auto it = far.count_deltas.find(std::string(topic));
-  return it == far.count_deltas.end() ? 0 : it->second;
-}
-
-int64_t TieredPlacement::stored_out_of_memory(std::string_view topic) {
-  int64_t n = 0;
-  for (const auto& [name, count] : tier_.store().stored_counts())
-    if (name == topic) n += static_cast<int64_t>(count);
-  return n;
 }
 
 }  // namespace delayq::engine
