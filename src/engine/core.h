@@ -128,14 +128,16 @@ class Core {
   std::optional<uint64_t> seq_of(std::string_view id) const;
 
   // list_jobs() on this core (core_browse.cc). Where a page starts, for browse(): after `key`
-  // (cursor.h: the state's order; shard ignored), and, for the lines (ready, dead), after the
-  // first of `anchors` still in its line (the ids this core listed last, latest first).
+  // (cursor.h: the state's order; shard ignored), and, for the lines (ready, dead), right after
+  // anchors[0] (the job this core listed last) if it is still in its line, else at `next` (the
+  // job that followed it) if that one is, else after the first of the older anchors still there.
   struct BrowseFrom {
     cursor::Key key;
     // Delayed and reserved: a job whose key equals `key` comes after it (this shard sorts after
     // the boundary's). Lines: unused (seqs are unique within a core).
     bool equal_is_after = false;
-    std::vector<std::string> anchors;
+    std::vector<std::string> anchors;  // latest first
+    std::string next;                  // empty: none
   };
   struct BrowseItem {
     cursor::Key key;  // shard left 0
@@ -143,8 +145,8 @@ class Core {
   };
   // Up to `limit` of `topic`'s jobs in `state`, in that state's order, after `from` (nullptr:
   // from the first). Cost, beyond the page:
-  //   ready, dead: none while the anchor is still in its line; else the jobs of the line up to
-  //     the cursor (walked from the line's head, skipped by key);
+  //   ready, dead: none while an anchor (or `next`) is still in its line; else the jobs of the
+  //     line up to the cursor (walked from the line's head, skipped by key);
   //   reserved: the topic's reserved jobs on this core are sorted, O(r log page): r is bounded
   //     by the consumers holding leases;
   //   delayed: the jobs of each second visited (sorted per second) and the probes of

@@ -7,9 +7,11 @@
 //   dead      the dead line, in the order the jobs died, key (dead since, seq);
 //   delayed   by (due, seq): the topic's DueBins second by second, each second's list sorted;
 //   reserved  by (lease deadline, seq): the topic's reserved line, sorted per page.
-// The lines resume after the cursor's job itself when it is still there (the anchors), so that a
-// page costs the page; the other two resume by key.
+// The lines resume after the cursor's job itself, or at the job that followed it, when one of them
+// is still there (the anchors), so that a page costs the page; the other two resume by key.
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "engine/core.h"
 
@@ -72,27 +74,38 @@ std::vector<Core::BrowseItem> Core::browse(std::string_view topic, JobState stat
 
 void Core::browse_lines(uint32_t ti, JobState s, const std::vector<Line>& lines,
                         const BrowseFrom* from, size_t limit, std::vector<BrowseItem>& out) {
-  // Where to start: right after the latest anchor still in its line. The first anchor is the job
-  // this core listed last, so what follows it was not listed (exact, whatever the keys); from an
-  // older anchor or a line's head, jobs up to the last key listed are skipped.
+  // Where to start (see BrowseFrom). Right after the job this core listed last, or at the one
+  // that followed it: what comes next was not listed (exact, whatever the keys). From an older
+  // anchor or a line's head, jobs up to the last key listed are skipped.
   size_t line = 0;
   uint32_t j = lines.empty() ? kNil : lines[0].list->head;
   bool exact = !from;
-  if (from)
-    for (size_t a = 0; a < from->anchors.size(); ++a) {
-      const std::string& id = from->anchors[a];
-      const int64_t at = lookup(id, IdIndex::hash(id));
-      if (at < 0) continue;
-      const Job& anchor = jobs_[at];
-      if (anchor.topic != ti || anchor.state != s) continue;
-      const uint32_t p = key_of(anchor).priority;
-      auto l = std::find_if(lines.begin(), lines.end(), [&](const Line& x) { return x.priority == p; });
-      if (l == lines.end()) continue;
-      line = static_cast<size_t>(l - lines.begin());
-      j = anchor.next;
-      exact = a == 0;
-      break;
+  // The job `id` if it is in one of `lines`, with its line.
+  const auto in_line = [&](const std::string& id) -> std::optional<std::pair<size_t, uint32_t>> {
+    if (id.empty()) return std::nullopt;
+    const int64_t at = lookup(id, IdIndex::hash(id));
+    if (at < 0) return std::nullopt;
+    const Job& job = jobs_[at];
+    if (job.topic != ti || job.state != s) return std::nullopt;
+    const uint32_t p = key_of(job).priority;
+    auto l = std::find_if(lines.begin(), lines.end(), [&](const Line& x) { return x.priority == p; });
+    if (l == lines.end()) return std::nullopt;
+    return std::pair{static_cast<size_t>(l - lines.begin()), static_cast<uint32_t>(at)};
+  };
+  if (from) {
+    std::optional<std::pair<size_t, uint32_t>> found;
+    if (!from->anchors.empty() && (found = in_line(from->anchors[0]))) {
+      j = jobs_[found->second].next;
+      exact = true;
+    } else if ((found = in_line(from->next))) {
+      j = found->second;
+      exact = true;
+    } else {
+      for (size_t a = 1; a < from->anchors.size() && !found; ++a)
+        if ((found = in_line(from->anchors[a]))) j = jobs_[found->second].next;
     }
+    if (found) line = found->first;
+  }
   for (;;) {
     while (j == kNil) {
       if (++line >= lines.size()) return;

@@ -1,8 +1,8 @@
 // ShardedEngine::list_jobs() (Queue::list_jobs): each shard lists its part of a page under its
 // lock (Core::browse), the parts are merged by the state's key, and the next cursor
 // (common/cursor.h) records the last key and, for the ready and dead lines, where each shard
-// stopped: the key and the ids (latest first) of the last jobs it contributed, so that the next
-// page resumes right after them while they are still in place.
+// stopped: the key and the ids of the last jobs it contributed (latest first) and of the job that
+// followed them, so that the next page resumes right there while one of them is still in place.
 #include <algorithm>
 
 #include "common/cursor.h"
@@ -16,7 +16,7 @@ namespace {
 
 // The ids a line's shard position keeps: enough that cancelling or reserving the last few jobs of
 // a page still leaves one to resume after.
-constexpr size_t kAnchors = 3;
+constexpr size_t kAnchors = 2;
 
 bool lines(JobState s) {
   return s == JobState::ready || s == JobState::dead;
@@ -55,12 +55,15 @@ Result<JobPage> ShardedEngine::list_jobs(std::string_view topic, JobState state,
   for (size_t s = 0; s < n; ++s) {
     Core::BrowseFrom& f = froms[s];
     if (lines(state) && !pos[s].empty()) {
+      // The shard's position: its last key, the id of the job after its last one (or ""), then
+      // the ids it listed last, latest first.
       std::optional<std::vector<std::string>> items = cursor::unpack(pos[s]);
-      if (!items || items->empty()) return damaged_position();
+      if (!items || items->size() < 2) return damaged_position();
       std::optional<cursor::Key> k = cursor::key_from_bytes(items->front());
       if (!k) return damaged_position();
       f.key = *k;
-      anchors[s].assign(items->begin() + 1, items->end());
+      f.next = (*items)[1];
+      anchors[s].assign(items->begin() + 2, items->end());
       f.anchors = anchors[s];
       fps[s] = &f;
     } else if (from && (!lines(state) || from->shards.size() != n)) {
@@ -141,10 +144,11 @@ Result<JobPage> ShardedEngine::list_jobs(std::string_view topic, JobState state,
     c.shards = pos;
     for (size_t s = 0; s < n; ++s) {
       if (taken[s].empty()) continue;
-      std::vector<std::string> items{cursor::key_bytes(parts[s][next[s] - 1].key)};
-      for (auto id = taken[s].rbegin(); id != taken[s].rend() && items.size() <= kAnchors; ++id)
+      std::vector<std::string> items{cursor::key_bytes(parts[s][next[s] - 1].key),
+                                     next[s] < parts[s].size() ? parts[s][next[s]].info.id : ""};
+      for (auto id = taken[s].rbegin(); id != taken[s].rend() && items.size() < 2 + kAnchors; ++id)
         items.push_back(*id);
-      for (size_t a = 0; a < anchors[s].size() && items.size() <= kAnchors; ++a)
+      for (size_t a = 0; a < anchors[s].size() && items.size() < 2 + kAnchors; ++a)
         items.push_back(anchors[s][a]);
       c.shards[s] = cursor::pack(items);
     }

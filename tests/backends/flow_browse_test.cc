@@ -200,21 +200,30 @@ TEST_P(Flow, DeadOrderSurvivesARestart) {
 }
 
 TEST_P(Flow, ReadyPagesStayConsistentWhileJobsMove) {
-  for (int i = 0; i < 12; ++i) push({.topic = "t", .id = name("r", i)});
+  for (int i = 0; i < 15; ++i) push({.topic = "t", .id = name("r", i)});
   auto [p1, c1] = page_of(q(), "t", JobState::ready, "");
   EXPECT_EQ(p1, (Ids{"r00", "r01", "r02"}));
-  // Jobs of the page leave: two are reserved, the cursor's own job is cancelled.
+  // Jobs of the page leave: two are reserved, the cursor's own job is cancelled. The next page
+  // starts at the job that followed the page.
   EXPECT_EQ(take("t"), "r00");
   EXPECT_EQ(take("t"), "r01");
   ASSERT_TRUE(q().cancel("r02").ok());
   push({.topic = "t", .id = "new-1"});  // joins the line's end, after the cursor
   auto [p2, c2] = page_of(q(), "t", JobState::ready, c1);
   EXPECT_EQ(p2, (Ids{"r03", "r04", "r05"}));
-  // The cursor's job leaves, the one before it stays: the next page starts right after it.
+  // The cursor's job and the one after it leave, the one before it stays: the next page starts
+  // after that one, past what was listed.
   ASSERT_TRUE(q().cancel("r05").ok());
+  ASSERT_TRUE(q().cancel("r06").ok());
   push({.topic = "t", .id = "new-2"});
-  EXPECT_EQ(rest_of(q(), "t", JobState::ready, c2),
-            (Ids{"r06", "r07", "r08", "r09", "r10", "r11", "new-1", "new-2"}));
+  auto [p3, c3] = page_of(q(), "t", JobState::ready, c2);
+  EXPECT_EQ(p3, (Ids{"r07", "r08", "r09"}));
+  // The whole page and the job after it leave: the next page finds its place by key.
+  for (const char* id : {"r07", "r08", "r09", "r10"}) ASSERT_TRUE(q().cancel(id).ok());
+  EXPECT_EQ(rest_of(q(), "t", JobState::ready, c3),
+            (Ids{"r11", "r12", "r13", "r14", "new-1", "new-2"}));
+  EXPECT_EQ(list_all(q(), "t", JobState::ready).ids,
+            (Ids{"r03", "r04", "r11", "r12", "r13", "r14", "new-1", "new-2"}));
 }
 
 TEST_P(Flow, DelayedPagesStayConsistentWhileJobsMove) {
@@ -253,8 +262,12 @@ TEST_P(Flow, ReservedAndDeadPagesStayConsistentWhileJobsMove) {
   EXPECT_EQ(x1, (Ids{"j07", "j06", "j05"}));
   ASSERT_TRUE(q().requeue_dead("j05").ok());  // the cursor's job comes back to life
   ASSERT_TRUE(q().requeue_dead("j06").ok());
-  ASSERT_TRUE(q().requeue_dead("j07").ok());  // every anchor gone: resumed by key
-  EXPECT_EQ(rest_of(q(), "t", JobState::dead, xc), (Ids{"j04", "j01", "j00"}));
+  ASSERT_TRUE(q().requeue_dead("j07").ok());  // the whole page: resumed at the job after it
+  auto [x2, xc2] = page_of(q(), "t", JobState::dead, xc, 1);
+  EXPECT_EQ(x2, (Ids{"j04"}));
+  ASSERT_TRUE(q().requeue_dead("j04").ok());
+  ASSERT_TRUE(q().requeue_dead("j01").ok());  // the page and the job after it: by key
+  EXPECT_EQ(rest_of(q(), "t", JobState::dead, xc2), (Ids{"j00"}));
 }
 
 TEST_P(Flow, BadCursorsAndLimitsAreRefusedByName) {
