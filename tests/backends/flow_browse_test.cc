@@ -270,6 +270,16 @@ TEST_P(Flow, ReservedAndDeadPagesStayConsistentWhileJobsMove) {
   EXPECT_EQ(rest_of(q(), "t", JobState::dead, xc2), (Ids{"j00"}));
 }
 
+TEST_P(Flow, CursorsHoldTheLongestIds) {
+  Ids ids;
+  for (char c : {'a', 'b', 'c', 'd', 'e'}) {
+    ids.push_back(std::string(kMaxIdBytes, c));
+    push({.topic = "t", .id = ids.back()});
+  }
+  EXPECT_EQ(list_all(q(), "t", JobState::ready, 1).ids, ids);
+  EXPECT_EQ(list_all(q(), "t", JobState::ready, 2).ids, ids);
+}
+
 TEST_P(Flow, BadCursorsAndLimitsAreRefusedByName) {
   for (int i = 0; i < 5; ++i) push({.topic = "t", .id = name("r", i)});
   push({.topic = "u", .id = "u0"});
