@@ -395,6 +395,22 @@ TEST(BrowseShards, PagesMergeEveryShardInKeyOrder) {
     EXPECT_TRUE(seen.insert(id).second) << id << " listed twice";
   const Listing reserved = list_all(q, "t", JobState::reserved, 2);
   EXPECT_EQ(reserved.jobs.size(), 8u);
+
+  // Dead letters in the order they died, over the shards, here and in list_dead().
+  std::vector<Delivery> held;
+  while (auto d = q.reserve("t", 0ms)) held.push_back(*d);
+  for (size_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(q.dead_letter(held[held.size() - 1 - i].token).ok());
+    clock.advance(1s);
+  }
+  Ids order;
+  for (size_t i = 0; i < 6; ++i) order.push_back(held[held.size() - 1 - i].id);
+  EXPECT_EQ(list_all(q, "t", JobState::dead, 4).ids, order);
+  auto dead = q.list_dead("t", 100);
+  ASSERT_TRUE(dead.ok());
+  Ids listed;
+  for (const JobInfo& j : *dead) listed.push_back(j.id);
+  EXPECT_EQ(listed, order);
 }
 
 }  // namespace
