@@ -261,9 +261,12 @@ Status reserve_timeout(std::span<const std::string> topics) {
 }
 
 void merge_dead_lists(std::vector<JobInfo>& all, size_t shards, size_t limit) {
+  const bool died_at = std::all_of(all.begin(), all.end(),
+                                   [](const JobInfo& j) { return j.dead_since != TimePoint{}; });
   if (shards > 1)
-    std::stable_sort(all.begin(), all.end(),
-                     [](const JobInfo& a, const JobInfo& b) { return a.due < b.due; });
+    std::stable_sort(all.begin(), all.end(), [died_at](const JobInfo& a, const JobInfo& b) {
+      return died_at ? a.dead_since < b.dead_since : a.due < b.due;
+    });
   if (all.size() > limit) all.resize(limit);
 }
 

@@ -98,7 +98,8 @@ inline constexpr size_t kNamedTopics = 3;
 Status reserve_timeout(std::span<const std::string> topics);
 
 // list_dead() over `shards` shards: `all` holds each shard's answer (oldest first) one after
-// another. Leaves the `limit` oldest of them, oldest first, equal due times in shard order.
+// another. Leaves the `limit` oldest of them, oldest first: by when they died when every job
+// says (JobInfo::dead_since, the engine), else by due time (Redis); ties in shard order.
 void merge_dead_lists(std::vector<JobInfo>& all, size_t shards, size_t limit);
 
 }  // namespace delayq::rules

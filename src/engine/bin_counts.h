@@ -3,6 +3,9 @@
 // node-based map allocates when a bin gets its first job and frees when it loses its last: for
 // jobs spread over weeks, that is every push and every job falling due). The table doubles when
 // half full and does not shrink: it stays sized for the most bins it held at once.
+//
+// Each bin also has a `head`, a job index the table only carries (DueBins keeps the first job of
+// a second's list there, for list_jobs()); a slot is 16 bytes either way.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -18,6 +22,7 @@ namespace delayq::engine {
 class BinCounts {
  public:
   static constexpr size_t npos = std::numeric_limits<size_t>::max();
+  static constexpr uint32_t kNoHead = std::numeric_limits<uint32_t>::max();
 
   // The slot of bin `b`, or npos.
   size_t find(int64_t b) const {
@@ -61,12 +66,27 @@ class BinCounts {
     if (size_ == 0) return c;
     c.slots_.assign(std::bit_ceil(2 * size_), Slot{});
     c.shift_ = 64 - std::countr_zero(c.slots_.size());
-    for_each([&](int64_t b, uint64_t n) { c.slots_[c.insert(b)].count = n; });
+    for_each([&](int64_t b, uint32_t n) { c.slots_[c.insert(b)].count = n; });
     return c;
   }
   int64_t key(size_t i) const { return slots_[i].key; }
-  uint64_t& count(size_t i) { return slots_[i].count; }
-  uint64_t count(size_t i) const { return slots_[i].count; }
+  // A core holds fewer than 2^32 jobs (job indices are 32 bits), so a count fits 32 bits.
+  uint32_t& count(size_t i) { return slots_[i].count; }
+  uint32_t count(size_t i) const { return slots_[i].count; }
+  uint32_t& head(size_t i) { return slots_[i].head; }
+  uint32_t head(size_t i) const { return slots_[i].head; }
+  // The smallest bin >= `from`, if any: probes `from` onwards for as many bins as the table has
+  // slots, then visits the table. At most twice capacity() steps, whatever the gap.
+  std::optional<int64_t> next_at_or_after(int64_t from) const {
+    if (size_ == 0) return std::nullopt;
+    // Bins are seconds, minutes or hours since 1970: `from + k` is far from overflowing.
+    for (size_t k = 0; k < slots_.size(); ++k)
+      if (find(from + static_cast<int64_t>(k)) != npos) return from + static_cast<int64_t>(k);
+    std::optional<int64_t> best;
+    for (const Slot& s : slots_)
+      if (s.key != kEmpty && s.key >= from && (!best || s.key < *best)) best = s.key;
+    return best;
+  }
   size_t size() const { return size_; }
   // How many slots for_each() visits.
   size_t capacity() const { return slots_.size(); }
@@ -82,7 +102,8 @@ class BinCounts {
   static constexpr int64_t kEmpty = std::numeric_limits<int64_t>::min();
   struct Slot {
     int64_t key = kEmpty;
-    uint64_t count = 0;
+    uint32_t count = 0;
+    uint32_t head = kNoHead;
   };
 
   size_t mask() const { return slots_.size() - 1; }
@@ -97,7 +118,7 @@ class BinCounts {
     shift_ = 64 - std::countr_zero(slots_.size());
     size_ = 0;
     for (const Slot& s : old)
-      if (s.key != kEmpty) slots_[insert(s.key)].count = s.count;
+      if (s.key != kEmpty) slots_[insert(s.key)] = s;
   }
 
   std::vector<Slot> slots_;

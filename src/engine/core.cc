@@ -91,6 +91,7 @@ Result<Delivery> Core::reserve(std::span<const std::string> topics, TimePoint no
   Job& job = jobs_[best];
   unlink_ready(best);
   set_state(job, JobState::reserved);
+  link(topics_[job.topic].reserved, best);  // for list_jobs(); set_state() unlinks it again
   ++job.attempts;
   // Lateness: measured with the `now` of this call, no clock read, no allocation.
   Topic& topic = topics_[job.topic];
@@ -138,7 +139,7 @@ Status Core::dead_letter(const Token& t, TimePoint now) {
   Result<uint32_t> j = holder(t);
   if (!j) return j.status();
   detach(*j);
-  to_dead(*j);
+  to_dead(*j, now);
   return {};
 }
 

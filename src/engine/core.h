@@ -6,7 +6,7 @@
 // instants, the Engine wraps it in a mutex and a timer, and the durable store journals what it
 // reports. A call that fails changes nothing.
 //
-// One class, defined over five files, each owning one part of it (its first comment lists its
+// One class, defined over six files, each owning one part of it (its first comment lists its
 // methods):
 //   core.cc              the calls: the constructor and every public call (push ... purge_dead,
 //                        evict, seq_of), each a check followed by transitions;
@@ -19,6 +19,7 @@
 //   core_stats.cc        what stats() shows: add_stats(), publish(), the TopicView;
 //   core_limits.cc       a limited topic's hold on reserve() (limiter.h): set_limiter(),
 //                        throttled(), take_place(), place_freed(), wake_at().
+//   core_browse.cc       list_jobs(): browse() and finish_restore().
 // The private declarations below are grouped the same way. The retry wait is backoff.h.
 #pragma once
 
@@ -34,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/cursor.h"
 #include "common/rules.h"
 #include "delayq/detail/slab.h"
 #include "delayq/error.h"
@@ -138,6 +140,36 @@ class Core {
   // The job's seq (push order), if this core holds it.
   std::optional<uint64_t> seq_of(std::string_view id) const;
 
+  // list_jobs() on this core (core_browse.cc). Where a page starts, for browse(): after `key`
+  // (cursor.h: the state's order; shard ignored), and, for the lines (ready, dead), right after
+  // anchors[0] (the job this core listed last) if it is still in its line, else at `next` (the
+  // job that followed it) if that one is, else after the first of the older anchors still there.
+  struct BrowseFrom {
+    cursor::Key key;
+    // Delayed and reserved: a job whose key equals `key` comes after it (this shard sorts after
+    // the boundary's). Lines: unused (seqs are unique within a core).
+    bool equal_is_after = false;
+    std::vector<std::string> anchors;  // latest first
+    std::string next;                  // empty: none
+  };
+  struct BrowseItem {
+    cursor::Key key;  // shard left 0
+    JobInfo info;
+  };
+  // Up to `limit` of `topic`'s jobs in `state`, in that state's order, after `from` (nullptr:
+  // from the first). Cost, beyond the page:
+  //   ready, dead: none while an anchor (or `next`) is still in its line; else the jobs of the
+  //     line up to the cursor (walked from the line's head, skipped by key);
+  //   reserved: the topic's reserved jobs on this core are sorted, O(r log page): r is bounded
+  //     by the consumers holding leases;
+  //   delayed: the jobs of each second visited (sorted per second) and the probes of
+  //     DueBins::next_second() over empty time.
+  std::vector<BrowseItem> browse(std::string_view topic, JobState state, const BrowseFrom* from,
+                                 size_t limit, TimePoint now);
+  // After the last restore(): puts each topic's dead line in the order the jobs died
+  // (dead since, then seq), since records come back in seq order.
+  void finish_restore();
+
   // Makes due jobs ready and handles leases that ran out, up to `now`.
   void advance(TimePoint now);
   // When advance() next has work: a lower bound, see TimingWheel::next_deadline().
@@ -197,7 +229,9 @@ class Core {
     uint32_t topic = 0;
     uint32_t policy = 0;
     uint32_t attempts = 0;
-    uint32_t prev = kNil, next = kNil;  // ready or dead list links
+    // Links of the list the job is in: its topic's ready, dead or reserved line, or (delayed)
+    // its second's list in the topic's DueBins.
+    uint32_t prev = kNil, next = kNil;
     uint64_t seq = 0;                   // push order (the journal's key; ties in release())
     JobState state = JobState::delayed;
     bool dirty = false;  // listed in dirty_ (its record changed since take_changes())
@@ -239,6 +273,8 @@ class Core {
     std::string name;
     List ready, dead;  // ready: the jobs at kDefaultPriority (other priorities: `more`)
     std::unique_ptr<PriorityLines> more;  // null until the topic's first other priority
+    // The reserved jobs, in no particular order (Core::browse sorts them by lease deadline).
+    List reserved;
     TopicStats counts;      // counts.paused: the topic hands out nothing
     DueBins due;            // the delayed jobs by due time (what fires when)
     Lateness first, retry;  // how late deliveries were handed out (reserve())
@@ -311,7 +347,8 @@ class Core {
   // A failed attempt: retry after `delay` (or the policy's) or dead-letter when none remain.
   // `at`: when the attempt failed (a lease can run out before the call that notices it).
   void fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now);
-  void to_dead(uint32_t j);
+  // `at`: when it died (JobInfo::dead_since).
+  void to_dead(uint32_t j, TimePoint at);
   void erase(uint32_t j);
   TopicStats& counts(const Job& j) { return topics_[j.topic].counts; }
   uint64_t& state_count(TopicStats& c, JobState s);
@@ -319,14 +356,15 @@ class Core {
   // delayed). Entering delayed goes through delay_until(), which also bins the due time.
   void set_state(Job& j, JobState s);
   // The job is delayed until `due` (from any state, delayed included): counts and bins follow.
-  void delay_until(Job& j, TimePoint due);
+  void delay_until(uint32_t j, TimePoint due);
   // The job leaves the counts (and bins) of its topic: it is gone.
   void uncount(Job& j);
   void link(List& l, uint32_t j);
   // Links `j` into its ready line (line_of()) before the first job due after it (ties: pushed
   // after it), where the engine would have put it had it never left.
   void link_in_due_order(uint32_t j);
-  void unlink(List& l, uint32_t j);
+  void unlink(List& l, uint32_t j) { unlink(l, jobs_[j]); }
+  void unlink(List& l, Job& job);
   // The ready line of `j`'s priority: its topic's `ready` at kDefaultPriority (the default path:
   // one compare), else its line in `more`, made if need be (priority_line()).
   List& line_of(const Job& j) {
@@ -371,6 +409,28 @@ class Core {
   void wake_at(TimePoint at);
   // release(): the token job `j`'s delivery spent goes back to its topic's bucket.
   void give_back(const Job& j, TimePoint now);
+
+
+  // ---- core_browse.cc: list_jobs() ----
+
+  // A line of ready or dead jobs, and the priority its jobs' keys carry.
+  struct Line {
+    const List* list;
+    uint32_t priority;
+  };
+  // The ready lines of topic `ti` in hand-out order: the priority lines below kDefaultPriority,
+  // Topic::ready, then the lines above it (empty lines are never kept in `more`).
+  std::vector<Line> ready_lines(uint32_t ti) const;
+  // The priority of a ready job (its key's first part).
+  static uint32_t ready_priority(const Job& j) { return j.priority; }
+  cursor::Key key_of(const Job& j) const;
+  // Appends to `out` the jobs of `lines` (in state `s`) after `from`, up to `limit` in all.
+  void browse_lines(uint32_t ti, JobState s, const std::vector<Line>& lines,
+                    const BrowseFrom* from, size_t limit, std::vector<BrowseItem>& out);
+  void browse_delayed(uint32_t ti, const BrowseFrom* from, size_t limit, TimePoint now,
+                      std::vector<BrowseItem>& out);
+  void browse_reserved(uint32_t ti, const BrowseFrom* from, size_t limit,
+                       std::vector<BrowseItem>& out);
 
   // ---- core_records.cc (and inline): the records ----
 

@@ -156,17 +156,19 @@ Status Core::restore(JobRecord&& r, TimePoint now) {
     case JobState::delayed:
     case JobState::ready:
       // Through the wheel even when overdue: everything due comes out of soon_ in due order.
-      delay_until(job, r.due);
+      delay_until(j, r.due);
       arm(j, r.due);
       break;
     case JobState::reserved:
       set_state(job, JobState::reserved);
+      link(topics_[topic].reserved, j);
       job.lease_deadline = r.lease_deadline;
       arm(j, r.lease_deadline);
       break;
     case JobState::dead:
       set_state(job, JobState::dead);
-      link(topics_[topic].dead, j);
+      job.lease_deadline = r.lease_deadline;  // when it died (see to_dead())
+      link(topics_[topic].dead, j);  // in restore order: finish_restore() sorts the line
       break;
   }
   raise_to(*fences_, r.fence);

@@ -146,7 +146,8 @@ JobInfo Core::info(uint32_t j) const {
                  .ttr = job.ttr,
                  .body = job.body,
                  .retry = policy,
-                 .priority = job.priority};
+                 .priority = job.priority,
+                 .dead_since = job.state == JobState::dead ? job.lease_deadline : TimePoint{}};
 }
 
 uint32_t Core::alloc_job() {

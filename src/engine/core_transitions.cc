@@ -3,8 +3,12 @@
 //   - the timers: arm(), advance(), on_timer(), next_deadline(), to_tick_floor(), from_tick();
 //   - the moves: schedule(), make_ready(), detach(), fail(), to_dead(), erase();
 //   - the counts by state: state_count(), set_state(), delay_until(), uncount();
-//   - the ready and dead lines: link(), link_in_due_order(), unlink(), and the lines by
+//   - the ready, dead and reserved lines: link(), link_in_due_order(), unlink(), and the lines by
 //     priority: priority_line(), unlink_priority(), oldest_ready_due().
+// For list_jobs() (core_browse.cc), the counts by state also keep two lists in step: a delayed
+// job is in its second's list of its topic's DueBins (due_bins.h), and a reserved job in its
+// topic's `reserved` line (joined in reserve() and restore(), left in the functions that move it
+// out of reserved: set_state(), delay_until(), uncount()).
 // The calls (core.cc) and restore() (core_records.cc) use only these to change a job's state,
 // so every way a job can move is in this file.
 #include "engine/core.h"
@@ -100,7 +104,7 @@ void Core::schedule(uint32_t j, TimePoint due, TimePoint now) {
     job.due = now;
     return;
   }
-  delay_until(job, due);
+  delay_until(j, due);
   arm(j, job.due);
 }
 
@@ -115,10 +119,13 @@ void Core::detach(uint32_t j) {
   if (job.state == JobState::dead) unlink(topics_[job.topic].dead, j);
 }
 
-void Core::to_dead(uint32_t j) {
+void Core::to_dead(uint32_t j, TimePoint at) {
   mark(j);
   Job& job = jobs_[j];
   set_state(job, JobState::dead);
+  // A dead job has no lease: the field holds when it died (JobInfo::dead_since, and the record's
+  // lease_deadline, docs/journal-format.md), the key the dead line is in (Core::browse).
+  job.lease_deadline = at;
   link(topics_[job.topic].dead, j);
   ++totals_.dead_lettered;
 }
@@ -127,7 +134,7 @@ void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoi
   Job& job = jobs_[j];
   const RetryPolicy& p = policies_[job.policy];
   if (job.attempts >= p.max_attempts) {
-    to_dead(j);
+    to_dead(j, at);
     return;
   }
   // check_waits() keeps listed and capped waits within max_delay; the clamp covers the rest.
@@ -169,38 +176,48 @@ uint64_t& Core::state_count(TopicStats& c, JobState s) {
 void Core::set_state(Job& j, JobState s) {
   changed(j.topic);
   TopicStats& c = counts(j);
-  if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
-  if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
+  if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due, j, jobs_);
+  if (j.state == JobState::reserved) {
+    unlink(topics_[j.topic].reserved, j);
+    if (topics_[j.topic].limiter) place_freed(j);  // limits
+  }
   --state_count(c, j.state);
   ++state_count(c, s);
   j.state = s;
 }
 
-void Core::delay_until(Job& j, TimePoint due) {
+void Core::delay_until(uint32_t ji, TimePoint due) {
+  Job& j = jobs_[ji];
   changed(j.topic);
   if (j.state == JobState::delayed) {
-    topics_[j.topic].due.remove(j.due);
+    topics_[j.topic].due.remove(j.due, j, jobs_);
   } else {
-    if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
+    if (j.state == JobState::reserved) {
+      unlink(topics_[j.topic].reserved, j);
+      if (topics_[j.topic].limiter) place_freed(j);  // limits
+    }
     TopicStats& c = counts(j);
     --state_count(c, j.state);
     ++c.delayed;
     j.state = JobState::delayed;
   }
   j.due = due;
-  topics_[j.topic].due.add(due);
+  topics_[j.topic].due.add(due, ji, jobs_);
 }
 
 void Core::uncount(Job& j) {
   changed(j.topic);
-  if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due);
-  if (j.state == JobState::reserved && topics_[j.topic].limiter) place_freed(j);  // limits
+  if (j.state == JobState::delayed) topics_[j.topic].due.remove(j.due, j, jobs_);
+  if (j.state == JobState::reserved) {
+    unlink(topics_[j.topic].reserved, j);
+    if (topics_[j.topic].limiter) place_freed(j);  // limits
+  }
   --state_count(counts(j), j.state);
   unused_topic(j.topic);
   release_policy(j.policy);
 }
 
-// ---- the ready and dead lines ----
+// ---- the ready, dead and reserved lines ----
 
 void Core::link(List& l, uint32_t j) {
   Job& job = jobs_[j];
@@ -233,8 +250,7 @@ void Core::link_in_due_order(uint32_t j) {
   next.prev = j;
 }
 
-void Core::unlink(List& l, uint32_t j) {
-  Job& job = jobs_[j];
+void Core::unlink(List& l, Job& job) {
   if (job.prev != kNil)
     jobs_[job.prev].next = job.next;
   else

@@ -15,12 +15,55 @@ int64_t DueBins::bin_of(TimePoint t, int64_t width_ns) {
   return ns % width_ns < 0 ? q - 1 : q;
 }
 
-void DueBins::add(TimePoint due) {
+size_t DueBins::add(TimePoint due) {
   for (Level& l : levels_) {
     const int64_t b = bin_of(due, l.width_ns);
     if (l.last == BinCounts::npos || l.bins.key(l.last) != b) l.last = l.bins.insert(b);
     ++l.bins.count(l.last);
   }
+  return levels_[0].last;  // each level has its own table: the later inserts left it valid
+}
+
+size_t DueBins::second_slot(TimePoint due) {
+  Level& l = levels_[0];
+  const int64_t b = bin_of(due, l.width_ns);
+  if (l.last == BinCounts::npos || l.bins.key(l.last) != b) l.last = l.bins.find(b);
+  assert(l.last != BinCounts::npos);
+  return l.last;
+}
+
+namespace {
+int64_t floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return a % b < 0 ? q - 1 : q;
+}
+}  // namespace
+
+std::optional<int64_t> DueBins::next_second(int64_t s) const {
+  const BinCounts& secs = levels_[0].bins;
+  const BinCounts& mins = levels_[1].bins;
+  const BinCounts& hours = levels_[2].bins;
+  for (;;) {
+    const int64_t h = floor_div(s, 3600);
+    if (hours.find(h) == BinCounts::npos) {
+      const std::optional<int64_t> n = hours.next_at_or_after(h + 1);
+      if (!n) return std::nullopt;
+      s = *n * 3600;
+      continue;
+    }
+    const int64_t m = floor_div(s, 60);
+    if (mins.find(m) == BinCounts::npos) {
+      s = (m + 1) * 60;  // a counted hour has a counted minute: the walk ends within it
+      continue;
+    }
+    if (secs.find(s) != BinCounts::npos) return s;
+    ++s;
+  }
+}
+
+uint32_t DueBins::first_in_second(int64_t sec) const {
+  const size_t i = levels_[0].bins.find(sec);
+  return i == BinCounts::npos ? kNoJob : levels_[0].bins.head(i);
 }
 
 void DueBins::remove(TimePoint due) {

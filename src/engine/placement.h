@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "delayq/error.h"
 #include "delayq/job.h"
@@ -59,6 +60,24 @@ class Placement {
     (void)s;
     (void)st;
     (void)out;
+  }
+  // For list_jobs() of delayed jobs, with every shard's lock held (Shards::apply_all): up to
+  // `limit` of `topic`'s jobs kept out of memory keyed (due, seq) after `after` (nullopt: from
+  // the first), in key order. `read_to`: set when the read stopped early (a page reads a bounded
+  // number of records): every job keyed at or before it was considered, the ones after were not.
+  struct OutOfMemoryPage {
+    std::vector<Core::BrowseItem> items;
+    std::optional<cursor::Key> read_to;
+  };
+  // Whether some jobs live out of memory (then list_jobs of delayed jobs asks for them).
+  virtual bool keeps_jobs_out_of_memory() const { return false; }
+  virtual Result<OutOfMemoryPage> browse_out_of_memory(std::string_view topic,
+                                                       const std::optional<cursor::Key>& after,
+                                                       size_t limit) {
+    (void)topic;
+    (void)after;
+    (void)limit;
+    return OutOfMemoryPage{};
   }
   // For stats(), after the shards: adds the jobs kept out of memory as stored to `out`, then
   // counts every one of `out` into `st`.

@@ -78,6 +78,7 @@ Status restore(Shards& shards, const RecordSource& records, TimePoint now, const
   cv.notify_all();
   for (auto& t : threads) t.join();
   if (failed.load()) return failure;
+  for (size_t i = 0; i < shards.size(); ++i) shards[i].core.finish_restore();  // dead lines
   return read;
 }
 

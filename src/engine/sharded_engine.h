@@ -48,6 +48,9 @@ class ShardedEngine final : public Engine {
   Status requeue_dead(std::string_view id) override;
   Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
   Result<uint64_t> purge_dead(std::string_view topic) override;
+  // engine_browse.cc.
+  Result<JobPage> list_jobs(std::string_view topic, JobState state, size_t limit,
+                            std::string_view cursor = {}) override;
   Status pause(std::string_view topic) override { return set_paused(topic, true); }
   Status resume(std::string_view topic) override { return set_paused(topic, false); }
   // engine_limits.cc: as pause() (journaled first, then every shard), see limiter.h.

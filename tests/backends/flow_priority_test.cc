@@ -134,6 +134,48 @@ TEST_P(Flow, PrioritiesSurviveARestart) {
   EXPECT_EQ(drain(q(), "t"), (std::vector<std::string>{"late", "high", "plain", "low"}));
 }
 
+// list_jobs() lists ready jobs in the order reserve() hands them out, priority lines included, a
+// page at a time, also when a page's last job and its whole priority line go between pages.
+TEST_P(Flow, ReadyPagesFollowThePriorityOrder) {
+  const uint32_t prio[] = {2000, 5, kDefaultPriority, 0, 5, 70000, kDefaultPriority, 0, 2000, 5};
+  for (int i = 0; i < 10; ++i)
+    push({.topic = "t", .id = "j" + std::to_string(i), .delay = Duration(1s) * (10 - i),
+          .priority = prio[i]});
+  advance(10s);
+  auto list = [&](size_t limit) {
+    std::vector<std::string> ids;
+    std::string cursor;
+    for (int pages = 0; pages < 100; ++pages) {
+      auto page = q().list_jobs("t", JobState::ready, limit, cursor);
+      EXPECT_TRUE(page.ok()) << page.status().to_string();
+      if (!page.ok()) break;
+      for (const JobInfo& j : page->jobs) ids.push_back(j.id);
+      if (page->cursor.empty()) break;
+      cursor = page->cursor;
+    }
+    return ids;
+  };
+  const std::vector<std::string> listed = list(3);
+  EXPECT_EQ(listed, (std::vector<std::string>{"j7", "j3", "j9", "j4", "j1", "j6", "j2", "j8",
+                                              "j0", "j5"}));
+  EXPECT_EQ(list(1), listed);
+  // The first page ends with the last priority-0 job; both priority-0 jobs go before the next.
+  auto first = q().list_jobs("t", JobState::ready, 2, "");
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->jobs.size(), 2u);
+  ASSERT_TRUE(q().cancel("j7").ok());
+  ASSERT_TRUE(q().cancel("j3").ok());
+  std::vector<std::string> rest;
+  for (std::string cursor = first->cursor; !cursor.empty();) {
+    auto page = q().list_jobs("t", JobState::ready, 2, cursor);
+    ASSERT_TRUE(page.ok()) << page.status().to_string();
+    for (const JobInfo& j : page->jobs) rest.push_back(j.id);
+    cursor = page->cursor;
+  }
+  EXPECT_EQ(rest, std::vector<std::string>(listed.begin() + 2, listed.end()));
+  EXPECT_EQ(drain(q(), "t"), rest);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Flow, ::testing::ValuesIn(with_redis(backends())),
                          backend_name);
 

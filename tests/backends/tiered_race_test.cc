@@ -22,27 +22,13 @@ namespace {
 class TieredRace : public TieredStore {
  protected:
   void run(size_t shards) {
-    shards_ = shards;
     constexpr Duration kHorizon = 1s;
     constexpr int kProducers = 4, kJobs = 300;
-    auto q = open_named("store", kHorizon, Sync::always);
-    ASSERT_TRUE(q.ok()) << q.status().to_string();
-    q_ = std::move(q).value();
+    open_for_race(shards, kHorizon);
+    if (HasFatalFailure()) return;
 
     std::atomic<int> producing{kProducers};
-    std::vector<std::thread> threads;
-    for (int p = 0; p < kProducers; ++p)
-      threads.emplace_back([&, p] {
-        std::mt19937_64 rng(p + 1);
-        for (int i = 0; i < kJobs; ++i) {
-          // Due from now to two horizons ahead: on both sides of the boundary as it moves.
-          const TimePoint due = clock_.now() + std::chrono::milliseconds(rng() % 2000);
-          const std::string id = "p" + std::to_string(p) + "-" + std::to_string(i);
-          auto r = q_->push({.topic = "t", .id = id, .due_at = due, .ttr = 24h});
-          EXPECT_TRUE(r.ok()) << id << ": " << r.status().to_string();
-        }
-        producing.fetch_sub(1);
-      });
+    std::vector<std::thread> threads = race_pushes(kProducers, kJobs, producing, 24h);
     std::map<std::string, int> delivered;
     std::thread consumer([&] {
       while (producing.load() > 0 || clock_.now() < end_.load()) {

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "delayq/store.h"
@@ -46,6 +49,33 @@ class TieredStore : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << id << ": " << r.status().to_string();
   }
   size_t in_memory() { return engine::tier_view(*q_).in_memory; }
+  // Opens q_ on `shards` shards with the given horizon and Sync::always (each write waits for an
+  // fsync, so that batches stay queued for a while): for the tests that race pushes and refills.
+  void open_for_race(size_t shards, Duration horizon) {
+    shards_ = shards;
+    auto q = open_named("store", horizon, Sync::always);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    q_ = std::move(q).value();
+  }
+  // Starts `producers` threads that each push `jobs` jobs to topic "t" (ids "p<thread>-<i>",
+  // due from now to 2 s ahead at random, leases of `ttr`) and count `producing` down when done.
+  std::vector<std::thread> race_pushes(int producers, int jobs, std::atomic<int>& producing,
+                                       Duration ttr = 0s) {
+    std::vector<std::thread> threads;
+    for (int p = 0; p < producers; ++p)
+      threads.emplace_back([&, p, jobs, ttr] {
+        std::mt19937_64 rng(p + 1);
+        for (int i = 0; i < jobs; ++i) {
+          // Due from now to two horizons ahead: on both sides of the boundary as it moves.
+          const TimePoint due = clock_.now() + std::chrono::milliseconds(rng() % 2000);
+          const std::string id = "p" + std::to_string(p) + "-" + std::to_string(i);
+          auto r = q_->push({.topic = "t", .id = id, .due_at = due, .ttr = ttr});
+          EXPECT_TRUE(r.ok()) << id << ": " << r.status().to_string();
+        }
+        producing.fetch_sub(1);
+      });
+    return threads;
+  }
   // Every job ready now, in the order reserve() hands them out (each acked).
   std::vector<std::string> drain(const std::string& topic = "t") {
     std::vector<std::string> out;

@@ -9,8 +9,6 @@
 
 namespace delayq::engine {
 
-namespace {
-
 JobInfo info_of(const JobRecord& r) {
   return JobInfo{.id = r.id,
                  .topic = r.topic,
@@ -24,6 +22,8 @@ JobInfo info_of(const JobRecord& r) {
                  .retry = r.retry,
                  .priority = r.priority};
 }
+
+namespace {
 
 // The record of a job pushed to disk (as Core::push would fill it in).
 JobRecord record_of(JobSpec&& spec, TimePoint due, const Limits& limits, uint64_t seq) {

@@ -19,6 +19,9 @@
 
 namespace delayq::engine {
 
+// What get() and list_jobs() show of a disk-only job.
+JobInfo info_of(const JobRecord& r);
+
 class TieredPlacement final : public Placement {
  public:
   // `seqs`: the queue's job sequence numbers, from which a push to disk draws its seq. The other
@@ -51,6 +54,13 @@ class TieredPlacement final : public Placement {
   // horizon, and where exactly is on disk only (docs/tiered-store.md, "What fires when").
   void add_shard_stats(Shard& s, Stats& st, OutOfMemoryCounts& out) override;
   void finish_stats(Stats& st, OutOfMemoryCounts& out) override;
+  // tier_browse.cc: the disk-only jobs of a topic, from the store's reads and the shards'
+  // overlays (whose entries speak for their ids), reading at most kBrowseRead records a page.
+  bool keeps_jobs_out_of_memory() const override { return true; }
+  Result<OutOfMemoryPage> browse_out_of_memory(std::string_view topic,
+                                               const std::optional<cursor::Key>& after,
+                                               size_t limit) override;
+  static constexpr size_t kBrowseRead = 4096;
   // Under any shard's lock (Tier::horizon), for tests (tier_view, test_hooks.h).
   const FarKey& horizon() const { return tier_.horizon(); }
 

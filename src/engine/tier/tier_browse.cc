@@ -1,0 +1,75 @@
+// list_jobs() of the delayed jobs a tiered store keeps on disk (TieredPlacement::
+// browse_out_of_memory, tiered_placement.h).
+//
+// The disk family is keyed (due, seq) over every topic (wal/far_codec.h), so a topic's disk jobs
+// are found by reading that family in key order from the cursor's key on and keeping the topic's.
+// A page reads at most kBrowseRead records: when the topic's jobs are sparse among the others, a
+// page ends early (read_to) and may hold fewer jobs than asked for, and the next page goes on from
+// where the read stopped. Cost per page: at most kBrowseRead records read and decoded, with every
+// shard's lock held (as a refill step holds them). A per-topic index of the disk family (plan
+// 2.5's `far-topic`) would make a page read the page alone; it is not written yet.
+#include <algorithm>
+
+#include "engine/shard.h"
+#include "engine/tier/tiered_placement.h"
+
+namespace delayq::engine {
+
+namespace {
+cursor::Key key_of(const JobRecord& r) {
+  return cursor::Key{0, r.due.time_since_epoch().count(), r.seq, 0};
+}
+bool by_key(const JobRecord& a, const JobRecord& b) {
+  return far_key(a) < far_key(b);
+}
+}  // namespace
+
+Result<Placement::OutOfMemoryPage> TieredPlacement::browse_out_of_memory(
+    std::string_view topic, const std::optional<cursor::Key>& after, size_t limit) {
+  const FarKey from = after ? FarKey{TimePoint(Duration(after->at)), after->seq} : FarKey{};
+  const auto wanted = [&](const JobRecord& r) {
+    const FarKey k = far_key(r);
+    return r.topic == topic && tier_.on_disk(k) && (!after || from < k);
+  };
+  // Unwritten changes first: they speak for their ids (the store's reads do not show them yet).
+  std::vector<JobRecord> pending;
+  for (const auto& s : shards_.all()) {
+    FarShard& f = tier_.far(*s);
+    f.overlay.purge([this](uint64_t t) { return tier_.store().written(t); });
+    f.overlay.for_each([&](const std::string&, const FarOverlay::Entry& e) {
+      if (e.record && wanted(*e.record)) pending.push_back(*e.record);
+    });
+  }
+  std::sort(pending.begin(), pending.end(), by_key);
+
+  OutOfMemoryPage page;
+  std::vector<JobRecord> stored;
+  size_t read = 0;
+  const FarKey start = std::max(from, tier_.horizon());
+  Status st = tier_.store().scan(start, FarKey{TimePoint::max(), UINT64_MAX}, [&](JobRecord&& r) {
+    ++read;
+    const cursor::Key k = key_of(r);
+    if (wanted(r) && tier_.far(shards_.of(r.id)).overlay.find(r.id) == nullptr)
+      stored.push_back(std::move(r));
+    if (stored.size() > limit) return false;  // one more than the page: enough
+    if (read >= kBrowseRead) {
+      page.read_to = k;
+      return false;
+    }
+    return true;
+  });
+  if (!st.ok()) return st;
+  std::vector<JobRecord> all;
+  std::merge(std::make_move_iterator(pending.begin()), std::make_move_iterator(pending.end()),
+             std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
+             std::back_inserter(all), by_key);
+  for (JobRecord& r : all) {
+    const cursor::Key k = key_of(r);
+    if (page.read_to && *page.read_to < k) break;  // the read did not get there
+    if (page.items.size() > limit) break;
+    page.items.push_back(Core::BrowseItem{k, info_of(r)});
+  }
+  return page;
+}
+
+}  // namespace delayq::engine
