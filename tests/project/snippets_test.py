@@ -69,6 +69,10 @@ STRUCTS = """\
   delayq::StoreOptions store{.sync = delayq::Sync::none};
   delayq::RedisOptions redis{.queue = "q"};
   delayq::HttpOptions http{.token = "t"};
+  delayq::TopicLimits flow_limits{.max_in_flight = 4};
+  delayq::TopicFlow flow{.tokens = 1};
+  delayq::JobPage page{.cursor = "c"};
+  (void)flow_limits, (void)flow, (void)page;
   (void)retry, (void)spec, (void)spec2, (void)token, (void)delivery, (void)info, (void)topic;
   (void)lateness, (void)due, (void)timing, (void)stats, (void)limits, (void)result;
   (void)engine, (void)store, (void)redis, (void)http;
