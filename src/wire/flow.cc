@@ -41,16 +41,27 @@ std::optional<Duration> period_of(const json::Value& v) {
 
 Status bad(std::string m) { return Status(Errc::invalid_argument, std::move(m)); }
 
-}  // namespace
-
-void write_limits(json::Writer& w, const TopicLimits& l) {
-  w.begin_object();
+// The limits' members, into an object the caller opened.
+void limits_members(json::Writer& w, const TopicLimits& l) {
   if (l.rate) {
     w.key("rate").begin_object().key("count").value(l.rate->count);
     write_duration(w, "per", l.rate->per);
     w.key("burst").value(l.rate->burst).end_object();
   }
   if (l.max_in_flight) w.key("max_in_flight").value(*l.max_in_flight);
+}
+
+}  // namespace
+
+void write_limits(json::Writer& w, const TopicLimits& l) {
+  w.begin_object();
+  limits_members(w, l);
+  w.end_object();
+}
+
+void write_limits_request(json::Writer& w, std::string_view topic, const TopicLimits& l) {
+  w.begin_object().key("topic").value(topic);
+  limits_members(w, l);
   w.end_object();
 }
 

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "delayq/error.h"
 #include "delayq/job.h"
@@ -21,6 +22,8 @@
 namespace delayq::wire {
 
 void write_limits(json::Writer& w, const TopicLimits& l);
+// A /limits/set body: {"topic": ..., and the members write_limits writes}.
+void write_limits_request(json::Writer& w, std::string_view topic, const TopicLimits& l);
 // A /limits/set body, {"topic", "rate", "max_in_flight"}, read with delayqd's input rules: an
 // unknown member, a wrong type, a negative or too large number is refused naming the member
 // before anything is narrowed; then rules::check_topic_limits (common/flow_rules.h) against

@@ -11,58 +11,12 @@
 #include <vector>
 
 #include "api_harness.h"
-#include "forwarding_queue.h"
+#include "recording_queue.h"
 
 namespace delayq::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Records the flow calls and the push, and answers them with fixed values.
-class RecordingQueue : public ForwardingQueue {
- public:
-  struct ListCall {
-    std::string topic;
-    JobState state;
-    size_t limit;
-    std::string cursor;
-  };
-  std::vector<std::string> calls;  // every call's name, in order
-  std::string topic;
-  TopicLimits limits;
-  std::vector<ListCall> lists;
-  JobSpec pushed;
-  // What list_jobs answers: `pages` in turn (the last one again once they run out), cut to the
-  // limit asked.
-  std::vector<JobPage> pages;
-  Status refuse;  // answered by the three flow calls when not ok
-
-  Status set_topic_limits(std::string_view t, const TopicLimits& l) override {
-    topic = t;
-    limits = l;
-    return refuse;
-  }
-  Status clear_topic_limits(std::string_view t) override {
-    topic = t;
-    return refuse;
-  }
-  Result<JobPage> list_jobs(std::string_view t, JobState s, size_t limit,
-                            std::string_view cursor) override {
-    lists.push_back({std::string(t), s, limit, std::string(cursor)});
-    if (!refuse.ok()) return refuse;
-    if (pages.empty()) return JobPage{};
-    JobPage page = pages[std::min(lists.size() - 1, pages.size() - 1)];
-    if (page.jobs.size() > limit) page.jobs.resize(limit);  // as a queue would
-    return page;
-  }
-  Result<std::string> push(JobSpec spec) override {
-    pushed = spec;
-    return ForwardingQueue::push(std::move(spec));
-  }
-
- protected:
-  void before(std::string_view call) override { calls.emplace_back(call); }
-};
 
 class HttpFlowTest : public ::testing::Test {
  protected:
