@@ -58,16 +58,21 @@ inline Limits flow_limits() {
   return Limits{.max_delay = 24h * 400, .max_body_bytes = 4096, .default_ttr = 30s};
 }
 
+// A one-shard in-memory engine on `clock`.
+inline Result<std::unique_ptr<Queue>> open_engine(ManualClock& clock, const Limits& l) {
+  EngineOptions o;
+  o.clock = &clock;
+  o.limits = l;
+  o.seed = 7;
+  auto r = Engine::open(o);
+  if (!r.ok()) return r.status();
+  return std::unique_ptr<Queue>(std::move(r).value());
+}
+
 class MemoryBackend : public Backend {
  public:
   Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
-    EngineOptions o;
-    o.clock = &clock;
-    o.limits = l;
-    o.seed = 7;
-    auto r = Engine::open(o);
-    if (!r.ok()) return r.status();
-    return std::unique_ptr<Queue>(std::move(r).value());
+    return open_engine(clock, l);
   }
   bool keeps_jobs() const override { return false; }
 };
@@ -100,11 +105,7 @@ class HttpBackend : public Backend {
  public:
   Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
     daemon_.reset();  // a reopen: the last daemon drains and closes its engine, as a restart
-    EngineOptions o;
-    o.clock = &clock;
-    o.limits = l;
-    o.seed = 7;
-    auto engine = Engine::open(o);
+    auto engine = open_engine(clock, l);
     if (!engine.ok()) return engine.status();
     engine_ = std::move(engine).value();
     http::ApiOptions api;
