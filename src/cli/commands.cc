@@ -25,6 +25,7 @@
 #include "cli/parse.h"
 #include "cli/stats_timing.h"
 #include "cli/wait.h"
+#include "wire/flow.h"
 #include "wire/json.h"
 #include "wire/spec.h"
 #include "wire/version.h"
@@ -193,6 +194,7 @@ int do_stats(Context& c, Queue& b) {
     w.end_object();
     counts(w.key("total"), total);
     w.end_object();
+    wire::write_flow(w.key("flow"), st->flow);
     for (const auto& [name, n] : counters) w.key(name).value(n);
     write_timing_json(w, *st);
     w.end_object();
@@ -209,8 +211,12 @@ int do_stats(Context& c, Queue& b) {
                                       std::to_string(t.ready), std::to_string(t.reserved),
                                       std::to_string(t.dead)};
     };
-    for (const auto& [name, t] : st->topics)
-      rows.push_back(row(printable(name) + (t.paused ? " (paused)" : ""), t));
+    for (const auto& [name, t] : st->topics) {
+      const auto flow = st->flow.find(name);
+      rows.push_back(row(printable(name) + (t.paused ? " (paused)" : "") +
+                             (flow != st->flow.end() ? flow_note(flow->second) : ""),
+                         t));
+    }
     rows.push_back(row("(total)", total));
     c.out << table(rows, {false, true, true, true, true});
   }

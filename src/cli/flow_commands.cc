@@ -132,7 +132,7 @@ int do_ls(Context& c, Queue& q, const LsArgs& a) {
             << "\",\"message\":" << json_string(failure->message());
     c.out << "}\n";
   };
-  for (bool first = true;; first = false) {
+  for (;;) {
     auto page = q.list_jobs(topic, a.state, a.limit, cursor);
     if (!page) {
       const Status s = with_cli_hint(page.status());
@@ -144,7 +144,7 @@ int do_ls(Context& c, Queue& q, const LsArgs& a) {
     if (page->cursor == cursor && !cursor.empty())
       page->cursor.clear();  // no progress: a target that answers the same cursor ends here
     std::vector<std::vector<std::string>> rows;
-    if (first) rows.push_back({"ID", "PRIORITY", time_header(a.state), "ATTEMPTS", "BODY"});
+    if (listed == 0) rows.push_back({"ID", "PRIORITY", time_header(a.state), "ATTEMPTS", "BODY"});
     for (const JobInfo& j : page->jobs) {
       if (c.inv.json) {
         json::Writer w;
@@ -230,6 +230,15 @@ int do_limits(Context& c, Queue& q) {
 }
 
 }  // namespace
+
+std::string flow_note(const TopicFlow& f) {
+  std::string s = " (limited:";
+  if (f.limits.rate) s += " " + rate_text(*f.limits.rate);
+  if (f.limits.max_in_flight)
+    s += std::string(f.limits.rate ? "," : "") + " " + std::to_string(*f.limits.max_in_flight) +
+         " at once";
+  return s + ", " + std::to_string(f.in_flight) + " in flight)";
+}
 
 bool is_flow_command(const Context& c) {
   const std::string& n = c.inv.name;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "cli/command_context.h"
 #include "delayq/queue.h"
@@ -18,6 +19,8 @@ bool is_flow_command(const Context& c);
 std::optional<UsageError> check_flow_values(Context& c);
 // --priority for push: the priority, or the refusal that names the flag.
 Result<uint32_t> parse_priority_flag(std::string_view text);
+// What `stats` adds to a limited topic's name: " (limited: 50/1s, 4 at once, 3 in flight)".
+std::string flow_note(const TopicFlow& f);
 // Runs the command (is_flow_command), once check_flow_values passed.
 int run_flow_command(Context& c, Queue& q);
 

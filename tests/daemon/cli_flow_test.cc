@@ -152,6 +152,19 @@ TEST_F(CliFlow, LimitsClearAndTheTable) {
       << r.out;
 }
 
+TEST_F(CliFlow, StatsMarksLimitedTopics) {
+  ASSERT_EQ(cli({"push", "mail", "--id", "m1"}).exit, 0);
+  recorder_.flow["mail"] = {.limits = {.rate = TopicLimits::Rate{50, 1s, 10}, .max_in_flight = 4},
+                            .in_flight = 3};
+  CliOutcome r = cli({"stats"});
+  ASSERT_EQ(r.exit, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "mail (limited: 50/1s, 4 at once, 3 in flight)  ")) << r.out;
+  r = cli({"stats", "--json"});
+  ASSERT_EQ(r.exit, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, R"("flow":{"mail":{"limits":{"rate":{"count":50,"per_ms":1000,)"))
+      << r.out;
+}
+
 JobInfo job(std::string id, JobState s, uint32_t priority) {
   return JobInfo{.id = std::move(id), .topic = "t", .state = s, .attempts = 1, .max_attempts = 3,
                  .body = "hello", .priority = priority};
@@ -197,6 +210,15 @@ TEST_F(CliFlow, LsAllFollowsTheCursorsToTheEnd) {
   ASSERT_TRUE(v.ok()) << r.out;
   EXPECT_EQ(v->find("jobs")->as_array().size(), 3u);
   EXPECT_TRUE(v->find("cursor")->is_null());
+  EXPECT_EQ(r.err, "");
+  // As text: each page as it comes, the header once, no hint after the last page.
+  recorder_.lists.clear();
+  r = cli({"ls", "t", "--state", "delayed", "--limit", "1", "--all"});
+  ASSERT_EQ(r.exit, 0) << describe(r);
+  EXPECT_EQ(recorder_.lists.size(), 3u);
+  EXPECT_EQ(r.out.find("ID  PRIORITY  DUE"), 0u) << r.out;
+  EXPECT_EQ(r.out.find("ID", 1), std::string::npos) << r.out;
+  for (const char* row : {"\na  ", "\nb  ", "\nc  "}) EXPECT_TRUE(has(r.out, row)) << r.out;
   EXPECT_EQ(r.err, "");
   // Nothing in the state: said so.
   recorder_.pages = {JobPage{}};

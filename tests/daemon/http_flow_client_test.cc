@@ -5,11 +5,14 @@
 // are refused by the client itself, in the library's words, without a request.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <memory>
 #include <string>
 
 #include "api_harness.h"
+#include "delayq/engine.h"
 #include "delayq/http.h"
+#include "delayqd/server.h"
 #include "inprocess_daemon.h"
 #include "recording_queue.h"
 
@@ -120,6 +123,28 @@ TEST_F(HttpFlowClient, StatsCarryTheFlow) {
                             .throttled_concurrency = 13};
   recorder_.flow["slow"] = {.limits = {.max_in_flight = 1}, .in_flight = 1};
   EXPECT_EQ(q_->stats().flow, recorder_.flow);
+}
+
+// ServerOptions::stop, which the in-process daemon of these tests relies on: a request made before
+// the server listens stops it as soon as it does, draining as SIGTERM does (the queue closed).
+TEST(ServerStop, ARequestBeforeTheServerRunsStopsItOnceItListens) {
+  auto queue = Engine::open({}).value();
+  http::Api api(*queue, {});
+  http::ServerStop stop;
+  stop.request();
+  http::ServerOptions o;
+  o.port = 0;
+  o.threads = 1;
+  o.stop = &stop;
+  std::string error, at;
+  auto ran = std::async(std::launch::async, [&] {
+    return http::run_server(api, *queue, o, [&](const std::string& a) { at = a; }, error);
+  });
+  ASSERT_EQ(ran.wait_for(60s), std::future_status::ready) << "the server did not stop";
+  EXPECT_TRUE(ran.get()) << error;
+  EXPECT_FALSE(at.empty());
+  EXPECT_EQ(queue->push({.topic = "t"}).status().code(), Errc::closed);
+  stop.request();  // after the server returned: nothing to stop, nothing happens
 }
 
 }  // namespace

@@ -249,5 +249,19 @@ TEST_F(HttpFlowTest, GetShowsThePriority) {
   ASSERT_NE(a.data().find("priority"), nullptr) << a.text;
 }
 
+// Each route is counted under its own name in /metrics.
+TEST_F(HttpFlowTest, TheRoutesHaveTheirNamesInMetrics) {
+  ASSERT_EQ(post("/limits/set", R"({"topic":"t","max_in_flight":1})").status, 200);
+  ASSERT_EQ(post("/limits/clear", R"({"topic":"t"})").status, 200);
+  ASSERT_EQ(post("/jobs/list", R"({"topic":"t","state":"ready"})").status, 200);
+  EXPECT_EQ(post("/jobs/list", R"({"topic":"t"})").status, 400);
+  const std::string text = call(*api_, "/metrics", "", "GET").text;
+  for (const char* line : {"delayqd_http_requests_total{route=\"limits_set\",status=\"200\"} 1\n",
+                           "delayqd_http_requests_total{route=\"limits_clear\",status=\"200\"} 1\n",
+                           "delayqd_http_requests_total{route=\"jobs_list\",status=\"200\"} 1\n",
+                           "delayqd_http_requests_total{route=\"jobs_list\",status=\"400\"} 1\n"})
+    EXPECT_TRUE(has(text, line)) << line << text;
+}
+
 }  // namespace
 }  // namespace delayq::testing
