@@ -121,6 +121,12 @@ TEST_F(CliFlow, BadLimitsExitTwoNamingTheFlag) {
       {{"limits", "t"}, "unexpected argument 't'"},
   };
   for (const auto& [args, says] : cases) expect_usage(args, says);
+  // A period beyond the queue's max_delay (the daemon's 3650 days): the target's refusal, exit 1.
+  recorder_.topic = "(untouched)";
+  const CliOutcome r = cli({"limits", "set", "t", "--rate", "5/3651d"});
+  EXPECT_EQ(r.exit, 1) << describe(r);
+  EXPECT_TRUE(has(r.err, "exceeds max_delay")) << describe(r);
+  EXPECT_EQ(recorder_.topic, "(untouched)");
 }
 
 TEST_F(CliFlow, LimitsClearAndTheTable) {
@@ -235,7 +241,20 @@ TEST_F(CliFlow, LsFailuresAndBadFlags) {
   auto v = wire::json::parse(r.out);
   ASSERT_TRUE(v.ok()) << r.out;
   EXPECT_EQ(wire::json::member_string(*v, "error"), "invalid_argument");
+  // A failure after a page of --all --json: one document, the jobs so far, the cursor to resume
+  // from, the error.
+  recorder_.lists.clear();
+  recorder_.refuse_after = 1;
+  recorder_.pages = {JobPage{{job("a", JobState::ready, 1)}, "c1.1"}};
+  r = cli({"ls", "t", "--state", "ready", "--all", "--json"});
+  EXPECT_EQ(r.exit, 1) << describe(r);
+  v = wire::json::parse(r.out);
+  ASSERT_TRUE(v.ok()) << r.out;
+  EXPECT_EQ(v->find("jobs")->as_array().size(), 1u) << r.out;
+  EXPECT_EQ(wire::json::member_string(*v, "cursor"), "c1.1") << r.out;
+  EXPECT_EQ(wire::json::member_string(*v, "error"), "invalid_argument") << r.out;
   recorder_.refuse = Status();
+  recorder_.refuse_after = 0;
   const std::pair<std::vector<std::string>, const char*> cases[] = {
       {{"ls", "t"}, "ls needs --state delayed, ready, reserved or dead"},
       {{"ls", "t", "--state", "waiting"}, "--state must be delayed, ready, reserved or dead"},

@@ -31,6 +31,7 @@ class RecordingQueue : public ForwardingQueue {
   // limit asked.
   std::vector<JobPage> pages;
   Status refuse;  // answered by the three flow calls when not ok
+  size_t refuse_after = 0;  // list_jobs answers `refuse` only after this many of its calls
   std::map<std::string, TopicFlow> flow;  // what stats() shows as Stats::flow
 
   Status set_topic_limits(std::string_view t, const TopicLimits& l) override {
@@ -45,7 +46,7 @@ class RecordingQueue : public ForwardingQueue {
   Result<JobPage> list_jobs(std::string_view t, JobState s, size_t limit,
                             std::string_view cursor) override {
     lists.push_back({std::string(t), s, limit, std::string(cursor)});
-    if (!refuse.ok()) return refuse;
+    if (!refuse.ok() && lists.size() > refuse_after) return refuse;
     if (pages.empty()) return JobPage{};
     JobPage page = pages[std::min(lists.size() - 1, pages.size() - 1)];
     if (page.jobs.size() > limit) page.jobs.resize(limit);  // as a queue would
