@@ -29,7 +29,8 @@
 //    callback runs there, also with `closed` when the queue closes (close() waits for it).
 //  - Nothing is done at open_http(): the first call connects. health() asks the daemon.
 // Every Queue call is supported (release: POST /release; reserve over several topics: /pop's
-// "topics"). docs/http-api.md, "The C++ client", maps each call to its route.
+// "topics"; set_topic_limits, clear_topic_limits: /limits/set, /limits/clear; list_jobs:
+// /jobs/list). docs/http-api.md, "The C++ client", maps each call to its route.
 #pragma once
 
 #include <chrono>

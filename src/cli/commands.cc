@@ -17,12 +17,15 @@
 #include <set>
 #include <sstream>
 
+#include "cli/command_context.h"
+#include "cli/flow_commands.h"
 #include "cli/target.h"
 #include "cli/human_text.h"
 #include "cli/invocation.h"
 #include "cli/parse.h"
 #include "cli/stats_timing.h"
 #include "cli/wait.h"
+#include "wire/flow.h"
 #include "wire/json.h"
 #include "wire/spec.h"
 #include "wire/version.h"
@@ -34,80 +37,6 @@ namespace {
 namespace json = delayq::wire::json;
 
 // ---- output helpers --------------------------------------------------------------------------
-
-int64_t unix_ms(TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-int64_t ms(Duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
-void write_job(json::Writer& w, const JobInfo& j) {
-  w.begin_object().key("id").value(j.id).key("topic").value(j.topic);
-  w.key("state").value(to_string(j.state)).key("attempts").value(j.attempts);
-  w.key("max_attempts").value(j.max_attempts);
-  w.key("due").value(format_utc_time(j.due)).key("due_ms").value(unix_ms(j.due));
-  w.key("ttr_ms").value(ms(j.ttr));
-  // As delayqd's /get shows it; not at all when the target did not say (max_attempts 0).
-  if (j.retry.max_attempts > 0) wire::write_retry(w.key("retry"), j.retry);
-  if (j.state == JobState::reserved) {
-    w.key("lease_deadline").value(format_utc_time(j.lease_deadline));
-    w.key("lease_deadline_ms").value(unix_ms(j.lease_deadline));
-  }
-  w.key("body").value(j.body).end_object();
-}
-
-std::string when(TimePoint t, TimePoint now) {
-  return format_local_time(t) + " (" + format_relative(t, now) + ")";
-}
-
-// ---- the commands ----------------------------------------------------------------------------
-
-struct Context {
-  Invocation& inv;
-  const CommandInfo& command;
-  std::istream& in;
-  std::ostream& out;
-  std::ostream& err;
-  std::string what;  // "get o-42": names the call in error messages
-};
-
-// Where a refusal goes: the line on stderr always, and with --json one JSON document on stdout
-// too, so that a script piping stdout to jq gets a document it can test (.error) instead of
-// empty input: {"error":"not_found","message":"no job with id ..."}. "error" is the Errc's
-// name (as delayqd's answers have it), or "usage" for bad usage (exit 2).
-struct Streams {
-  std::ostream& out;
-  std::ostream& err;
-  bool json;
-};
-
-void json_error(const Streams& io, std::string_view error, const std::string& message) {
-  if (!io.json) return;
-  json::Writer w;
-  w.begin_object().key("error").value(error).key("message").value(message).end_object();
-  io.out << w.str() << "\n";
-}
-
-int failed(Context& c, const Status& status) {
-  const Status s = with_cli_hint(status);
-  c.err << "delayq: " << c.what << ": " << s.to_string() << "\n";
-  json_error({c.out, c.err, c.inv.json}, to_string(static_cast<Errc>(s.code().value())),
-             s.message());
-  return kExitFailed;
-}
-
-int usage(const Streams& io, const UsageError& u) {
-  const std::string message =
-      (u.command != nullptr ? std::string(u.command->name) + ": " : "") + u.message;
-  io.err << "delayq: " << message << "\n";
-  if (u.command != nullptr)
-    io.err << command_usage(*u.command);
-  else
-    io.err << "usage: delayq TARGET COMMAND [ARGS] [--json] (delayq help lists the commands)\n";
-  json_error(io, "usage", message);
-  return kExitUsage;
-}
 
 // Reads --<flag> with `parse` into `into` when it is given; a bad value is a UsageError that
 // names the flag.
@@ -136,6 +65,7 @@ std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
   if (auto u = read_flag(c, "due-at", parse_time, spec.due_at)) return u;
   if (auto u = read_flag(c, "ttr", parse_duration, spec.ttr)) return u;
   if (auto u = read_flag(c, "retry", parse_retry, spec.retry)) return u;
+  if (auto u = read_flag(c, "priority", parse_priority_flag, spec.priority)) return u;
   if (f.contains("body") && f.contains("body-file"))
     return UsageError{"give --body or --body-file, not both", &c.command};
   if (f.contains("body")) spec.body = f["body"];
@@ -172,16 +102,19 @@ int do_push(Context& c, Queue& b, JobSpec spec) {
   const TimePoint due =
       spec.due_at ? std::max(*spec.due_at, now) : now + spec.delay.value_or(Duration(0));
   const std::string topic = spec.topic;
+  const uint32_t priority = spec.priority;
   auto id = b.push(std::move(spec));
   if (!id) return failed(c, id.status());
   if (c.inv.json) {
     json::Writer w;
     w.begin_object().key("id").value(*id).key("topic").value(topic);
-    w.key("due").value(format_utc_time(due)).key("due_ms").value(unix_ms(due)).end_object();
-    c.out << w.str() << "\n";
+    w.key("due").value(format_utc_time(due)).key("due_ms").value(unix_ms(due));
+    c.out << w.key("priority").value(priority).end_object().str() << "\n";
   } else {
     c.out << "pushed " << printable(*id) << " to topic " << printable(topic) << ", due "
-          << when(due, now) << "\n";
+          << when(due, now)
+          << (priority != kDefaultPriority ? ", priority " + std::to_string(priority) : "")
+          << "\n";
   }
   return kExitOk;
 }
@@ -206,7 +139,9 @@ int do_get(Context& c, Queue& b, const std::string& id) {
       {"ttr", format_span(j.ttr)},
   };
   if (j.retry.max_attempts > 0) rows.push_back({"retry", format_retry(j.retry)});
+  rows.push_back({"priority", std::to_string(j.priority)});
   if (j.state == JobState::reserved) rows.push_back({"lease until", when(j.lease_deadline, now)});
+  if (j.state == JobState::dead) rows.push_back({"dead since", when(j.dead_since, now)});
   rows.push_back({"body", j.body.empty() ? "(empty)" : printable(j.body)});
   rows.push_back({"body bytes", std::to_string(j.body.size())});
   c.out << table(rows, {});
@@ -259,6 +194,7 @@ int do_stats(Context& c, Queue& b) {
     w.end_object();
     counts(w.key("total"), total);
     w.end_object();
+    wire::write_flow(w.key("flow"), st->flow);
     for (const auto& [name, n] : counters) w.key(name).value(n);
     write_timing_json(w, *st);
     w.end_object();
@@ -275,8 +211,12 @@ int do_stats(Context& c, Queue& b) {
                                       std::to_string(t.ready), std::to_string(t.reserved),
                                       std::to_string(t.dead)};
     };
-    for (const auto& [name, t] : st->topics)
-      rows.push_back(row(printable(name) + (t.paused ? " (paused)" : ""), t));
+    for (const auto& [name, t] : st->topics) {
+      const auto flow = st->flow.find(name);
+      rows.push_back(row(printable(name) + (t.paused ? " (paused)" : "") +
+                             (flow != st->flow.end() ? flow_note(flow->second) : ""),
+                         t));
+    }
     rows.push_back(row("(total)", total));
     c.out << table(rows, {false, true, true, true, true});
   }
@@ -416,7 +356,8 @@ std::optional<int> answer_without_command(Invocation& inv, std::optional<UsageEr
     return usage(io, {"unknown command '" + inv.name + "' (delayq help lists the commands)"});
   if (inv.name == "help" && inv.positional.size() > 1) {
     std::string topic = inv.positional[1];
-    if (topic == "dead" && inv.positional.size() > 2) topic += " " + inv.positional[2];
+    if ((topic == "dead" || topic == "limits") && inv.positional.size() > 2)
+      topic += " " + inv.positional[2];
     const CommandInfo* about = find_command(topic);
     if (about == nullptr) return usage(io, {"no command '" + topic + "'", command});
     return print(command_help(*about));
@@ -432,6 +373,7 @@ std::optional<int> answer_without_command(Invocation& inv, std::optional<UsageEr
 std::optional<UsageError> check_values(Context& c, JobSpec& spec) {
   const auto& f = c.inv.flags;
   if (c.inv.name == "push") return push_spec(c, spec);
+  if (is_flow_command(c)) return check_flow_values(c);
   if (c.inv.name == "dead list" && f.contains("limit"))
     if (auto n = parse_count(f.at("limit"), 1, 10'000); !n)
       return UsageError{"bad --limit: " + n.status().message(), &c.command};
@@ -451,6 +393,7 @@ int perform(Context& c, Queue& b, JobSpec spec) {
   const std::string& name = c.inv.name;
   const std::vector<std::string>& rest = c.inv.rest;
   if (name == "push") return do_push(c, b, std::move(spec));
+  if (is_flow_command(c)) return run_flow_command(c, b);
   if (name == "get") return do_get(c, b, rest[0]);
   if (name == "cancel") return do_cancel(c, b, rest[0]);
   if (name == "stats") return do_stats(c, b);

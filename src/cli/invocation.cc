@@ -41,12 +41,13 @@ const std::vector<CommandInfo>& commands() {
   static const std::vector<CommandInfo> kCommands = {
       {"push",
        "push TOPIC [--id ID] [--delay DUR | --due-at TIME] [--ttr DUR]\n"
-       "            [--body TEXT | --body-file FILE (- for stdin)] [--retry POLICY]",
+       "            [--body TEXT | --body-file FILE (- for stdin)] [--retry POLICY]\n"
+       "            [--priority N]",
        "add a job; prints its id. DUR: 1500ms, 90s, 5min, 2h30m, 3d. TIME: RFC 3339\n"
        "  (2026-11-21T14:03:05Z, ...+01:00) or unix seconds. POLICY: list:2m,10m,1h |\n"
        "  fixed:30s:5 (delay, attempts) | exp:1s:2:1h:10[:0.2] (base, factor, cap,\n"
-       "  attempts, jitter)",
-       {"id", "delay", "due-at", "ttr", "body", "body-file", "retry"},
+       "  attempts, jitter). N: 0 to 4294967295, smaller first (default 1024)",
+       {"id", "delay", "due-at", "ttr", "body", "body-file", "retry", "priority"},
        Access::create},
       {"get", "get ID", "show one job", {}, Access::read},
       {"cancel", "cancel ID", "remove a job, in any state", {}, Access::write},
@@ -62,6 +63,23 @@ const std::vector<CommandInfo>& commands() {
        {"topic"},
        Access::write},
       {"dead purge", "dead purge TOPIC", "delete every dead job of a topic", {}, Access::write},
+      {"ls",
+       "ls TOPIC --state delayed|ready|reserved|dead [--limit N] [--cursor C] [--all]",
+       "a page of the topic's jobs in one state (N per page, 1 to 1000, default 100), in\n"
+       "  that state's order; the cursor of the next page goes to stderr; --all lists every\n"
+       "  page",
+       {"state", "limit", "cursor", "all"},
+       Access::read},
+      {"limits", "limits", "the limited topics: rate, burst, tokens, in flight, refusals", {},
+       Access::read},
+      {"limits set",
+       "limits set TOPIC [--rate COUNT/PERIOD] [--burst N] [--max-in-flight N]",
+       "limit a topic's hand-outs for every consumer: at most COUNT per PERIOD (50/1s,\n"
+       "  1000/1min), bursts of N (1 to 1000000, default 1), at most N reserved at once;\n"
+       "  replaces the topic's limits",
+       {"rate", "burst", "max-in-flight"},
+       Access::write},
+      {"limits clear", "limits clear TOPIC", "remove a topic's limits", {}, Access::write},
       {"pause",
        "pause TOPIC",
        "stop handing out the topic's jobs (they keep falling due; kept across restarts)",
@@ -97,12 +115,13 @@ const std::set<std::string> kTargetFlags = {"store", "url",   "token-file",
 const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", "redis",  "queue",
                                            "shards", "id",        "delay",      "due-at", "ttr",
                                            "body",   "body-file", "retry",      "limit",  "topic",
-                                           "timeout"};
+                                           "timeout", "priority", "state", "cursor", "rate",
+                                           "burst", "max-in-flight"};
 
 // " (did you mean '--delay'?)" for a mistyped flag, "" when no flag is close.
 std::string did_you_mean(std::string_view typed) {
   std::vector<std::string_view> names(kValueFlags.begin(), kValueFlags.end());
-  names.insert(names.end(), {"json", "help", "version"});
+  names.insert(names.end(), {"json", "help", "version", "all"});
   const std::string_view best = wire::closest_name(typed, names);
   return best.empty() ? "" : " (did you mean '--" + std::string(best) + "'?)";
 }
@@ -175,6 +194,11 @@ std::optional<UsageError> split_args(const std::vector<std::string>& args, Invoc
       inv.json = true;
       continue;
     }
+    if (name == "all") {  // a switch, kept with the flags so that check_args can place it
+      if (inline_value) note("--all takes no value");
+      inv.flags[name] = "";
+      continue;
+    }
     if (!kValueFlags.contains(name)) {
       note("unknown flag '--" + name + "'" + did_you_mean(name));
       continue;
@@ -204,6 +228,11 @@ bool take_command_name(Invocation& inv) {
     inv.name += " " + p[1];
     consumed = 2;
   }
+  // "limits" alone lists the limits; "limits set" and "limits clear" change them.
+  if (inv.name == "limits" && p.size() > 1 && (p[1] == "set" || p[1] == "clear")) {
+    inv.name += " " + p[1];
+    consumed = 2;
+  }
   inv.rest.assign(p.begin() + static_cast<long>(consumed), p.end());
   return true;
 }
@@ -217,7 +246,7 @@ std::optional<UsageError> check_args(const Invocation& inv, const CommandInfo& c
   const std::vector<std::string>& rest = inv.rest;
   const bool by_topic = name == "dead requeue" && inv.flags.contains("topic");
   if (by_topic && !rest.empty()) return bad("give an ID or --topic TOPIC, not both");
-  const size_t want = name == "stats" || name == "wait" || by_topic ? 0 : 1;
+  const size_t want = name == "stats" || name == "wait" || name == "limits" || by_topic ? 0 : 1;
   if (rest.size() < want) {
     const std::string what = name == "get" || name == "cancel" || name == "dead requeue" ? "ID"
                              : name == "backup"                                          ? "DIR"

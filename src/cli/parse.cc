@@ -331,4 +331,19 @@ Result<RetryPolicy> parse_retry(std::string_view text) {
   return p;
 }
 
+Result<TopicLimits::Rate> parse_rate(std::string_view text) {
+  const std::string form = " (expected COUNT/PERIOD, e.g. 50/1s, 1000/1min or 5/s)";
+  if (!text.empty() && text[0] == '-')
+    return bad("a negative rate " + quoted(text) + ": a rate counts hand-outs, 1 or more" + form);
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return bad("bad rate " + quoted(text) + form);
+  auto count = parse_count(text.substr(0, slash), 0, std::numeric_limits<uint32_t>::max());
+  if (!count) return bad("bad rate " + quoted(text) + ": count: " + count.status().message());
+  std::string period(text.substr(slash + 1));
+  if (!period.empty() && period[0] >= 'a' && period[0] <= 'z') period.insert(0, "1");
+  auto per = parse_duration(period);
+  if (!per) return bad("bad rate " + quoted(text) + ": period: " + per.status().message());
+  return TopicLimits::Rate{static_cast<uint32_t>(*count), *per, 1};
+}
+
 }  // namespace delayq::cli

@@ -36,4 +36,11 @@ Result<RetryPolicy> parse_retry(std::string_view text);
 // A whole number in [min, max]. Errors: invalid_argument.
 Result<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max);
 
+// A rate as `limits set --rate` takes it: COUNT/PERIOD, the period a duration as above, its 1
+// optional ("50/1s", "1000/1min", "5/s", "3/250ms"); burst 1. The count is range-checked
+// (0..4294967295) before it is converted; what a rate must be beyond that (a count of at least
+// 1, a positive period) is the library's rule (rules::check_topic_limits), checked by the caller.
+// Errors: invalid_argument (a negative rate is called that).
+Result<TopicLimits::Rate> parse_rate(std::string_view text);
+
 }  // namespace delayq::cli

@@ -7,6 +7,8 @@
 #include "common/format.h"
 #include "common/rules.h"
 #include "wire/answer.h"
+#include "common/flow_rules.h"
+#include "wire/flow.h"
 #include "wire/jobs.h"
 #include "wire/spec.h"
 #include "wire/stats.h"
@@ -263,6 +265,41 @@ Status HttpQueue::pause(std::string_view topic) {
 Status HttpQueue::resume(std::string_view topic) {
   auto body = one_member("topic", topic);
   return body ? call_status("/resume", *body) : body.status();
+}
+
+// The library's rules first (common/flow_rules.h), so that a bad value is refused without a
+// request, in the same words as every backend.
+Status HttpQueue::set_topic_limits(std::string_view topic, const TopicLimits& limits) {
+  if (Status s = usable(); !s.ok()) return s;
+  if (Status s = rules::check_topic_limits(topic, limits, options_.limits.max_delay); !s.ok())
+    return s;
+  if (Status s = text_only("topic", topic); !s.ok()) return s;
+  json::Writer w;
+  wire::write_limits_request(w, topic, limits);
+  return call_status("/limits/set", w.str());
+}
+
+Status HttpQueue::clear_topic_limits(std::string_view topic) {
+  auto body = one_member("topic", topic);
+  return body ? call_status("/limits/clear", *body) : body.status();
+}
+
+Result<JobPage> HttpQueue::list_jobs(std::string_view topic, JobState state, size_t limit,
+                                     std::string_view cursor) {
+  if (Status s = usable(); !s.ok()) return s;
+  if (Status s = rules::check_list_limit(limit); !s.ok()) return s;
+  if (Status s = text_only("topic", topic); !s.ok()) return s;
+  if (Status s = text_only("cursor", cursor); !s.ok()) return s;
+  json::Writer w;
+  w.begin_object().key("topic").value(topic).key("state").value(to_string(state));
+  w.key("limit").value(static_cast<uint64_t>(limit));
+  if (!cursor.empty()) w.key("cursor").value(cursor);
+  w.end_object();
+  auto data = call("POST", "/jobs/list", w.str());
+  if (!data) return data.status();
+  if (const json::Value* jobs = data->find("jobs"); jobs == nullptr || !jobs->is_array())
+    return Status(Errc::unavailable, "/jobs/list: the daemon's answer has no \"jobs\" array");
+  return wire::read_page(*data);
 }
 
 // Every page of /stats: the totals of the first, the topics of all of them.

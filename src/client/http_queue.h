@@ -2,7 +2,8 @@
 // (a wire::HttpClient) from a small pool, makes its request and gives it back:
 //
 //   http_queue.cc     the pool, the request and its answer (errors as Errc), close(), health()
-//   http_calls.cc     the calls that are one route each (push ... pause, stats)
+//   http_calls.cc     the calls that are one route each (push ... pause, limits, list_jobs,
+//                     stats)
 //   http_reserve.cc   reserve() (/pop), reserve_async() on a thread per wait, the consume() hooks
 //   open_http.cc      open_http(): the URL, the options, the token file
 //
@@ -56,6 +57,10 @@ class HttpQueue final : public Queue {
   Result<uint64_t> purge_dead(std::string_view topic) override;
   Status pause(std::string_view topic) override;
   Status resume(std::string_view topic) override;
+  Status set_topic_limits(std::string_view topic, const TopicLimits& limits) override;
+  Status clear_topic_limits(std::string_view topic) override;
+  Result<JobPage> list_jobs(std::string_view topic, JobState state, size_t limit,
+                            std::string_view cursor) override;
   Stats stats() override;
   Status health() override;
   void close() override;

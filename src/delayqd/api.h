@@ -94,6 +94,9 @@ enum class Route : uint8_t {
   pause,
   resume,
   release,
+  limits_set,
+  limits_clear,
+  jobs_list,
   ui,
   unknown,
   count_  // number of routes

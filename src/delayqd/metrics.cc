@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "delayqd/flow_metrics.h"
 #include "delayqd/prometheus.h"
 #include "wire/version.h"
 
@@ -91,6 +92,7 @@ void Metrics::queue_part(std::string& out, const Stats& st) {
         "(over --metrics-topics).",
         static_cast<int64_t>(topics.overflow_topics));
   paused(out, topics, st);
+  flow_metrics(out, st, max_topics_);
   timing_.render(out, st, named);
 }
 

@@ -1,6 +1,7 @@
 // delayqd's /metrics, in the Prometheus text format (docs/operations.md, "Metrics to watch"): the
 // queue's totals and its jobs per topic and state (topic_series.h bounds the topics), their
-// timing (timing_metrics.h: lateness, what fires when, the oldest ready job), the daemon's
+// timing (timing_metrics.h: lateness, what fires when, the oldest ready job), the limited
+// topics' flow (flow_metrics.h), the daemon's
 // gauges, and per route the requests by status and a histogram of the time to answer.
 #pragma once
 
@@ -22,7 +23,7 @@ namespace delayq::http {
 class Metrics {
  public:
   // `max_topics`: the topics with their own delayq_jobs series (delayqd --metrics-topics).
-  explicit Metrics(size_t max_topics) : topics_(max_topics) {}
+  explicit Metrics(size_t max_topics) : topics_(max_topics), max_topics_(max_topics) {}
 
   // Counts one answer of `route` with `status`, given from `start` until now. Thread-safe.
   void observe(Route route, int status, std::chrono::steady_clock::time_point start);
@@ -49,6 +50,7 @@ class Metrics {
   void requests_part(std::string& out);
 
   TopicSeries topics_;
+  size_t max_topics_;  // also the cap of the flow series' topics (flow_metrics.h)
   TimingMetrics timing_;
   std::mutex mu_;
   std::map<std::pair<Route, int>, uint64_t> requests_;

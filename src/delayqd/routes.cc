@@ -34,6 +34,9 @@ constexpr RouteSpec kRoutes[] = {
     {"/pause", Route::pause, M::post, B::object, routes::pause},
     {"/resume", Route::resume, M::post, B::object, routes::resume},
     {"/release", Route::release, M::post, B::object, routes::release},
+    {"/limits/set", Route::limits_set, M::post, B::object, routes::limits_set},
+    {"/limits/clear", Route::limits_clear, M::post, B::object, routes::limits_clear},
+    {"/jobs/list", Route::jobs_list, M::post, B::object, routes::jobs_list},
     {"/ui", Route::ui, M::get, B::none, routes::ui},
     {"/ui/", Route::ui, M::get, B::none, routes::ui},
     {"/ui/app.js", Route::ui, M::get, B::none, routes::ui},
@@ -44,8 +47,8 @@ constexpr RouteSpec kRoutes[] = {
 constexpr const char* kNames[] = {
     "push",   "push_batch", "pop",        "finish", "nack",      "touch",        "dead_letter",
     "delete", "get",        "reschedule", "stats",  "dead_list", "dead_requeue", "dead_purge",
-    "backup", "metrics",    "health",     "pause",  "resume",    "release",      "ui",
-    "unknown",
+    "backup", "metrics",    "health",     "pause",  "resume",    "release",      "limits_set",
+    "limits_clear", "jobs_list", "ui", "unknown",
 };
 static_assert(std::size(kNames) == static_cast<size_t>(Route::count_));
 

@@ -13,6 +13,8 @@
 //   routes_admin.cc   /stats, /backup, /metrics, /health
 //   routes_topics.cc  /pause, /resume: a topic stops or starts handing out jobs
 //   routes_release.cc /release: a delivery given back undone
+//   routes_limits.cc  /limits/set, /limits/clear: a topic's rate and concurrency limits
+//   routes_list.cc    /jobs/list: a page of a topic's jobs in one state
 //   routes_ui.cc      /ui: the dashboard's files
 #pragma once
 
@@ -96,6 +98,8 @@ RouteFunction dead_list, dead_requeue, dead_purge;     // routes_dead.cc
 RouteFunction stats, backup, metrics, health;          // routes_admin.cc
 RouteFunction pause, resume;                           // routes_topics.cc
 RouteFunction release;                                 // routes_release.cc
+RouteFunction limits_set, limits_clear;                // routes_limits.cc
+RouteFunction jobs_list;                               // routes_list.cc
 RouteFunction ui;                                      // routes_ui.cc
 }  // namespace routes
 

@@ -114,6 +114,18 @@ void run_guarded(asio::io_context& ioc) {
 
 }  // namespace
 
+void ServerStop::request() {
+  std::lock_guard lock(mu_);
+  requested_ = true;
+  if (hook_) hook_();
+}
+
+bool run_server_hook(ServerStop& stop, std::function<void()> hook) {
+  std::lock_guard lock(stop.mu_);
+  stop.hook_ = std::move(hook);
+  return stop.requested_;
+}
+
 bool run_server(Api& api, Queue& queue, const ServerOptions& options,
                 const std::function<void(const std::string&)>& on_listening, std::string& error,
                 const std::function<void()>& on_draining) {
@@ -155,21 +167,34 @@ bool run_server(Api& api, Queue& queue, const ServerOptions& options,
     queue.close();
     drain_connections(shared);  // idle keep-alive connections left since the drain began
   };
-  signals.async_wait([&](beast::error_code e, int signo) {
-    if (e) return;
-    log(LogLevel::info, "signal {}: draining", signo);
+  // The drain begins once, on one strand, whether a signal or options.stop asked for it.
+  asio::strand<asio::io_context::executor_type> stop_strand(ioc.get_executor());
+  bool draining = false;  // on stop_strand only
+  const auto drain = [&](const std::string& why) {
+    if (draining) return;
+    draining = true;
+    log(LogLevel::info, "{}: draining", why);
     if (on_draining) on_draining();
     listener.stop();
+    signals.cancel();
     api.begin_drain();
     drain_connections(shared);
     deadline = std::chrono::steady_clock::now() + options.drain_timeout;
     wait_in_flight();
+  };
+  signals.async_wait([&](beast::error_code e, int signo) {
+    if (!e) asio::post(stop_strand, [&, signo] { drain("signal " + std::to_string(signo)); });
   });
+  if (options.stop != nullptr) {
+    const auto ask = [&] { asio::post(stop_strand, [&] { drain("stop requested"); }); };
+    if (run_server_hook(*options.stop, ask)) ask();
+  }
 
   std::vector<std::thread> pool;
   for (size_t i = 1; i < threads; ++i) pool.emplace_back([&] { run_guarded(ioc); });
   run_guarded(ioc);
   for (auto& t : pool) t.join();
+  if (options.stop != nullptr) run_server_hook(*options.stop, {});
   return true;
 }
 

@@ -5,12 +5,28 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 
 #include "delayq/queue.h"
 #include "delayqd/api.h"
 
 namespace delayq::http {
+
+// Asks a running run_server() to drain and return, as SIGTERM does, from any thread: for a server
+// that runs inside a test or a program that does not hand its signals to it. A request made
+// before the server listens takes effect as soon as it does; one made after it returned does
+// nothing. Outlives the run_server() call it is given to.
+class ServerStop {
+ public:
+  void request();
+
+ private:
+  friend bool run_server_hook(ServerStop&, std::function<void()>);
+  std::mutex mu_;
+  bool requested_ = false;
+  std::function<void()> hook_;  // set while a server runs
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";  // an IPv4 or IPv6 address
@@ -34,9 +50,16 @@ struct ServerOptions {
   std::chrono::seconds body_timeout{60};
   // On SIGTERM, how long to wait for requests in flight before closing the queue anyway.
   std::chrono::seconds drain_timeout{30};
+  // When set, request() on it drains and stops the server as SIGTERM does (SIGTERM and SIGINT
+  // still do too).
+  ServerStop* stop = nullptr;
 };
 
-// Listens, serves until SIGTERM or SIGINT, then drains: stops accepting, answers new requests
+// Installs (or, with an empty `hook`, removes) what ServerStop::request() calls; true when a
+// request came before. For run_server().
+bool run_server_hook(ServerStop& stop, std::function<void()> hook);
+
+// Listens, serves until SIGTERM or SIGINT (or options.stop's request), then drains: stops accepting, answers new requests
 // 503, waits for requests in flight, closes `queue` (waiting pops are answered with no job),
 // and returns once every connection has finished its answer. `on_listening` gets the bound
 // "host:port" once the socket listens (a connection made from then on is answered);

@@ -2,6 +2,7 @@
 #include "wire/fields.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "delayq/clock.h"
@@ -128,11 +129,15 @@ std::optional<std::string> Fields::name(std::string_view key, bool required) {
 std::optional<int64_t> Fields::integer(std::string_view key, int64_t min, int64_t max) {
   const Value* v = get(key);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_number() || !v->is_int()) {
+  // A whole number beyond 64 bits reads as a number that is not an int: out of range, not a
+  // fraction.
+  const bool huge = v->is_number() && !v->is_int() &&
+                    std::fabs(v->as_double()) >= 9.2e18 && std::trunc(v->as_double()) == v->as_double();
+  if (!v->is_number() || (!v->is_int() && !huge)) {
     fail_with(type_error(key, "an integer", *v));
     return std::nullopt;
   }
-  if (v->as_int() < min || v->as_int() > max) {
+  if (huge || v->as_int() < min || v->as_int() > max) {
     fail_with("field " + quoted(full(key)) + " is out of range (" + std::to_string(min) + " to " +
               std::to_string(max) + ")");
     return std::nullopt;

@@ -1,6 +1,7 @@
 // The JSON form of Delivery and JobInfo (see jobs.h).
 #include "wire/jobs.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,15 @@ using json::member_string;
 
 uint32_t member_count(const json::Value& v, std::string_view key) {
   return static_cast<uint32_t>(member_int(v, key));
+}
+
+// A priority as write_job wrote it; the default when it is missing (a delayqd from before
+// priorities) or not a 32-bit count.
+uint32_t member_priority(const json::Value& v) {
+  const json::Value* p = v.find("priority");
+  if (p == nullptr || !p->is_int() || p->as_int() < 0 || p->as_int() > UINT32_MAX)
+    return kDefaultPriority;
+  return static_cast<uint32_t>(p->as_int());
 }
 
 JobState state_of(std::string_view name) {
@@ -102,10 +112,11 @@ void write_job(json::Writer& w, const JobInfo& j) {
   w.key("ttr").value(std::chrono::ceil<std::chrono::seconds>(j.ttr).count());
   w.key("body").value(j.body);
   w.key("state").value(to_string(j.state)).key("attempts").value(j.attempts);
-  w.key("max_attempts").value(j.max_attempts);
+  w.key("max_attempts").value(j.max_attempts).key("priority").value(j.priority);
   write_time(w, "due", j.due);
   w.key("ttr_ms").value(to_ms(j.ttr));
   if (j.state == JobState::reserved) write_time(w, "lease_deadline", j.lease_deadline);
+  if (j.state == JobState::dead) write_time(w, "dead_since", j.dead_since);
   write_retry(w.key("retry"), j.retry);
   w.end_object();
 }
@@ -119,6 +130,8 @@ JobInfo read_job(const json::Value& v) {
   j.max_attempts = member_count(v, "max_attempts");
   j.due = read_time(v, "due");
   j.lease_deadline = read_time(v, "lease_deadline");
+  if (j.state == JobState::dead) j.dead_since = read_time(v, "dead_since");
+  j.priority = member_priority(v);
   j.ttr = std::chrono::milliseconds(member_int(v, "ttr_ms"));
   j.body = member_string(v, "body");
   // Missing (a delayqd from before the policy was shown): max_attempts 0 says it is unknown.
@@ -134,6 +147,7 @@ void write_delivery(json::Writer& w, const Delivery& d) {
   w.begin_object().key("id").value(d.id).key("body").value(d.body);
   w.key("topic").value(d.topic).key("token").value(d.token.to_string());
   w.key("attempt").value(d.attempt).key("max_attempts").value(d.max_attempts);
+  w.key("priority").value(d.priority);
   write_time(w, "due", d.due);
   write_time(w, "lease_deadline", d.lease_deadline);
   w.end_object();
@@ -154,6 +168,7 @@ Result<Delivery> read_delivery(const json::Value& v) {
   d.token = std::move(*token);
   d.due = read_time(v, "due");
   d.lease_deadline = read_time(v, "lease_deadline");
+  d.priority = member_priority(v);
   return d;
 }
 

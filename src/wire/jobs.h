@@ -1,7 +1,8 @@
 // The JSON form of what the queue hands out and shows: a Delivery (a /pop answer's data) and a
 // JobInfo (/get, /dead/list), both directions, as docs/http-api.md documents them. Times travel
 // as unix milliseconds (due_ms, lease_deadline_ms) and, exactly, nanoseconds (due_ns,
-// lease_deadline_ns), durations as milliseconds (ttr_ms); a job
+// lease_deadline_ns, and for a dead job dead_since_ms/_ns), durations as milliseconds (ttr_ms),
+// the priority as a number (0..4294967295, smaller first; 1024 when unset); a job
 // also carries the fields ouqiang/delay-queue clients read (delay: the due time in unix seconds,
 // ttr: seconds, rounded up) and its retry policy in the form /push takes (wire/spec.h).
 #pragma once

@@ -3,6 +3,8 @@
 #include "wire/spec.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include "common/rules.h"
 #include "delayq/clock.h"
@@ -93,7 +95,7 @@ Status read_spec(const Value& v, JobSpec& spec, const InputLimits& limits) {
   if (!v.is_object()) return bad("a job must be a JSON object");
   Fields f(v, limits);
   f.only({"topic", "id", "delay", "delay_ms", "due_at_ms", "due_at_ns", "ttr", "ttr_ms", "body",
-          "retry"},
+          "retry", "priority"},
          "a job");
   if (!f.ok()) return bad(f.error());
   auto topic = f.name("topic", true);
@@ -116,6 +118,8 @@ Status read_spec(const Value& v, JobSpec& spec, const InputLimits& limits) {
   const TimePoint now = SystemClock::instance().now();
   auto due_at = f.has("due_at_ns") ? f.time_ns("due_at_ns", now) : f.time_ms("due_at_ms", now);
   auto ttr = f.duration("ttr", "ttr_ms", "use 0 for the default ttr", rules::kMinTtr);
+  // Checked as an integer of 0..2^32-1 before it is narrowed (smaller is more urgent).
+  auto priority = f.integer("priority", 0, std::numeric_limits<uint32_t>::max());
   if (const Value* r = f.get("retry"); r != nullptr && f.ok()) {
     RetryPolicy p;
     if (Status s = read_retry(*r, limits, p); !s.ok()) return s;
@@ -128,6 +132,7 @@ Status read_spec(const Value& v, JobSpec& spec, const InputLimits& limits) {
   spec.delay = delay;
   spec.due_at = due_at;
   if (ttr) spec.ttr = *ttr;
+  if (priority) spec.priority = static_cast<uint32_t>(*priority);
   return Status();
 }
 
@@ -140,7 +145,8 @@ double seconds(Duration d) {
   return std::chrono::duration_cast<std::chrono::duration<double>>(d).count();
 }
 
-// A duration as the daemon takes it: whole milliseconds exactly, anything finer in seconds.
+}  // namespace
+
 void write_duration(json::Writer& w, std::string_view name, Duration d) {
   if (whole_ms(d)) {
     w.key(std::string(name) + "_ms").value(to_ms(d));
@@ -148,8 +154,6 @@ void write_duration(json::Writer& w, std::string_view name, Duration d) {
     w.key(name).value(seconds(d));
   }
 }
-
-}  // namespace
 
 void write_retry(json::Writer& w, const RetryPolicy& p) {
   w.begin_object();
@@ -196,6 +200,8 @@ void write_spec_as(json::Writer& w, const JobSpec& spec, bool exact_due) {
   if (spec.ttr != Duration(0)) write_duration(w, "ttr", spec.ttr);
   w.key("body").value(spec.body);
   if (spec.retry) write_retry(w.key("retry"), *spec.retry);
+  // Only when not the default: a delayqd from before priorities refuses the member.
+  if (spec.priority != kDefaultPriority) w.key("priority").value(spec.priority);
   w.end_object();
 }
 

@@ -27,6 +27,10 @@ void write_spec_exact(json::Writer& w, const JobSpec& spec);
 // seconds. /get and /dead/list show a job's policy in the same form.
 void write_retry(json::Writer& w, const RetryPolicy& p);
 
+// A duration as delayqd takes it: `name`_ms when it is whole milliseconds (exact), else `name`
+// in seconds ("delay_ms": 1500, "delay": 0.0005).
+void write_duration(json::Writer& w, std::string_view name, Duration d);
+
 // One job of /push or /push_batch. Errors: invalid_argument, the message naming the field.
 Status read_spec(const json::Value& v, JobSpec& spec, const InputLimits& limits);
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/totals.h"
+#include "wire/flow.h"
 
 namespace delayq::wire {
 
@@ -132,6 +133,8 @@ PageCut write_stats(json::Writer& w, const Stats& s,
     w.end_object();
   }
   w.end_object();
+  // Every limited topic, whatever the page: there are as many as an operator set.
+  write_flow(w.key("flow"), s.flow);
   write_lateness_bounds(w.key("lateness_bounds_s"));
   if (page != nullptr) {
     w.key("truncated").value(cut.truncated);
@@ -153,6 +156,7 @@ Stats read_stats(const json::Value& v) {
       if (counts != TopicStats{}) s.topics[name] = counts;
       if (t.find("due") != nullptr || t.find("lateness") != nullptr) read_timing(t, s.timing[name]);
     }
+  if (const json::Value* flow = v.find("flow"); flow != nullptr) s.flow = read_flow(*flow);
   return s;
 }
 

@@ -1,7 +1,7 @@
 // The JSON form of the queue's Stats (/stats's data), both directions: the totals by name
 // ("pushed", ... "released"), the lateness buckets' bounds ("lateness_bounds_s"), then "topics",
-// each topic's jobs per state and its timing ("due", "oldest_ready_s", "lateness"), as
-// docs/http-api.md shows.
+// each topic's jobs per state and its timing ("due", "oldest_ready_s", "lateness"), then "flow",
+// every limited topic's limits and counters (wire/flow.h), as docs/http-api.md shows.
 #pragma once
 
 #include <cstdint>

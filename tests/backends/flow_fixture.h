@@ -6,6 +6,12 @@
 //  - Durable: open_store in a fresh temporary directory, Sync::none.
 //  - Tiered:  the same with a disk tier whose horizon is 1 min: jobs due later live on disk until
 //             shortly before their due time.
+//  - Http:    delayq::open_http to a delayqd server run in this process (run_server, stopped
+//             through ServerOptions::stop) over a one-shard Engine on the fixture's clock: the
+//             HTTP client Queue, the daemon's routes and the wire end to end. Delays, leases and
+//             rates run on the ManualClock; a due_at, though, is checked by the client and the
+//             daemon against the system clock (HTTP carries unix times), so tests that push with
+//             a due_at far from the ManualClock's 2026-01-01 do not fit this backend.
 // Each test gets a backend of its own; reopen() closes the queue and opens it again on the same
 // directory (the memory engine starts empty: kept_jobs() says whether a reopen keeps them).
 #pragma once
@@ -19,7 +25,9 @@
 
 #include "delayq/clock.h"
 #include "delayq/engine.h"
+#include "delayq/http.h"
 #include "delayq/store.h"
+#include "inprocess_daemon.h"
 #include "temp_dir.h"
 
 namespace delayq::flow {
@@ -50,16 +58,21 @@ inline Limits flow_limits() {
   return Limits{.max_delay = 24h * 400, .max_body_bytes = 4096, .default_ttr = 30s};
 }
 
+// A one-shard in-memory engine on `clock`.
+inline Result<std::unique_ptr<Queue>> open_engine(ManualClock& clock, const Limits& l) {
+  EngineOptions o;
+  o.clock = &clock;
+  o.limits = l;
+  o.seed = 7;
+  auto r = Engine::open(o);
+  if (!r.ok()) return r.status();
+  return std::unique_ptr<Queue>(std::move(r).value());
+}
+
 class MemoryBackend : public Backend {
  public:
   Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
-    EngineOptions o;
-    o.clock = &clock;
-    o.limits = l;
-    o.seed = 7;
-    auto r = Engine::open(o);
-    if (!r.ok()) return r.status();
-    return std::unique_ptr<Queue>(std::move(r).value());
+    return open_engine(clock, l);
   }
   bool keeps_jobs() const override { return false; }
 };
@@ -88,11 +101,38 @@ class StoreBackend : public Backend {
   testing::TempDir dir_{"delayq-flow"};
 };
 
+class HttpBackend : public Backend {
+ public:
+  Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
+    daemon_.reset();  // a reopen: the last daemon drains and closes its engine, as a restart
+    auto engine = open_engine(clock, l);
+    if (!engine.ok()) return engine.status();
+    engine_ = std::move(engine).value();
+    http::ApiOptions api;
+    api.max_delay = l.max_delay;
+    api.max_job_bytes = l.max_body_bytes;
+    api.default_pop_timeout = Duration::zero();
+    daemon_ = std::make_unique<testing::InProcessDaemon>(*engine_, api);
+    if (daemon_->url().empty())
+      return Status(Errc::unavailable, "the in-process delayqd did not listen");
+    HttpOptions h;
+    h.limits = l;
+    return open_http(daemon_->url(), h);
+  }
+  bool keeps_jobs() const override { return false; }
+  ~HttpBackend() override { daemon_.reset(); }
+
+ private:
+  std::unique_ptr<Queue> engine_;
+  std::unique_ptr<testing::InProcessDaemon> daemon_;  // declared after the engine it serves
+};
+
 inline std::vector<BackendKind> backends() {
   return {
       {"Memory", [] { return std::make_unique<MemoryBackend>(); }},
       {"Durable", [] { return std::make_unique<StoreBackend>(false); }},
       {"Tiered", [] { return std::make_unique<StoreBackend>(true); }},
+      {"Http", [] { return std::make_unique<HttpBackend>(); }},
   };
 }
 

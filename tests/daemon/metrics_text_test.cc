@@ -25,6 +25,12 @@ Stats fixed_stats() {
   st.topics[odd].dead = 1;
   st.topics[odd].paused = true;
   st.topics["c"].reserved = 9;  // past --metrics-topics 2: in the overflow
+  // Limited topics: a rate and a concurrency limit; a concurrency limit alone; one past the cap.
+  st.flow["a"] = {.limits = {.rate = delayq::TopicLimits::Rate{50, std::chrono::seconds(2), 10},
+                             .max_in_flight = 4},
+                  .tokens = 7, .in_flight = 3, .throttled_rate = 11, .throttled_concurrency = 13};
+  st.flow[odd] = {.limits = {.max_in_flight = 1}, .in_flight = 1};
+  st.flow["z"] = {.limits = {.max_in_flight = 2}};
   for (const char* name : {"a", "c"}) {
     auto& t = st.timing[name];
     t.due = {1, 2, 3, 4, 5};
@@ -60,6 +66,22 @@ TEST(MetricsText, EachKindOfLineToTheByte) {
            "\ndelayq_topic_paused{topic=\"a\"} 0\n"
            "delayq_topic_paused{topic=\"b\\\\xff\\\"\\\\\\n\"} 1\n",
            "\ndelayq_paused_topics 1\n",
+           "# HELP delayq_topic_rate_limit_per_second Hand-outs per second the topic's rate "
+           "allows on average (topics with a rate).\n"
+           "# TYPE delayq_topic_rate_limit_per_second gauge\n"
+           "delayq_topic_rate_limit_per_second{topic=\"a\"} 25\n"
+           "# HELP delayq_topic_rate_burst",
+           "\ndelayq_topic_rate_burst{topic=\"a\"} 10\n# HELP delayq_topic_tokens",
+           "\ndelayq_topic_tokens{topic=\"a\"} 7\n# HELP delayq_topic_max_in_flight",
+           "\ndelayq_topic_max_in_flight{topic=\"a\"} 4\n"
+           "delayq_topic_max_in_flight{topic=\"b\\\\xff\\\"\\\\\\n\"} 1\n# HELP",
+           "# TYPE delayq_topic_in_flight gauge\n"
+           "delayq_topic_in_flight{topic=\"a\"} 3\n"
+           "delayq_topic_in_flight{topic=\"b\\\\xff\\\"\\\\\\n\"} 1\n# HELP",
+           "# TYPE delayq_topic_throttled_total counter\n"
+           "delayq_topic_throttled_total{topic=\"a\",reason=\"rate\"} 11\n"
+           "delayq_topic_throttled_total{topic=\"a\",reason=\"concurrency\"} 13\n",
+           "\ndelayq_limited_topics 3\n",
            "\ndelayq_lateness_seconds_bucket{topic=\"a\",attempt=\"first\",le=\"0.001\"} 2\n",
            "\ndelayq_lateness_seconds_bucket{topic=\"a\",attempt=\"first\",le=\"+Inf\"} 3\n"
            "delayq_lateness_seconds_sum{topic=\"a\",attempt=\"first\"} 14400.123\n"
@@ -78,6 +100,8 @@ TEST(MetricsText, EachKindOfLineToTheByte) {
            "\ndelayqd_http_request_duration_seconds_count{route=\"push\"} 1\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing:\n" << line << "\nin:\n" << text;
   }
+  // The limited topic past --metrics-topics 2 has no flow series of its own.
+  EXPECT_EQ(text.find("topic=\"z\""), std::string::npos) << text;
 }
 
 }  // namespace

@@ -21,9 +21,11 @@ def write(target, name, data):
 
 
 # ---- delayqd_fuzz: first byte picks the route and method (src/delayqd/fuzz_request.cc) ----
+# The same list, in the same order, as kTargets there.
 ROUTES = ["/push", "/push_batch", "/pop", "/finish", "/ack", "/nack", "/touch", "/dead_letter",
           "/delete", "/get", "/reschedule", "/stats", "/dead/list", "/dead/requeue",
-          "/dead/purge", "/metrics", "/health", "/nope"]
+          "/dead/purge", "/metrics", "/health", "/ui", "/pause", "/resume", "/release",
+          "/limits/set", "/limits/clear", "/jobs/list", "/nope"]
 
 
 def route(path, method="POST"):
@@ -71,6 +73,13 @@ def delayqd():
         "dead-requeue": ("/dead/requeue", '{"id":"a"}'),
         "dead-requeue-topic": ("/dead/requeue", '{"topic":"t"}'),
         "dead-purge": ("/dead/purge", '{"topic":"t"}'),
+        "push-priority": ("/push", '{"topic":"t","id":"p","priority":4294967295}'),
+        "push-priority-bad": ("/push", '{"topic":"t","priority":-1e20}'),
+        "limits-set": ("/limits/set", '{"topic":"t","rate":{"count":50,"per_ms":1000,"burst":10},"max_in_flight":4}'),
+        "limits-set-bad": ("/limits/set", '{"topic":"t","rate":{"count":0,"per":-1e308,"burst":1e20}}'),
+        "limits-clear": ("/limits/clear", '{"topic":"t"}'),
+        "jobs-list": ("/jobs/list", '{"topic":"t","state":"dead","limit":1000,"cursor":"c1.x"}'),
+        "jobs-list-bad": ("/jobs/list", '{"topic":"t","state":"x","limit":-1}'),
         "nope": ("/nope", "{}"),
         "nested": ("/push", '{"topic":"t","retry":{"kind":"list","delays":[[[[[[1]]]]]]}}'),
         "not-json": ("/push", '{"topic":t'),
