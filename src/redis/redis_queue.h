@@ -11,7 +11,7 @@
 //    and try_claim() below;
 //  - listener.h: the wake channel subscription that tells the waiters to look again.
 //
-// One class over five files, all named redis_queue*, one per kind of call, each holding the
+// One class over six files, all named redis_queue*, one per kind of call, each holding the
 // calls of its kind and the private helpers only they use (the private section below is grouped
 // by file):
 //  - redis_queue.cc: opening and closing (start, the destructor, close) and the calls about one
@@ -24,7 +24,9 @@
 //    remember_topics, take_kept, keep);
 //  - redis_queue_every_shard.cc: the calls run on every shard (list_dead, requeue_dead_topic,
 //    purge_dead, pause and resume through set_paused, health, stats; over_dead,
-//    add_shard_stats).
+//    add_shard_stats);
+//  - redis_queue_limits.cc: set_topic_limits, clear_topic_limits (write_limits) and the limits'
+//    part of stats (add_shard_flow).
 #pragma once
 
 #include <atomic>
@@ -83,6 +85,8 @@ class RedisQueue final : public Queue {
   Result<uint64_t> purge_dead(std::string_view topic) override;
   Status pause(std::string_view topic) override { return set_paused(topic, true); }
   Status resume(std::string_view topic) override { return set_paused(topic, false); }
+  Status set_topic_limits(std::string_view topic, const TopicLimits& limits) override;
+  Status clear_topic_limits(std::string_view topic) override;
   Status health() override;
   Stats stats() override;
   void close() override;
@@ -141,6 +145,13 @@ class RedisQueue final : public Queue {
   // pause() and resume(): the pause script on every shard (each shard's claims check its own
   // set of paused topics).
   Status set_paused(std::string_view topic, bool paused);
+
+  // ---- redis_queue_limits.cc ----
+  // The set_limits script on every shard: `text` the limits as lua/flow.lua reads them, or ""
+  // to clear them.
+  Status write_limits(std::string_view topic, const std::string& text);
+  // Adds shard `sh`'s limited topics to st.flow; an unreachable shard adds nothing.
+  void add_shard_flow(const ShardKeys& sh, Stats& st);
 
   // The client's now: RedisOptions::clock, else the system clock. For input checks only: the
   // scripts decide on the server's clock (or on the one the client sends them, the test hook).
