@@ -123,15 +123,18 @@ class RedisQueue final : public Queue {
   std::string next_id();
 
   // ---- redis_queue_reserve.cc ----
-  // One pass of the claim script over the shards (Waiting's look for async waiters).
-  Waiting::Attempt try_claim(std::span<const std::string> topics, uint32_t want = 1,
-                             std::vector<Delivery>* more = nullptr);
+  // One pass of the claim script over the shards (Waiting's look for async waiters). `call`
+  // names the reserve call (next_call()): a topic whose limits hold back a ready job is counted
+  // as throttled once per call, however many times the call looks.
+  Waiting::Attempt try_claim(std::span<const std::string> topics, const std::string& call,
+                             uint32_t want = 1, std::vector<Delivery>* more = nullptr);
   // Waiting's look for a blocking reserve(): a job kept ahead, else a claim.
-  Waiting::Attempt look(std::span<const std::string> topics);
+  Waiting::Attempt look(std::span<const std::string> topics, const std::string& call);
   // The same for consume()'s batches: a job kept ahead, else a claim of up to `max` jobs, the
   // first the result and the others appended to `more`.
-  Waiting::Attempt look_batch(std::span<const std::string> topics, size_t max,
-                              std::vector<Delivery>* more);
+  Waiting::Attempt look_batch(std::span<const std::string> topics, const std::string& call,
+                              size_t max, std::vector<Delivery>* more);
+  std::string next_call();
   // The topics of jobs handed out, for the calls about them (JobCalls).
   void remember_topics(const std::vector<Delivery>& jobs);
   std::optional<Delivery> take_kept(std::span<const std::string> topics);
@@ -184,6 +187,7 @@ class RedisQueue final : public Queue {
   JobCalls jobs_;
   std::string id_tag_;  // this opening's number, in base 36 (start())
   std::atomic<uint64_t> next_id_{0};
+  std::atomic<uint64_t> next_call_{0};  // next_call()'s counter
   std::atomic<uint32_t> next_shard_{0};  // where the next claim pass starts
   std::atomic<bool> closed_{false};
   uint64_t clock_listener_ = 0;  // RedisOptions::clock's subscription, when it is manual

@@ -168,6 +168,31 @@ TEST_F(RedisLimits, StatsShowLimitsTokensInFlightAndThrottled) {
   EXPECT_EQ(st.flow.size(), 2u);
 }
 
+// A reserve() that waits looks again at each move of the clock and each wake-up, and is counted
+// once all the same: the client names each call, and the script counts a call once per topic.
+TEST_F(RedisLimits, AWaitingReserveIsCountedAsThrottledOnce) {
+  push({.topic = "t", .id = "a", .ttr = 24h});
+  push({.topic = "t", .id = "b", .ttr = 24h});
+  set_limits("t", rate(1, 1h, 1));
+  ASSERT_EQ(take("t"), "a");
+  {
+    Blocked waiter(q(), "t");
+    EXPECT_FALSE(waiter.returned_within(50ms));
+    for (int i = 0; i < 5; ++i) {
+      advance(1min);  // a look each time, no token yet
+      EXPECT_FALSE(waiter.returned_within(50ms));
+    }
+    advance(55min);
+    EXPECT_EQ(waiter.id(), "b");
+  }
+  EXPECT_EQ(flow_of("t").throttled_rate, 1u);
+  EXPECT_EQ(take("t"), "");  // no job ready: nothing held back, nothing counted
+  EXPECT_EQ(flow_of("t").throttled_rate, 1u);
+  push({.topic = "t", .id = "c", .ttr = 24h});
+  EXPECT_EQ(take("t"), "");  // another call, held back: counted
+  EXPECT_EQ(flow_of("t").throttled_rate, 2u);
+}
+
 TEST_F(RedisLimits, BadLimitsAreRefusedAndChangeNothing) {
   set_limits("t", rate(5, 1s, 2));
   const Stats before = q().stats();

@@ -14,5 +14,5 @@ register('ack_claim', function()
   local want = tonumber(ARGV[7])
   if want < 1 or topic ~= ARGV[8] then return {0} end
   advance(k)
-  return (take(1, want))
+  return (take(1, want))  -- an ack, no reserve call: no throttled counts
 end)

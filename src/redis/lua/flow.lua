@@ -10,7 +10,8 @@
 -- stays an exact integer in a double.
 --
 -- FLOW (KEYS[10]) is a hash: 't:<topic>' the topic's bucket, 'r:<topic>' and 'c:<topic>' the
--- claims it throttled by its rate and by its cap (TopicFlow::throttled_*). The bucket is GCRA: the
+-- reserve calls it throttled by its rate and by its cap (TopicFlow::throttled_*), 'n:<topic>'
+-- the last such call. The bucket is GCRA: the
 -- theoretical arrival time `tat` of the next hand-out, kept as "<µs>:<fraction>" with the fraction
 -- in units of 1/D µs, D = count * m, below D. In those units a token's interval T = per / count is
 -- exactly per_x, so tat moves by whole units and never drifts. A hand-out is allowed when
@@ -90,15 +91,20 @@ local function spend(a)
   set_debt(a.L, a.x)
 end
 
--- A claim found a ready job of the topic that its limits held back: counted once per claim, by
--- cause. Returns the µs until the next token when the rate is the cause (a freed place wakes
--- the consumers waiting for the cap), else nil.
-local function throttled(a)
-  if a.places <= a.toks then
-    redis.call('HINCRBY', FLOW, 'c:' .. a.L.t, 1)
-    return nil
+-- A claim found a ready job of the topic that its limits held back: counted by cause, once per
+-- reserve call (`call` names it, the same for each of its looks; 'n:<topic>' keeps the name of
+-- the last call counted; nil: no call to count for). Returns the µs until the next token when the
+-- rate is the cause (a freed place wakes the consumers waiting for the cap), else nil.
+local function throttled(a, call)
+  local cap = a.places <= a.toks
+  if call then
+    local last = 'n:' .. a.L.t
+    if redis.call('HGET', FLOW, last) ~= call then
+      redis.call('HSET', FLOW, last, call)
+      redis.call('HINCRBY', FLOW, (cap and 'c:' or 'r:') .. a.L.t, 1)
+    end
   end
-  redis.call('HINCRBY', FLOW, 'r:' .. a.L.t, 1)
+  if cap then return nil end
   return token_wait(a.L, a.x)
 end
 

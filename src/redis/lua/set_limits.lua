@@ -9,7 +9,7 @@ register('set_limits', function()
   if v == '' then
     if not old then return {0} end
     redis.call('HDEL', LIMITS, t)
-    redis.call('HDEL', FLOW, 't:' .. t, 'r:' .. t, 'c:' .. t)
+    redis.call('HDEL', FLOW, 't:' .. t, 'r:' .. t, 'c:' .. t, 'n:' .. t)
     wake(t)
     return {0}
   end

@@ -91,8 +91,9 @@ end
 -- passed over first; then a topic with limits (flow.lua) gives at most what its tokens and places
 -- allow, and one whose limits hold back a ready job is counted as throttled. Returns {0, then 9
 -- fields per job as lease() appends them} (just {0} when none is taken), and the µs until the
--- next token of a topic whose rate held back a ready job (nil if none).
-local function take(n, want)
+-- next token of a topic whose rate held back a ready job (nil if none). `call`: the reserve call
+-- the throttled counts are for (throttled()), nil to count none.
+local function take(n, want, call)
   local out, tally, got = {0}, {}, 0
   local ks, allow = {}, {}
   for i = 1, n do
@@ -143,7 +144,7 @@ local function take(n, want)
       spend(a)
       if a.taken >= a.n and (a.taken == 0 or got < want) and head(ks[i]) then
         a.places, a.toks = a.places - a.taken, a.toks - a.taken
-        local w = throttled(a)
+        local w = throttled(a, call)
         if w and (wait == nil or w < wait) then wait = w end
       end
     end
