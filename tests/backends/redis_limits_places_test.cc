@@ -112,6 +112,27 @@ TEST_F(RedisLimits, LimitsCanBeChangedAndClearedAtRunTime) {
   EXPECT_EQ(flow_of("t").in_flight, 6u);
 }
 
+// Setting the limits a topic has changes nothing (its next token stays where it was); other
+// limits keep the throttled counts; clearing drops them and the bucket, so limits set again start
+// with a full bucket and no counts.
+TEST_F(RedisLimits, EqualLimitsChangeNothingAndClearingStartsAfresh) {
+  for (int i = 0; i < 6; ++i) push({.topic = "t", .id = id_of(i), .ttr = 24h});
+  set_limits("t", rate(1, 1h, 1));
+  ASSERT_EQ(take("t"), id_of(0));
+  EXPECT_EQ(take("t"), "");
+  advance(30min);
+  set_limits("t", rate(1, 1h, 1));  // a change would put the next token an hour from now
+  advance(30min);
+  EXPECT_EQ(take("t"), id_of(1));
+  EXPECT_EQ(flow_of("t").throttled_rate, 1u);
+  set_limits("t", rate(1, 1h, 2));
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = rate(1, 1h, 2), .tokens = 1, .in_flight = 2,
+                                     .throttled_rate = 1}));
+  ASSERT_TRUE(q().clear_topic_limits("t").ok());
+  set_limits("t", rate(1, 1h, 2));
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = rate(1, 1h, 2), .tokens = 2, .in_flight = 2}));
+}
+
 // Redis keeps the limits as long as its keys, and with them what the engine cannot keep across a
 // restart: the bucket (a client that reopens does not refill it for every client) and the
 // throttled counts, which are the queue's, not one client's.
