@@ -8,10 +8,12 @@ NEW_REV defaults to the work tree. Both libraries (src/redis/lua/*.lua of each r
 together as src/redis/scripts.cc does) are loaded into one private redis-server (a unix socket in
 a temporary directory, no persistence); each round pushes N ready jobs of one topic through each
 library's `push` and claims them through its `claim`: one per call, 32 per call, and one per call
-after a catch-up of jobs that came due. Prints, per version and case, the commands run and the
+after a catch-up of jobs that came due; then acks the jobs claimed one per call, one per call
+(the "ack" case measures only the acks). Prints, per version and case, the commands run and the
 fcall microseconds per call (median over the rounds, runs alternating). Both revisions must
 take push's arguments up to the ttr alike; a priority argument is added for libraries with five
-keys per topic (issue 22 on).
+keys per topic (issue 22 on), and the limits and flow keys for libraries with ten shard keys
+(topic limits, issue 22), whose helper files (flow.lua, take.lua) follow the prelude.
 """
 import argparse
 import os
@@ -25,18 +27,26 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = ["push", "claim", "ack", "nack", "dead_letter", "touch", "cancel", "get", "reschedule",
          "requeue_dead", "list_dead", "requeue_dead_topic", "purge_dead", "topic_stats",
-         "push_many", "ack_claim", "release", "pause", "ack_many"]
+         "push_many", "ack_claim", "release", "pause", "ack_many", "set_limits", "flow_stats"]
+HELPERS = ["flow", "take"]
 
 
 def lua(rev, name):
+    """The file's text in that revision, or None when it has no such file."""
     if rev is None:
-        with open(os.path.join(ROOT, "src/redis/lua", name + ".lua")) as f:
+        path = os.path.join(ROOT, "src/redis/lua", name + ".lua")
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
             return f.read()
-    return subprocess.check_output(["git", "-C", ROOT, "show", f"{rev}:src/redis/lua/{name}.lua"]).decode()
+    r = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:src/redis/lua/{name}.lua"],
+                       capture_output=True)
+    return r.stdout.decode() if r.returncode == 0 else None
 
 
 def library(rev, tag):
-    code = lua(rev, "prelude") + "".join("\n" + lua(rev, n) for n in NAMES)
+    files = [lua(rev, n) for n in ["prelude"] + HELPERS + NAMES]
+    code = "\n".join(f for f in files if f is not None)
     return f"#!lua name=lib_{tag}\nlocal TAG = '{tag}_'\n" + code
 
 
@@ -77,9 +87,16 @@ def five_keys(rev):
     return "q = KEYS[b + 5]" in lua(rev, "prelude")
 
 
-def run(conn, tag, five, queue, jobs, want, delayed):
+def ten_base(rev):
+    """Whether the library takes ten shard keys (limits and flow, issue 22)."""
+    return "keys[9], keys[10]" in lua(rev, "prelude")
+
+
+def run(conn, tag, shape, queue, jobs, want, delayed, acks=False):
+    five, ten = shape
     t = "{dq:%s:0}" % queue
-    keys = [t + k for k in (":jobs", ":body", ":seq", ":fence", ":topics", ":stats", ":paused", ":emptied")]
+    base = (":jobs", ":body", ":seq", ":fence", ":topics", ":stats", ":paused", ":emptied")
+    keys = [t + k for k in base + ((":limits", ":flow") if ten else ())]
     keys += [t + k + "t" for k in (":d:", ":r:", ":l:", ":x:", ":q:")[: 5 if five else 4]]
     common = [t + ":wake", "86400000000", "7"]
     policy = ["2", "10", "1000000", "2", "3600000000", "0"]
@@ -88,12 +105,20 @@ def run(conn, tag, five, queue, jobs, want, delayed):
         conn.call("FCALL", tag + "_push", len(keys), *keys, *common, *job, *policy)
     time.sleep(0.01)  # the delayed ones (1 µs) are due
     conn.call("CONFIG", "RESETSTAT")
-    taken = 0
-    while taken < jobs:
+    taken = []
+    fields = 9 if five else 8
+    while len(taken) < jobs:
         reply = conn.call("FCALL", tag + "_claim", len(keys), *keys, *common, "1", str(want))
         if reply[0] != 0:
-            raise RuntimeError(f"{tag}: claim found nothing with {jobs - taken} jobs left")
-        taken += (len(reply) - 1) // (9 if five else 8)
+            raise RuntimeError(f"{tag}: claim found nothing with {jobs - len(taken)} jobs left")
+        for i in range(1, len(reply), fields):
+            taken.append((reply[i], reply[i + 5]))  # id, fence
+    if acks:
+        conn.call("CONFIG", "RESETSTAT")
+        for job, fence in taken:
+            reply = conn.call("FCALL", tag + "_ack", len(keys), *keys, *common, job, "t", fence)
+            if reply[0] != 0:
+                raise RuntimeError(f"{tag}: ack of {job} refused: {reply}")
     stats = conn.call("INFO", "commandstats").decode()
     rows = {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(r"cmdstat_(\w+):calls=(\d+),usec=(\d+)", stats)}
     calls, usec = rows["fcall"]
@@ -127,14 +152,15 @@ def main():
             versions = [("old", a.old), ("new", a.new)]
             for tag, rev in versions:
                 conn.call("FUNCTION", "LOAD", library(rev, tag))
-            five = {tag: five_keys(rev) for tag, rev in versions}
-            for case, want, delayed in (("claim 1", 1, False), ("claim 32", 32, False),
-                                        ("claim 1 after a catch-up", 1, True)):
+            shape = {tag: (five_keys(rev), ten_base(rev)) for tag, rev in versions}
+            for case, want, delayed, acks in (("claim 1", 1, False, False), ("claim 32", 32, False, False),
+                                              ("claim 1 after a catch-up", 1, True, False),
+                                              ("ack", 1, False, True)):
                 seen = {tag: ([], None) for tag, _ in versions}
                 for r in range(a.rounds):
                     for tag, _ in versions:
-                        commands, us = run(conn, tag, five[tag], f"{tag}-{want}-{int(delayed)}-{r}",
-                                           a.jobs, want, delayed)
+                        commands, us = run(conn, tag, shape[tag], f"{tag}-{want}-{int(delayed)}-{int(acks)}-{r}",
+                                           a.jobs, want, delayed, acks)
                         seen[tag][0].append(us)
                         seen[tag] = (seen[tag][0], commands)
                 for tag, rev in versions:

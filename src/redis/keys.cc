@@ -53,8 +53,10 @@ KeyLayout::KeyLayout(std::string_view queue, uint32_t shards) {
     sh.wake = sh.tag + ":wake";
     sh.topics = sh.tag + ":topics";
     sh.paused = sh.tag + ":paused";
+    sh.limits = sh.tag + ":limits";
     for (const char* k :
-         {":jobs", ":body", ":seq", ":fence", ":topics", ":stats", ":paused", ":emptied"})
+         {":jobs", ":body", ":seq", ":fence", ":topics", ":stats", ":paused", ":emptied", ":limits",
+          ":flow"})
       sh.base.push_back(sh.tag + k);
     sh.slot = key_slot(sh.tag);
     shards_.push_back(std::move(sh));

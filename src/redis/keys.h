@@ -2,9 +2,10 @@
 //
 // A queue Q with N shards is N groups of keys; shard s uses the hash tag {dq:Q:s}, so that all
 // its keys sit in one cluster slot and one script may touch all of them:
-//   {dq:Q:s}:jobs, :body, :seq, :fence, :topics, :stats,  the shard's eight (KEYS[1..8])
+//   {dq:Q:s}:jobs, :body, :seq, :fence, :topics, :stats,  the shard's ten (KEYS[1..10])
 //   :paused (the set of paused topics, Queue::pause),
-//   :emptied (the topics that emptied, by when: whose lateness counters to forget first)
+//   :emptied (the topics that emptied, by when: whose lateness counters to forget first),
+//   :limits (topic -> its limits, Queue::set_topic_limits), :flow (their buckets and counts)
 //   {dq:Q:s}:d:<topic>, :r:<topic>, :l:<topic>, :x:<topic> a topic's delayed, ready, leases, dead
 //   {dq:Q:s}:q:<topic>                                    its ready jobs of non-default priorities
 //   {dq:Q:s}:wake                                         the shard's wake channel (pub/sub)
@@ -31,13 +32,15 @@ struct ShardKeys {
   std::string wake;               // the wake channel
   std::string topics;             // the hash of the shard's topics (topic -> live jobs)
   std::string paused;             // the set of paused topics (Queue::pause)
-  std::vector<std::string> base;  // jobs, body, seq, fence, topics, stats, paused, emptied
+  std::string limits;             // the hash of the topics' limits (Queue::set_topic_limits)
+  // jobs, body, seq, fence, topics, stats, paused, emptied, limits, flow
+  std::vector<std::string> base;
   uint16_t slot = 0;              // the hash slot of `tag`: in a cluster, its node holds the shard
 
   // Appends the five keys of `topic`: delayed, ready, leases, dead, q (ready at a priority other
   // than the default).
   void add_topic(std::string_view topic, std::vector<std::string>& keys) const;
-  // The keys of a script about one topic: the shard's eight, then the topic's five.
+  // The keys of a script about one topic: the shard's ten, then the topic's five.
   std::vector<std::string> with_topic(std::string_view topic) const;
 };
 

@@ -11,7 +11,7 @@
 //    and try_claim() below;
 //  - listener.h: the wake channel subscription that tells the waiters to look again.
 //
-// One class over five files, all named redis_queue*, one per kind of call, each holding the
+// One class over six files, all named redis_queue*, one per kind of call, each holding the
 // calls of its kind and the private helpers only they use (the private section below is grouped
 // by file):
 //  - redis_queue.cc: opening and closing (start, the destructor, close) and the calls about one
@@ -24,7 +24,9 @@
 //    remember_topics, take_kept, keep);
 //  - redis_queue_every_shard.cc: the calls run on every shard (list_dead, requeue_dead_topic,
 //    purge_dead, pause and resume through set_paused, health, stats; over_dead,
-//    add_shard_stats).
+//    add_shard_stats);
+//  - redis_queue_limits.cc: set_topic_limits, clear_topic_limits (write_limits) and the limits'
+//    part of stats (add_shard_flow).
 #pragma once
 
 #include <atomic>
@@ -83,6 +85,8 @@ class RedisQueue final : public Queue {
   Result<uint64_t> purge_dead(std::string_view topic) override;
   Status pause(std::string_view topic) override { return set_paused(topic, true); }
   Status resume(std::string_view topic) override { return set_paused(topic, false); }
+  Status set_topic_limits(std::string_view topic, const TopicLimits& limits) override;
+  Status clear_topic_limits(std::string_view topic) override;
   Status health() override;
   Stats stats() override;
   void close() override;
@@ -119,15 +123,18 @@ class RedisQueue final : public Queue {
   std::string next_id();
 
   // ---- redis_queue_reserve.cc ----
-  // One pass of the claim script over the shards (Waiting's look for async waiters).
-  Waiting::Attempt try_claim(std::span<const std::string> topics, uint32_t want = 1,
-                             std::vector<Delivery>* more = nullptr);
+  // One pass of the claim script over the shards (Waiting's look for async waiters). `call`
+  // names the reserve call (next_call()): a topic whose limits hold back a ready job is counted
+  // as throttled once per call, however many times the call looks.
+  Waiting::Attempt try_claim(std::span<const std::string> topics, const std::string& call,
+                             uint32_t want = 1, std::vector<Delivery>* more = nullptr);
   // Waiting's look for a blocking reserve(): a job kept ahead, else a claim.
-  Waiting::Attempt look(std::span<const std::string> topics);
+  Waiting::Attempt look(std::span<const std::string> topics, const std::string& call);
   // The same for consume()'s batches: a job kept ahead, else a claim of up to `max` jobs, the
   // first the result and the others appended to `more`.
-  Waiting::Attempt look_batch(std::span<const std::string> topics, size_t max,
-                              std::vector<Delivery>* more);
+  Waiting::Attempt look_batch(std::span<const std::string> topics, const std::string& call,
+                              size_t max, std::vector<Delivery>* more);
+  std::string next_call();
   // The topics of jobs handed out, for the calls about them (JobCalls).
   void remember_topics(const std::vector<Delivery>& jobs);
   std::optional<Delivery> take_kept(std::span<const std::string> topics);
@@ -141,6 +148,13 @@ class RedisQueue final : public Queue {
   // pause() and resume(): the pause script on every shard (each shard's claims check its own
   // set of paused topics).
   Status set_paused(std::string_view topic, bool paused);
+
+  // ---- redis_queue_limits.cc ----
+  // The set_limits script on every shard: `text` the limits as lua/flow.lua reads them, or ""
+  // to clear them.
+  Status write_limits(std::string_view topic, const std::string& text);
+  // Adds shard `sh`'s limited topics to st.flow; an unreachable shard adds nothing.
+  void add_shard_flow(const ShardKeys& sh, Stats& st);
 
   // The client's now: RedisOptions::clock, else the system clock. For input checks only: the
   // scripts decide on the server's clock (or on the one the client sends them, the test hook).
@@ -173,6 +187,7 @@ class RedisQueue final : public Queue {
   JobCalls jobs_;
   std::string id_tag_;  // this opening's number, in base 36 (start())
   std::atomic<uint64_t> next_id_{0};
+  std::atomic<uint64_t> next_call_{0};  // next_call()'s counter
   std::atomic<uint32_t> next_shard_{0};  // where the next claim pass starts
   std::atomic<bool> closed_{false};
   uint64_t clock_listener_ = 0;  // RedisOptions::clock's subscription, when it is manual

@@ -89,7 +89,10 @@ Stats RedisQueue::stats() {
     if (final_stats_) return *final_stats_;
   }
   Stats st;
-  for (const ShardKeys& sh : keys_.shards()) add_shard_stats(sh, st);
+  for (const ShardKeys& sh : keys_.shards()) {
+    add_shard_stats(sh, st);
+    add_shard_flow(sh, st);
+  }
   return st;
 }
 

@@ -20,21 +20,24 @@ constexpr size_t kMaxClaim = 1000;
 
 Result<Delivery> RedisQueue::reserve(std::span<const std::string> topics, Duration timeout) {
   if (Status s = rules::check_topics(topics); !s.ok()) return s;
-  return waiting_.wait([&](auto) { return look(topics); }, timeout);
+  const std::string call = next_call();
+  return waiting_.wait([&](auto) { return look(topics, call); }, timeout);
 }
 
 void RedisQueue::reserve_async(std::vector<std::string> topics, Duration timeout,
                                std::function<void(Result<Delivery>)> done, std::stop_token stop) {
   if (Status s = rules::check_topics(topics); !s.ok()) return done(std::move(s));
-  waiting_.wait_async([this, topics = std::move(topics)](auto) { return try_claim(topics); },
-                      timeout, std::move(done), std::move(stop));
+  waiting_.wait_async(
+      [this, topics = std::move(topics), call = next_call()](auto) { return try_claim(topics, call); },
+      timeout, std::move(done), std::move(stop));
 }
 
 Result<Delivery> RedisQueue::reserve_interruptible(std::span<const std::string> topics,
                                                    Duration timeout,
                                                    const std::atomic<bool>& stop) {
   if (Status s = rules::check_topics(topics); !s.ok()) return s;
-  Result<Delivery> r = waiting_.wait([&](auto) { return look(topics); }, timeout, &stop);
+  const std::string call = next_call();
+  Result<Delivery> r = waiting_.wait([&](auto) { return look(topics, call); }, timeout, &stop);
   // A consume() loop ends on any error but timeout: while the server is away, it keeps
   // waiting instead.
   if (r.is(Errc::unavailable))
@@ -48,8 +51,9 @@ Result<std::vector<Delivery>> RedisQueue::reserve_batch_interruptible(
   if (max <= 1) return Queue::reserve_batch_interruptible(topics, max, timeout, stop);
   if (Status s = rules::check_topics(topics); !s.ok()) return s;
   std::vector<Delivery> more;
+  const std::string call = next_call();
   Result<Delivery> r =
-      waiting_.wait([&](auto) { return look_batch(topics, max, &more); }, timeout, &stop);
+      waiting_.wait([&](auto) { return look_batch(topics, call, max, &more); }, timeout, &stop);
   // As reserve_interruptible(): a consume() loop waits while the server is away.
   if (r.is(Errc::unavailable))
     return Status(Errc::timeout, "redis unavailable: " + r.status().message());
@@ -64,7 +68,8 @@ Result<std::vector<Delivery>> RedisQueue::reserve_batch_interruptible(
 // look again (at most a sweep away, in case a wake-up message is lost). On a manual test clock
 // that wait is in the clock's time, not the real one: the clock's moves wake the waiters
 // instead, and the sweep stays.
-Waiting::Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint32_t want,
+Waiting::Attempt RedisQueue::try_claim(std::span<const std::string> topics,
+                                       const std::string& call, uint32_t want,
                                        std::vector<Delivery>* more) {
   std::optional<Duration> next;
   const size_t n = keys_.size();
@@ -76,6 +81,7 @@ Waiting::Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint
     std::vector<std::string> args = common_(sh);
     args.push_back(std::to_string(topics.size()));
     args.push_back(std::to_string(want));
+    args.push_back(call);
     Result<Reply> r = router_.eval(sh.slot, kClaim, std::move(k), std::move(args));
     Result<Claimed> got = r ? read_claim(std::move(*r)) : Result<Claimed>(r.status());
     // Unavailable: the node paces its reconnections, look again soon.
@@ -96,18 +102,24 @@ Waiting::Attempt RedisQueue::try_claim(std::span<const std::string> topics, uint
 
 // A look of a blocking reserve(): a job kept ahead, else a claim (of several jobs ahead,
 // when ClaimAhead says so).
-Waiting::Attempt RedisQueue::look(std::span<const std::string> topics) {
+Waiting::Attempt RedisQueue::look(std::span<const std::string> topics, const std::string& call) {
   if (std::optional<Delivery> d = take_kept(topics)) return {std::move(*d)};
   std::vector<Delivery> more;
-  Waiting::Attempt a = try_claim(topics, ahead_.claim_size(topics), &more);
+  Waiting::Attempt a = try_claim(topics, call, ahead_.claim_size(topics), &more);
   keep(std::move(more));
   return a;
 }
 
-Waiting::Attempt RedisQueue::look_batch(std::span<const std::string> topics, size_t max,
+Waiting::Attempt RedisQueue::look_batch(std::span<const std::string> topics,
+                                        const std::string& call, size_t max,
                                         std::vector<Delivery>* more) {
   if (std::optional<Delivery> d = take_kept(topics)) return {std::move(*d)};
-  return try_claim(topics, static_cast<uint32_t>(std::min<size_t>(max, kMaxClaim)), more);
+  return try_claim(topics, call, static_cast<uint32_t>(std::min<size_t>(max, kMaxClaim)), more);
+}
+
+// A reserve call's name, the same for each of its looks: "<this opening's number>.<a counter>".
+std::string RedisQueue::next_call() {
+  return id_tag_ + "." + std::to_string(next_call_.fetch_add(1));
 }
 
 // The topics of jobs handed out, for the calls about them (JobCalls).

@@ -1,5 +1,6 @@
 // The backend's function library, put together from the embedded Lua (lua_sources.h): a first
-// line that names it and sets TAG, the prelude, then one file per function in ScriptId order.
+// line that names it and sets TAG, the prelude and the helper files (flow, take), then one file per
+// function in ScriptId order.
 #include "redis/scripts.h"
 
 #include <fmt/format.h>
@@ -28,6 +29,8 @@ std::string_view lua_file(std::string_view name) {
 
 Library make_library(std::initializer_list<const char*> names) {
   std::string code(lua_file("prelude"));
+  // The helpers of flow control and of claiming, which register no function.
+  for (const char* helper : {"flow", "take"}) (code += '\n') += lua_file(helper);
   for (const char* name : names) (code += '\n') += lua_file(name);
   // Named after its source, so that clients of different versions sharing a server each find
   // their own functions.
@@ -66,6 +69,8 @@ const Library& library() {
       "release",
       "pause",
       "ack_many",
+      "set_limits",
+      "flow_stats",
   });
   return lib;
 }

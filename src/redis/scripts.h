@@ -46,6 +46,8 @@ enum ScriptId : size_t {
   kRelease,
   kPause,
   kAckMany,
+  kSetLimits,
+  kFlowStats,
   kScriptCount
 };
 

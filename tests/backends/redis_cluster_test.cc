@@ -427,6 +427,32 @@ TEST_F(RedisClusterTest, APauseHoldsTheTopicOnEveryNodeAndTheResumeWakesConsumer
   EXPECT_FALSE(q->stats().topics["held"].paused);
 }
 
+// Topic limits in a cluster: a queue of one shard (one slot, one node) keeps them for clients
+// opened through any node, and a freed place wakes a waiter of another client (a sweep of an
+// hour: only the published wake-up can); a queue of several shards refuses them.
+TEST_F(RedisClusterTest, LimitsHoldForClientsOfEveryNodeOnOneShard) {
+  auto a = open("limited", 1, /*via=*/0, /*sweep=*/1h).value();
+  auto b = open("limited", 1, /*via=*/2, /*sweep=*/1h).value();
+  ASSERT_TRUE(a->set_topic_limits("t", TopicLimits{.max_in_flight = 1}).ok());
+  for (const char* id : {"x", "y"}) ASSERT_TRUE(a->push({.topic = "t", .id = id}).ok());
+  Result<Delivery> first = b->reserve("t", 0ms);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  std::promise<Result<Delivery>> got;
+  auto fut = got.get_future();
+  std::thread waiter([&] { got.set_value(a->reserve("t", kLong)); });
+  EXPECT_EQ(fut.wait_for(300ms), std::future_status::timeout) << "past the cap";
+  EXPECT_EQ(a->stats().flow["t"].in_flight, 1u);
+  ASSERT_TRUE(b->ack(first->token).ok());
+  ASSERT_EQ(fut.wait_for(5s), std::future_status::ready) << "the ack did not wake the waiter";
+  waiter.join();
+  Result<Delivery> second = fut.get();
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_EQ(second->id, "y");
+  auto sharded = open(spread_name("limited-sharded", 8), 8).value();
+  EXPECT_TRUE(
+      sharded->set_topic_limits("t", TopicLimits{.max_in_flight = 1}).is(Errc::invalid_argument));
+}
+
 TEST_F(RedisClusterTest, ASlotMovedMidWorkloadIsFollowedAndNothingIsLost) {
   std::vector<size_t> node_of;
   const std::string name = spread_name("move", 8, &node_of);

@@ -417,7 +417,8 @@ bool mentions(const Status& s, const std::string& what) {
 TEST_F(RedisQueueTest, PushBatchReportsEachJobWhenTheServerRefusesOneRunOfThePipeline) {
   ASSERT_EQ(server_.command("ACL SETUSER default resetkeys ~{dq:t:0}:jobs ~{dq:t:0}:body "
                             "~{dq:t:0}:seq ~{dq:t:0}:fence ~{dq:t:0}:topics ~{dq:t:0}:stats "
-                            "~{dq:t:0}:paused ~{dq:t:0}:emptied ~{dq:t:0}:meta ~{dq:t:0}:?:ok-*"),
+                            "~{dq:t:0}:paused ~{dq:t:0}:emptied ~{dq:t:0}:limits ~{dq:t:0}:flow "
+                            "~{dq:t:0}:meta ~{dq:t:0}:?:ok-*"),
             "+OK");
   // Three runs, in the order of their topics' first jobs: ok-a, denied, ok-b.
   const std::vector<JobSpec> batch{
@@ -783,8 +784,9 @@ bool holds_string(const redis::Reply& r, const std::string& s) {
 }
 
 // The server's own Lua checks every file of the function library (src/redis/lua/): each is
-// loaded on its own after the prelude, so that a syntax error names its file, and must register
-// the function it is named after; the scripts and the files are the same set.
+// loaded on its own after the prelude and the two files of helpers (flow, take), so that a
+// syntax error names its file, and must register the function it is named after; the scripts
+// and the other files are the same set.
 TEST(RedisLibrary, EveryLuaFileLoadsOnItsOwnAfterThePrelude) {
   RedisServer server;
   ASSERT_TRUE(server.started()) << server.log();
@@ -795,18 +797,23 @@ TEST(RedisLibrary, EveryLuaFileLoadsOnItsOwnAfterThePrelude) {
   const std::span<const redis::lua::File> files = redis::lua::files();
   ASSERT_FALSE(files.empty());
   ASSERT_EQ(files[0].name, "prelude");
+  ASSERT_GE(files.size(), 3u);
+  ASSERT_EQ(files[1].name, "flow");
+  ASSERT_EQ(files[2].name, "take");
+  std::string base(files[0].text);
+  for (const redis::lua::File& helper : files.subspan(1, 2)) (base += '\n') += helper.text;
   std::set<std::string_view> scripts;
   for (const redis::Script& s : redis::library().scripts) scripts.insert(s.name);
-  for (const redis::lua::File& f : files.subspan(1)) {
+  for (const redis::lua::File& f : files.subspan(3)) {
     const std::string name(f.name), lib = "check_" + name;
     EXPECT_TRUE(scripts.erase(f.name)) << name << ".lua is no script of the library";
-    const std::string source = "#!lua name=" + lib + "\nlocal TAG = '" + lib + "_'\n" +
-                               std::string(files[0].text) + "\n" + std::string(f.text);
+    const std::string source = "#!lua name=" + lib + "\nlocal TAG = '" + lib + "_'\n" + base +
+                               "\n" + std::string(f.text);
     Result<redis::Reply> loaded = (*c)->call({"FUNCTION", "LOAD", source});
     ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-    // The file's lines follow the header's two, the prelude's and the blank line between.
-    const size_t offset = 3 + static_cast<size_t>(std::count(files[0].text.begin(),
-                                                             files[0].text.end(), '\n'));
+    // The file's lines follow the header's two, the prelude's and the helpers' with the line
+    // breaks between.
+    const size_t offset = 3 + static_cast<size_t>(std::count(base.begin(), base.end(), '\n'));
     EXPECT_EQ(loaded->str, lib) << name << ".lua (its line 1 is line " << offset + 1
                                 << " of the source): " << loaded->str;
     Result<redis::Reply> listed = (*c)->call({"FUNCTION", "LIST", "LIBRARYNAME", lib});

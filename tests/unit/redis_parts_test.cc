@@ -24,12 +24,14 @@ TEST(RedisKeys, EveryKeyOfAShardSharesItsHashTag) {
             (std::vector<std::string>{"{dq:shop:2}:jobs", "{dq:shop:2}:body", "{dq:shop:2}:seq",
                                       "{dq:shop:2}:fence", "{dq:shop:2}:topics",
                                       "{dq:shop:2}:stats", "{dq:shop:2}:paused",
-                                      "{dq:shop:2}:emptied"}));
+                                      "{dq:shop:2}:emptied", "{dq:shop:2}:limits",
+                                      "{dq:shop:2}:flow"}));
   EXPECT_EQ(sh.topics, sh.base[4]);
   EXPECT_EQ(sh.paused, sh.base[6]);
+  EXPECT_EQ(sh.limits, sh.base[8]);
   const std::vector<std::string> k = sh.with_topic("t");
-  ASSERT_EQ(k.size(), 13u);
-  EXPECT_EQ(std::vector<std::string>(k.begin() + 8, k.end()),
+  ASSERT_EQ(k.size(), 15u);
+  EXPECT_EQ(std::vector<std::string>(k.begin() + 10, k.end()),
             (std::vector<std::string>{"{dq:shop:2}:d:t", "{dq:shop:2}:r:t", "{dq:shop:2}:l:t",
                                       "{dq:shop:2}:x:t", "{dq:shop:2}:q:t"}));
   for (const std::string& key : k) EXPECT_EQ(key_slot(key), sh.slot) << key;

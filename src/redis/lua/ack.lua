@@ -5,5 +5,6 @@ register('ack', function()
   if not j then return err end
   erase(id, topic, j, k)
   count('acked')
+  freed(topic)
   return {0}
 end)

@@ -10,8 +10,9 @@ register('ack_claim', function()
   if not j then return err end
   erase(id, topic, j, k)
   count('acked')
+  freed(topic)
   local want = tonumber(ARGV[7])
   if want < 1 or topic ~= ARGV[8] then return {0} end
   advance(k)
-  return take(1, want)
+  return (take(1, want))  -- an ack, no reserve call: no throttled counts
 end)

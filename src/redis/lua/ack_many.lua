@@ -28,5 +28,6 @@ register('ack_many', function()
   redis.call('HDEL', BODY, unpack(ids))
   add_to_topic(topic, -#ids)
   redis.call('HINCRBY', STATS, 'acked', #ids)
+  freed(topic)
   return out
 end)

@@ -3,7 +3,9 @@
 register('cancel', function()
   local id, topic, k, j, err = the_job(false)
   if not j then return err end
+  local was = j[ST]
   erase(id, topic, j, k)
   count('cancelled')
+  if was == RESERVED then freed(topic) end
   return {0}
 end)

@@ -1,16 +1,19 @@
 -- claim (reserve): the most urgent ready job among some topics, leased.
--- ARGV[4]: the number of topics (keys from KEYS[9] on, five per topic, in the caller's order);
--- ARGV[5]: the most jobs to take (1 if absent). Takes the ready job with the smallest priority,
--- then the earliest due time (ties: the topic listed first), again up to that many times; or says
--- how long until the next due time or lease deadline of those topics. Replies {0, then per job:
+-- ARGV[4]: the number of topics (keys from KEYS[11] on, five per topic, in the caller's order);
+-- ARGV[5]: the most jobs to take (1 if absent); ARGV[6]: the reserve call's name, for the
+-- throttled counts (take.lua; absent: none counted). Takes the ready job with the smallest priority,
+-- then the earliest due time (ties: the topic listed first), again up to that many times, within
+-- each topic's limits (take.lua); or says how long until the next due time, lease deadline or
+-- token (of a topic whose rate held back a ready job) of those topics. Replies {0, then per job:
 -- id, topic, body, attempt, max_attempts, fence, due, lease, priority} or {6, µs until the next
 -- instant, or -1}.
 register('claim', function()
   local n, want = tonumber(ARGV[4]), tonumber(ARGV[5] or '1')
   for i = 1, n do advance(tkeys(i)) end
-  local out = take(n, want)
+  local out, token = take(n, want, ARGV[6])
   if #out > 1 then return out end
   local nxt
+  if token then nxt = NOW + token end
   for i = 1, n do
     local k = tkeys(i)
     for _, key in ipairs({k.d, k.l}) do

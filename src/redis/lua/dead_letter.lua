@@ -6,5 +6,6 @@ register('dead_letter', function()
   redis.call('ZREM', k.l, id)
   to_dead(id, j, k)
   save(id, topic, j)
+  freed(topic)
   return {0}
 end)

@@ -9,5 +9,6 @@ register('nack', function()
   if ARGV[7] ~= '' then delay = tonumber(ARGV[7]) end
   fail(id, topic, j, delay, NOW, k)
   save(id, topic, j)
+  freed(topic)
   return {0}
 end)

@@ -7,9 +7,9 @@
 -- functions share must be in the library's text once, and this file is that text.
 --
 -- Conventions:
---  - KEYS[1..8] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
---    paused topics), emptied (a zset of the topics that emptied, by when: see forget_late()).
---    Then five keys per topic the script works on: delayed, ready, leases, dead, and q (the
+--  - KEYS[1..10] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
+--    paused topics), emptied (a zset of the topics that emptied, by when: see forget_late()),
+--    limits and flow (the topics' limits and their buckets, see flow.lua). Then five keys per topic the script works on: delayed, ready, leases, dead, and q (the
 --    ready jobs whose priority is not the default's, see ready_add()).
 --    Nothing else is touched, so every script stays within one hash tag (one cluster slot).
 --  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter),
@@ -35,11 +35,12 @@
 
 -- Set by setup() at the start of every call: the call's keys and arguments, the shard's keys,
 -- the wake channel, max_delay, the jitter seed and the server's time (or the test clock's).
-local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, PAUSED, EMPTIED, WAKE, MAXD, rng, NOW
+local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, PAUSED, EMPTIED, LIMITS, FLOW
+local WAKE, MAXD, rng, NOW
 local function setup(keys, args)
   KEYS, ARGV = keys, args
   JOBS, BODY, SEQ, FENCE, TOPICS, STATS = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
-  PAUSED, EMPTIED = keys[7], keys[8]
+  PAUSED, EMPTIED, LIMITS, FLOW = keys[7], keys[8], keys[9], keys[10]
   WAKE, MAXD = args[1], tonumber(args[2])
   local colon = string.find(args[3], ':', 1, true)
   if colon then
@@ -82,7 +83,7 @@ end
 -- The keys of topic i, and its name `t`: the ready key is the shard's tag (JOBS without
 -- ':jobs'), ':r:', then the topic.
 local function tkeys(i)
-  local b = 8 + 5 * (i - 1)
+  local b = 10 + 5 * (i - 1)
   local r = KEYS[b + 2]
   return {d = KEYS[b + 1], r = r, l = KEYS[b + 3], x = KEYS[b + 4], q = KEYS[b + 5],
           t = string.sub(r, #JOBS - 1)}
@@ -149,6 +150,11 @@ local function due_ends()
   return {NOW - NOW % s + 60 * s, NOW - NOW % m + 60 * m, hour + 24 * h, hour + 168 * h}
 end
 local function wake(topic) redis.call('PUBLISH', WAKE, topic) end
+-- A reserved job of `topic` left `reserved`: consumers waiting for a place of a topic with limits
+-- look again (flow.lua). One HEXISTS of the limits hash, which is absent when no topic has any.
+local function freed(topic)
+  if redis.call('HEXISTS', LIMITS, topic) == 1 then wake(topic) end
+end
 
 -- A topic's ready jobs stand in two zsets. Those of the default priority in `r`, scored by their
 -- line seq (when they joined the line), as before priorities existed; the others in `q`, scored
@@ -298,6 +304,7 @@ local function fire(id, topic, j, at, k)
     redis.call('ZREM', k.l, id)
     count('leases_expired')
     fail(id, topic, j, nil, at, k)  -- the retry counts from when the lease ran out
+    freed(topic)
   end
   save(id, topic, j)
 end
@@ -451,123 +458,6 @@ local function dead_batch(fn)
     if j then fn(id, topic, j, k) else redis.call('ZREM', k.x, id) end
   end
   return #ids, k
-end
-
--- The first `want` ready jobs of a topic in the order they are handed out, each {id, key, m}:
--- the zset it stands in and its member there. q's jobs more urgent than the default come first,
--- then r's, then the rest of q's (see join_lines()). With no job of another priority, as much
--- work as r alone plus one ZRANGE of a key that does not exist.
-local function heads(k, want)
-  local q = redis.call('ZRANGE', k.q, 0, want - 1, 'WITHSCORES')
-  local out, i = {}, 1
-  while i < #q and tonumber(q[i + 1]) < DEFAULT_PRI do
-    out[#out + 1] = {id = string.sub(q[i], 9), key = k.q, m = q[i]}
-    i = i + 2
-  end
-  if #out < want then
-    for _, id in ipairs(redis.call('ZRANGE', k.r, 0, want - #out - 1)) do
-      out[#out + 1] = {id = id, key = k.r, m = id}
-    end
-  end
-  while i < #q and #out < want do
-    out[#out + 1] = {id = string.sub(q[i], 9), key = k.q, m = q[i]}
-    i = i + 2
-  end
-  return out
-end
-
--- heads(k, 1) without its tables (the claim of one job, the hot path): the id, zset and member
--- of the topic's most urgent ready job, or nothing.
-local function head(k)
-  local q = redis.call('ZRANGE', k.q, 0, 0, 'WITHSCORES')
-  if q[1] and tonumber(q[2]) < DEFAULT_PRI then return string.sub(q[1], 9), k.q, q[1] end
-  local r = redis.call('ZRANGE', k.r, 0, 0)[1]
-  if r then return r, k.r, r end
-  if q[1] then return string.sub(q[1], 9), k.q, q[1] end
-end
-
--- Leases the ready job `id` of topic `t` (record `j`, body `body`, fence `fence`) and appends it to
--- a claim's reply `out`: id, topic, body, attempt, max_attempts, fence, due, lease, priority.
-local function lease(out, id, t, j, body, fence, tally)
-  j[ST], j[AT], j[FEN], j[LEASE] = RESERVED, j[AT] + 1, fence, NOW + j[TTR]
-  local o = #out
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, body or '', j[AT]
-  out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
-  out[o + 9] = prio(j)
-  tally_late(tally, t, j)
-end
-
--- Takes the most urgent ready job among topics 1..n: the smallest priority, then the earliest
--- due time (ties: the lower index), again up to `want` times, leasing each. Returns {0, then 9
--- fields per job as lease() appends them}: just {0} when none is ready.
-local function take(n, want)
-  local out = {0}
-  local tally = {}
-  if n == 1 and want > 1 then
-    -- One topic: the first `want` of its lines, with a few commands for all of them.
-    local k = tkeys(1)
-    if held(k) then return out end
-    local hs = heads(k, want)
-    if #hs > 0 then
-      local ids, gone = {}, {[k.r] = {}, [k.q] = {}}
-      for i, h in ipairs(hs) do
-        ids[i] = h.id
-        local g = gone[h.key]
-        g[#g + 1] = h.m
-      end
-      local raws = redis.call('HMGET', JOBS, unpack(ids))
-      local bodies = redis.call('HMGET', BODY, unpack(ids))
-      local fence = redis.call('INCRBY', FENCE, #ids) - #ids
-      local leases, recs, taken = {}, {}, 0
-      for i, id in ipairs(ids) do
-        if raws[i] then
-          local m = string.byte(raws[i], 1)
-          local t = string.sub(raws[i], 2, m + 1)
-          local j = cmsgpack.unpack(string.sub(raws[i], m + 2))
-          fence = fence + 1
-          lease(out, id, t, j, bodies[i], fence, tally)
-          leases[#leases + 1] = f(j[LEASE])
-          leases[#leases + 1] = id
-          recs[#recs + 1] = id
-          recs[#recs + 1] = string.char(#t) .. t .. cmsgpack.pack(j)
-          taken = taken + 1
-        end
-      end
-      -- Leftovers without a record go too.
-      for key, ms in pairs(gone) do
-        if #ms > 0 then redis.call('ZREM', key, unpack(ms)) end
-      end
-      if taken > 0 then
-        redis.call('ZADD', k.l, unpack(leases))
-        redis.call('HSET', JOBS, unpack(recs))
-        redis.call('HINCRBY', STATS, 'delivered', taken)
-        flush_late(tally)
-      end
-    end
-    return out
-  end
-  for _ = 1, want do
-    local best, bkey, bm, bj, bt, bk
-    for i = 1, n do
-      local k = tkeys(i)
-      local id, key, m
-      if not held(k) then id, key, m = head(k) end
-      if id then
-        local j, t = load(id)
-        if j and (best == nil or prio(j) < prio(bj) or (prio(j) == prio(bj) and j[DUE] < bj[DUE])) then
-          best, bkey, bm, bj, bt, bk = id, key, m, j, t, k
-        end
-      end
-    end
-    if not best then break end
-    redis.call('ZREM', bkey, bm)
-    lease(out, best, bt, bj, redis.call('HGET', BODY, best), redis.call('INCR', FENCE), tally)
-    redis.call('ZADD', bk.l, f(bj[LEASE]), best)
-    save(best, bt, bj)
-    count('delivered')
-  end
-  flush_late(tally)
-  return out
 end
 
 -- A job as get and list_dead reply it: 10 fields, the ninth its policy {kind, base, factor, cap,

@@ -3,12 +3,13 @@
 -- scores are its order, so the job takes a score between its neighbours' (below the head's when it
 -- goes first, as it usually does: it was the head when it was taken). A job of another priority
 -- than the default goes back into q under the line seq it had there, so before the jobs of its
--- priority that joined after it.
+-- priority that joined after it. A topic with a rate gets the delivery's token back (flow.lua).
 register('release', function()
   local id, topic, k, j, err = the_job(true)
   if not j then return err end
   advance(k)
   redis.call('ZREM', k.l, id)
+  give_token_back(topic)  -- its place is free with the lease gone; the wake below tells waiters
   if prio(j) ~= DEFAULT_PRI then
     j[ST], j[AT] = READY, j[AT] - 1
     join_lines({{id = id, j = j, seq = j[LSQ] or redis.call('INCR', SEQ)}}, k)

@@ -1,0 +1,204 @@
+// Concurrency limits on the Redis backend (TopicLimits::max_in_flight: the topic's leases zset
+// counted by the claim script), on a ManualClock through RedisOptions::clock: the cap holds and
+// each way out of `reserved` (ack, nack, release, dead_letter, cancel, a lease that runs out)
+// lets exactly one more through and wakes a blocked reserve() (by a published wake-up: the
+// waiters' sweep is a minute); release() gives its token back; limits changed and cleared at run
+// time; limits kept across a reopen, with their bucket; a batched claim (claim_batch > 1, and
+// the ack that claims the next jobs) takes no more than the tokens and places allow.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redis_limits.h"
+
+namespace delayq::redis_limits {
+namespace {
+
+std::string id_of(int i) { return "j" + std::to_string(10 + i); }  // sorts as pushed
+
+TEST_F(RedisLimits, TheConcurrencyCapHoldsAndEveryExitFreesAPlace) {
+  for (int i = 0; i < 12; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
+  set_limits("t", TopicLimits{.max_in_flight = 2});
+  std::deque<Delivery> held;  // oldest first
+  for (int i = 0; i < 2; ++i) {
+    auto d = q().reserve("t", 0ms);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    held.push_back(*d);
+    advance(1s);
+  }
+  EXPECT_EQ(take("t"), "");
+  const std::vector<std::pair<std::string, std::function<Status(const Delivery&)>>> exits = {
+      {"ack", [&](const Delivery& d) { return q().ack(d.token); }},
+      {"nack", [&](const Delivery& d) { return q().nack(d.token, 1h); }},
+      {"release", [&](const Delivery& d) { return q().release(d.token); }},
+      {"dead_letter", [&](const Delivery& d) { return q().dead_letter(d.token); }},
+      {"cancel", [&](const Delivery& d) { return q().cancel(d.id); }},
+  };
+  for (const auto& [name, exit] : exits) {
+    advance(1s);  // every lease ends at its own instant
+    Blocked waiter(q(), "t");
+    EXPECT_FALSE(waiter.returned_within(50ms)) << name << ": past the cap";
+    const Status s = exit(held.front());
+    ASSERT_TRUE(s.ok()) << name << ": " << s.to_string();
+    held.pop_front();
+    ASSERT_TRUE(waiter.returned_within(5s)) << name << " did not wake the waiting consumer";
+    EXPECT_EQ(waiter.id().rfind("j", 0), 0u) << name;
+    held.push_back(waiter.delivery());
+    EXPECT_EQ(take("t"), "") << name << " let more than one through";
+    EXPECT_EQ(flow_of("t").in_flight, 2u) << name;
+  }
+  // The oldest lease runs out; the other, a second younger at least, does not.
+  Blocked waiter(q(), "t");
+  EXPECT_FALSE(waiter.returned_within(50ms));
+  advance(held.front().lease_deadline - now());
+  EXPECT_EQ(waiter.id().rfind("j", 0), 0u) << "a lease that ran out did not wake the consumer";
+  EXPECT_EQ(take("t"), "");
+  EXPECT_EQ(flow_of("t").in_flight, 2u);
+}
+
+TEST_F(RedisLimits, AReleaseGivesItsTokenAndPlaceBack) {
+  push({.topic = "t", .id = "a"});
+  push({.topic = "t", .id = "b"});
+  const TopicLimits limits{.rate = TopicLimits::Rate{.count = 1, .per = 1h, .burst = 1},
+                           .max_in_flight = 1};
+  set_limits("t", limits);
+  auto d = q().reserve("t", 0ms);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 0, .in_flight = 1}));
+  ASSERT_TRUE(q().release(d->token).ok());
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 1, .in_flight = 0}));
+  EXPECT_EQ(take("t"), "a");
+  EXPECT_EQ(take("t"), "");
+}
+
+TEST_F(RedisLimits, LimitsCanBeChangedAndClearedAtRunTime) {
+  for (int i = 0; i < 6; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
+  set_limits("t", rate(1, 1h, 1));
+  ASSERT_EQ(take("t"), id_of(0));
+  {
+    // Raised to one a second: the next token comes a second after the change, not an hour.
+    Blocked waiter(q(), "t");
+    EXPECT_FALSE(waiter.returned_within(50ms));
+    set_limits("t", rate(1, 1s, 1));
+    advance(999ms);
+    EXPECT_FALSE(waiter.returned_within(50ms));
+    advance(1ms);
+    EXPECT_EQ(waiter.id(), id_of(1));
+  }
+  {
+    // Spent again; clearing the limits lets the waiting consumer through at once.
+    Blocked waiter(q(), "t");
+    EXPECT_FALSE(waiter.returned_within(50ms));
+    ASSERT_TRUE(q().clear_topic_limits("t").ok());
+    ASSERT_TRUE(waiter.returned_within(5s)) << "clearing did not wake the waiter";
+    EXPECT_EQ(waiter.id(), id_of(2));
+  }
+  EXPECT_FALSE(q().stats().flow.contains("t"));
+  EXPECT_EQ(take("t"), id_of(3));
+  EXPECT_EQ(take("t"), id_of(4));
+  // A cap installed at run time counts the jobs already reserved: five, so it is full.
+  set_limits("t", TopicLimits{.max_in_flight = 5});
+  EXPECT_EQ(flow_of("t").in_flight, 5u);
+  EXPECT_EQ(take("t"), "");
+  Blocked waiter(q(), "t");
+  EXPECT_FALSE(waiter.returned_within(50ms));
+  set_limits("t", TopicLimits{.max_in_flight = 6});  // raised: the waiter goes
+  ASSERT_TRUE(waiter.returned_within(5s)) << "raising the cap did not wake the waiter";
+  EXPECT_EQ(waiter.id(), id_of(5));
+  EXPECT_EQ(flow_of("t").in_flight, 6u);
+}
+
+// Setting the limits a topic has changes nothing (its next token stays where it was); other
+// limits keep the throttled counts; clearing drops them and the bucket, so limits set again start
+// with a full bucket and no counts.
+TEST_F(RedisLimits, EqualLimitsChangeNothingAndClearingStartsAfresh) {
+  for (int i = 0; i < 6; ++i) push({.topic = "t", .id = id_of(i), .ttr = 24h});
+  set_limits("t", rate(1, 1h, 1));
+  ASSERT_EQ(take("t"), id_of(0));
+  EXPECT_EQ(take("t"), "");
+  advance(30min);
+  set_limits("t", rate(1, 1h, 1));  // a change would put the next token an hour from now
+  advance(30min);
+  EXPECT_EQ(take("t"), id_of(1));
+  EXPECT_EQ(flow_of("t").throttled_rate, 1u);
+  set_limits("t", rate(1, 1h, 2));
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = rate(1, 1h, 2), .tokens = 1, .in_flight = 2,
+                                     .throttled_rate = 1}));
+  ASSERT_TRUE(q().clear_topic_limits("t").ok());
+  set_limits("t", rate(1, 1h, 2));
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = rate(1, 1h, 2), .tokens = 2, .in_flight = 2}));
+}
+
+// Redis keeps the limits as long as its keys, and with them what the engine cannot keep across a
+// restart: the bucket (a client that reopens does not refill it for every client) and the
+// throttled counts, which are the queue's, not one client's.
+TEST_F(RedisLimits, LimitsAndTheirBucketSurviveAReopen) {
+  const TopicLimits a{.rate = TopicLimits::Rate{.count = 2, .per = 1s, .burst = 3},
+                      .max_in_flight = 5};
+  const TopicLimits idle{.max_in_flight = 1};
+  set_limits("a", a);
+  set_limits("idle", idle);
+  set_limits("gone", idle);
+  ASSERT_TRUE(q().clear_topic_limits("gone").ok());
+  for (int i = 0; i < 4; ++i) push({.topic = "a", .id = id_of(i), .ttr = 1h});
+  auto first = q().reserve("a", 0ms);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(take("a"), id_of(1));
+  ASSERT_EQ(take("a"), id_of(2));
+  EXPECT_EQ(take("a"), "");  // the bucket is empty
+  const TopicFlow spent{.limits = a, .in_flight = 3, .throttled_rate = 1};
+  EXPECT_EQ(flow_of("a"), spent);
+  reopen();
+  const Stats st = q().stats();
+  EXPECT_EQ(st.flow, (std::map<std::string, TopicFlow>{{"a", spent}, {"idle", TopicFlow{.limits = idle}}}));
+  ASSERT_TRUE(q().ack(first->token).ok());
+  EXPECT_EQ(flow_of("a").in_flight, 2u);
+  EXPECT_EQ(take("a"), "");
+  advance(500ms);
+  EXPECT_EQ(take("a"), id_of(3));
+  EXPECT_EQ(flow_of("a"), (TopicFlow{.limits = a, .tokens = 0, .in_flight = 3, .throttled_rate = 2}));
+}
+
+// claim_batch = 8: a reserve() takes up to 8 jobs ahead, and an ack of a job of that topic takes
+// the next ones in the same script run. Both take no more than the places (3) and tokens (5 an
+// hour) allow, and the jobs kept ahead count as in flight and spent. On the server's clock (the
+// client times the jobs it keeps on the real clock; an hour's rate does not refill meanwhile).
+TEST_F(RedisLimits, ABatchedClaimTakesNoMoreThanTheLimitsAllow) {
+  q_->close();
+  q_ = open(8, 1, "batched", /*manual=*/false);
+  ASSERT_TRUE(q_);
+  for (int i = 0; i < 10; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
+  const TopicLimits limits{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
+                           .max_in_flight = 3};
+  set_limits("t", limits);
+  std::vector<Delivery> got;
+  for (int i = 0; i < 3; ++i) {
+    auto d = q().reserve("t", 0ms);
+    ASSERT_TRUE(d.ok()) << i << ": " << d.status().to_string();
+    got.push_back(*d);
+  }
+  EXPECT_EQ(command("ZCARD {dq:batched:0}:l:t"), ":3");
+  EXPECT_EQ(take("t"), "");
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 2, .in_flight = 3,
+                                     .throttled_concurrency = 2}));
+  ASSERT_TRUE(q().ack(got[0].token).ok());  // takes one more ahead: one place
+  EXPECT_EQ(flow_of("t").in_flight, 3u);
+  EXPECT_EQ(flow_of("t").tokens, 1u);
+  auto d = q().reserve("t", 0ms);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->id, id_of(3));
+  ASSERT_TRUE(q().ack(got[1].token).ok());  // takes the last token ahead
+  ASSERT_TRUE(q().ack(got[2].token).ok());  // a job kept ahead: no claim
+  EXPECT_EQ(flow_of("t").in_flight, 2u);
+  EXPECT_EQ(flow_of("t").tokens, 0u);
+  EXPECT_EQ(take("t"), id_of(4));
+  EXPECT_EQ(take("t"), "");
+  EXPECT_EQ(command("ZCARD {dq:batched:0}:r:t"), ":5");
+}
+
+}  // namespace
+}  // namespace delayq::redis_limits
