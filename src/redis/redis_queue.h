@@ -11,7 +11,7 @@
 //    and try_claim() below;
 //  - listener.h: the wake channel subscription that tells the waiters to look again.
 //
-// One class over five files, all named redis_queue*, one per kind of call, each holding the
+// One class over six files, all named redis_queue*, one per kind of call, each holding the
 // calls of its kind and the private helpers only they use (the private section below is grouped
 // by file):
 //  - redis_queue.cc: opening and closing (start, the destructor, close) and the calls about one
@@ -24,7 +24,8 @@
 //    remember_topics, take_kept, keep);
 //  - redis_queue_every_shard.cc: the calls run on every shard (list_dead, requeue_dead_topic,
 //    purge_dead, pause and resume through set_paused, health, stats; over_dead,
-//    add_shard_stats).
+//    add_shard_stats);
+//  - redis_queue_browse.cc: list_jobs, each shard's page merged (issue 22).
 #pragma once
 
 #include <atomic>
@@ -81,6 +82,8 @@ class RedisQueue final : public Queue {
   Status requeue_dead(std::string_view id) override;
   Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
   Result<uint64_t> purge_dead(std::string_view topic) override;
+  Result<JobPage> list_jobs(std::string_view topic, JobState state, size_t limit,
+                            std::string_view cursor) override;
   Status pause(std::string_view topic) override { return set_paused(topic, true); }
   Status resume(std::string_view topic) override { return set_paused(topic, false); }
   Status health() override;

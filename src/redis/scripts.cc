@@ -66,6 +66,7 @@ const Library& library() {
       "release",
       "pause",
       "ack_many",
+      "list_jobs",
   });
   return lib;
 }

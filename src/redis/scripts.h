@@ -46,6 +46,7 @@ enum ScriptId : size_t {
   kRelease,
   kPause,
   kAckMany,
+  kListJobs,  // issue 22: list_jobs.lua
   kScriptCount
 };
 
