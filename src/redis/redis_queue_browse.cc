@@ -75,6 +75,35 @@ std::vector<std::string> from_boundary(const cursor::Cursor& c, uint32_t shard) 
   return {std::to_string(b.at / 1000), std::to_string(after), ""};
 }
 
+// An integer as the script writes it (%.0f): digits, a '-' first for a time before 1970.
+bool decimal(std::string_view s) {
+  if (s.starts_with('-')) s.remove_prefix(1);
+  if (s.empty() || s.size() > 19) return false;
+  for (char ch : s)
+    if (ch < '0' || ch > '9') return false;
+  return true;
+}
+
+// Whether a shard position reads as the script's (a forged cursor can pass the checksum): delayed
+// and reserved {score, push seq, ''}, dead {score, '', ''}, ready {'r', seq, ''} or {'q',
+// priority, member of 8 bytes and an id}; all '' for a shard's start.
+bool valid_position(JobState state, const std::vector<std::string>& p) {
+  if (p.size() != 3) return false;
+  if (p[0].empty()) return p[1].empty() && p[2].empty();
+  switch (state) {
+    case JobState::delayed:
+    case JobState::reserved:
+      return decimal(p[0]) && decimal(p[1]) && p[2].empty();
+    case JobState::dead:
+      return decimal(p[0]) && p[1].empty() && p[2].empty();
+    case JobState::ready:
+      break;
+  }
+  if (p[0] == "r") return decimal(p[1]) && p[2].empty();
+  return p[0] == "q" && decimal(p[1]) && p[1].size() <= 10 && p[2].size() > 8 &&
+         p[2].size() <= 8 + kMaxIdBytes;
+}
+
 }  // namespace
 
 Result<JobPage> RedisQueue::list_jobs(std::string_view topic, JobState state, size_t limit,
@@ -102,7 +131,8 @@ Result<JobPage> RedisQueue::list_jobs(std::string_view topic, JobState state, si
     std::vector<std::string> pos;
     if (!c.shards[s].empty()) {
       std::optional<std::vector<std::string>> parts = cursor::unpack(c.shards[s]);
-      if (!parts || parts->size() != 3) return Status(Errc::invalid_argument, "cursor is damaged");
+      if (!parts || !valid_position(state, *parts))
+        return Status(Errc::invalid_argument, "cursor is damaged (a shard position does not read)");
       pos = std::move(*parts);
     } else {
       pos = resumed ? from_boundary(c, s) : std::vector<std::string>{"", "", ""};

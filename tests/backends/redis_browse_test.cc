@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cursor.h"
 #include "delayq/redis.h"
 #include "redis_server.h"
 
@@ -277,6 +278,20 @@ TEST_F(RedisBrowse, BadCursorsAndLimitsAreRefusedByName) {
               std::string::npos)
         << bad;
   EXPECT_NE(refusal("", JobState::ready, 3, ""), "accepted");
+  // Forged: the checksum holds, a shard position does not read as the script's.
+  for (const auto& [state, position] : std::vector<std::pair<JobState, Ids>>{
+           {JobState::ready, {"q", "x", ""}},
+           {JobState::ready, {"q", "7", "short"}},
+           {JobState::ready, {"z", "1", ""}},
+           {JobState::delayed, {"12", "", ""}},
+           {JobState::dead, {"1", "2", ""}},
+           {JobState::reserved, {"1e9", "1", ""}}}) {
+    cursor::Cursor forged{.state = state, .topic_fp = cursor::topic_fingerprint("t")};
+    forged.shards = {cursor::pack(position)};
+    EXPECT_EQ(refusal("t", state, 2, cursor::encode(forged)),
+              "cursor is damaged (a shard position does not read)")
+        << position[0] << " " << position[1];
+  }
   EXPECT_EQ(ids_of(rest("t", JobState::ready, cursor)), (Ids{"r2", "r3", "r4"}));  // still good
   JobPage none = page("nothing", JobState::delayed, "", 10);
   EXPECT_TRUE(none.jobs.empty());
