@@ -1,6 +1,7 @@
 // RedisQueue::list_jobs (issue 22): the list_jobs script (lua/list_jobs.lua) on every shard, each
 // from where its previous page stopped, the shards' rows merged by the state's key (cursor.h),
 // and a cursor (common/cursor.h) that keeps each shard's position. docs/redis.md, "Browsing".
+#include <cstddef>
 #include <utility>
 
 #include "common/cursor.h"
@@ -67,7 +68,7 @@ Result<std::vector<Row>> read_rows(Reply r, std::string_view topic, JobState sta
 // Where shard `shard` resumes when it has no position of its own but a page was listed before:
 // delayed and reserved jobs after the boundary's key (those of the shard at the boundary's
 // instant come after it when the shard is greater, or when their push seq is). Ready and dead
-// jobs start from the shard's first.
+// jobs start from the shard's first (list_jobs() then passes those not after the boundary).
 std::vector<std::string> from_boundary(const cursor::Cursor& c, uint32_t shard) {
   if (c.state != JobState::delayed && c.state != JobState::reserved) return {"", "", ""};
   const cursor::Key& b = c.boundary;
@@ -138,15 +139,30 @@ Result<JobPage> RedisQueue::list_jobs(std::string_view topic, JobState state, si
       pos = resumed ? from_boundary(c, s) : std::vector<std::string>{"", "", ""};
     }
     const ShardKeys& sh = keys_.shards()[s];
-    std::vector<std::string> args = common_(sh);
-    args.push_back(std::to_string(static_cast<int>(state)));
-    args.push_back(std::to_string(limit + 1));
-    for (std::string& p : pos) args.push_back(std::move(p));
-    Result<Reply> r = router_.eval(sh.slot, kListJobs, sh.with_topic(topic), args);
-    if (!r) return r.status();
-    Result<std::vector<Row>> got = read_rows(std::move(*r), topic, state, s);
-    if (!got) return got.status();
-    rows[s] = std::move(*got);
+    // A shard no page took a job from yet skips its first jobs that are not after the boundary:
+    // they entered the state before the cursor's place (from_boundary() already starts its
+    // delayed and reserved jobs there). The jobs skipped count as passed: the shard resumes after
+    // them from then on.
+    const bool untouched = resumed && c.shards[s].empty();
+    for (;;) {
+      std::vector<std::string> args = common_(sh);
+      args.push_back(std::to_string(static_cast<int>(state)));
+      args.push_back(std::to_string(limit + 1));
+      args.insert(args.end(), pos.begin(), pos.end());
+      Result<Reply> r = router_.eval(sh.slot, kListJobs, sh.with_topic(topic), args);
+      if (!r) return r.status();
+      Result<std::vector<Row>> got = read_rows(std::move(*r), topic, state, s);
+      if (!got) return got.status();
+      size_t passed = 0;
+      while (untouched && passed < got->size() && !(c.boundary < (*got)[passed].key)) ++passed;
+      if (passed > 0) {
+        pos = (*got)[passed - 1].position;
+        c.shards[s] = cursor::pack(pos);
+        got->erase(got->begin(), got->begin() + static_cast<std::ptrdiff_t>(passed));
+      }
+      rows[s] = std::move(*got);
+      if (passed <= limit || !rows[s].empty()) break;  // else: every row passed, read on
+    }
   }
 
   // Merged: each shard's rows in the shard's order, the smallest head first.

@@ -372,8 +372,9 @@ uint32_t shard_of(std::string_view id, uint32_t shards) {
   return h % shards;
 }
 
-// A shard no page took a job from yet resumes its delayed jobs after the cursor's boundary: a
-// job it gets before the boundary is not listed, one after it is.
+// A shard no page took a job from yet resumes after the cursor's boundary: a job it gets before
+// the boundary is not listed, one after it is (delayed: from the boundary's score; ready: its
+// first jobs passed until one is after the boundary).
 TEST_F(RedisBrowse, AShardNotListedYetResumesAfterTheBoundary) {
   open(4);
   std::vector<std::vector<std::string>> by_shard(4);
@@ -384,7 +385,7 @@ TEST_F(RedisBrowse, AShardNotListedYetResumesAfterTheBoundary) {
   const std::vector<std::string>& x = by_shard[0];
   const std::vector<std::string>& y = by_shard[1];
   ASSERT_GE(x.size(), 3u);
-  ASSERT_GE(y.size(), 3u);
+  ASSERT_GE(y.size(), 9u);
   for (int i = 0; i < 3; ++i) push({.topic = "t", .id = x[i], .delay = std::chrono::seconds(1 + i)});
   push({.topic = "t", .id = y[0], .delay = 10s});
   JobPage p1 = page("t", JobState::delayed, "");
@@ -392,6 +393,20 @@ TEST_F(RedisBrowse, AShardNotListedYetResumesAfterTheBoundary) {
   push({.topic = "t", .id = y[1], .delay = 2s + 500ms});  // before the boundary (x[2], 3 s)
   push({.topic = "t", .id = y[2], .delay = 5s});
   EXPECT_EQ(ids_of(rest("t", JobState::delayed, p1.cursor)), (Ids{y[2], y[0]}));
+
+  // Ready: x's three listed; y gets a job more urgent than the boundary (not listed), and more
+  // of them than a shard's read (4 per call with a page of 3) before the one after it.
+  clock_.advance(11s);
+  for (const std::string& id : {y[0], y[1], y[2]}) ASSERT_TRUE(q_->cancel(id).ok());
+  JobPage r1 = page("t", JobState::ready, "");
+  EXPECT_EQ(ids_of(r1.jobs), (Ids{x[0], x[1], x[2]}));
+  EXPECT_TRUE(r1.cursor.empty());
+  push({.topic = "t", .id = y[2], .priority = 2000});
+  r1 = page("t", JobState::ready, "");
+  ASSERT_FALSE(r1.cursor.empty());
+  for (size_t i = 3; i < y.size() && i < 9; ++i) push({.topic = "t", .id = y[i], .priority = 5});
+  push({.topic = "t", .id = y[0], .priority = 1500});
+  EXPECT_EQ(ids_of(rest("t", JobState::ready, r1.cursor)), (Ids{y[0], y[2]}));
 }
 
 }  // namespace
