@@ -27,6 +27,7 @@
 //    add_shard_stats);
 //  - redis_queue_limits.cc: set_topic_limits, clear_topic_limits (write_limits) and the limits'
 //    part of stats (add_shard_flow).
+//  - redis_queue_browse.cc: list_jobs, each shard's page merged (issue 22).
 #pragma once
 
 #include <atomic>
@@ -83,6 +84,8 @@ class RedisQueue final : public Queue {
   Status requeue_dead(std::string_view id) override;
   Result<uint64_t> requeue_dead_topic(std::string_view topic) override;
   Result<uint64_t> purge_dead(std::string_view topic) override;
+  Result<JobPage> list_jobs(std::string_view topic, JobState state, size_t limit,
+                            std::string_view cursor) override;
   Status pause(std::string_view topic) override { return set_paused(topic, true); }
   Status resume(std::string_view topic) override { return set_paused(topic, false); }
   Status set_topic_limits(std::string_view topic, const TopicLimits& limits) override;

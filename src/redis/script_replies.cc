@@ -97,6 +97,8 @@ JobInfo read_job_info(std::vector<Reply>& e, size_t i, std::string topic) {
   j.body = std::move(e[i + 7].str);
   j.retry = read_policy(e[i + 8], j.max_attempts);
   j.priority = read_priority(e[i + 9]);
+  // A dead job's lease field holds when it died (lua/prelude.lua, to_dead()).
+  if (j.state == JobState::dead) j.dead_since = j.lease_deadline;
   return j;
 }
 

@@ -71,6 +71,7 @@ const Library& library() {
       "ack_many",
       "set_limits",
       "flow_stats",
+      "list_jobs",
   });
   return lib;
 }

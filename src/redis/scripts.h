@@ -48,6 +48,7 @@ enum ScriptId : size_t {
   kAckMany,
   kSetLimits,
   kFlowStats,
+  kListJobs,  // issue 22: list_jobs.lua
   kScriptCount
 };
 

@@ -4,7 +4,7 @@
 //
 // Checked: the client's slot function agrees with the server's; an 8-shard queue puts its keys
 // on every node, each shard on the node that owns its slot; every call works across nodes,
-// wake-ups included; and a slot moved by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
+// wake-ups included; browsing merges the shards' pages; and a slot moved by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
 // NODE) in the middle of a workload is followed through ASK, TRYAGAIN and MOVED with no job lost.
 // As in redis_test.cc, nothing asserts how long anything took.
 //
@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <future>
@@ -543,6 +544,28 @@ TEST_F(RedisClusterTest, ASlotMovedMidWorkloadIsFollowedAndNothingIsLost) {
   EXPECT_TRUE(st.topics.empty());
   EXPECT_EQ(st.acked, static_cast<uint64_t>(kJobs));
   ASSERT_TRUE(cluster_->wait_ok());
+}
+
+
+// Browsing (issue 22): list_jobs calls each shard on the node of its slot and merges the pages.
+TEST_F(RedisClusterTest, BrowsingListsEveryShardOnItsNodeInOrder) {
+  const std::string name = spread_name("browse", 8);
+  auto q = open(name, 8, /*via=*/2).value();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 40; ++i) {
+    ids.push_back("b-" + std::to_string(i));
+    ASSERT_TRUE(q->push({.topic = "t", .id = ids.back(), .delay = 1h + std::chrono::seconds(40 - i)}).ok());
+  }
+  std::vector<std::string> listed;
+  std::string cursor;
+  do {
+    auto page = q->list_jobs("t", JobState::delayed, 7, cursor);
+    ASSERT_TRUE(page.ok()) << page.status().to_string();
+    for (const JobInfo& j : page->jobs) listed.push_back(j.id);
+    cursor = page->cursor;
+  } while (!cursor.empty());
+  std::reverse(ids.begin(), ids.end());  // the last pushed is due first
+  EXPECT_EQ(listed, ids);
 }
 
 }  // namespace

@@ -225,8 +225,10 @@ local function backoff(p, n)
   return math.floor(math.max(0, math.min(d, p[5])))
 end
 
-local function to_dead(id, j, k)
-  j[ST] = DEAD
+-- Issue 22 (browsing): a dead job has no lease, so its LEASE holds when it died (`at`, else NOW),
+-- reported as JobInfo::dead_since; only reserved jobs' LEASE is read as a lease.
+local function to_dead(id, j, k, at)
+  j[ST], j[LEASE] = DEAD, at or NOW
   redis.call('ZADD', k.x, f(redis.call('INCR', SEQ)), id)
   count('dead_lettered')
 end
@@ -234,7 +236,7 @@ end
 -- A failed attempt of a detached job, at instant `at`: retry after `delay` (or the policy's
 -- wait), or dead-letter when it has had all its attempts.
 local function fail(id, topic, j, delay, at, k)
-  if j[AT] >= j[POL][2] then return to_dead(id, j, k) end
+  if j[AT] >= j[POL][2] then return to_dead(id, j, k, at) end
   local d = delay or backoff(j[POL], j[AT])
   if d > MAXD then d = MAXD end
   count('retried')
