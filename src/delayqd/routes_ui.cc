@@ -1,4 +1,4 @@
-// /ui, /ui/app.js, /ui/style.css: the dashboard's page and its script and style (see routes.h,
+// /ui, /ui/app.js, /ui/topic.js, /ui/style.css: the dashboard's page, its scripts and style (see routes.h,
 // docs/dashboard.md). They hold no data and are served without the token; the page asks the
 // operator for it and sends it with every call it makes to the other routes.
 #include "delayqd/responses.h"

@@ -2,8 +2,8 @@
 """The dashboard in a real browser (docs/dashboard.md): delayqd on a loopback port with a store
 holding known jobs, behind a bearer token; headless Chromium, driven by Selenium, types the
 token, reads the counts, requeues and purges dead letters, cancels a job, pauses and resumes a
-topic; each effect is checked through
-the JSON API, not through the page. Screenshots of each page (desk and phone widths) are
+topic, pages through a topic's jobs, cancels and reschedules rows there, sets and clears a
+topic's limits; each effect is checked through the JSON API, not through the page. Screenshots of each page (desk and phone widths) are
 written to --shots.
 
 Usage: dashboard_test.py --delayqd PATH --shots DIR
@@ -167,13 +167,16 @@ def overview(b, d, shots):
 
 
 def dead_letters(b, d, shots):
+    # The first topic's dead letters show without a click ("order" sorts first).
     b.get(d.url + "/ui#dead")
-    wait_for(b, "the dead letters' topic", lambda b: Select(
-        b.find_element(By.ID, "dead-topic")).options)
-    Select(b.find_element(By.ID, "dead-topic")).select_by_value("order")
-    b.find_element(By.CSS_SELECTOR, "#dead-form button[type=submit]").click()
     row = '#dead-jobs tr[data-id="order-dead"]'
     wait_for(b, "the dead letter", EC.presence_of_element_located((By.CSS_SELECTOR, row)))
+    # Choosing another topic lists its dead letters, again without a click.
+    Select(b.find_element(By.ID, "dead-topic")).select_by_value("sms")
+    wait_for(b, "sms's dead letter", EC.presence_of_element_located(
+        (By.CSS_SELECTOR, '#dead-jobs tr[data-id="sms-dead"]')))
+    Select(b.find_element(By.ID, "dead-topic")).select_by_value("order")
+    wait_for(b, "the dead letter again", EC.presence_of_element_located((By.CSS_SELECTOR, row)))
     shoot(b, shots, "dead-letters")
     b.find_element(By.CSS_SELECTOR, row + " button").click()
     wait_for(b, "the list without it", lambda b: not b.find_elements(By.CSS_SELECTOR, row))
@@ -250,6 +253,61 @@ def timing(b, d, shots):
     b.set_window_size(1280, 900)
 
 
+def row_ids(b):
+    return texts(b, "#topic-jobs tbody tr td:first-child")
+
+
+def topic_page(b, d, shots):
+    """A topic's jobs a page (50) at a time in hand-out order, a row cancelled and one
+    rescheduled from the page, and the topic's limits set and cleared from its form."""
+    specs = [{"topic": "pay", "id": f"pay-{i:02}", "body": f"callback {i}"} for i in range(52)]
+    specs[40]["priority"] = 5  # the most urgent: handed out (and listed) first
+    specs.append({"topic": "pay", "id": "pay-later", "delay": 600, "body": "later"})
+    d.call("/push_batch", {"jobs": specs})
+    listed = d.call("/jobs/list", {"topic": "pay", "state": "ready", "limit": 1000})["jobs"]
+    want = [j["id"] for j in listed]
+    assert want[0] == "pay-40" and len(want) == 52, want
+    # The overview links each topic to its page.
+    b.get(d.url + "/ui")
+    wait_for(b, "pay's link", EC.presence_of_element_located(
+        (By.CSS_SELECTOR, '#topics tr[data-topic="pay"] a')))
+    b.find_element(By.CSS_SELECTOR, '#topics tr[data-topic="pay"] a').click()
+    wait_for(b, "pay's first page", lambda b: row_ids(b) == want[:50])
+    assert texts(b, '#topic-jobs tr[data-id="pay-40"] td')[1] == "5"
+    shoot(b, shots, "topic")
+    b.find_element(By.ID, "topic-next").click()
+    wait_for(b, "pay's second page", lambda b: row_ids(b) == want[50:])
+    b.find_element(By.ID, "topic-first").click()
+    wait_for(b, "pay's first page again", lambda b: row_ids(b) == want[:50])
+    # Cancel on a row asks first.
+    b.find_element(By.CSS_SELECTOR, '#topic-jobs tr[data-id="pay-00"] button.danger').click()
+    confirm(b)
+    wait_for(b, "pay-00 gone from the page", lambda b: "pay-00" not in row_ids(b))
+    assert d.call("/get", {"id": "pay-00"}) is None, "the cancelled row's job is still there"
+    # Reschedule a delayed row to two hours from now.
+    b.find_element(By.CSS_SELECTOR, '#topic-tabs button[data-state="delayed"]').click()
+    wait_for(b, "the delayed tab", lambda b: row_ids(b) == ["pay-later"])
+    b.find_element(By.ID, "topic-delay").send_keys("7200")
+    before_ms = time.time() * 1000
+    b.find_element(By.CSS_SELECTOR, '#topic-jobs tr[data-id="pay-later"] button').click()
+    confirm(b)
+    wait_for(b, "pay-later moved", lambda b: d.call("/get", {"id": "pay-later"})["due_ms"] >=
+             before_ms + 7200 * 1000 - 1000)
+    # Limits: set from the form, shown from /stats, cleared.
+    for field, value in (("limit-count", "50"), ("limit-per", "1"), ("limit-burst", "10"),
+                         ("limit-in-flight", "4")):
+        b.find_element(By.ID, field).send_keys(value)
+    b.find_element(By.ID, "limits-set").click()
+    wait_for(b, "pay limited", lambda b: "pay" in d.call("/stats").get("flow", {}))
+    limits = d.call("/stats")["flow"]["pay"]["limits"]
+    assert limits == {"rate": {"count": 50, "per_ms": 1000, "burst": 10}, "max_in_flight": 4}, limits
+    wait_for(b, "the limits shown", lambda b: texts(b, "#topic-limits")[0].startswith("50 per 1s"))
+    shoot(b, shots, "topic-limits")
+    b.find_element(By.ID, "limits-clear").click()
+    wait_for(b, "pay's limits cleared", lambda b: "pay" not in d.call("/stats").get("flow", {}))
+    wait_for(b, "no limits shown", lambda b: texts(b, "#topic-limits")[0].startswith("No limits"))
+
+
 def phone(b, d, shots):
     b.set_window_size(390, 844)
     b.get(d.url + "/ui")
@@ -277,6 +335,7 @@ def main():
             cancel(b, d, args.shots)
             pause(b, d, args.shots)
             timing(b, d, args.shots)
+            topic_page(b, d, args.shots)
             phone(b, d, args.shots)
         finally:
             if b is not None:

@@ -1,8 +1,9 @@
 // delayqd's dashboard (docs/dashboard.md): plain DOM, no library, no network but this daemon.
 // Every value from the queue is put into the page as text (textContent), never as markup.
-// Kept whole over ~400 lines: the page loads one script with no module loader or build step
+// Kept whole over ~400 lines: the page loads its scripts with no module loader or build step
 // (embed_ui.cmake embeds the files as they are), and its parts (totals, rates, topics, the
-// lateness chart, dead letters) share one refresh loop and its state.
+// lateness chart, dead letters) share one refresh loop and its state. The topic page is in
+// topic.js, loaded after this file.
 'use strict';
 
 const REFRESH_MS = 2000;
@@ -16,8 +17,9 @@ const DUE = ['next_minute', 'next_hour', 'next_day', 'next_week', 'beyond'];
 const $ = (id) => document.getElementById(id);
 // history: {at, buckets} snapshots of the lateness buckets summed over topics and attempts,
 // for the last hour's chart (the counts are cumulative: a window is a difference).
+// dead_listed: the topic whose dead letters the dead-letters page shows.
 const state = { token: sessionStorage.getItem('delayq-token') || '', last: null, timer: 0,
-                history: [] };
+                history: [], dead_listed: null };
 
 // --- talking to delayqd -------------------------------------------------------------------
 
@@ -221,7 +223,9 @@ function render_topics(stats) {
       ? button('Resume', () => act(() => call('/resume', { topic: name })))
       : button('Pause', () => pause_topic(name));
     const first = t.lateness ? t.lateness.first.buckets : [];
-    const tr = row([name, t.delayed, t.ready, t.reserved, t.dead, t.paused ? 'paused' : 'yes', toggle,
+    const link = el('a', name);
+    link.href = '#topic/' + encodeURIComponent(name);
+    const tr = row([link, t.delayed, t.ready, t.reserved, t.dead, t.paused ? 'paused' : 'yes', toggle,
                     t.oldest_ready_s ? span(t.oldest_ready_s) : '',
                     quantile(first, stats.lateness_bounds_s, 0.5),
                     quantile(first, stats.lateness_bounds_s, 0.99)]);
@@ -277,6 +281,9 @@ async function refresh() {
     render_due(stats);
     fill_dead_topics(stats);
     state.last = now;
+    if (!$('page-topic').hidden) render_tabs(stats);
+    // The dead-letters page lists the chosen topic's dead letters without a click.
+    if (!$('page-dead').hidden && $('dead-topic').value !== state.dead_listed) await list_dead();
     $('as-of').textContent = new Date(now.at).toLocaleTimeString();
     $('health').textContent = health;
     $('health').className = 'badge ' + (health === 'healthy' ? 'ok' : 'bad');
@@ -354,6 +361,7 @@ async function reschedule_job() {
 
 async function list_dead() {
   const topic = $('dead-topic').value;
+  state.dead_listed = topic;
   const body = $('dead-jobs').tBodies[0];
   body.replaceChildren();
   $('dead-note').textContent = '';
@@ -387,12 +395,16 @@ async function whole_topic(question, route) {
 
 // --- pages and start ----------------------------------------------------------------------
 
+// #overview, #job, #dead, or #topic/<name> (topic.js).
 function show_page() {
-  const page = (location.hash || '#overview').slice(1);
-  for (const p of ['overview', 'job', 'dead']) {
+  const [page, ...rest] = (location.hash || '#overview').slice(1).split('/');
+  for (const p of ['overview', 'job', 'dead', 'topic']) {
     $('page-' + p).hidden = p !== page;
-    $('nav-' + p).classList.toggle('here', p === page);
+    const nav = $('nav-' + p);
+    if (nav) nav.classList.toggle('here', p === page);
   }
+  if (page === 'topic') show_topic(decodeURIComponent(rest.join('/')));
+  if (page === 'dead' && $('dead-topic').value) act(list_dead);
 }
 
 function schedule_refresh() {
@@ -420,6 +432,7 @@ function start() {
     e.preventDefault();
     act(list_dead);
   });
+  $('dead-topic').addEventListener('change', () => act(list_dead));
   $('dead-requeue-all').addEventListener('click', () => whole_topic(
       'Requeue every dead letter of %? They run again now.', '/dead/requeue'));
   $('dead-purge').addEventListener('click', () => whole_topic(
