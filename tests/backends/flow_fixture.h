@@ -12,6 +12,7 @@
 //             rates run on the ManualClock; a due_at, though, is checked by the client and the
 //             daemon against the system clock (HTTP carries unix times), so tests that push with
 //             a due_at far from the ManualClock's 2026-01-01 do not fit this backend.
+//  - Redis:   tests/backends/flow_redis.h, in the suites that link delayq::redis.
 // Each test gets a backend of its own; reopen() closes the queue and opens it again on the same
 // directory (the memory engine starts empty: kept_jobs() says whether a reopen keeps them).
 #pragma once
@@ -44,6 +45,11 @@ class Backend {
   virtual Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& limits) = 0;
   virtual bool keeps_jobs() const = 0;
   virtual bool tiered() const { return false; }
+  // The smallest step of time the backend keeps: instants and durations are rounded up to it.
+  virtual Duration resolution() const { return Duration(1); }
+  // Whether a token bucket and the throttled counts are kept across reopen() (else the bucket
+  // starts full and the counts at 0).
+  virtual bool bucket_survives_reopen() const { return false; }
 };
 
 struct BackendKind {
@@ -163,6 +169,12 @@ class Flow : public ::testing::TestWithParam<BackendKind> {
   }
   Queue& q() { return *q_; }
   TimePoint now() const { return clock_.now(); }
+  // `d` after start_time() (a whole microsecond) as the backend keeps it: rounded up to its
+  // resolution(), so that nothing is due early.
+  Duration as_kept(Duration d) const {
+    const Duration step = backend_->resolution();
+    return (d + step - Duration(1)) / step * step;
+  }
   void advance(Duration d) { clock_.advance(d); }
 
   std::string push(JobSpec spec) {

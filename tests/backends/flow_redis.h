@@ -1,6 +1,6 @@
-// The Redis backend for the flow suites (flow_fixture.h), for the suites whose rules the Redis
-// backend keeps (flow_priority_test.cc): instantiate with with_redis(backends()) and link
-// delayq::redis.
+// The Redis backend for the flow suites (flow_fixture.h: flow_priority_test.cc, the limits suites
+// and flow_browse_test.cc): instantiate with with_redis(backends()) and link delayq::redis. Where
+// Redis differs (docs/redis.md), the tests ask resolution() and bucket_survives_reopen().
 //
 // Redis: open_redis against one private redis-server per test binary (tests/support/
 // redis_server.h, started by the first Redis test, killed when the binary exits), on the test's
@@ -35,6 +35,9 @@ class RedisBackend : public Backend {
     return open_redis(o);
   }
   bool keeps_jobs() const override { return true; }
+  Duration resolution() const override { return std::chrono::microseconds(1); }
+  // The bucket lives in the queue's keys, shared by every client (docs/redis.md, "Limits").
+  bool bucket_survives_reopen() const override { return true; }
 
  private:
   static testing::RedisServer& the_server() {
