@@ -155,6 +155,9 @@ class Flow : public ::testing::TestWithParam<BackendKind> {
   void TearDown() override {
     if (q_) q_->close();
     q_.reset();
+    // Before clock_ goes: a backend may still run on it (Http's in-process daemon closes its
+    // engine, which leaves the clock, when it stops).
+    backend_.reset();
   }
   void open() {
     auto q = backend_->open(clock_, flow_limits());
