@@ -43,6 +43,8 @@ std::vector<std::pair<const char*, uint64_t>> calls_of(const RunResult& r) {
           {"reschedule", sum(&C::reschedules)}, {"requeue_dead", sum(&C::requeues)},
           {"requeue_dead_topic", sum(&C::requeue_topics)}, {"purge_dead", sum(&C::purges)},
           {"pause", sum(&C::pauses)},       {"resume", sum(&C::resumes)},
+          {"set_topic_limits", sum(&C::limits_set)},
+          {"clear_topic_limits", sum(&C::limits_cleared)}, {"list_jobs", sum(&C::lists)},
           {"consume", sum(&C::consumed)},   {"refused", sum(&C::refused)}};
 }
 
@@ -102,7 +104,8 @@ Promise promise_of(const std::string& p) {
   if (has(p, "before its due time")) return Promise::early;
   if (has(p, "a reopened store shows") || has(p, "not the queue as it was") ||
       has(p, "the store holds") || has(p, "the totals of stats()") || has(p, "delivered ") ||
-      has(p, "in a reopened store") || has(p, "drain:") || has(p, "after a reopen"))
+      has(p, "in a reopened store") || has(p, "drain:") || has(p, "after a reopen") ||
+      has(p, "list_jobs("))
     return Promise::wrong;
   return Promise::other;
 }

@@ -20,6 +20,9 @@ std::string static_problem(const JobInfo& info, uint64_t salt, size_t threads, u
   if (info.max_attempts != kMaxAttempts)
     return "its max_attempts is " + std::to_string(info.max_attempts);
   if (info.ttr != ttr_of(job)) return "its ttr is " + ms_text(info.ttr);
+  if (info.priority != priority_of(job))
+    return "its priority is " + std::to_string(info.priority) + ", pushed with " +
+           std::to_string(priority_of(job));
   return "";
 }
 
@@ -32,6 +35,19 @@ Record seen_record(uint64_t job, const Obs& o) {
   r.t0 = o.when.lo;
   r.t1 = o.when.hi;
   return r;
+}
+
+std::string limits_text(uint64_t code) {
+  if (code == 0) return "no limits";
+  if (code == kOtherLimits) return "limits the harness never set";
+  return "kTopicLimits[" + std::to_string(code - 1) + "]";
+}
+
+std::string limits_may_text(uint16_t may) {
+  std::string s;
+  for (uint64_t c = 0; c < 16; ++c)
+    if ((may >> c) & 1) s += (s.empty() ? "" : " or ") + limits_text(c);
+  return s;
 }
 
 uint64_t jobs_in(const Stats& s) {
@@ -74,6 +90,12 @@ Observation observe(Queue& q, const Model& m) {
   for (size_t i = 0; i < kTopics.size(); ++i)
     if (auto it = s.topics.find(kTopics[i]); it != s.topics.end() && it->second.paused)
       o.paused |= 1u << i;
+  for (size_t i = 0; i < kTopics.size(); ++i) {
+    auto it = s.flow.find(kTopics[i]);
+    const uint64_t code =
+        limits_code(it == s.flow.end() ? std::nullopt : std::optional(it->second.limits));
+    o.limits |= code << (4 * i);
+  }
   o.complete = true;
   return o;
 }
@@ -92,6 +114,7 @@ std::vector<Record> observation_records(const Observation& o) {
   end.totals[2] = o.cancelled;
   end.totals[3] = o.purged;
   end.attempt = o.paused;
+  end.arg = static_cast<int64_t>(o.limits);
   out.push_back(end);
   return out;
 }
@@ -144,6 +167,15 @@ bool check_observation(Model& m, const Observation& o) {
     m.counts.seen_paused += paused;
   }
   m.take_pauses(o.paused);
+  // Each topic's limits one that the reports allow (limits that were set or cleared are kept).
+  for (size_t i = 0; i < kTopics.size(); ++i) {
+    const uint64_t code = (o.limits >> (4 * i)) & 15;
+    if (!((m.limits_may[i] >> code) & 1))
+      m.problem(kTopics[i] + " has " + limits_text(code) + " after a reopen; the reports allow " +
+                limits_may_text(m.limits_may[i]));
+    m.counts.seen_limited += code != 0;
+    m.limits_may[i] = static_cast<uint16_t>(1u << code);
+  }
   // Nothing else is in the store, and its totals count exactly its jobs.
   if (o.stored != present)
     m.problem("the store holds " + std::to_string(o.stored) + " jobs; the reports allow exactly " +
@@ -208,6 +240,9 @@ std::vector<std::string> delivery_static_problems(const Delivery& d, const Model
   if (d.max_attempts != kMaxAttempts)
     out.push_back(d.id + " delivered with max_attempts " + std::to_string(d.max_attempts));
   if (d.token.id != d.id) out.push_back(d.id + " delivered with a token for " + d.token.id);
+  if (d.priority != priority_of(*job))
+    out.push_back(d.id + att + " delivered with priority " + std::to_string(d.priority) +
+                  ", pushed with " + std::to_string(priority_of(*job)));
   return out;
 }
 

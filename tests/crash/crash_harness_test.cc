@@ -106,10 +106,13 @@ void print_calls(const Model::Counts& c) {
       (unsigned long long)c.unreported_deliveries);
   std::printf(
       "[ harness  ] and %llu ack_batches, %llu requeue_dead_topics (%llu jobs), %llu pauses, "
-      "%llu resumes; paused topics seen in reopened stores %llu times\n",
+      "%llu resumes, %llu set_topic_limits, %llu clear_topic_limits, %llu list_jobs (%llu jobs "
+      "listed); paused topics seen in reopened stores %llu times, limited ones %llu times\n",
       (unsigned long long)c.ack_batches, (unsigned long long)c.requeue_topics,
       (unsigned long long)c.requeued, (unsigned long long)c.pauses, (unsigned long long)c.resumes,
-      (unsigned long long)c.seen_paused);
+      (unsigned long long)c.limits_set, (unsigned long long)c.limits_cleared,
+      (unsigned long long)c.lists, (unsigned long long)c.listed,
+      (unsigned long long)c.seen_paused, (unsigned long long)c.seen_limited);
 }
 
 // A harness whose workers never got going, or whose load skipped a call, proves nothing.
@@ -155,6 +158,13 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
               (unsigned long long)run.drained, run.owed);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   expect_every_call(m.counts, t.done_cycles);
+  // Limits are set and cleared in the kill cycles only (loop.cc), and seen in reopened stores.
+  EXPECT_GT(m.counts.limits_set, 0u);
+  EXPECT_GT(m.counts.limits_cleared, 0u);
+  EXPECT_GT(m.counts.seen_limited, 0u) << "no reopened store showed a topic's limits";
+  // So is browsing, and its pages list jobs (each checked in the worker, browse.cc).
+  EXPECT_GT(m.counts.lists, 0u);
+  EXPECT_GT(m.counts.listed, 0u) << "list_jobs never listed a job";
   EXPECT_GT(m.counts.consumed, 0u) << "consume() never handled a job";
   EXPECT_GT(m.counts.early_deliveries, 0u) << "the consumer never reserved a job whose push had "
                                               "not returned yet";

@@ -37,6 +37,13 @@ std::optional<uint64_t> parse_job_id(std::string_view id) {
   return v;
 }
 
+uint8_t limits_code(const std::optional<TopicLimits>& l) {
+  if (!l) return 0;
+  for (size_t i = 0; i < kTopicLimits.size(); ++i)
+    if (*l == kTopicLimits[i]) return static_cast<uint8_t>(i + 1);
+  return kOtherLimits;
+}
+
 std::string body_of(uint64_t salt, uint64_t job) {
   uint64_t s = mix(salt ^ mix(job));
   const uint64_t pick = s % 100;
@@ -69,7 +76,8 @@ JobSpec spec_of(uint64_t salt, uint64_t job, Duration delay, size_t threads) {
                  .delay = delay,
                  .ttr = ttr_of(job),
                  .body = body_of(salt, job),
-                 .retry = harness_policy()};
+                 .retry = harness_policy(),
+                 .priority = priority_of(job)};
 }
 
 }  // namespace delayq::crash

@@ -6,8 +6,8 @@
 // overlap (and share fsyncs); with the consumers, threads 0 and 1 only push the jobs of their
 // second topic, which the consumer thread or consume() take (below): their reservations race
 // those pushes, as intended, and nothing else does. Everything about a job that the driver
-// checks (topic, body, ttr, retry policy) is a function of its number, the run's salt and the
-// number of threads, so both processes know it without sending it.
+// checks (topic, body, ttr, retry policy, priority) is a function of its number, the run's salt
+// and the number of threads, so both processes know it without sending it.
 #pragma once
 
 #include <array>
@@ -86,9 +86,30 @@ inline const std::string& topic_of(uint64_t job, size_t threads) {
 inline Duration ttr_of(uint64_t job) {
   return mix(job ^ 0x77) % 4 == 0 ? kShortTtr : kLongTtr;
 }
+// Its priority (JobSpec::priority): more urgent than the default, the default, or less urgent,
+// so that ready jobs of a topic come out of order of push and every priority goes through the
+// journal, a reopen and the disk tier.
+inline constexpr std::array<uint32_t, 3> kPriorities = {0, kDefaultPriority, 5000};
+inline uint32_t priority_of(uint64_t job) {
+  return kPriorities[mix(job ^ 0x5e) % kPriorities.size()];
+}
 inline RetryPolicy harness_policy() {
   return RetryPolicy::fixed(kRetryDelay, kMaxAttempts);
 }
+
+// The limits a worker sets on its topics (set_topic_limits), one at a time or none: loose
+// enough (many hand-outs a second, a large burst, more jobs at once than the load ever holds)
+// that they never hold a job back, so that every other promise the harness checks is as
+// without them; what is checked is that they survive a kill once set_topic_limits() returned.
+inline const std::array<TopicLimits, 2> kTopicLimits = {
+    TopicLimits{.rate = TopicLimits::Rate{.count = 100'000, .per = 1s, .burst = 100'000},
+                .max_in_flight = 10'000},
+    TopicLimits{.rate = TopicLimits::Rate{.count = 50'000, .per = 100ms, .burst = 20'000}}};
+// A topic's limits as a number (an observed record's arg holds 4 bits per topic): 0 none,
+// i + 1 kTopicLimits[i], kOtherLimits anything else.
+constexpr uint8_t kOtherLimits = 15;
+static_assert(kTopicLimits.size() < kOtherLimits);
+uint8_t limits_code(const std::optional<TopicLimits>& l);
 
 // The body pushed for a job: empty, short, or up to 16 KiB of arbitrary bytes, with a NUL and a
 // 0xff in every body of two bytes or more.

@@ -112,6 +112,7 @@ bool Model::apply(const Record& r) {
       o.cancelled = r.totals[2];
       o.purged = r.totals[3];
       o.paused = r.attempt;
+      o.limits = static_cast<uint64_t>(r.arg);
       o.complete = true;
       return check_observation(*this, o);
     }
@@ -255,6 +256,23 @@ bool Model::apply_outcome(const Record& r, const Record& intent) {
       ++(pause ? counts.pauses : counts.resumes);
       return true;
     }
+    case Kind::limits_done:
+      if (r.code != 0) {
+        problem(std::string(intent.n == 0 ? "clear_topic_limits" : "set_topic_limits") + " of " +
+                kTopics[intent.arg] + " failed: " + outcome);
+        return false;
+      }
+      limits_may[intent.arg] = static_cast<uint16_t>(1u << intent.n);
+      ++(intent.n == 0 ? counts.limits_cleared : counts.limits_set);
+      return true;
+    case Kind::list_done:
+      if (r.code != 0) {
+        problem("list_jobs of " + kTopics[intent.arg] + " failed: " + outcome);
+        return false;
+      }
+      ++counts.lists;
+      counts.listed += r.n;
+      return true;
     default:
       break;
   }
@@ -350,6 +368,11 @@ void Model::settle(const Record& intent, int64_t kill_hi) {
       return;
     case Kind::resume_intent:
       pause_may[intent.arg] |= kMayRun;
+      return;
+    case Kind::limits_intent:
+      limits_may[intent.arg] |= static_cast<uint16_t>(1u << intent.n);
+      return;
+    case Kind::list_intent:  // reads only
       return;
     case Kind::ackb_intent:
       for (size_t i = 0; i < intent.n; ++i) settle(ack_of_batch(intent, i), kill_hi);

@@ -40,6 +40,7 @@ struct Observation {
   uint64_t stored = 0;                    // jobs counted by stats()
   uint64_t pushed = 0, acked = 0, cancelled = 0, purged = 0;  // stats() totals
   uint32_t paused = 0;  // bit i: kTopics[i] is paused (stats())
+  uint64_t limits = 0;  // bits 4i..4i+3: kTopics[i]'s limits, limits_code() (stats().flow)
   bool complete = false;
 };
 
@@ -64,6 +65,13 @@ struct Model {
   std::array<uint8_t, kTopics.size()> pause_may = [] {
     std::array<uint8_t, kTopics.size()> all{};
     all.fill(kMayRun);
+    return all;
+  }();
+  // Per topic: the limits it may have (bit c: limits_code() c), one after a set or clear that
+  // returned, more after a kill during one (until a reopened store shows which).
+  std::array<uint16_t, kTopics.size()> limits_may = [] {
+    std::array<uint16_t, kTopics.size()> all{};
+    all.fill(1);
     return all;
   }();
   // Per worker thread: the span of a reserve() in flight at the last kill. It may have
@@ -122,7 +130,8 @@ struct Model {
     uint64_t opened = 0, pushes = 0, batches = 0, deliveries = 0, acks = 0, nacks = 0,
              dead_letters = 0, touches = 0, releases = 0, cancels = 0, reschedules = 0,
              requeues = 0, purges = 0, purged = 0, ack_batches = 0, requeue_topics = 0,
-             requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, refills = 0,
+             requeued = 0, pauses = 0, resumes = 0, seen_paused = 0, limits_set = 0,
+             limits_cleared = 0, seen_limited = 0, lists = 0, listed = 0, refills = 0,
              early_deliveries = 0, kept_by_reservation = 0, consumed = 0, refused = 0,
              resolved_present = 0, resolved_missing = 0, seen_dead = 0, seen_expired = 0,
              observations = 0, unreported_deliveries = 0;

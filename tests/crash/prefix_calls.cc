@@ -112,6 +112,8 @@ std::vector<uint64_t> jobs_of(const Call& c) {
       return c.listed;
     case Kind::pause_intent:
     case Kind::resume_intent:
+    case Kind::limits_intent:
+    case Kind::list_intent:
       return {};
     case Kind::batch_intent: {
       std::vector<uint64_t> out;

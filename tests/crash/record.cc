@@ -63,6 +63,8 @@ constexpr Call kCalls[] = {
     {Kind::rqtopic_intent, Kind::rqtopic_done, "requeue_dead_topic"},
     {Kind::pause_intent, Kind::pause_done, "pause"},
     {Kind::resume_intent, Kind::resume_done, "resume"},
+    {Kind::limits_intent, Kind::limits_done, "set_topic_limits"},
+    {Kind::list_intent, Kind::list_done, "list_jobs"},
 };
 
 const Call* call_of(Kind intent) {
@@ -89,7 +91,8 @@ bool is_token_call(Kind intent) {
 
 bool is_topic_call(Kind intent) {
   return intent == Kind::purge_intent || intent == Kind::rqtopic_intent ||
-         intent == Kind::pause_intent || intent == Kind::resume_intent;
+         intent == Kind::pause_intent || intent == Kind::resume_intent ||
+         intent == Kind::limits_intent || intent == Kind::list_intent;
 }
 
 Record ack_of_batch(const Record& batch_intent, size_t i) {

@@ -52,11 +52,18 @@ enum class Kind : uint8_t {
   pause_done,
   resume_intent,  // resume(); arg = the topic's index
   resume_done,
+  limits_intent,  // set_topic_limits(), or clear_topic_limits() when n = 0; arg = the topic's
+                  // index, n = the limits: kTopicLimits[n - 1] (load.h)
+  limits_done,
+  list_intent,  // list_jobs() of a topic's ready (n = 0) or dead (n = 1) jobs, a page or two;
+                // arg = the topic's index
+  list_done,    // n = the jobs listed
   violation,     // job, text: a broken promise the worker saw
   error,         // text: the worker failed in a way the load does not allow
   seen,          // job: what the worker's reopened store shows (see Obs); t0, t1 around get()
   observed,      // n = jobs stored (stats()), totals = pushed, acked, cancelled, purged;
-                 // attempt = the paused topics (bit i: kTopics[i])
+                 // attempt = the paused topics (bit i: kTopics[i]); arg = each topic's limits
+                 // (bits 4i..4i+3 for kTopics[i]: limits_code(), load.h)
   bg_begin,      // a RocksDB flush (n = 0) or compaction (n = 1) began
   bg_end,        // ... ended
   refill_begin,  // the disk tier's refill began writing the jobs it moves (engine/test_hooks.h)
@@ -106,7 +113,7 @@ bool is_intent(Kind k);
 // Calls on a delivery's token: ack, nack, dead_letter, touch, release.
 bool is_token_call(Kind intent);
 // Calls on a whole topic (arg: the topic's index): purge_dead, requeue_dead_topic, pause,
-// resume.
+// resume, set_topic_limits / clear_topic_limits, list_jobs.
 bool is_topic_call(Kind intent);
 // An ack_batch() as the acks it is made of (the store writes each on its own, in order): the
 // intent of the ack of its item `i`, and its outcome from the batch's outcome `done`.

@@ -82,7 +82,8 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
   o.engine.shards = setup.shards;
   o.horizon = setup.horizon;
   rocksdb::Env* base = rocksdb::Env::Default();
-  if (!setup.sync_log.empty()) {
+  power_loss_ = !setup.sync_log.empty();
+  if (power_loss_) {
     std::string error;
     recording_env_ = power_loss::sync_recording_env(setup.sync_log, &error);
     if (!recording_env_) fail_with("power-loss file system: " + error, 3);

@@ -63,6 +63,7 @@ class WorkerProcess {
   std::unique_ptr<rocksdb::Env> recording_env_;  // power-loss cycles
   std::unique_ptr<rocksdb::Env> env_;            // outlives q_
   std::unique_ptr<Engine> q_;
+  bool power_loss_ = false;   // a power-loss cycle's worker (its store records its syncs)
   bool plant_early_ = false;  // WorkerFault::early_delivery, until planted (under mu_)
   Consumer consumer_;         // consume() (never stopped: the worker is killed)
 };
