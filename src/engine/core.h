@@ -21,6 +21,8 @@
 //                        throttled(), take_place(), place_freed(), wake_at().
 //   core_browse.cc       list_jobs(): browse() and finish_restore().
 // The private declarations below are grouped the same way. The retry wait is backoff.h.
+// Over 400 lines: it is one class's declaration (the structures its files share and their
+// inline hot-path helpers), split across files by definition, not by declaration.
 #pragma once
 
 #include <atomic>
