@@ -58,6 +58,11 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
                             but --max-connections; behind a proxy all share its address)
   --max-body-bytes N        largest request body (default 4194304)
   --max-job-bytes N         largest job body the queue takes (default 1048576)
+  --max-delay SECONDS       pushes, reschedules, ttrs and retry waits further out than this
+                            are refused, 1 to 3153600000 (100 years; default 315360000,
+                            3650 days)
+  --default-ttr SECONDS     the lease of a job pushed without a ttr, 1 to --max-delay
+                            (default 30)
   --max-waiting-pops N      pops waiting at once (default 1024)
   --pop-timeout SECONDS     how long /pop waits by default, and at most (default 180)
   --idle-timeout SECONDS    close keep-alive connections idle this long (default 60)
@@ -81,7 +86,8 @@ const std::vector<std::string_view> kKeys = {
     "max-connections", "max-body-bytes", "max-job-bytes", "max-waiting-pops",
     "pop-timeout",     "idle-timeout",   "drain-timeout", "metrics-topics",
     "backup-dir",      "config",         "max-connections-per-client",
-    "header-timeout",  "body-timeout",   "horizon",       "memtable-mb"};
+    "header-timeout",  "body-timeout",   "horizon",       "memtable-mb",
+    "max-delay",       "default-ttr"};
 
 // A setting's value and where it came from, for messages: "--threads" for a flag,
 // "delayqd.conf:3: threads" for a config line.
@@ -253,6 +259,16 @@ void read_api(const Settings& s, ApiOptions& api) {
   api.max_metric_topics = number(s, "metrics-topics", 1000, 0, 100'000, "topics");
 }
 
+// The queue's limits, the same for either backend; the Api checks requests against them too.
+void read_limits(const Settings& s, Limits& limits, ApiOptions& api) {
+  limits.max_body_bytes = api.max_job_bytes;
+  constexpr uint64_t kHundredYears = 3153600000;  // rules::kLongestDelay, in seconds
+  const uint64_t max_delay = number(s, "max-delay", 315360000, 1, kHundredYears, "seconds");
+  limits.max_delay = std::chrono::seconds(max_delay);
+  limits.default_ttr = seconds(s, "default-ttr", 30, 1, max_delay);
+  api.max_delay = limits.max_delay;
+}
+
 // The queue: Redis (--redis) or the store; the flags of the other one are refused.
 void read_queue(Settings& s, Config& c) {
   c.redis = s.contains("redis");
@@ -269,8 +285,7 @@ void read_queue(Settings& s, Config& c) {
   if (c.redis) {
     c.redis_options.url = value(s, "redis");
     if (s.contains("queue")) c.redis_options.queue = value(s, "queue");
-    c.redis_options.limits.max_body_bytes = c.api.max_job_bytes;
-    c.api.max_delay = c.redis_options.limits.max_delay;
+    read_limits(s, c.redis_options.limits, c.api);
     c.redis_options.shards = static_cast<uint32_t>(number(s, "shards", 1, 1, 1024));
     c.api.backend = "redis";
     return;
@@ -287,8 +302,7 @@ void read_queue(Settings& s, Config& c) {
                           : Duration(seconds(s, "horizon", 0, 1, 3153600000));
   if (s.contains("memtable-mb"))
     c.store.memtable_bytes = number(s, "memtable-mb", 16, 1, 1024, "MiB") << 20;
-  c.store.engine.limits.max_body_bytes = c.api.max_job_bytes;
-  c.api.max_delay = c.store.engine.limits.max_delay;
+  read_limits(s, c.store.engine.limits, c.api);
   if (s.contains("backup-dir")) c.backup_dir = value(s, "backup-dir");
 }
 

@@ -210,24 +210,33 @@ class Redis : public Backend {
 
 // delayqd over HTTP (delayq/http.h): a daemon of this build per test, on a store of its own
 // (--sync none), started at the first open() and restarted on the same store when a later open()
-// asks for another body limit (its --max-job-bytes). The other limits are the daemon's own; the
-// client checks the test's too (HttpOptions::limits), so a push beyond the test's max_delay is
-// refused as on every backend. A closed client's jobs are still in the daemon: it keeps jobs.
+// asks for other limits (its --max-job-bytes, --max-delay and --default-ttr; the last two only
+// when they are whole seconds). The default retry policy is the daemon's own; the client checks
+// the test's limits too (HttpOptions::limits), so a push beyond the test's max_delay is refused
+// as on every backend. A closed client's jobs are still in the daemon: it keeps jobs.
 class Http : public Backend {
  public:
   static constexpr const char* kName = "Http";
   static constexpr bool kKeepsJobs = true;
 
   Result<std::unique_ptr<Queue>> open(const Limits& l) override {
-    if (port_ == 0 || l.max_body_bytes != body_bytes_) {
+    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--store", dir_.sub("store"),
+                                  "--sync", "none", "--max-job-bytes",
+                                  std::to_string(l.max_body_bytes)};
+    const auto whole_seconds = [&](const char* flag, Duration d) {
+      if (d > Duration(0) && d % std::chrono::seconds(1) == Duration(0))
+        args.insert(args.end(), {flag, std::to_string(d / std::chrono::seconds(1))});
+    };
+    whole_seconds("--max-delay", l.max_delay);
+    whole_seconds("--default-ttr", l.default_ttr);
+    if (port_ == 0 || args != args_) {
       if (daemon_.running()) {
         daemon_.signal(SIGTERM);
         if (!daemon_.wait(std::chrono::seconds(30))) daemon_.kill9();
       }
-      port_ = daemon_.start({"--listen", "127.0.0.1:0", "--store", dir_.sub("store"), "--sync",
-                             "none", "--max-job-bytes", std::to_string(l.max_body_bytes)});
+      port_ = daemon_.start(args);
       if (port_ == 0) return Status(Errc::unavailable, "delayqd did not start: " + daemon_.log());
-      body_bytes_ = l.max_body_bytes;
+      args_ = std::move(args);
     }
     HttpOptions o;
     o.limits = l;
@@ -238,7 +247,7 @@ class Http : public Backend {
   testing::TempDir dir_{"delayq-conformance-http"};
   testing::DaemonProcess daemon_{DELAYQD_PATH, dir_.sub("delayqd.log")};
   int port_ = 0;
-  size_t body_bytes_ = 0;
+  std::vector<std::string> args_{};  // the running daemon's
 };
 
 // One backend as the suite's parameter: its name, whether it keeps jobs, and how to make one.
@@ -655,7 +664,6 @@ TEST_P(Conformance, RescheduleToTheEndOfTimeIsRefused) {
 // lease, nack wait, policy wait or reschedule that far out is kept exactly (never wrapped into the
 // past, never "due now"), and one a nanosecond further is refused.
 TEST_P(Conformance, TheLongestMaxDelayIsKeptExactlyAtEveryEntry) {
-  if (backend_name() == "Http") GTEST_SKIP() << "delayqd's max_delay is 3650 days, not settable";
   constexpr Duration kMax = rules::kLongestDelay;
   ASSERT_NO_FATAL_FAILURE(
       this->open(Limits{.max_delay = kMax, .max_body_bytes = 4096, .default_ttr = 30s}));
@@ -708,7 +716,6 @@ TEST_P(Conformance, TheLongestMaxDelayIsKeptExactlyAtEveryEntry) {
 // An exponential policy whose waits overflow any integer (1 ms x 1e6^n) stops at its cap, the
 // longest max_delay: every wait is the formula's, or the cap, never wrapped around to "now".
 TEST_P(Conformance, AnExponentialPolicyThatOverflowsStopsAtItsCap) {
-  if (backend_name() == "Http") GTEST_SKIP() << "delayqd's max_delay is 3650 days, not settable";
   constexpr Duration kMax = rules::kLongestDelay;
   ASSERT_NO_FATAL_FAILURE(
       this->open(Limits{.max_delay = kMax, .max_body_bytes = 4096, .default_ttr = 30s}));
@@ -1434,7 +1441,7 @@ TEST_P(Conformance, GetReportsASnapshotOfTheJob) {
 // reporting RetryPolicy{} or ttr 0 for "not given" is caught.
 TEST_P(Conformance, GetReportsTheEffectiveTtrAndRetryPolicy) {
   if (backend_name() == "Http")
-    GTEST_SKIP() << "delayqd's default ttr and retry policy are its own (30 s, the library's)";
+    GTEST_SKIP() << "delayqd's default retry policy is its own (the library's)";
   Limits limits = test_limits();
   limits.default_ttr = 45s;
   limits.default_retry = RetryPolicy::fixed(3s, 6);

@@ -91,6 +91,25 @@ TEST(DelayqdSettings, MaxJobBytesIsTheQueuesLimitAndIsNamed) {
   EXPECT_EQ(fits.exit, 0) << describe(fits);
 }
 
+// --max-delay and --default-ttr reach the queue: a push one second past the limit is refused,
+// one at it is kept, and a job pushed without a ttr gets the default.
+TEST(DelayqdSettings, MaxDelayAndDefaultTtrAreTheQueues) {
+  TempDir dir;
+  DaemonProcess daemon(DELAYQD_PATH, dir.sub("delayqd.log"));
+  const int port = daemon.start({"--listen", "127.0.0.1:0", "--store", dir.sub("s"), "--sync",
+                                 "none", "--max-delay", "3600", "--default-ttr", "45"});
+  ASSERT_GT(port, 0) << "delayqd did not start";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  CliRun beyond = cli({"--url", url, "push", "t", "--delay", "3601s"});
+  EXPECT_EQ(beyond.exit, 1) << describe(beyond);
+  EXPECT_TRUE(contains(beyond.err, "max_delay")) << beyond.err;
+  CliRun at_limit = cli({"--url", url, "push", "t", "--id", "j", "--delay", "3600s"});
+  EXPECT_EQ(at_limit.exit, 0) << describe(at_limit);
+  CliRun get = cli({"--url", url, "get", "j", "--json"});
+  ASSERT_EQ(get.exit, 0) << describe(get);
+  EXPECT_TRUE(contains(get.out, "\"ttr_ms\":45000")) << get.out;
+}
+
 CliRun delayqd(const std::vector<std::string>& args) {
   return run_program(DELAYQD_PATH, args);
 }
@@ -117,6 +136,14 @@ TEST(DelayqdSettings, BadValuesNameTheFlagOrTheFileAndLine) {
   r = delayqd({"--max-job-bytes", "0"});
   EXPECT_EQ(r.exit, 2) << describe(r);
   EXPECT_TRUE(contains(r.err, "--max-job-bytes must be a whole number of bytes")) << r.err;
+  r = delayqd({"--max-delay", "3153600001"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--max-delay must be a whole number of seconds from 1 to 3153600000"))
+      << r.err;
+  r = delayqd({"--max-delay", "60", "--default-ttr", "61"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--default-ttr must be a whole number of seconds from 1 to 60"))
+      << r.err;
   r = delayqd({"--metrics-topics", "100001"});
   EXPECT_EQ(r.exit, 2) << describe(r);
   EXPECT_TRUE(contains(r.err, "--metrics-topics must be a whole number of topics from 0 to 100000"))
