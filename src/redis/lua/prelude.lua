@@ -195,9 +195,10 @@ local function make_ready(id, j, k)
   join_lines({{id = id, j = j, seq = redis.call('INCR', SEQ)}}, k)
 end
 
--- Delayed until `due`, or ready now (due = now) when `due` has come.
-local function schedule(id, topic, j, due, k)
-  if due <= NOW then
+-- Delayed until `due`, or ready now (due = now) when `due` has come; `held`: delayed even then
+-- (advance() makes it ready in its place among the jobs of its catch-up).
+local function schedule(id, topic, j, due, k, held)
+  if due <= NOW and not held then
     j[DUE] = NOW
     make_ready(id, j, k)
     wake(topic)
@@ -234,13 +235,13 @@ local function to_dead(id, j, k, at)
 end
 
 -- A failed attempt of a detached job, at instant `at`: retry after `delay` (or the policy's
--- wait), or dead-letter when it has had all its attempts.
-local function fail(id, topic, j, delay, at, k)
+-- wait), or dead-letter when it has had all its attempts. `held`: see schedule().
+local function fail(id, topic, j, delay, at, k, held)
   if j[AT] >= j[POL][2] then return to_dead(id, j, k, at) end
   local d = delay or backoff(j[POL], j[AT])
   if d > MAXD then d = MAXD end
   count('retried')
-  schedule(id, topic, j, at + d, k)
+  schedule(id, topic, j, at + d, k, held)
 end
 
 local function detach(id, j, k)
@@ -297,15 +298,16 @@ local function erase(id, topic, j, k)
   add_to_topic(topic, -1)
 end
 
--- One timer of a job firing at `at`: a due delayed job becomes ready, a lease runs out.
-local function fire(id, topic, j, at, k)
+-- One timer of a job firing at `at`: a due delayed job becomes ready, a lease runs out (`held`:
+-- see schedule()).
+local function fire(id, topic, j, at, k, held)
   if j[ST] == DELAYED then
     redis.call('ZREM', k.d, id)
     make_ready(id, j, k)
   else
     redis.call('ZREM', k.l, id)
     count('leases_expired')
-    fail(id, topic, j, nil, at, k)  -- the retry counts from when the lease ran out
+    fail(id, topic, j, nil, at, k, held)  -- the retry counts from when the lease ran out
     freed(topic)
   end
   save(id, topic, j)
@@ -393,7 +395,26 @@ local function advance(k)
     redis.call('HSET', JOBS, unpack(recs))
     return
   end
-  for _, it in ipairs(items) do fire(it.id, it.topic, it.j, it.at, k) end
+  -- A lease's retry that fell due by now takes its place among the items still to fire, as the
+  -- engine's heap of instants does (ready at once, it would go ahead of jobs due before it);
+  -- unless it is due after a timer that CAP left for the next call: it waits in k.d for that.
+  local cut
+  if #due == 2 * CAP then cut = tonumber(due[#due]) end
+  if #expired == 2 * CAP and (not cut or tonumber(expired[#expired]) < cut) then
+    cut = tonumber(expired[#expired])
+  end
+  local i = 1
+  while i <= #items do
+    local it = items[i]
+    fire(it.id, it.topic, it.j, it.at, k, true)
+    local j = it.j
+    if it.lease and j[ST] == DELAYED and j[DUE] <= NOW and (not cut or j[DUE] < cut) then
+      local n = i + 1
+      while n <= #items and items[n].at <= j[DUE] do n = n + 1 end
+      table.insert(items, n, {id = it.id, at = j[DUE], j = j, topic = it.topic, lease = false})
+    end
+    i = i + 1
+  end
 end
 
 -- The job `id` of `topic` with its own timer settled: nil and an error reply if it does not
