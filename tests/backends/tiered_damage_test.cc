@@ -139,5 +139,23 @@ TEST_F(TieredDamage, BrowsingMeetsAnUnreadableOrMissingRecordAsCorruptOrSkipsItW
   EXPECT_TRUE(said("does not decode")) << ::testing::PrintToString(skipped_);
 }
 
+// A store whose disk tier predates the index (format 3, no family "far-topic") with an unreadable
+// record: the open that builds the index leaves that record out and goes on; pages list the
+// other jobs, and a lookup still meets the record as corrupt.
+TEST_F(TieredDamage, AnUnreadableRecordGetsNoIndexKeyWhenTheIndexIsBuilt) {
+  damage_far_3(garbage);
+  with_raw([](rocksdb::DB& db, const Families& f) {
+    ASSERT_TRUE(db.DropColumnFamily(f.at(wal::kFarTopicFamily)).ok());
+    ASSERT_TRUE(db.Put(rocksdb::WriteOptions(), f.at("meta"), "format", "3").ok());
+  });
+  open(std::nullopt);
+  auto page = q_->list_jobs("t", JobState::delayed, 100);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  EXPECT_EQ(page->jobs.size(), 9u);
+  EXPECT_TRUE(q_->get("far-3").is(Errc::corrupt));
+  q_.reset();
+  EXPECT_EQ(raw_keys(wal::kFarTopicFamily).size(), 9u);
+}
+
 }  // namespace
 }  // namespace delayq
