@@ -2,8 +2,9 @@
 // script, lua/flow.lua), on a ManualClock through RedisOptions::clock: `burst` at once, then
 // exactly `count` per `per`; a throttled topic keeps its order and holds back no other topic; a
 // blocked reserve() wakes at the next token and not 1 µs before (on the manual clock and on the
-// server's own); stats().flow exact; bad limits refused in the shared words, and limits refused
-// on more than one shard. Places, changes, reopening and batches: redis_limits_places_test.cc.
+// server's own); stats().flow exact; bad limits refused in the shared words; on four shards, two
+// clients share one limit and a place nobody frees frees itself at its deadline. Places,
+// changes, reopening and batches: redis_limits_places_test.cc.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -232,18 +233,71 @@ TEST_F(RedisLimits, BadLimitsAreRefusedAndChangeNothing) {
   EXPECT_EQ(q().stats().flow, before.flow);
 }
 
-// Over several shards a topic's jobs are spread by id, and one script cannot see them all: the
-// limits are refused rather than kept per shard (which would let each shard hand out its own).
-TEST_F(RedisLimits, LimitsAreRefusedOnMoreThanOneShard) {
-  auto sharded = open(1, 4, "sharded");
-  ASSERT_TRUE(sharded);
-  const Status s = sharded->set_topic_limits("t", TopicLimits{.max_in_flight = 1});
-  EXPECT_TRUE(s.is(Errc::invalid_argument)) << s.to_string();
-  EXPECT_NE(s.message().find("limits need shards = 1 on Redis for now"), std::string::npos)
-      << s.message();
-  EXPECT_TRUE(sharded->clear_topic_limits("t").ok());
-  EXPECT_TRUE(sharded->stats().flow.empty());
-  sharded->close();
+// Four shards: the topic's bucket and places are kept by the home shard, so two clients of the
+// queue, taking from jobs spread over every shard, share one rate and one cap.
+TEST_F(RedisLimits, TwoClientsOfFourShardsShareOneLimit) {
+  auto a = open(1, 4, "shared");
+  auto b = open(1, 4, "shared");
+  ASSERT_TRUE(a && b);
+  for (int i = 0; i < 40; ++i)
+    ASSERT_TRUE(a->push({.topic = "t", .id = "j" + std::to_string(i), .ttr = 1h}).ok());
+  ASSERT_TRUE(a->set_topic_limits("t", rate(5, 1h, 5)).ok());
+  int handed = 0;
+  for (int i = 0; i < 20; ++i) handed += (i % 2 ? a : b)->reserve("t", 0ms).ok() ? 1 : 0;
+  EXPECT_EQ(handed, 5) << "a bucket per shard or per client would hand out more";
+  advance(12min);  // one token
+  EXPECT_TRUE(b->reserve("t", 0ms).ok());
+  EXPECT_FALSE(a->reserve("t", 0ms).ok());
+  // A cap of 7 (the six reserved above count) and no rate: one more, then a place frees only by an
+  // exit.
+  ASSERT_TRUE(b->set_topic_limits("t", TopicLimits{.max_in_flight = 7}).ok());
+  std::vector<Delivery> held;
+  for (int i = 0; i < 6; ++i)
+    if (auto d = (i % 2 ? a : b)->reserve("t", 0ms); d.ok()) held.push_back(*d);
+  EXPECT_EQ(held.size(), 1u);
+  EXPECT_EQ(a->stats().flow.at("t").in_flight, 7u);
+  ASSERT_TRUE(a->ack(held[0].token).ok());  // b reserved it: its place frees all the same
+  EXPECT_EQ(a->stats().flow.at("t").in_flight, 6u);
+  EXPECT_TRUE(a->reserve("t", 0ms).ok());
+  EXPECT_FALSE(b->reserve("t", 0ms).ok());
+  a->close();
+  b->close();
+}
+
+// Four shards: a place is held on the home shard until its deadline. A client that reserved and
+// vanished holds it until its lease runs out, and one that died between the home shard's
+// admission and its claim (an admission never settled, written here by hand) until the admission
+// ends; then the place frees itself, with no message from anyone.
+TEST_F(RedisLimits, OnFourShardsAPlaceNobodyFreesFreesItselfAtItsDeadline) {
+  auto q = open(1, 4, "crashed");
+  ASSERT_TRUE(q);
+  for (int i = 0; i < 6; ++i)
+    ASSERT_TRUE(q->push({.topic = "t", .id = "j" + std::to_string(i), .ttr = 1min}).ok());
+  ASSERT_TRUE(q->set_topic_limits("t", TopicLimits{.max_in_flight = 2}).ok());
+  {
+    auto gone = open(1, 4, "crashed");  // reserves, then goes without a word
+    ASSERT_TRUE(gone);
+    ASSERT_TRUE(gone->reserve("t", 0ms).ok());
+  }
+  const int64_t now_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(now().time_since_epoch()).count();
+  EXPECT_EQ(command("ZADD {dq:crashed:0}:p:t " + std::to_string(now_us + 90'000'000) +
+                    " a:dead-client:1"),
+            ":1");
+  EXPECT_FALSE(q->reserve("t", 0ms).ok());
+  EXPECT_EQ(q->stats().flow.at("t").in_flight, 2u);
+  advance(1min - 1us);
+  EXPECT_FALSE(q->reserve("t", 0ms).ok()) << "a place freed before its lease ran out";
+  advance(1us);
+  auto d = q->reserve("t", 0ms);
+  EXPECT_TRUE(d.ok()) << "the lease ran out: its place frees itself";
+  EXPECT_FALSE(q->reserve("t", 0ms).ok());
+  advance(30s - 1us);
+  EXPECT_FALSE(q->reserve("t", 0ms).ok()) << "the admission's place freed early";
+  advance(1us);
+  EXPECT_TRUE(q->reserve("t", 0ms).ok()) << "the admission ended: its place frees itself";
+  EXPECT_EQ(q->stats().flow.at("t").in_flight, 2u);
+  q->close();
 }
 
 }  // namespace
