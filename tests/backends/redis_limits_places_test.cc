@@ -4,7 +4,8 @@
 // lets exactly one more through and wakes a blocked reserve() (by a published wake-up: the
 // waiters' sweep is a minute); release() gives its token back; limits changed and cleared at run
 // time; limits kept across a reopen, with their bucket; a batched claim (claim_batch > 1, and
-// the ack that claims the next jobs) takes no more than the tokens and places allow.
+// the ack that claims the next jobs) takes no more than the tokens and places allow, on one shard
+// and on four; on four, touch moves the job's place on the home shard.
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -198,6 +199,54 @@ TEST_F(RedisLimits, ABatchedClaimTakesNoMoreThanTheLimitsAllow) {
   EXPECT_EQ(take("t"), id_of(4));
   EXPECT_EQ(take("t"), "");
   EXPECT_EQ(command("ZCARD {dq:batched:0}:r:t"), ":5");
+}
+
+// Four shards: touch moves the job's place on the home shard to the new lease deadline, so the
+// place outlives the first lease and frees itself at the second.
+TEST_F(RedisLimits, OnFourShardsATouchMovesThePlace) {
+  auto q = open(1, 4, "touched");
+  ASSERT_TRUE(q);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(q->push({.topic = "t", .id = id_of(i), .ttr = 1min}).ok());
+  ASSERT_TRUE(q->set_topic_limits("t", TopicLimits{.max_in_flight = 1}).ok());
+  auto d = q->reserve("t", 0ms);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  advance(50s);
+  ASSERT_TRUE(q->touch(d->token).ok());  // the lease ends 1 min from now
+  advance(20s);
+  EXPECT_FALSE(q->reserve("t", 0ms).ok()) << "the place freed at the first lease's deadline";
+  advance(40s - 1us);
+  EXPECT_FALSE(q->reserve("t", 0ms).ok());
+  advance(1us);
+  EXPECT_TRUE(q->reserve("t", 0ms).ok()) << "the touched lease ran out: its place frees itself";
+  q->close();
+}
+
+// Four shards, claim_batch = 8: a reserve() takes ahead no more than the home shard admits, and
+// an ack does not claim from a limited topic (its next reserve() asks the home shard): never more
+// than the cap's 3 in flight, never more than the 5 tokens an hour.
+TEST_F(RedisLimits, OnFourShardsABatchedClaimTakesNoMoreThanTheLimitsAllow) {
+  q_->close();
+  q_ = open(8, 4, "batched4", /*manual=*/false);
+  ASSERT_TRUE(q_);
+  for (int i = 0; i < 40; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
+  const TopicLimits limits{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
+                           .max_in_flight = 3};
+  set_limits("t", limits);
+  std::vector<Delivery> got;
+  for (int i = 0; i < 6; ++i)
+    if (auto d = q().reserve("t", 0ms); d.ok()) got.push_back(*d);
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(flow_of("t").in_flight, 3u);
+  for (const Delivery& d : got) ASSERT_TRUE(q().ack(d.token).ok());
+  EXPECT_EQ(flow_of("t").in_flight, 0u);
+  int more = 0;
+  for (int i = 0; i < 6; ++i) more += q().reserve("t", 0ms).ok() ? 1 : 0;
+  EXPECT_EQ(more, 2) << "5 tokens in all";
+  // Counted once per reserve call that held back a ready job, as on one shard: the first batch
+  // (3 of 8 asked, by the cap) and the three refused after it; then the second batch (2 of 8, by
+  // the rate) and the four refused after it.
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 0, .in_flight = 2,
+                                     .throttled_rate = 5, .throttled_concurrency = 4}));
 }
 
 }  // namespace
