@@ -21,6 +21,10 @@ namespace {
 
 std::string id_of(int i) { return "j" + std::to_string(10 + i); }  // sorts as pushed
 
+// The batched claims' limits: 5 an hour, 3 at once.
+const TopicLimits kBatched{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
+                           .max_in_flight = 3};
+
 TEST_F(RedisLimits, TheConcurrencyCapHoldsAndEveryExitFreesAPlace) {
   for (int i = 0; i < 12; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
   set_limits("t", TopicLimits{.max_in_flight = 2});
@@ -168,14 +172,23 @@ TEST_F(RedisLimits, LimitsAndTheirBucketSurviveAReopen) {
 // the next ones in the same script run. Both take no more than the places (3) and tokens (5 an
 // hour) allow, and the jobs kept ahead count as in flight and spent. On the server's clock (the
 // client times the jobs it keeps on the real clock; an hour's rate does not refill meanwhile).
-TEST_F(RedisLimits, ABatchedClaimTakesNoMoreThanTheLimitsAllow) {
-  q_->close();
-  q_ = open(8, 1, "batched", /*manual=*/false);
-  ASSERT_TRUE(q_);
-  for (int i = 0; i < 10; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
-  const TopicLimits limits{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
-                           .max_in_flight = 3};
-  set_limits("t", limits);
+class BatchedLimits : public RedisLimits {
+ protected:
+  // The test's queue replaced by one of `shards` shards with claim_batch 8 on the server's clock
+  // (the client times the jobs it keeps on the real clock), `jobs` jobs of topic t and kBatched.
+  void batched_queue(uint32_t shards, const std::string& queue, int jobs) {
+    q_->close();
+    q_ = open(8, shards, queue, /*manual=*/false);
+    ASSERT_TRUE(q_);
+    for (int i = 0; i < jobs; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
+    set_limits("t", kBatched);
+  }
+  const TopicLimits& limits = kBatched;
+};
+
+TEST_F(BatchedLimits, ABatchedClaimTakesNoMoreThanTheLimitsAllow) {
+  batched_queue(1, "batched", 10);
+  if (HasFatalFailure()) return;
   std::vector<Delivery> got;
   for (int i = 0; i < 3; ++i) {
     auto d = q().reserve("t", 0ms);
@@ -224,14 +237,9 @@ TEST_F(RedisLimits, OnFourShardsATouchMovesThePlace) {
 // Four shards, claim_batch = 8: a reserve() takes ahead no more than the home shard admits, and
 // an ack does not claim from a limited topic (its next reserve() asks the home shard): never more
 // than the cap's 3 in flight, never more than the 5 tokens an hour.
-TEST_F(RedisLimits, OnFourShardsABatchedClaimTakesNoMoreThanTheLimitsAllow) {
-  q_->close();
-  q_ = open(8, 4, "batched4", /*manual=*/false);
-  ASSERT_TRUE(q_);
-  for (int i = 0; i < 40; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
-  const TopicLimits limits{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
-                           .max_in_flight = 3};
-  set_limits("t", limits);
+TEST_F(BatchedLimits, OnFourShardsABatchedClaimTakesNoMoreThanTheLimitsAllow) {
+  batched_queue(4, "batched4", 40);
+  if (HasFatalFailure()) return;
   std::vector<Delivery> got;
   for (int i = 0; i < 6; ++i)
     if (auto d = q().reserve("t", 0ms); d.ok()) got.push_back(*d);
