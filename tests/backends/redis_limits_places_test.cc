@@ -1,11 +1,11 @@
 // Concurrency limits on the Redis backend (TopicLimits::max_in_flight: the topic's leases zset
-// counted by the claim script), on a ManualClock through RedisOptions::clock: the cap holds and
-// each way out of `reserved` (ack, nack, release, dead_letter, cancel, a lease that runs out)
-// lets exactly one more through and wakes a blocked reserve() (by a published wake-up: the
-// waiters' sweep is a minute); release() gives its token back; limits changed and cleared at run
-// time; limits kept across a reopen, with their bucket; a batched claim (claim_batch > 1, and
-// the ack that claims the next jobs) takes no more than the tokens and places allow, on one shard
-// and on four; on four, touch moves the job's place on the home shard.
+// counted by the claim script), where Redis has its own (the rules every backend shares, release
+// and reopening included, run in flow_limits_places_test.cc on Redis too). Here, on a ManualClock
+// through RedisOptions::clock and with the waiters' sweep a minute, so that only a published
+// wake-up wakes them: each way out of `reserved` and each change of the limits wakes a blocked
+// reserve(); equal limits change nothing and clearing starts afresh; a batched claim
+// (claim_batch > 1, and the ack that claims the next jobs) takes no more than the tokens and
+// places allow, on one shard and on four; on four, touch moves the job's place on the home shard.
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -65,21 +65,6 @@ TEST_F(RedisLimits, TheConcurrencyCapHoldsAndEveryExitFreesAPlace) {
   EXPECT_EQ(flow_of("t").in_flight, 2u);
 }
 
-TEST_F(RedisLimits, AReleaseGivesItsTokenAndPlaceBack) {
-  push({.topic = "t", .id = "a"});
-  push({.topic = "t", .id = "b"});
-  const TopicLimits limits{.rate = TopicLimits::Rate{.count = 1, .per = 1h, .burst = 1},
-                           .max_in_flight = 1};
-  set_limits("t", limits);
-  auto d = q().reserve("t", 0ms);
-  ASSERT_TRUE(d.ok());
-  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 0, .in_flight = 1}));
-  ASSERT_TRUE(q().release(d->token).ok());
-  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 1, .in_flight = 0}));
-  EXPECT_EQ(take("t"), "a");
-  EXPECT_EQ(take("t"), "");
-}
-
 TEST_F(RedisLimits, LimitsCanBeChangedAndClearedAtRunTime) {
   for (int i = 0; i < 6; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
   set_limits("t", rate(1, 1h, 1));
@@ -136,36 +121,6 @@ TEST_F(RedisLimits, EqualLimitsChangeNothingAndClearingStartsAfresh) {
   ASSERT_TRUE(q().clear_topic_limits("t").ok());
   set_limits("t", rate(1, 1h, 2));
   EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = rate(1, 1h, 2), .tokens = 2, .in_flight = 2}));
-}
-
-// Redis keeps the limits as long as its keys, and with them what the engine cannot keep across a
-// restart: the bucket (a client that reopens does not refill it for every client) and the
-// throttled counts, which are the queue's, not one client's.
-TEST_F(RedisLimits, LimitsAndTheirBucketSurviveAReopen) {
-  const TopicLimits a{.rate = TopicLimits::Rate{.count = 2, .per = 1s, .burst = 3},
-                      .max_in_flight = 5};
-  const TopicLimits idle{.max_in_flight = 1};
-  set_limits("a", a);
-  set_limits("idle", idle);
-  set_limits("gone", idle);
-  ASSERT_TRUE(q().clear_topic_limits("gone").ok());
-  for (int i = 0; i < 4; ++i) push({.topic = "a", .id = id_of(i), .ttr = 1h});
-  auto first = q().reserve("a", 0ms);
-  ASSERT_TRUE(first.ok());
-  ASSERT_EQ(take("a"), id_of(1));
-  ASSERT_EQ(take("a"), id_of(2));
-  EXPECT_EQ(take("a"), "");  // the bucket is empty
-  const TopicFlow spent{.limits = a, .in_flight = 3, .throttled_rate = 1};
-  EXPECT_EQ(flow_of("a"), spent);
-  reopen();
-  const Stats st = q().stats();
-  EXPECT_EQ(st.flow, (std::map<std::string, TopicFlow>{{"a", spent}, {"idle", TopicFlow{.limits = idle}}}));
-  ASSERT_TRUE(q().ack(first->token).ok());
-  EXPECT_EQ(flow_of("a").in_flight, 2u);
-  EXPECT_EQ(take("a"), "");
-  advance(500ms);
-  EXPECT_EQ(take("a"), id_of(3));
-  EXPECT_EQ(flow_of("a"), (TopicFlow{.limits = a, .tokens = 0, .in_flight = 3, .throttled_rate = 2}));
 }
 
 // claim_batch = 8: a reserve() takes up to 8 jobs ahead, and an ack of a job of that topic takes
