@@ -10,7 +10,9 @@
 --  - KEYS[1..10] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
 --    paused topics), emptied (a zset of the topics that emptied, by when: see forget_late()),
 --    limits and flow (the topics' limits and their buckets, see flow.lua). Then five keys per topic the script works on: delayed, ready, leases, dead, and q (the
---    ready jobs whose priority is not the default's, see ready_add()).
+--    ready jobs whose priority is not the default's, see ready_add()). The home shard's scripts
+--    of a queue of several shards (admit, settle, place, and flow_stats there) take one key per
+--    topic instead: its places (admit.lua).
 --    Nothing else is touched, so every script stays within one hash tag (one cluster slot).
 --  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter),
 --    or "<seed>:<now in µs>" from a client on a test clock (RedisOptions::clock), whose now then
