@@ -4,7 +4,8 @@
 //
 // Checked: the client's slot function agrees with the server's; an 8-shard queue puts its keys
 // on every node, each shard on the node that owns its slot; every call works across nodes,
-// wake-ups included; browsing merges the shards' pages; and a slot moved by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
+// wake-ups included; topic limits hold on one shard and on eight spread over the nodes; browsing
+// merges the shards' pages; and a slot moved by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
 // NODE) in the middle of a workload is followed through ASK, TRYAGAIN and MOVED with no job lost.
 // As in redis_test.cc, nothing asserts how long anything took.
 //
@@ -430,7 +431,7 @@ TEST_F(RedisClusterTest, APauseHoldsTheTopicOnEveryNodeAndTheResumeWakesConsumer
 
 // Topic limits in a cluster: a queue of one shard (one slot, one node) keeps them for clients
 // opened through any node, and a freed place wakes a waiter of another client (a sweep of an
-// hour: only the published wake-up can); a queue of several shards refuses them.
+// hour: only the published wake-up can).
 TEST_F(RedisClusterTest, LimitsHoldForClientsOfEveryNodeOnOneShard) {
   auto a = open("limited", 1, /*via=*/0, /*sweep=*/1h).value();
   auto b = open("limited", 1, /*via=*/2, /*sweep=*/1h).value();
@@ -449,9 +450,45 @@ TEST_F(RedisClusterTest, LimitsHoldForClientsOfEveryNodeOnOneShard) {
   Result<Delivery> second = fut.get();
   ASSERT_TRUE(second.ok()) << second.status().to_string();
   EXPECT_EQ(second->id, "y");
-  auto sharded = open(spread_name("limited-sharded", 8), 8).value();
-  EXPECT_TRUE(
-      sharded->set_topic_limits("t", TopicLimits{.max_in_flight = 1}).is(Errc::invalid_argument));
+}
+
+// Topic limits on eight shards spread over the three nodes: the home shard (shard 0, on one node)
+// keeps one bucket and one cap for the jobs of every node and the clients of every node; an ack
+// on another node frees its place there and wakes a waiter of another client (a sweep of an
+// hour: only the published wake-up can).
+TEST_F(RedisClusterTest, LimitsHoldAcrossTheNodesOfEightShards) {
+  const std::string name = spread_name("limited-sharded", 8);
+  auto a = open(name, 8, /*via=*/0, /*sweep=*/1h).value();
+  auto b = open(name, 8, /*via=*/2, /*sweep=*/1h).value();
+  ASSERT_TRUE(a->set_topic_limits("t", TopicLimits{.rate = TopicLimits::Rate{.count = 4,
+                                                                             .per = 24h,
+                                                                             .burst = 4},
+                                                   .max_in_flight = 2})
+                  .ok());
+  for (int i = 0; i < 40; ++i)
+    ASSERT_TRUE(a->push({.topic = "t", .id = "lim" + std::to_string(i), .ttr = 1h}).ok());
+  std::vector<Delivery> held;
+  for (int i = 0; i < 16; ++i)
+    if (Result<Delivery> d = (i % 2 ? a : b)->reserve("t", 0ms); d.ok()) held.push_back(*d);
+  ASSERT_EQ(held.size(), 2u) << "the cap is one for every shard and client";
+  EXPECT_EQ(b->stats().flow["t"].in_flight, 2u);
+  std::promise<Result<Delivery>> got;
+  auto fut = got.get_future();
+  std::thread waiter([&] { got.set_value(a->reserve("t", kLong)); });
+  EXPECT_EQ(fut.wait_for(300ms), std::future_status::timeout) << "past the cap";
+  ASSERT_TRUE(b->ack(held[0].token).ok());
+  ASSERT_EQ(fut.wait_for(5s), std::future_status::ready) << "the ack did not wake the waiter";
+  waiter.join();
+  Result<Delivery> third = fut.get();
+  ASSERT_TRUE(third.ok()) << third.status().to_string();
+  ASSERT_TRUE(a->ack(held[1].token).ok());
+  ASSERT_TRUE(b->ack(third->token).ok());
+  int more = 0;
+  for (int i = 0; i < 16; ++i) more += (i % 2 ? a : b)->reserve("t", 0ms).ok() ? 1 : 0;
+  EXPECT_EQ(more, 1) << "4 tokens a day in all";
+  const TopicFlow f = a->stats().flow["t"];
+  EXPECT_EQ(f.tokens, 0u);
+  EXPECT_EQ(f.in_flight, 1u);
 }
 
 TEST_F(RedisClusterTest, ASlotMovedMidWorkloadIsFollowedAndNothingIsLost) {

@@ -28,6 +28,11 @@ register('ack_many', function()
   redis.call('HDEL', BODY, unpack(ids))
   add_to_topic(topic, -#ids)
   redis.call('HINCRBY', STATS, 'acked', #ids)
-  freed(topic)
+  if freed(topic) then
+    -- Each accepted delivery's reply says so, as ack's does.
+    for i = 2, #out do
+      if out[i][1] == 0 then out[i] = {0, 1} end
+    end
+  end
   return out
 end)

@@ -10,7 +10,9 @@
 --  - KEYS[1..10] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
 --    paused topics), emptied (a zset of the topics that emptied, by when: see forget_late()),
 --    limits and flow (the topics' limits and their buckets, see flow.lua). Then five keys per topic the script works on: delayed, ready, leases, dead, and q (the
---    ready jobs whose priority is not the default's, see ready_add()).
+--    ready jobs whose priority is not the default's, see ready_add()). The home shard's scripts
+--    of a queue of several shards (admit, settle, place, and flow_stats there) take one key per
+--    topic instead: its places (admit.lua).
 --    Nothing else is touched, so every script stays within one hash tag (one cluster slot).
 --  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter),
 --    or "<seed>:<now in µs>" from a client on a test clock (RedisOptions::clock), whose now then
@@ -37,8 +39,11 @@
 -- the wake channel, max_delay, the jitter seed and the server's time (or the test clock's).
 local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, PAUSED, EMPTIED, LIMITS, FLOW
 local WAKE, MAXD, rng, NOW
+-- A claim on a queue of several shards: what the home shard admitted per listed topic (flow.lua);
+-- nil on one shard, where the claim applies the limits itself.
+local GRANTS
 local function setup(keys, args)
-  KEYS, ARGV = keys, args
+  KEYS, ARGV, GRANTS = keys, args, nil
   JOBS, BODY, SEQ, FENCE, TOPICS, STATS = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
   PAUSED, EMPTIED, LIMITS, FLOW = keys[7], keys[8], keys[9], keys[10]
   WAKE, MAXD = args[1], tonumber(args[2])
@@ -80,13 +85,13 @@ local function random()
   return rng / 2147483647
 end
 
--- The keys of topic i, and its name `t`: the ready key is the shard's tag (JOBS without
--- ':jobs'), ':r:', then the topic.
+-- The keys of topic i, its name `t` and its index `i`: the ready key is the shard's tag (JOBS
+-- without ':jobs'), ':r:', then the topic.
 local function tkeys(i)
   local b = 10 + 5 * (i - 1)
   local r = KEYS[b + 2]
   return {d = KEYS[b + 1], r = r, l = KEYS[b + 3], x = KEYS[b + 4], q = KEYS[b + 5],
-          t = string.sub(r, #JOBS - 1)}
+          t = string.sub(r, #JOBS - 1), i = i}
 end
 
 -- A paused topic hands out nothing (Queue::pause): its ready jobs wait in its line.
@@ -150,10 +155,16 @@ local function due_ends()
   return {NOW - NOW % s + 60 * s, NOW - NOW % m + 60 * m, hour + 24 * h, hour + 168 * h}
 end
 local function wake(topic) redis.call('PUBLISH', WAKE, topic) end
+-- Whether `topic` has limits (flow.lua): one HEXISTS of the limits hash, which is absent when no
+-- topic has any.
+local function limited(topic) return redis.call('HEXISTS', LIMITS, topic) == 1 end
 -- A reserved job of `topic` left `reserved`: consumers waiting for a place of a topic with limits
--- look again (flow.lua). One HEXISTS of the limits hash, which is absent when no topic has any.
+-- look again. Returns whether the topic has limits: the scripts then say so in their reply, so
+-- that on several shards the client frees the job's place on the home shard (place.lua).
 local function freed(topic)
-  if redis.call('HEXISTS', LIMITS, topic) == 1 then wake(topic) end
+  if not limited(topic) then return false end
+  wake(topic)
+  return true
 end
 
 -- A topic's ready jobs stand in two zsets. Those of the default priority in `r`, scored by their
