@@ -25,6 +25,8 @@ def main(path):
             # Redis runs: the servers' µs per delivered job, and per script when profiled.
             if "server" in r:
                 metrics["server µs per job"] = r["server"]["usec_per_job"]
+                if "cpu_usec_per_job" in r["server"]:
+                    metrics["server CPU µs per job"] = r["server"]["cpu_usec_per_job"]
                 for name, c in sorted(r["server"].get("by_script", {}).items()):
                     metrics[f"{name}: µs per call"] = c["usec_per_call"]
                     metrics[f"{name}: µs per job"] = c["usec_per_job"]

@@ -52,7 +52,7 @@ for ((i = 1; i <= rounds; ++i)); do
       # shellcheck disable=SC2086
       "$bin" $w 2>/dev/null | while IFS= read -r line; do
         printf '{"build":"%s","args":"%s",%s\n' "$side" "$w" "${line#\{}"
-      done | tee -a "$out/runs.jsonl"
+      done | tee -a "$out/runs.jsonl" || echo "# the run above was not whole: $side $w" >&2
     done
   done
 done

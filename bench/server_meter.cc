@@ -85,8 +85,10 @@ void ServerMeter::start() {
   pending_.assign(servers_.size(), {});
   by_script_.clear();
   slowlog_saved_.clear();
+  cpu_at_start_.clear();
   for (const redis::Endpoint& ep : servers_) {
     auto c = connect(ep);
+    cpu_at_start_.push_back(parse_cpu_usec(must(c->call({"INFO", "cpu"})).str));
     if (profile_) {
       for (const char* name : {"slowlog-log-slower-than", "slowlog-max-len"}) {
         const redis::Reply r = must(c->call({"CONFIG", "GET", name}));
@@ -150,9 +152,12 @@ void ServerMeter::stop_drain() {
 ServerTime ServerMeter::finish(uint64_t delivered) {
   stop_drain();
   std::vector<CommandStats> stats;
+  uint64_t cpu = 0;
   for (size_t i = 0; i < servers_.size(); ++i) {
     auto c = connect(servers_[i]);
     stats.push_back(parse_commandstats(must(c->call({"INFO", "commandstats"})).str));
+    const uint64_t now = parse_cpu_usec(must(c->call({"INFO", "cpu"})).str);
+    if (i < cpu_at_start_.size() && now > cpu_at_start_[i]) cpu += now - cpu_at_start_[i];
     if (profile_ && slowlog_saved_.size() >= 2 * (i + 1)) {
       (void)c->call({"CONFIG", "SET", "slowlog-log-slower-than", slowlog_saved_[2 * i]});
       (void)c->call({"CONFIG", "SET", "slowlog-max-len", slowlog_saved_[2 * i + 1]});
@@ -161,6 +166,7 @@ ServerTime ServerMeter::finish(uint64_t delivered) {
   }
   started_ = false;
   ServerTime t = sum_server_time(stats, script_commands(), delivered);
+  t.cpu_usec = cpu;
   if (profile_) {
     std::lock_guard lock(mu_);
     t.profiled = true;

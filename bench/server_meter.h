@@ -1,6 +1,6 @@
 // ServerMeter: what the Redis servers of a run spent on its measured part (server_time.h has the
 // figures and their arithmetic). start() resets the servers' commandstats (CONFIG RESETSTAT);
-// finish() reads them. The servers are the one of --redis, or every master of the cluster it
+// finish() reads them, and the servers' CPU time since start() (INFO cpu). The servers are the one of --redis, or every master of the cluster it
 // belongs to. With `profile` (--server-profile 1) every command also goes to the slow log
 // (slowlog-log-slower-than 0), which a thread empties every 20 ms (SLOWLOG GET and RESET in one
 // MULTI) and counts by script; the slow log's settings are put back by finish(). Logging every
@@ -43,6 +43,7 @@ class ServerMeter {
   std::vector<redis::Endpoint> servers_;
   std::map<std::string, std::string> script_of_;  // FCALL function name -> script name
   std::vector<std::string> slowlog_saved_;        // per server: log-slower-than, max-len
+  std::vector<uint64_t> cpu_at_start_;            // per server: parse_cpu_usec() at start()
   std::thread drainer_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;  // by_script_, pending_

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 
 namespace delayq::bench {
 
@@ -67,6 +68,17 @@ CommandStats parse_commandstats(std::string_view info) {
     out[std::string(line.substr(kPrefix.size(), colon - kPrefix.size()))] = s;
   }
   return out;
+}
+
+uint64_t parse_cpu_usec(std::string_view info) {
+  double sum = 0;
+  for (std::string_view key : {"\nused_cpu_user:", "\nused_cpu_sys:"}) {
+    const size_t at = info.find(key);
+    if (at == std::string_view::npos) continue;
+    const std::string value(info.substr(at + key.size(), info.find_first_of("\r\n", at + 1) - at - key.size()));
+    sum += std::strtod(value.c_str(), nullptr);
+  }
+  return static_cast<uint64_t>(sum * 1e6 + 0.5);
 }
 
 std::set<std::string> commands_in_lua(std::string_view lua) {
@@ -137,7 +149,9 @@ std::string server_time_json(const ServerTime& t) {
   };
   std::string out = "{\"servers\":" + std::to_string(t.servers) + ",\"delivered\":" +
                     std::to_string(t.delivered) + ",\"usec\":" + std::to_string(t.usec()) +
-                    ",\"usec_per_job\":" + us(t.per_job(t.usec())) + ",\"scripts\":" +
+                    ",\"usec_per_job\":" + us(t.per_job(t.usec())) + ",\"cpu_usec\":" +
+                    std::to_string(t.cpu_usec) + ",\"cpu_usec_per_job\":" +
+                    us(t.per_job(t.cpu_usec)) + ",\"scripts\":" +
                     stat(t.scripts) + ",\"other\":" + stat(t.other) + ",\"other_by_command\":{";
   bool first = true;
   for (const auto& [name, s] : t.other_by_command) {
@@ -171,7 +185,8 @@ std::string server_time_text(const ServerTime& t) {
                     " jobs, " + std::to_string(t.servers) + " server" +
                     (t.servers == 1 ? "" : "s") + "): scripts " + us(t.per_job(t.scripts.usec)) +
                     " (" + std::to_string(t.scripts.calls) + " FCALLs), other commands " +
-                    us(t.per_job(t.other.usec)) + "\n";
+                    us(t.per_job(t.other.usec)) + "; the servers' CPU " +
+                    us(t.per_job(t.cpu_usec)) + " us per delivered job\n";
   if (t.profiled) {
     uint64_t seen = 0;
     for (const auto& [name, c] : t.by_script) seen += c.total.calls;

@@ -63,6 +63,10 @@ struct ServerTime {
   CommandStat scripts;  // FCALL and FCALL_RO: the delayq functions, the commands they ran inside
   CommandStat other;    // top-level commands no script runs (the benchmark's own left out)
   CommandStats other_by_command;
+  // CPU time the servers' processes used meanwhile (INFO cpu: used_cpu_user + used_cpu_sys), in
+  // µs: unlike commandstats' wall-clock usec, not inflated when a busy machine preempts the
+  // server in the middle of a command; it includes the event loop and the sockets.
+  uint64_t cpu_usec = 0;
   bool profiled = false;                      // --server-profile 1: by_script is filled
   std::map<std::string, ScriptCost> by_script;  // by script name (push, claim, ack_many, ...)
 
@@ -75,6 +79,9 @@ struct ServerTime {
 // (commands_in_lua()); those are inside the FCALLs' usec, so they are not added again.
 ServerTime sum_server_time(const std::vector<CommandStats>& servers,
                            const std::set<std::string>& script_commands, uint64_t delivered);
+
+// used_cpu_user + used_cpu_sys of INFO cpu's text, in µs (0 when absent).
+uint64_t parse_cpu_usec(std::string_view info);
 
 // The "server" object of a run's JSON line (starting with '{').
 std::string server_time_json(const ServerTime& t);

@@ -51,6 +51,9 @@ TEST(ServerTime, CommandstatsAreSummedOverServersScriptsApartFromOtherCommands) 
   EXPECT_NE(server_time_json(t).find("\"usec\":478,\"usec_per_job\":119.50,"), std::string::npos)
       << server_time_json(t);
   EXPECT_EQ(sum_server_time({a}, {}, 0).per_job(450), 0);  // nothing delivered: no division
+  EXPECT_EQ(parse_cpu_usec("# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:0.500001\r\n"
+                           "used_cpu_sys_children:9.000000\r\n"),
+            1750001u);
 }
 
 TEST(ServerTime, TheCommandsALuaSourceRunsAreFoundLowercased) {
@@ -111,6 +114,7 @@ TEST(ServerTime, OnARealServerTheScriptsAddUpToTheFcallsAndDivideByTheJobs) {
   EXPECT_GT(t.scripts.usec, 0u);
   EXPECT_EQ(t.usec(), t.scripts.usec + t.other.usec);
   EXPECT_DOUBLE_EQ(t.per_job(t.usec()), static_cast<double>(t.usec()) / 5);
+  EXPECT_GT(t.cpu_usec, 0u);  // the server did work meanwhile
   // The slow log's settings are the server's own again.
   auto c = redis::Connection::open(*redis::parse_url(server.url()), 2s, 2s);
   ASSERT_TRUE(c);
