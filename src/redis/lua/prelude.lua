@@ -461,6 +461,20 @@ local function holder(id, topic, fence, k)
   return nil, {4, j[ST], j[AT]}
 end
 
+-- The cheap judging of an ack (ack, ack_many): true when `raw`, the record of the job, is of
+-- `topic` and reserved under `fence` with its lease still running, which is all that holder()
+-- would find then; false when anything else may hold (holder() then judges, with the catch-up
+-- that may take). Decodes the record's first six fields only, not its policy.
+local function held_now(raw, topic, fence)
+  if not raw then return false end
+  local m = string.byte(raw, 1)
+  if string.sub(raw, 2, m + 1) ~= topic then return false end
+  local h = string.byte(raw, m + 2)
+  if h < 0x98 or h > 0x9a then return false end  -- an array of 8 to 10
+  local _, st, _, _, lease, _, fen = cmsgpack.unpack_limit(raw, 6, m + 2)
+  return st == RESERVED and fen == fence and lease > NOW
+end
+
 -- The prologue of the scripts about one job: ARGV[4] its id, ARGV[5] the topic the client
 -- believes it is in, and with `fenced` (the calls of a delivery) ARGV[6] the token's fence.
 -- Returns the id, the topic, the topic's keys and the job (located, its own timer settled; for a
