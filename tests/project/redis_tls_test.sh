@@ -3,7 +3,7 @@
 # delayqd and CLI and a redis-server that speaks TLS only (--port 0 --tls-port; certificates made
 # here: a CA and a server certificate for redis.example.com) and wants a password. stunnel
 # accepts plain TCP on loopback and speaks TLS to the server, checking its certificate; delayqd
-# and the CLI connect to stunnel. Checked: push, a pop that waits and is woken, finish (ack), the
+# and the CLI connect to stunnel. Checked: push, a pop waiting before it gets the job, finish (ack), the
 # CLI's stats; and that stunnel refuses a server whose certificate its CA did not sign.
 # Skipped (exit 77) where stunnel, openssl or redis-server is not installed.
 # The liberties: free loopback ports instead of 6380 and 6379, the CA file points into a scratch
@@ -64,8 +64,7 @@ expect() {  # expect TEXT ANSWER
   grep -qF -- "$1" <<<"$2" || fail "expected $1 in: ${2:0:300}"
 }
 
-# A pop waiting on an empty topic, woken by the push (delayqd's wake-up subscription goes
-# through stunnel too), then the job finished.
+# A pop waiting on an empty topic gets the job pushed meanwhile, then the job is finished.
 call pop '{"topic":"order","timeout":20}' >"$tmp/pop.json" &
 popper=$!
 sleep 0.5
