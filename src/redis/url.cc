@@ -59,8 +59,8 @@ std::string mask_url(std::string_view url) {
   const size_t auth = scheme == std::string::npos ? 0 : scheme + 3;
   // Everything between the first ':' of the authority and the last '@' is taken for the
   // password, so that a malformed url (a raw '/', '?' or '@' in the password) shows no more of
-  // it than a good one.
-  const size_t at = out.rfind('@');
+  // it than a good one. A unix socket's url holds one in its query only: its path may have both.
+  const size_t at = url.starts_with("unix://") ? std::string::npos : out.rfind('@');
   if (at != std::string::npos && at >= auth) {
     const size_t colon = out.find(':', auth);
     if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");

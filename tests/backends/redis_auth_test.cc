@@ -182,6 +182,8 @@ TEST(RedisAuth, UrlsCarryPercentDecodedCredentialsAndAreShownMasked) {
   }
   EXPECT_EQ(redis::mask_url("redis://h:1"), "redis://h:1");
   EXPECT_EQ(redis::mask_url("redis://alice@h:1"), "redis://alice@h:1");
+  EXPECT_EQ(redis::mask_url("unix:///run/a:b@c.sock"), "unix:///run/a:b@c.sock");
+  EXPECT_EQ(redis::mask_url("unix:///run/a:b@c.sock?password=x"), "unix:///run/a:b@c.sock?password=***");
 
   // The password in one place only, and a user needs one.
   RedisOptions o = options("redis://:pw@127.0.0.1:1", "", "pw");
