@@ -632,8 +632,9 @@ TEST(RedisClusterAuth, EveryNodeAuthenticatesAlsoANodeFirstNamedByMoved) {
     std::promise<Result<Delivery>> got;
     std::thread waiter([&] { got.set_value(other->reserve(id, kLong)); });
     std::this_thread::sleep_for(200ms);  // most likely waiting by now; correct either way
-    ASSERT_TRUE(q->push({.topic = id, .id = id}).ok());  // MOVED to node 2, first for q
-    waiter.join();
+    const Status pushed = q->push({.topic = id, .id = id}).status();  // MOVED to node 2, first for q
+    waiter.join();  // before any assertion returns
+    ASSERT_TRUE(pushed.ok()) << pushed.to_string();
     Result<Delivery> d = got.get_future().get();
     ASSERT_TRUE(d.ok()) << id << ": " << d.status().to_string();
     EXPECT_EQ(d->id, id);
