@@ -53,6 +53,7 @@ struct Args {
   uint32_t priorities = 0;   // W1: spread the jobs over this many priorities (0: the default)
   double rate = 1000;        // rate: the topic's limit, hand-outs per second
   uint32_t burst = 100;      // rate: the bucket's burst
+  bool server_profile = false;  // redis: the server's time per script too (server_meter.h)
 };
 
 // Prints `why` and the usage text on stderr and exits with code 2.

@@ -15,6 +15,7 @@
 
 #include "delayq_bench.h"
 #include "redis_run.h"
+#include "server_meter.h"
 #include "report.h"
 
 namespace delayq::bench {
@@ -75,6 +76,12 @@ int run_rate(const Args& a) {
   }
   const size_t n = a.jobs;
   const std::string body(64, 'x');
+  // The servers' time from the pushes to the last acknowledgement (server_meter.h).
+  std::unique_ptr<ServerMeter> meter;
+  if (redis) {
+    meter = std::make_unique<ServerMeter>(a.redis, a.server_profile);
+    meter->start();
+  }
   for (size_t i = 0; i < n;) {
     std::vector<JobSpec> specs;
     for (const size_t end = std::min(n, i + 1000); i < end; ++i)
@@ -114,6 +121,12 @@ int run_rate(const Args& a) {
   stop.store(true);
   for (auto& t : consumers) t.join();
   const double run_s = seconds(Steady::now() - start);
+  std::string server;
+  if (meter) {
+    const ServerTime t = meter->finish(at.size());
+    std::cerr << "delayq-bench: " << server_time_text(t);
+    server = ",\"server\":" + server_time_json(t);
+  }
 
   // The windows: whole seconds from the first hand-out after the burst.
   std::sort(at.begin(), at.end());
@@ -132,7 +145,7 @@ int run_rate(const Args& a) {
   }
   std::cout << "{\"peer\":\"delayq-" << a.backend << "\",\"workload\":\"rate\",\"jobs\":" << n
             << ",\"received\":" << at.size() << ",\"run_s\":" << num(run_s)
-            << ",\"windows\":[" << listed << "],\"worst_window_pct\":" << num(worst)
+            << ",\"windows\":[" << listed << "],\"worst_window_pct\":" << num(worst) << server
             << ",\"params\":{\"rate_per_s\":" << count << ",\"burst\":" << a.burst
             << ",\"consumers\":" << a.consumers
             << (a.backend == "rocksdb" ? sync_params(a) : std::string()) << ",\"shards\":"

@@ -21,6 +21,7 @@
 #include "delayq_bench.h"
 #include "redis_run.h"
 #include "report.h"
+#include "server_meter.h"
 
 namespace delayq::bench {
 
@@ -119,6 +120,12 @@ int run_w1(const Args& a) {
     });
   }
 
+  // The servers' time from here to the last acknowledgement (server_meter.h).
+  std::unique_ptr<ServerMeter> meter;
+  if (redis) {
+    meter = std::make_unique<ServerMeter>(a.redis, a.server_profile);
+    meter->start();
+  }
   const Steady::time_point start = Steady::now();
   if (a.batch == 0) {
     std::atomic<bool> failed{false};
@@ -168,6 +175,12 @@ int run_w1(const Args& a) {
   for (auto& t : consumers) t.join();
   consumer.stop();
   const size_t got_n = received.load();
+  std::string server;
+  if (meter) {
+    const ServerTime t = meter->finish(got_n);
+    std::cerr << "delayq-bench: " << server_time_text(t);
+    server = ",\"server\":" + server_time_json(t);
+  }
   const double e2e = got_n ? seconds(Steady::time_point(Steady::duration(last_ack_ns.load())) - start) : 0;
   std::vector<double> lat;
   lat.reserve(got_n);
@@ -183,13 +196,15 @@ int run_w1(const Args& a) {
     inversions = count_inversions(handouts, got);
     std::cout << ",\"inversions\":" << inversions << ",\"priorities\":" << a.priorities;
   }
+  std::cout << server;
   std::cout << ",\"params\":{\"delay_max_s\":"
             << num(a.delay_max_s) << ",\"consumers\":" << a.consumers << ",\"producers\":"
             << a.producers;
   if (redis) {
     std::cout << ",\"shards\":" << a.shards << ",\"batch\":" << a.batch
               << ",\"connections\":" << redis->connections() << ",\"claim_batch\":"
-              << a.claim_batch << ",\"consume\":" << a.consume << redis->server_params() << "}}"
+              << a.claim_batch << ",\"consume\":" << a.consume << ",\"server_profile\":"
+              << a.server_profile << redis->server_params() << "}}"
               << std::endl;
   } else {
     std::cout << (a.backend == "rocksdb" ? sync_params(a) : ",\"sync\":\"none\"")

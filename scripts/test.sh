@@ -11,8 +11,9 @@ source scripts/deps.sh
 # clang: the fuzzers; nginx-light and openssl: docs/production.md's TLS proxy configuration,
 # which tests/project/proxy_test.sh runs; chromium, chromium-driver, python3-selenium and a font: the
 # dashboard in a real browser (tests/daemon/dashboard_test.py); prometheus: promtool, which checks
-# delayqd's /metrics text (tests/daemon/metrics_promtool_test.cc).
-delayq_install_deps clang libclang-rt-14-dev nginx-light openssl chromium chromium-driver python3-selenium fonts-dejavu-core prometheus
+# delayqd's /metrics text (tests/daemon/metrics_promtool_test.cc); stunnel4: docs/redis.md's TLS
+# sidecar for Redis, which tests/project/redis_tls_test.sh runs.
+delayq_install_deps clang libclang-rt-14-dev nginx-light openssl chromium chromium-driver python3-selenium fonts-dejavu-core prometheus stunnel4
 
 echo "== build (RelWithDebInfo) =="
 delayq_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -27,14 +27,17 @@ namespace delayq::wal {
 
 // The store's format version, in meta/format: the highest this build reads. A store with a
 // higher one is refused. Version 2 added the disk tier (far_codec.h); version 3, job records of
-// version 2 (a priority other than the default). Each is written only once the store needs it:
-// a store without the tier and without such a record is still version 1, one with the tier and
-// without such a record version 2 (Database::check_format), and the first version 2 record
-// raises the store to 3 in the write that holds it (journal.cc), so that an older build never
-// opens a store whose records it cannot read.
-inline constexpr uint32_t kFormatVersion = 3;
-inline constexpr uint32_t kTieredFormat = 2;
+// version 2 (a priority other than the default); version 4, the disk tier's per-topic index
+// (family "far-topic", far_index.h), which a build of 2 or 3 would not keep in step. Each is
+// written only once the store needs it: a store without the tier and without such a record is
+// still version 1, and the first version 2 record raises such a store to 3 in the write that
+// holds it (journal.cc); a store with the tier is version 4 from the open that gives it the
+// tier or first opens it with this build (Database::check_format). So an older build never
+// opens a store whose records it cannot read, or whose index it would let go out of step.
+inline constexpr uint32_t kFormatVersion = 4;
+inline constexpr uint32_t kTieredFormat = 2;  // no longer written: a store with the tier is 4
 inline constexpr uint32_t kPriorityFormat = 3;
+inline constexpr uint32_t kFarIndexFormat = 4;
 
 inline constexpr char kJobsFamily[] = "jobs";
 inline constexpr char kMetaFamily[] = "meta";

@@ -59,12 +59,13 @@ struct EncodedChange {
   std::optional<std::string> record;
 };
 
-// One change of the disk tier (docs/tiered-store.md), its key and record encoded
-// (wal/far_codec.h): the job now lives in "far" under `key` with this record (and `id` maps to
-// it), or, without a record, it left "far".
+// One change of the disk tier (docs/tiered-store.md), its keys and record encoded
+// (wal/far_codec.h): the job now lives in "far" under `key` with this record (`id` maps to it,
+// and "far-topic" lists it under `topic_key`), or, without a record, it left "far".
 struct EncodedFarChange {
   std::string key;
   std::string id;
+  std::string topic_key;
   std::optional<std::string> record;
 };
 

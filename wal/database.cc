@@ -18,6 +18,7 @@
 
 #include "wal/codec.h"
 #include "wal/far_codec.h"
+#include "wal/far_index.h"
 #include "wal/lock.h"
 #include "wal/open_db.h"
 
@@ -71,7 +72,8 @@ rocksdb::ColumnFamilyOptions looked_up_by_id() {
 }
 
 std::vector<rocksdb::ColumnFamilyDescriptor> families(const std::string& dir,
-                                                      const rocksdb::DBOptions& d, bool tiered) {
+                                                      const rocksdb::DBOptions& d, bool tiered,
+                                                      bool read_only) {
   std::vector<rocksdb::ColumnFamilyDescriptor> out = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
       {kJobsFamily, deleted_in_runs()},
@@ -88,6 +90,10 @@ std::vector<rocksdb::ColumnFamilyDescriptor> families(const std::string& dir,
   };
   if (tiered || has(kFarFamily)) out.push_back({kFarFamily, deleted_in_runs()});
   if (tiered || has(kIdsFamily)) out.push_back({kIdsFamily, looked_up_by_id()});
+  // The per-topic index of "far" (far_index.h): made with the tier, or for a store whose tier
+  // predates it (the open builds it); a read-only open cannot make it, and reads without it.
+  if (has(kFarTopicFamily) || (!read_only && (tiered || has(kFarFamily))))
+    out.push_back({kFarTopicFamily, deleted_in_runs()});
   for (const std::string& name : existing)
     if (std::none_of(out.begin(), out.end(), [&](const auto& f) { return f.name == name; }))
       out.push_back({name, rocksdb::ColumnFamilyOptions()});
@@ -117,7 +123,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const J
   }
   d->dir_ = dir;
   rocksdb::DBOptions options = db_options(o);
-  std::vector<rocksdb::ColumnFamilyDescriptor> fams = families(dir, options, o.tiered);
+  std::vector<rocksdb::ColumnFamilyDescriptor> fams = families(dir, options, o.tiered, o.read_only);
   for (rocksdb::ColumnFamilyDescriptor& f : fams) f.options.write_buffer_size = o.memtable_bytes;
   if (!o.read_only && o.sync.mode != Sync::always) {
     d->switch_sync_ = std::make_shared<LogSyncOnSwitch>();
@@ -141,23 +147,30 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& dir, const J
   for (rocksdb::ColumnFamilyHandle* h : d->handles_) {
     if (h->GetName() == kFarFamily) d->far_ = h;
     if (h->GetName() == kIdsFamily) d->ids_ = h;
+    if (h->GetName() == kFarTopicFamily) d->far_topic_ = h;
   }
   if (Status st = d->check_format(o.read_only); !st.ok()) return st;
   return d;
 }
 
-// Reads meta/format; writes it on a new store, and raises it to 2 when the store has the disk
-// tier (whose jobs a format-1 build would not see); refuses a newer one. Not to kFormatVersion:
-// format 3 (records with a priority) is the journal's to write, with the first such record, so
-// that a store which never holds one stays readable by the builds of formats 1 and 2.
+// Reads meta/format; writes it on a new store, and raises it to 4 when the store has the disk
+// tier, after building the tier's per-topic index (a store whose tier predates it: format 2 or
+// 3); refuses a newer one. A store without the tier is not raised: format 3 (records with a
+// priority) is the journal's to write, with the first such record, so that a store which never
+// holds one stays readable by the builds of formats 1 and 2.
 Status Database::check_format(bool read_only) {
-  const uint32_t needed = far_ != nullptr ? kTieredFormat : 1;
+  const uint32_t needed = far_ != nullptr ? kFarIndexFormat : 1;
   format_ = needed;
-  auto write_format = [&] {
+  auto write_format = [&]() -> Status {
+    // The index first, then the format that says it is there: a crash in between leaves the old
+    // format, and the next open builds the index again from the start.
+    if (far_ != nullptr)
+      if (Status st = build_far_index(*this); !st.ok()) return st;
     rocksdb::WriteOptions wo;
     wo.sync = true;
     rocksdb::Status w = db_->Put(wo, meta(), kFormatKey, encode_format(needed));
     if (!w.ok()) return from_rocksdb(w, dir_, "writing the format version");
+    topic_index_ = far_topic_ != nullptr;
     return Status();
   };
   std::string value;
@@ -182,12 +195,16 @@ Status Database::check_format(bool read_only) {
                               dir_, *version, kFormatVersion));
   if (*version < needed && !read_only) return write_format();
   format_ = std::max(*version, needed);
+  // Read-only, a store of format 2 or 3 has no index to read: browsing falls back to the
+  // bounded scan of "far" (tier_browse.cc).
+  topic_index_ = far_topic_ != nullptr && *version >= kFarIndexFormat;
   return Status();
 }
 
 void Database::flush() {
   std::vector<rocksdb::ColumnFamilyHandle*> all = {jobs(), meta()};
   if (far_ != nullptr) all.insert(all.end(), {far_, ids_});
+  if (far_topic_ != nullptr) all.push_back(far_topic_);
   (void)db_->Flush(rocksdb::FlushOptions(), all);
 }
 

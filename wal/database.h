@@ -22,11 +22,12 @@ namespace delayq::wal {
 class Database {
  public:
   // Opens (creating if missing, with its parent directories) the database in `dir`: the
-  // families "jobs" and "meta" (codec.h); "far" and "ids" (far_codec.h) when they exist or
-  // JournalOptions::tiered asks for them; and any family a newer format added, left alone. Writes
-  // meta/format on a new store (2 with the disk tier, else 1), raises a format-1 store to 2 when
-  // it gets the disk tier, and refuses a newer format (kFormatVersion). Format 3 is never
-  // written here: the journal raises the store to it with its first version 2 record (format()).
+  // families "jobs" and "meta" (codec.h); "far", "ids" and "far-topic" (far_codec.h) when they
+  // exist or JournalOptions::tiered asks for them; and any family a newer format added, left
+  // alone. Writes meta/format on a new store (4 with the disk tier, else 1), raises a store that
+  // has or gets the disk tier to 4 once it built the tier's per-topic index (far_index.h), and
+  // refuses a newer format (kFormatVersion). Format 3 is never written here: the journal raises
+  // a store without the tier to it with its first version 2 record (format()).
   // Errors: as Journal::open().
   static Result<std::unique_ptr<Database>> open(const std::string& dir, const JournalOptions& o);
   // Closes: the family handles, then the database. Without flush(), the next open replays the
@@ -45,6 +46,11 @@ class Database {
   // The disk tier's families (docs/tiered-store.md), or null when the store has none.
   rocksdb::ColumnFamilyHandle* far() const { return far_; }
   rocksdb::ColumnFamilyHandle* ids() const { return ids_; }
+  // The per-topic index of "far" (far_index.h); null without the disk tier, and in a read-only
+  // open of a store whose tier predates it.
+  rocksdb::ColumnFamilyHandle* far_topic() const { return far_topic_; }
+  // Whether far_topic() holds every key of "far": format 4 (or built by this open).
+  bool topic_index() const { return topic_index_; }
   const std::string& dir() const { return dir_; }
   // The format in meta/format (after open: at least what the store needs). Used by the journal's
   // one writer at a time (the commit pipeline's leader): a write that holds a record needing a
@@ -70,6 +76,8 @@ class Database {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   rocksdb::ColumnFamilyHandle* far_ = nullptr;  // among handles_
   rocksdb::ColumnFamilyHandle* ids_ = nullptr;
+  rocksdb::ColumnFamilyHandle* far_topic_ = nullptr;
+  bool topic_index_ = false;  // topic_index()
   uint32_t format_ = 0;  // format()
   // Syncs the log before RocksDB writes to a new log file; not with Sync::always.
   std::shared_ptr<LogSyncOnSwitch> switch_sync_;

@@ -38,6 +38,27 @@ std::optional<engine::FarKey> decode_far_key(std::string_view bytes) {
                         get_be(bytes.substr(8))};
 }
 
+std::string far_topic_prefix(std::string_view topic) {
+  std::string out;
+  out.reserve(4 + topic.size() + kFarKeySize);
+  const auto n = static_cast<uint32_t>(topic.size());
+  for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out.append(topic);
+  return out;
+}
+
+std::string far_topic_key(std::string_view topic, const engine::FarKey& k) {
+  return far_topic_prefix(topic) + far_key(k);
+}
+
+std::optional<engine::FarKey> decode_far_topic_key(std::string_view bytes) {
+  if (bytes.size() < 4 + kFarKeySize) return std::nullopt;
+  uint64_t n = 0;
+  for (size_t i = 0; i < 4; ++i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+  if (bytes.size() != 4 + n + kFarKeySize) return std::nullopt;
+  return decode_far_key(bytes.substr(4 + n));
+}
+
 Result<engine::JobRecord> decode_far_record(std::string_view key, std::string_view value) {
   const std::optional<engine::FarKey> k = decode_far_key(key);
   if (!k)

@@ -1,10 +1,11 @@
 // The byte layout of the disk tier (docs/tiered-store.md, docs/journal-format.md): the families
-// "far" and "ids" and the disk tier's keys in "meta". codec.h holds the rest of the layout; these
+// "far", "ids" and "far-topic" and the disk tier's keys in "meta". codec.h holds the rest of the layout; these
 // two headers and their .cc files are the only code that knows it.
 //
 //   family "far"   key = far_key(FarKey): u64 due (ns since 1970), u64 seq, both big-endian
 //                  value = encode_record(JobRecord), state delayed
 //   family "ids"   key = the job's id            value = far_key() of its job
+//   family "far-topic"  key = far_topic_key(topic, FarKey)   value = empty
 //   family "meta"  "horizon"                     value = encode_horizon(FarKey)
 //                  "far-count/" + topic          value = encode_count(n)
 //                  "horizon-span"                value = encode_span(StoreOptions::horizon)
@@ -23,6 +24,7 @@ namespace delayq::wal {
 
 inline constexpr char kFarFamily[] = "far";
 inline constexpr char kIdsFamily[] = "ids";
+inline constexpr char kFarTopicFamily[] = "far-topic";
 inline constexpr char kHorizonKey[] = "horizon";
 inline constexpr char kFarCountPrefix[] = "far-count/";
 inline constexpr char kHorizonSpanKey[] = "horizon-span";
@@ -33,6 +35,15 @@ inline constexpr size_t kFarKeySize = 16;
 std::string far_key(const engine::FarKey& k);
 // nullopt unless `bytes` is kFarKeySize long.
 std::optional<engine::FarKey> decode_far_key(std::string_view bytes);
+
+// A key of "far-topic", the per-topic index of "far": u32 the topic's length big-endian, the
+// topic's bytes, then far_key(k). So one topic's keys are together, in (due, seq) order, and no
+// topic's keys run into another's (a topic may hold any byte, '/' included).
+std::string far_topic_prefix(std::string_view topic);
+std::string far_topic_key(std::string_view topic, const engine::FarKey& k);
+// The far key a key of "far-topic" ends with; nullopt unless its length is the one its topic's
+// length says.
+std::optional<engine::FarKey> decode_far_topic_key(std::string_view bytes);
 
 // A record of "far": as in "jobs" (encode_record), and its due and seq must be its key's.
 // Errors: corrupt, naming the key.

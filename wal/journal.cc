@@ -71,14 +71,17 @@ class RocksDbSink final : public CommitSink {
                          "writing " + std::to_string(batch_.Count()) + " changes to the log");
   }
 
-  // The disk tier's part of a group (far_codec.h): each job's key and id entry, in call order;
-  // the counts as of the group's last call; the horizon.
+  // The disk tier's part of a group (far_codec.h): each job's key, id entry and index entry
+  // (far_index.h), in call order; the counts as of the group's last call; the horizon.
   rocksdb::Status write_far(const Group& group) {
     rocksdb::Status s;
     for (auto c = group.far.begin(); s.ok() && c != group.far.end(); ++c) {
       s = c->record ? batch_.Put(d_.far(), c->key, *c->record) : batch_.Delete(d_.far(), c->key);
       if (s.ok())
         s = c->record ? batch_.Put(d_.ids(), c->id, c->key) : batch_.Delete(d_.ids(), c->id);
+      if (s.ok())
+        s = c->record ? batch_.Put(d_.far_topic(), c->topic_key, rocksdb::Slice())
+                      : batch_.Delete(d_.far_topic(), c->topic_key);
     }
     for (auto n = group.counts.begin(); s.ok() && n != group.counts.end(); ++n)
       s = n->second != 0 ? batch_.Put(d_.meta(), far_count_key(n->first), encode_count(n->second))
@@ -140,7 +143,8 @@ EncodedFar encode_far(const engine::FarBatch& far, uint32_t& format) {
   EncodedFar out;
   out.changes.reserve(far.changes.size());
   for (const engine::FarChange& c : far.changes) {
-    EncodedFarChange e{far_key(engine::far_key(c.record)), c.record.id, std::nullopt};
+    const engine::FarKey k = engine::far_key(c.record);
+    EncodedFarChange e{far_key(k), c.record.id, far_topic_key(c.record.topic, k), std::nullopt};
     if (c.put) {
       e.record = encode_record(c.record);
       needs(format, c.record);

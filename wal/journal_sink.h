@@ -109,6 +109,12 @@ class FarSink final : public engine::FarStore {
   void prefetch(const engine::FarKey& from, const engine::FarKey& below, size_t n) override {
     tier_.prefetch(from, below, n);
   }
+  bool indexes_topics() const override { return tier_.topic_index(); }
+  Status scan_topic(std::string_view topic, const engine::FarKey& from,
+                    const engine::FarKey& below,
+                    const std::function<bool(engine::JobRecord&&)>& fn) override {
+    return tier_.scan_topic(topic, from, below, fn);
+  }
 
  private:
   JournalSink& sink_;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "wal/far_index.h"
 #include "wal/far_reads.h"
 #include "wal/journal_impl.h"
 
@@ -27,6 +28,19 @@ Status JournalTier::scan(const engine::FarKey& from, const engine::FarKey& below
                          const std::function<bool(engine::JobRecord&&)>& fn) {
   Journal::Impl& m = *journal_.impl_;
   return wal::scan_far(*m.database, from, below, fn, [&m](const Status& damage) {
+    return m.damaged_as_said(damage.message(), " (the job is skipped)");
+  });
+}
+
+bool JournalTier::topic_index() const {
+  return journal_.impl_->database->topic_index();
+}
+
+Status JournalTier::scan_topic(std::string_view topic, const engine::FarKey& from,
+                               const engine::FarKey& below,
+                               const std::function<bool(engine::JobRecord&&)>& fn) {
+  Journal::Impl& m = *journal_.impl_;
+  return wal::scan_far_topic(*m.database, topic, from, below, fn, [&m](const Status& damage) {
     return m.damaged_as_said(damage.message(), " (the job is skipped)");
   });
 }

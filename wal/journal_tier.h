@@ -30,6 +30,15 @@ class JournalTier {
   Status scan(const engine::FarKey& from, const engine::FarKey& below,
               const std::function<bool(engine::JobRecord&&)>& fn);
   void prefetch(const engine::FarKey& from, const engine::FarKey& below, size_t n);
+  // Whether the store has the per-topic index (far_index.h): every open for writing builds it;
+  // a read-only open of a store whose tier predates it has none.
+  bool topic_index() const;
+  // Each written disk-only job of `topic` keyed in [from, below), in key order, until fn returns
+  // false, read through the index. Errors: io_error, corrupt (tolerant: reported, and the job
+  // skipped), invalid_state (no index).
+  Status scan_topic(std::string_view topic, const engine::FarKey& from,
+                    const engine::FarKey& below,
+                    const std::function<bool(engine::JobRecord&&)>& fn);
   // As stored; read once at open. counts() also gives the pipeline the counts it keeps.
   Result<engine::FarKey> horizon();
   Result<engine::TopicCounts> counts();

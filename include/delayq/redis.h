@@ -33,10 +33,18 @@ namespace delayq {
 
 struct RedisOptions {
   // Where the server is: "unix:///path/to/redis.sock" or "redis://host:port" (port 6379 if left
-  // out). No TLS or AUTH yet. For a Redis Cluster, any one node: open_redis() finds out that it
-  // is one (CLUSTER INFO), reads the slot map and reaches every master by itself, following
-  // MOVED and ASK as slots move (docs/redis.md, "Sharding and Redis Cluster").
+  // out). For a Redis Cluster, any one node: open_redis() finds out that it is one (CLUSTER
+  // INFO), reads the slot map and reaches every master by itself, following MOVED and ASK as
+  // slots move (docs/redis.md, "Sharding and Redis Cluster"). The url may hold the credentials,
+  // percent-encoded: "redis://user:password@host:port", "redis://:password@host:port",
+  // "unix:///path?password=...&user=...". No TLS (docs/redis.md: a TLS sidecar).
   std::string url{};
+  // AUTH: when a password is set (here or in the url, not both), every connection to every
+  // server, cluster nodes found later included, authenticates first with AUTH [user] password.
+  // A user (Redis 6 ACL) needs a password; without one, the default user. A server that refuses
+  // them fails the call with invalid_argument, naming AUTH; no message or log shows the password.
+  std::string user{};
+  std::string password{};
   // The queue's name: every key of the queue starts with "{dq:<queue>:". 1 to 64 bytes, no '{',
   // '}' or ':' so that the hash tag stays the queue's own.
   std::string queue = "default";
@@ -89,7 +97,8 @@ struct RedisOptions {
 // Connects (to every master of a cluster), checks the options and the queue's shard count, and
 // loads the scripts.
 // Errors: invalid_argument (a bad option, named in the message; a shard count that differs from
-// the queue's), unavailable (the server cannot be reached or refused the scripts).
+// the queue's; a password or user the server refused, or a server that wants one and got none),
+// unavailable (the server cannot be reached or refused the scripts).
 Result<std::unique_ptr<Queue>> open_redis(const RedisOptions& options);
 
 }  // namespace delayq

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "cli/parse.h"
+#include "redis/connection.h"
 #include "wire/fields.h"
 
 namespace delayq::cli {
@@ -34,6 +35,10 @@ constexpr const char* kTargetHelp =
   --redis URL                  a Redis queue (redis://host:port or unix:///path)
                                [--queue NAME (default "default")] [--shards N (default:
                                the queue's own count; 1 for a new queue)]
+                               [--redis-password-file FILE: its AUTH password, alone in
+                               FILE; or DELAYQ_REDIS_PASSWORD, then redis-password-file in
+                               the settings file] (an ACL user: redis://USER@host:port;
+                               a password in the URL is refused: ps shows it to all)
 Add --json to any command for one JSON document on stdout instead of text.
 )";
 
@@ -110,9 +115,10 @@ const std::vector<CommandInfo>& commands() {
   return kCommands;
 }
 
-const std::set<std::string> kTargetFlags = {"store", "url",   "token-file",
-                                            "redis", "queue", "shards"};
+const std::set<std::string> kTargetFlags = {"store", "url",   "token-file", "redis",
+                                            "queue", "shards", "redis-password-file"};
 const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", "redis",  "queue",
+                                           "redis-password-file",
                                            "shards", "id",        "delay",      "due-at", "ttr",
                                            "body",   "body-file", "retry",      "limit",  "topic",
                                            "timeout", "priority", "state", "cursor", "rate",
@@ -267,8 +273,14 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
   if (targets > 1) return bad("give one target: --store, --url or --redis, not several");
   if (f.contains("token-file") && targets == 1 && !f.contains("url"))
     return bad("--token-file applies to --url only");
-  if ((f.contains("queue") || f.contains("shards")) && !f.contains("redis"))
-    return bad("--queue and --shards apply to --redis only");
+  if ((f.contains("queue") || f.contains("shards") || f.contains("redis-password-file")) &&
+      !f.contains("redis"))
+    return bad("--queue, --shards and --redis-password-file apply to --redis only");
+  // Not the url itself: it holds the password.
+  if (redis::mask_url(flag("redis")) != flag("redis"))
+    return bad("--redis holds a password, which every user of this machine can read in the "
+               "process list: put it alone in a file named by --redis-password-file FILE (or by "
+               "redis-password-file in the settings file), or in DELAYQ_REDIS_PASSWORD");
   target.store_dir = flag("store");
   target.url = flag("url");
   target.token_file = flag("token-file");
@@ -302,6 +314,16 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
       target.token_file = *file->token_file;
       target.token_source = file->token_source;
     }
+  }
+  // The Redis password, as the token: the flag, then the environment, then the settings file.
+  const char* env_password = std::getenv("DELAYQ_REDIS_PASSWORD");
+  if (f.contains("redis-password-file")) {
+    target.redis_password_file = flag("redis-password-file");
+  } else if (env_password != nullptr && *env_password != '\0') {
+    target.redis_password = env_password;
+  } else if (file->redis_password_file) {
+    target.redis_password_file = *file->redis_password_file;
+    target.redis_password_source = file->redis_password_source;
   }
   if (f.contains("store") && target.store_dir.empty()) return bad("--store needs a directory");
   if (f.contains("redis") && target.redis_url.empty()) return bad("--redis needs a URL");

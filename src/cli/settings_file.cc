@@ -53,7 +53,7 @@ Result<Settings> read_settings() {
                                               ": " + std::strerror(errno));
   }
   s.path = path;
-  constexpr std::array<std::string_view, 2> kNames = {"url", "token-file"};
+  constexpr std::array<std::string_view, 3> kNames = {"url", "token-file", "redis-password-file"};
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     const std::string where = path + ":" + std::to_string(n);
@@ -69,19 +69,22 @@ Result<Settings> read_settings() {
     std::string value(trim(t.substr(eq + 1)));
     std::optional<std::string>* slot = name == "url"          ? &s.url
                                        : name == "token-file" ? &s.token_file
-                                                              : nullptr;
+                                       : name == "redis-password-file" ? &s.redis_password_file
+                                                                       : nullptr;
     if (slot == nullptr) {
       const std::string_view best = wire::closest_name(name, kNames);
       return bad("unknown setting '" + name + "'" +
                  (best.empty() ? "" : " (did you mean '" + std::string(best) + "'?)") +
-                 "; it may set url and token-file");
+                 "; it may set url, token-file and redis-password-file");
     }
     if (value.empty()) return bad("setting '" + name + "' has no value");
     if (slot->has_value()) return bad("setting '" + name + "' given twice");
-    if (name == "token-file" && fs::path(value).is_relative())
+    if (name != "url" && fs::path(value).is_relative())
       value = (fs::path(path).parent_path() / value).string();
     *slot = std::move(value);
-    (name == "url" ? s.url_source : s.token_source) = name + " in " + where;
+    (name == "url"          ? s.url_source
+     : name == "token-file" ? s.token_source
+                            : s.redis_password_source) = name + " in " + where;
   }
   return s;
 }

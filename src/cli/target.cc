@@ -50,7 +50,7 @@ Result<std::unique_ptr<Queue>> open_store_target(const Target& t, Access access)
 // here (a server that does not answer, a Cluster node that does not hold the hash): then the
 // opening itself says what is wrong.
 std::optional<uint32_t> stored_shards(const RedisOptions& options) {
-  auto ep = redis::parse_url(options.url);
+  auto ep = redis::parse_url(options.url, options.user, options.password);
   if (!ep) return std::nullopt;
   auto c = redis::Connection::open(*ep, options.connect_timeout, options.call_timeout);
   if (!c) return std::nullopt;
@@ -65,13 +65,24 @@ std::optional<uint32_t> stored_shards(const RedisOptions& options) {
 Result<std::unique_ptr<Queue>> open_redis_target(const Target& t) {
   RedisOptions options;
   options.url = t.redis_url;
+  options.password = t.redis_password;
+  if (!t.redis_password_file.empty()) {
+    auto pw = redis::read_password_file(t.redis_password_file);
+    if (!pw) return Status(Errc::invalid_argument, t.redis_password_source + ": " + pw.status().message());
+    options.password = std::move(*pw);
+  }
   if (!t.queue.empty()) options.queue = t.queue;
   if (t.shards != 0)
     options.shards = t.shards;
   else if (auto stored = stored_shards(options))
     options.shards = *stored;
   options.connections = 1;  // one command at a time
-  return open_redis(options);
+  auto q = open_redis(options);
+  if (!q && q.status().message().find("AUTH") != std::string::npos)
+    return Status(Errc::invalid_argument,
+                  q.status().message() + "; the CLI reads the password from a file named by "
+                                         "--redis-password-file FILE, or DELAYQ_REDIS_PASSWORD");
+  return q;
 }
 
 // The token in `path`; `source` names where the path came from (--token-file or

@@ -30,6 +30,11 @@ struct Target {
   std::string url_source = "--url";
   std::string token_source = "--token-file";
   std::string redis_url;
+  // --redis only: its password, or the file that holds it (and where that was named, for
+  // messages: --redis-password-file, or the settings file's line).
+  std::string redis_password;
+  std::string redis_password_file;
+  std::string redis_password_source = "--redis-password-file";
   std::string queue;    // --redis only; empty: "default"
   uint32_t shards = 0;  // --redis only; 0: the queue's own count (1 for a new queue)
 };

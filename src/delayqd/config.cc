@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "delayqd/log.h"
+#include "redis/connection.h"
 #include "wire/fields.h"
 #include "wire/version.h"
 
@@ -48,6 +50,12 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
   --backup-dir DIR          allow POST /backup: consistent copies of the live store, written
                             only into new directories directly under DIR
   --redis URL               use a Redis server instead: redis://host:port or unix:///path
+                            (redis://[user]@host:port, unix:///path?user=NAME: an ACL user).
+                            A password in the URL is refused here, where every user sees it
+                            in the process list; it may be in the URL of a --config file
+  --redis-password-file FILE
+                            the Redis password (AUTH), alone in FILE; or set
+                            DELAYQ_REDIS_PASSWORD in delayqd's environment
   --queue NAME              Redis queue name (default "default")
   --shards N                Redis shards, 1 to 1024 (default 1)
   --token-file FILE         require "Authorization: Bearer <token>", the token read from FILE
@@ -87,7 +95,7 @@ const std::vector<std::string_view> kKeys = {
     "pop-timeout",     "idle-timeout",   "drain-timeout", "metrics-topics",
     "backup-dir",      "config",         "max-connections-per-client",
     "header-timeout",  "body-timeout",   "horizon",       "memtable-mb",
-    "max-delay",       "default-ttr"};
+    "max-delay",       "default-ttr",    "redis-password-file"};
 
 // A setting's value and where it came from, for messages: "--threads" for a flag,
 // "delayqd.conf:3: threads" for a config line.
@@ -171,7 +179,8 @@ Settings parse_config(const std::string& path) {
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     const size_t eq = t.find('=');
-    if (eq == std::string::npos) usage_error(where + "expected 'name = value', got '" + t + "'");
+    if (eq == std::string::npos)  // masked: the line may be a redis url with a password
+      usage_error(where + "expected 'name = value', got '" + redis::mask_url(t) + "'");
     const std::string key = trim(t.substr(0, eq));
     const std::string value = trim(t.substr(eq + 1));
     if (!known(key) || key == "config")
@@ -269,6 +278,36 @@ void read_limits(const Settings& s, Limits& limits, ApiOptions& api) {
   api.max_delay = limits.max_delay;
 }
 
+// The Redis password: in the url of a config file, in --redis-password-file (flag or config), or
+// in DELAYQ_REDIS_PASSWORD; never on the command line, where every user can read it (ps).
+void read_redis_password(const Settings& s, RedisOptions& options) {
+  const Setting& url = s.at("redis");
+  // Any url the masking changes holds a password, also one that will not parse.
+  const bool in_url = redis::mask_url(url.value) != url.value;
+  if (in_url && url.where == "--redis")
+    usage_error("--redis holds a password, which every user of this machine can read in the "
+                "process list: put it alone in a file named by --redis-password-file FILE, in "
+                "DELAYQ_REDIS_PASSWORD, or in the redis url of a --config file");
+  const char* env = std::getenv("DELAYQ_REDIS_PASSWORD");
+  const bool in_env = env != nullptr && *env != '\0';
+  const auto file = s.find("redis-password-file");
+  std::string where;
+  for (const auto& [given, name] : {std::pair{in_url, url.where + " (the url)"},
+                                    {file != s.end(), file != s.end() ? file->second.where : ""},
+                                    {in_env, std::string("DELAYQ_REDIS_PASSWORD")}})
+    if (given) where += (where.empty() ? "" : " and ") + name;
+  if (in_url + in_env + (file != s.end()) > 1)
+    usage_error("the Redis password is given more than once (" + where + "): give it in one place");
+  if (in_env) options.password = env;
+  if (file == s.end()) return;
+  auto pw = redis::read_password_file(file->second.value);
+  if (!pw) usage_error(file->second.where + ": " + pw.status().message());
+  options.password = std::move(*pw);
+  struct stat st {};
+  if (::stat(file->second.value.c_str(), &st) == 0 && (st.st_mode & S_IROTH))
+    log(LogLevel::warn, "{} is readable by every user", file->second.value);
+}
+
 // The queue: Redis (--redis) or the store; the flags of the other one are refused.
 void read_queue(Settings& s, Config& c) {
   c.redis = s.contains("redis");
@@ -280,10 +319,11 @@ void read_queue(Settings& s, Config& c) {
     usage_error("--memtable-mb applies to --store, not to --redis");
   if (c.redis && s.contains("backup-dir"))
     usage_error("--backup-dir applies to --store; a Redis queue is backed up by Redis itself");
-  if (!c.redis && (s.contains("queue") || s.contains("shards")))
-    usage_error("--queue and --shards apply to --redis only");
+  if (!c.redis && (s.contains("queue") || s.contains("shards") || s.contains("redis-password-file")))
+    usage_error("--queue, --shards and --redis-password-file apply to --redis only");
   if (c.redis) {
     c.redis_options.url = value(s, "redis");
+    read_redis_password(s, c.redis_options);
     if (s.contains("queue")) c.redis_options.queue = value(s, "queue");
     read_limits(s, c.redis_options.limits, c.api);
     c.redis_options.shards = static_cast<uint32_t>(number(s, "shards", 1, 1, 1024));

@@ -25,6 +25,10 @@ std::unique_ptr<delayq::Queue> open_redis_queue(const Config& c) {
   auto q = delayq::open_redis(c.redis_options);
   if (q) return std::move(*q);
   log(LogLevel::error, "cannot open the Redis queue: {}", q.status().to_string());
+  if (q.status().message().find("AUTH") != std::string::npos)
+    log(LogLevel::error,
+        "delayqd reads the Redis password from --redis-password-file FILE, "
+        "DELAYQ_REDIS_PASSWORD, or the redis url of its --config file");
   return nullptr;
 }
 

@@ -348,7 +348,10 @@ class Core {
   void detach(uint32_t j);
   // A failed attempt: retry after `delay` (or the policy's) or dead-letter when none remain.
   // `at`: when the attempt failed (a lease can run out before the call that notices it).
-  void fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now);
+  // `in_catch_up`: called by advance() (a lease ran out), whose heap of instants then takes a
+  // retry that fell due by `now`.
+  void fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now,
+            bool in_catch_up = false);
   // `at`: when it died (JobInfo::dead_since).
   void to_dead(uint32_t j, TimePoint at);
   void erase(uint32_t j);

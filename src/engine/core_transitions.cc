@@ -49,7 +49,7 @@ void Core::on_timer(uint32_t j, TimePoint at, TimePoint now) {
     make_ready(j);
   } else if (job.state == JobState::reserved) {
     ++totals_.leases_expired;
-    fail(j, std::nullopt, at, now);  // the retry counts from when the lease ran out
+    fail(j, std::nullopt, at, now, true);  // the retry counts from when the lease ran out
   }
 }
 
@@ -130,7 +130,8 @@ void Core::to_dead(uint32_t j, TimePoint at) {
   ++totals_.dead_lettered;
 }
 
-void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now) {
+void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoint now,
+                bool in_catch_up) {
   Job& job = jobs_[j];
   const RetryPolicy& p = policies_[job.policy];
   if (job.attempts >= p.max_attempts) {
@@ -140,7 +141,17 @@ void Core::fail(uint32_t j, std::optional<Duration> delay, TimePoint at, TimePoi
   // check_waits() keeps listed and capped waits within max_delay; the clamp covers the rest.
   const Duration d = std::min(delay ? *delay : backoff(p, job.attempts, rng_), opt_.limits.max_delay);
   ++totals_.retried;
-  schedule(j, rules::plus(at, d), now);
+  const TimePoint due = rules::plus(at, d);
+  if (!in_catch_up || due > now) return schedule(j, due, now);
+  // The retry fell due within the catch-up that ran the lease out (a ManualClock jump, a late
+  // wake-up, the first advance after a reopen): it waits in soon_ for its instant like the
+  // catch-up's other jobs, so that it becomes ready in its place in due order, with its own due
+  // time, as if the clock had been read at every instant. Ready at once (as schedule() makes
+  // it), it would go ahead of jobs due before it.
+  mark(j);
+  delay_until(j, due);
+  soon_.push_back(Soon{due, soon_seq_++, j, ++job.timer_gen});
+  std::push_heap(soon_.begin(), soon_.end(), std::greater<>());
 }
 
 void Core::erase(uint32_t j) {

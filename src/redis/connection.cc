@@ -7,7 +7,6 @@
 #include <sys/time.h>
 
 #include <algorithm>
-#include <charconv>
 
 namespace delayq::redis {
 
@@ -51,43 +50,6 @@ class SigpipeGuard {
 
 }  // namespace
 
-Result<Endpoint> parse_url(std::string_view url) {
-  Endpoint ep;
-  ep.url = std::string(url);
-  auto bad = [&](const std::string& why) {
-    return Status(Errc::invalid_argument, "redis url '" + std::string(url) + "': " + why +
-                                              " (use unix:///path/to/redis.sock or "
-                                              "redis://host:port)");
-  };
-  if (url.starts_with("unix://")) {
-    ep.unix_path = std::string(url.substr(7));
-    if (ep.unix_path.empty() || ep.unix_path[0] != '/')
-      return bad("the socket path must be absolute");
-    return ep;
-  }
-  if (!url.starts_with("redis://")) return bad("unknown scheme");
-  std::string_view rest = url.substr(8);
-  if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
-    // A trailing "/" or "/0" (database 0) is harmless; other databases are not supported, since
-    // Redis Cluster has only database 0.
-    const std::string_view db = rest.substr(slash + 1);
-    if (!db.empty() && db != "0") return bad("only database 0 is supported");
-    rest = rest.substr(0, slash);
-  }
-  if (rest.find('@') != std::string_view::npos) return bad("passwords are not supported yet");
-  const size_t colon = rest.rfind(':');
-  if (colon != std::string_view::npos) {
-    const std::string_view port = rest.substr(colon + 1);
-    const auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), ep.port);
-    if (ec != std::errc() || p != port.data() + port.size() || ep.port <= 0 || ep.port > 65535)
-      return bad("the port is not a number between 1 and 65535");
-    rest = rest.substr(0, colon);
-  }
-  if (rest.empty()) return bad("the host is missing");
-  ep.host = std::string(rest);
-  return ep;
-}
-
 Result<std::unique_ptr<Connection>> Connection::open(const Endpoint& ep, Duration connect_timeout,
                                                      Duration call_timeout) {
   const timeval ct = to_timeval(connect_timeout);
@@ -108,7 +70,21 @@ Result<std::unique_ptr<Connection>> Connection::open(const Endpoint& ep, Duratio
     redisFree(c);
     return s;
   }
-  return std::unique_ptr<Connection>(new Connection(c, ep.url));
+  auto conn = std::unique_ptr<Connection>(new Connection(c, ep.url));
+  if (ep.password.empty()) return conn;
+  std::vector<std::string_view> auth{"AUTH"};
+  if (!ep.user.empty()) auth.push_back(ep.user);
+  auth.push_back(ep.password);
+  Result<Reply> r = conn->call(auth);
+  if (!r) return r.status();
+  // The server's reply (WRONGPASS ..., or ERR when it has no password set) never holds the
+  // password, and neither does this message.
+  if (r->is_error())
+    return Status(Errc::invalid_argument,
+                  "redis at " + ep.url + " refused AUTH" +
+                      (ep.user.empty() ? "" : " as user '" + ep.user + "'") + ": " + r->str +
+                      " (check the password and user name)");
+  return conn;
 }
 
 Connection::~Connection() {

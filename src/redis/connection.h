@@ -19,17 +19,33 @@ struct Endpoint {
   std::string unix_path;  // set for unix:// urls
   std::string host;
   int port = 6379;
-  std::string url;  // as given, for messages
+  // Credentials: when password is set, each new connection sends AUTH [user] password first.
+  std::string user;
+  std::string password;
+  std::string url;  // as given with the password masked (mask_url), for messages
 };
 
-// "unix:///path" or "redis://host[:port]". Errors: invalid_argument.
+// "unix:///path[?password=P&user=U]" or "redis://[[user]:password@]host[:port][/0]", the user
+// and password percent-decoded. Errors: invalid_argument, the url masked in the message.
 Result<Endpoint> parse_url(std::string_view url);
+// parse_url(url) with the credentials given beside it (RedisOptions::user and password): each
+// may be given in one place only. A user needs a password. Errors: invalid_argument.
+Result<Endpoint> parse_url(std::string_view url, const std::string& user,
+                           const std::string& password);
+// `url` with its password replaced by "***" (redis://user:***@host, unix:///p?password=***), so
+// that it can be shown; a url without one is returned as it is.
+std::string mask_url(std::string_view url);
+// The password held in the file at `path` (delayqd's and the CLI's --redis-password-file): its
+// content without one trailing line break. Errors: invalid_argument naming the file (never its
+// content): unreadable, empty, or more than one line.
+Result<std::string> read_password_file(const std::string& path);
 
 // One connection; not thread-safe. A transport failure breaks it for good (broken() is true
 // from then on): the owner drops it and opens a new one.
 class Connection {
  public:
-  // Errors: unavailable, with hiredis's reason.
+  // Opens the connection and, when ep has a password, authenticates it (AUTH).
+  // Errors: unavailable, with hiredis's reason; invalid_argument when the server refused AUTH.
   static Result<std::unique_ptr<Connection>> open(const Endpoint& ep, Duration connect_timeout,
                                                   Duration call_timeout);
   ~Connection();

@@ -6,7 +6,8 @@
 
 namespace delayq::redis {
 
-Result<Reply> JobCalls::run(const JobCall& call, const std::vector<std::string>& args) {
+Result<Reply> JobCalls::run(const JobCall& call, const std::vector<std::string>& args,
+                            std::string* found_in) {
   const ShardKeys& sh = keys_.shard(keys_.shard_of(call.id));
   std::string topic = topic_of(call.id);
   for (int attempt = 0; attempt < 5; ++attempt) {
@@ -18,7 +19,10 @@ Result<Reply> JobCalls::run(const JobCall& call, const std::vector<std::string>&
     if (!r) return r;
     Result<JobAnswer> a = read_job_answer(std::move(*r), call.script);
     if (!a) return a.status();
-    if (Reply* done = std::get_if<Reply>(&*a)) return std::move(*done);
+    if (Reply* done = std::get_if<Reply>(&*a)) {
+      if (found_in) *found_in = topic;
+      return std::move(*done);
+    }
     if (const Refusal* no = std::get_if<Refusal>(&*a)) {
       if (no->code == kNotFound) forget(call.id);
       return refusal_status(*no, call, rules_);

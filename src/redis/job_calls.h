@@ -32,8 +32,9 @@ class JobCalls {
   // topic, then `args`. Returns the script's reply when it did its work; else its refusal in
   // the engine's words (refusal_status() in script_replies.h), why there was no reply
   // (Router::eval), corrupt for a reply of no known shape, or unavailable when the job kept
-  // changing topics.
-  Result<Reply> run(const JobCall& call, const std::vector<std::string>& args);
+  // changing topics. `topic`, when given, receives the topic the job was found in.
+  Result<Reply> run(const JobCall& call, const std::vector<std::string>& args,
+                    std::string* topic = nullptr);
 
   // The topics of the jobs this client pushed and reserved: a cache, not a record.
   std::string topic_of(std::string_view id);  // empty when not known

@@ -9,6 +9,7 @@
 //   {dq:Q:s}:d:<topic>, :r:<topic>, :l:<topic>, :x:<topic> a topic's delayed, ready, leases, dead
 //   {dq:Q:s}:q:<topic>                                    its ready jobs of non-default priorities
 //   {dq:Q:s}:wake                                         the shard's wake channel (pub/sub)
+//   {dq:Q:0}:p:<topic>    with several shards, a limited topic's places (lua/admit.lua)
 //   {dq:Q:0}:meta                                         the queue's shard count and openings
 // docs/redis.md ("Key layout") says what each holds.
 #pragma once
@@ -42,6 +43,8 @@ struct ShardKeys {
   void add_topic(std::string_view topic, std::vector<std::string>& keys) const;
   // The keys of a script about one topic: the shard's ten, then the topic's five.
   std::vector<std::string> with_topic(std::string_view topic) const;
+  // A limited topic's places, kept by the home shard (shard 0) of a queue of several shards.
+  std::string places(std::string_view topic) const { return tag + ":p:" + std::string(topic); }
 };
 
 // The keys of a queue: its shards, and which shard holds a job.

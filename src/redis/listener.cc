@@ -52,7 +52,8 @@ void Listener::run() {
       lock.unlock();
       std::vector<std::string_view> argv{"SUBSCRIBE"};
       argv.insert(argv.end(), channels_.begin(), channels_.end());
-      if ((*c)->call(argv)) {
+      // An error reply (NOAUTH: the server wants a password) is a failed subscription too.
+      if (Result<Reply> r = (*c)->call(argv); r && !r->is_error()) {
         backoff = opt_.reconnect_min;
         --turn;  // stay with a node that works
         read_messages(**c);

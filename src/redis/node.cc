@@ -28,6 +28,14 @@ Status Node::load_library(Connection& c) {
   // since loading compiles the whole source.
   Result<Reply> listed = c.call({"FUNCTION", "LIST", "LIBRARYNAME", lib_->name});
   if (!listed) return listed.status();
+  if (listed->is_error() && listed->str.starts_with("NOAUTH"))
+    return Status(Errc::invalid_argument,
+                  "redis at " + ep_.url + " requires AUTH and " +
+                      (ep_.password.empty() ? "no password was given"
+                                            : "did not take the one given") +
+                      ": " + listed->str +
+                      " (give it as RedisOptions::password, or in the url: "
+                      "redis://[user]:password@host:port, unix:///path?password=...)");
   if (listed->type == Reply::Type::array) {
     for (const Reply& entry : listed->elements)
       for (size_t i = 0; i + 1 < entry.elements.size(); i += 2)

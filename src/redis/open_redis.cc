@@ -41,7 +41,7 @@ std::string check(const RedisOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<Queue>> open_redis(const RedisOptions& options) {
-  Result<redis::Endpoint> ep = redis::parse_url(options.url);
+  Result<redis::Endpoint> ep = redis::parse_url(options.url, options.user, options.password);
   if (!ep) return ep.status();
   if (std::string why = check(options); !why.empty())
     return Status(Errc::invalid_argument, "redis options: " + why);

@@ -124,7 +124,15 @@ void RedisQueue::close() {
 // A call about one job: refused after close(); refusals in the engine's words (JobCalls).
 Result<Reply> RedisQueue::about(const JobCall& call, const std::vector<std::string>& args) {
   if (shut()) return shut_status();
-  return jobs_.run(call, args);
+  return run_job(call, args);
+}
+
+Result<Reply> RedisQueue::run_job(const JobCall& call, const std::vector<std::string>& args) {
+  if (!sharded()) return jobs_.run(call, args);
+  std::string topic;
+  Result<Reply> r = jobs_.run(call, args, &topic);
+  if (r) follow_place(call.script, topic, call.id, *r);
+  return r;
 }
 
 Status RedisQueue::ack(const Token& t) {
@@ -133,9 +141,12 @@ Status RedisQueue::ack(const Token& t) {
   // which is the caller's consent to jobs being leased before a reserve() asks for them.
   const std::string topic = opt_.claim_batch > 1 ? jobs_.topic_of(t.id) : std::string();
   if (const uint32_t want = ahead_.refill_wanted(topic); want > 0) {
-    Result<Reply> r = about(delivery(kAckClaim, t), {fence(t), std::to_string(want), topic});
+    std::vector<std::string> args{fence(t), std::to_string(want), topic};
+    if (sharded()) args.push_back("m");  // a limited topic takes nothing: see ack_claim.lua
+    Result<Reply> r = about(delivery(kAckClaim, t), args);
     if (!r) return r.status();
     jobs_.forget(t.id);
+    if (sharded() && r->elements.size() == 2) return {};  // a limited topic: acked, no claim
     Result<std::vector<Delivery>> more = read_ack_claim(std::move(*r));
     if (!more) return more.status();
     remember_topics(*more);
@@ -199,7 +210,7 @@ Status RedisQueue::requeue_dead(std::string_view id) {
 
 // Jobs leased to this client, back to their topic: a failed attempt, as a lease running out.
 void RedisQueue::give_back(const std::vector<Delivery>& jobs) {
-  for (const Delivery& d : jobs) (void)jobs_.run(delivery(kNack, d.token), {fence(d.token), "0"});
+  for (const Delivery& d : jobs) (void)run_job(delivery(kNack, d.token), {fence(d.token), "0"});
 }
 
 }  // namespace delayq::redis

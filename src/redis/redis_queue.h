@@ -28,6 +28,9 @@
 //  - redis_queue_limits.cc: set_topic_limits, clear_topic_limits (write_limits) and the limits'
 //    part of stats (add_shard_flow).
 //  - redis_queue_browse.cc: list_jobs, each shard's page merged (issue 22).
+//  - redis_queue_home.cc: limits on several shards, kept by the home shard (shard 0): the
+//    admitted claim (claim_admitted), the places that follow a job's exits (follow_place), and
+//    the places of jobs reserved before limits were set (seed_places).
 #pragma once
 
 #include <atomic>
@@ -106,6 +109,8 @@ class RedisQueue final : public Queue {
   // ---- redis_queue.cc ----
   // A call about one job: refused after close(); refusals in the engine's words (JobCalls).
   Result<Reply> about(const JobCall& call, const std::vector<std::string>& args);
+  // JobCalls::run, then, on several shards, the job's place on the home shard (follow_place()).
+  Result<Reply> run_job(const JobCall& call, const std::vector<std::string>& args);
   // Jobs leased to this client, back to their topic: a failed attempt, as a lease running out.
   void give_back(const std::vector<Delivery>& jobs);
 
@@ -156,8 +161,30 @@ class RedisQueue final : public Queue {
   // The set_limits script on every shard: `text` the limits as lua/flow.lua reads them, or ""
   // to clear them.
   Status write_limits(std::string_view topic, const std::string& text);
-  // Adds shard `sh`'s limited topics to st.flow; an unreachable shard adds nothing.
+  // Adds shard `sh`'s limited topics to st.flow; an unreachable shard adds nothing. On several
+  // shards, the home shard's alone (the others keep no bucket or places).
   void add_shard_flow(const ShardKeys& sh, Stats& st);
+
+  // ---- redis_queue_home.cc ----
+  bool sharded() const { return keys_.size() > 1; }
+  // The claim on shard `sh` after its first look named topics with limits and ready jobs
+  // (`first.admit`): admit on the home shard, claim with the grants, settle on the home shard.
+  // The result is as the claim's; `next` also holds the wait admit gave for the topics it held
+  // back.
+  Result<Claimed> claim_admitted(const ShardKeys& sh, std::span<const std::string> topics,
+                                 const std::string& call, uint32_t want, const Claimed& first);
+  // The claim script on `sh` (`grants`: its ARGV[7] on several shards, empty on one).
+  Result<Claimed> claim_on(const ShardKeys& sh, std::span<const std::string> topics,
+                           const std::string& call, uint32_t want, const std::string& grants);
+  // After `script` about job `id` of `topic` replied `r`: when it says the topic has limits,
+  // the job's place on the home shard is freed (given its token back, for a release) or moved
+  // (touch). Best effort: a place not freed frees itself at its deadline.
+  void follow_place(ScriptId script, std::string_view topic, std::string_view id, const Reply& r);
+  void place(const char* op, std::string_view topic, std::string_view id,
+             const std::string& lease_us = {});
+  // New limits on several shards: the topic's jobs reserved now take their places on the home
+  // shard (ZADD NX, scored by their lease deadlines); cleared limits drop the places.
+  Status seed_places(std::string_view topic);
 
   // The client's now: RedisOptions::clock, else the system clock. For input checks only: the
   // scripts decide on the server's clock (or on the one the client sends them, the test hook).

@@ -76,7 +76,8 @@ void RedisQueue::settle_acks(Result<Reply> r, const std::vector<size_t>& idx,
     Result<JobAnswer> a = read_job_answer(std::move(r->elements[k + 1]), kAck);
     if (!a) {
       out[idx[k]] = a.status();
-    } else if (std::holds_alternative<Reply>(*a)) {
+    } else if (const Reply* done = std::get_if<Reply>(&*a)) {
+      if (sharded()) follow_place(kAck, jobs_.topic_of(t.id), t.id, *done);
       jobs_.forget(t.id);
     } else if (const Refusal* no = std::get_if<Refusal>(&*a)) {
       if (no->code == kNotFound) jobs_.forget(t.id);

@@ -1,8 +1,8 @@
 // RedisQueue's topic limits (see redis_queue.h for the map of its files): set_topic_limits(),
 // clear_topic_limits() and the limits' part of stats() (add_shard_flow()). The server keeps them
 // and applies them inside the claim script (lua/flow.lua, lua/take.lua); this side checks them,
-// writes them as flow.lua reads them and reads them back. A queue of one shard only: over several
-// shards a topic's bucket and cap would need a protocol between the shards (docs/redis.md).
+// writes them as flow.lua reads them and reads them back. On several shards the home shard keeps
+// each topic's bucket and places (redis_queue_home.cc, docs/redis.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -85,18 +85,21 @@ uint64_t count_of(const Reply& r) {
 Status RedisQueue::set_topic_limits(std::string_view topic, const TopicLimits& limits) {
   if (shut()) return shut_status();
   if (Status s = rules::check_topic_limits(topic, limits, opt_.limits.max_delay); !s.ok()) return s;
-  if (keys_.size() > 1)
-    return bad(fmt::format("limits need shards = 1 on Redis for now (this queue has {} shards)",
-                           keys_.size()));
   Result<std::string> text = encode_limits(limits);
   if (!text) return text.status();
-  return write_limits(topic, *text);
+  if (Status s = write_limits(topic, *text); !s.ok()) return s;
+  return sharded() ? seed_places(topic) : Status();
 }
 
 Status RedisQueue::clear_topic_limits(std::string_view topic) {
   if (shut()) return shut_status();
   if (Status s = rules::check_topic(topic); !s.ok()) return s;
-  return write_limits(topic, "");
+  if (Status s = write_limits(topic, ""); !s.ok()) return s;
+  if (!sharded()) return Status();
+  // The places are kept only while the topic has limits (its jobs' exits free none without).
+  const ShardKeys& home = keys_.shard(0);
+  Result<Reply> r = router_.command(home.slot, {"DEL", home.places(topic)});
+  return r ? Status() : r.status();
 }
 
 Status RedisQueue::write_limits(std::string_view topic, const std::string& text) {
@@ -112,6 +115,7 @@ Status RedisQueue::write_limits(std::string_view topic, const std::string& text)
 }
 
 void RedisQueue::add_shard_flow(const ShardKeys& sh, Stats& st) {
+  if (sharded() && &sh != &keys_.shard(0)) return;
   Result<Reply> names = router_.command(sh.slot, {"HKEYS", sh.limits});
   if (!names) return;  // stats() cannot fail: an unreachable shard shows nothing
   std::vector<std::string> topics;
@@ -120,9 +124,18 @@ void RedisQueue::add_shard_flow(const ShardKeys& sh, Stats& st) {
   for (size_t from = 0; from < topics.size(); from += 200) {
     const size_t to = std::min(topics.size(), from + 200);
     std::vector<std::string> k = sh.base;
-    for (size_t i = from; i < to; ++i) sh.add_topic(topics[i], k);
     std::vector<std::string> args = common_(sh);
     args.push_back(std::to_string(to - from));
+    if (sharded()) {
+      // The home shard's places stand for the jobs reserved (lua/flow_stats.lua).
+      args.push_back("m");
+      for (size_t i = from; i < to; ++i) {
+        k.push_back(sh.places(topics[i]));
+        args.push_back(topics[i]);
+      }
+    } else {
+      for (size_t i = from; i < to; ++i) sh.add_topic(topics[i], k);
+    }
     Result<Reply> r = router_.eval(sh.slot, kFlowStats, std::move(k), std::move(args));
     if (!r || code_of(*r) != kOk || r->elements.size() != to - from + 1) return;
     for (size_t i = from; i < to; ++i) {

@@ -76,14 +76,9 @@ Waiting::Attempt RedisQueue::try_claim(std::span<const std::string> topics,
   const size_t start = n == 1 ? 0 : next_shard_.fetch_add(1) % n;
   for (size_t i = 0; i < n; ++i) {
     const ShardKeys& sh = keys_.shard((start + i) % n);
-    std::vector<std::string> k = sh.base;
-    for (const std::string& t : topics) sh.add_topic(t, k);
-    std::vector<std::string> args = common_(sh);
-    args.push_back(std::to_string(topics.size()));
-    args.push_back(std::to_string(want));
-    args.push_back(call);
-    Result<Reply> r = router_.eval(sh.slot, kClaim, std::move(k), std::move(args));
-    Result<Claimed> got = r ? read_claim(std::move(*r)) : Result<Claimed>(r.status());
+    // On several shards the first look asks ("?") whether topics with limits need admitting.
+    Result<Claimed> got = claim_on(sh, topics, call, want, sharded() ? "?" : "");
+    if (got && !got->admit.empty()) got = claim_admitted(sh, topics, call, want, *got);
     // Unavailable: the node paces its reconnections, look again soon.
     if (!got) return {got.status(), true, Waiting::Steady::now() + opt_.reconnect_min};
     if (got->jobs.empty()) {

@@ -51,6 +51,9 @@ Node* Router::node_for(const std::string& host, int port) {
   ep.host = host;
   ep.port = port;
   ep.url = "redis://" + name;
+  // Every node of a cluster takes the same credentials as the one named in the options.
+  ep.user = seed_ep_.user;
+  ep.password = seed_ep_.password;
   auto node = std::make_unique<Node>(std::move(ep), opt_, lib_);
   if (closed_) node->close();
   Node* raw = node.get();

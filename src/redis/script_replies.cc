@@ -285,6 +285,14 @@ Result<Claimed> read_claim(Reply r) {
     c.next = read_next_wait(e);
     return c;
   }
+  if (code == kAdmitFirst && e.size() >= 3 && e.size() % 2 == 1) {
+    for (size_t i = 1; i + 1 < e.size(); i += 2) {
+      const int64_t topic = e[i].as_int(0), ready = e[i + 1].as_int(0);
+      if (topic < 1 || ready < 1 || ready > UINT32_MAX) return bad_reply(kClaim);
+      c.admit.emplace_back(static_cast<size_t>(topic - 1), static_cast<uint32_t>(ready));
+    }
+    return c;
+  }
   if (code != kOk || e.size() < 1 + kDeliveryFields || !read_deliveries(e, &c.jobs))
     return bad_reply(kClaim);
   return c;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -127,6 +128,9 @@ Result<std::vector<std::optional<JobState>>> read_push_many(const Reply& r, size
 struct Claimed {
   std::vector<Delivery> jobs;
   std::optional<Duration> next;
+  // kAdmitFirst (several shards): the listed topics with limits and ready jobs, each its index
+  // among the topics and how many of its jobs are ready.
+  std::vector<std::pair<size_t, uint32_t>> admit;
 };
 Result<Claimed> read_claim(Reply r);
 // ack_claim: the jobs taken after the ack (none when nothing was ready).

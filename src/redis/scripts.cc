@@ -72,6 +72,9 @@ const Library& library() {
       "set_limits",
       "flow_stats",
       "list_jobs",
+      "admit",
+      "settle",
+      "place",
   });
   return lib;
 }

@@ -49,6 +49,10 @@ enum ScriptId : size_t {
   kSetLimits,
   kFlowStats,
   kListJobs,  // issue 22: list_jobs.lua
+  // Limits on several shards, on the home shard (admit.lua, settle.lua, place.lua).
+  kAdmit,
+  kSettle,
+  kPlace,
   kScriptCount
 };
 
@@ -65,6 +69,7 @@ enum ReplyCode : int64_t {
   kStaleToken = 4,
   kInvalidState = 5,
   kNothingReady = 6,
+  kAdmitFirst = 7,  // claim on several shards: topics with limits need the home shard's admission
   kWrongTopic = 99,
 };
 

@@ -1172,6 +1172,26 @@ TEST_P(Conformance, ALeaseThatRunsOutIsAFailedAttemptRetriedFromWhenItRanOutThen
   testing::expect_totals(st, {{"leases_expired", 2}, {"retried", 1}, {"dead_lettered", 1}});
 }
 
+// A lease that runs out while nobody calls (Redis catches up at the next call; a store closed
+// meanwhile, at its reopen) is retried at lease end + wait, and that retry comes out in its place
+// in due order among the jobs that fell due meanwhile: not ahead of one due before it.
+TEST_P(Conformance, ALeasesRetryThatFellDueUnwatchedComesOutInDueOrder) {
+  this->push("unwatched", "leased", 0ms, RetryPolicy::fixed(1s, 3), 200ms);
+  const Delivery first = this->take("unwatched");
+  this->push("unwatched", "delayed", 300ms);
+  const TimePoint retry_due = first.lease_deadline + 1s;
+  if (now() + 300ms >= retry_due) GTEST_SKIP() << "the pushes took longer than 700 ms";
+  this->expect_due("leased", retry_due);
+  if (this->keeps_jobs()) this->q_.reset();  // closed: a store catches up at its reopen
+  while (now() <= retry_due + 50ms) std::this_thread::sleep_for(10ms);
+  if (this->keeps_jobs()) ASSERT_NO_FATAL_FAILURE(this->open());
+  EXPECT_EQ(this->take("unwatched").id, "delayed");
+  const Delivery again = this->take("unwatched");
+  EXPECT_EQ(again.id, "leased");
+  EXPECT_EQ(again.attempt, 2u);
+  EXPECT_EQ(again.due, retry_due);
+}
+
 TEST_P(Conformance, TouchExtendsTheLeaseWithoutCountingAnAttempt) {
   Queue& q = *this->q_;
   this->push("touch", "j", 0ms, RetryPolicy::fixed(0ms, 5), 700ms);

@@ -144,6 +144,29 @@ TEST_F(EngineSemantics, ALeaseThatRanOutDuringAJumpRetriesFromWhenItRanOut) {
   EXPECT_EQ(must_take("t").attempt, 2u);
 }
 
+// A lease that runs out during a jump is retried at lease end + wait, and that retry takes its
+// place among the jobs the jump made due: the engine made it ready with the jump's time as its
+// due time, ahead of a job due earlier (the order the same clock gives when moved in steps).
+TEST_F(EngineSemantics, ALeasesRetryFallingDueDuringAJumpComesOutInDueOrder) {
+  const TimePoint t0 = clock.now();
+  push("t", 0ms, "leased", "", RetryPolicy::fixed(200ms, 5), 200ms);
+  (void)must_take("t");          // the lease runs out at 200 ms, the retry is due at 400 ms
+  push("t", 300ms, "delayed");   // due at 300 ms
+  push("t", 500ms, "later");     // due at 500 ms
+  clock.advance(600ms);
+  EXPECT_EQ(q->get("leased")->due, t0 + 400ms);
+  EXPECT_EQ(must_take("t").id, "delayed");
+  Delivery retry = must_take("t");
+  EXPECT_EQ(retry.id, "leased");
+  EXPECT_EQ(retry.attempt, 2u);
+  EXPECT_EQ(must_take("t").id, "later");
+  // A retry due exactly at the jump's end is made ready by the jump too.
+  push("t", 0ms, "again", "", RetryPolicy::fixed(100ms, 5), 100ms);
+  (void)must_take("t");
+  clock.advance(200ms);
+  EXPECT_EQ(must_take("t").id, "again");
+}
+
 // A job waiting in the exact-time heap is cancelled; a new job reuses its slot. The old job's
 // heap entry must not fire the new job (it did, an hour early, before Job::timer_gen survived
 // slot reuse).

@@ -50,6 +50,9 @@ class Backend {
   // Whether a token bucket and the throttled counts are kept across reopen() (else the bucket
   // starts full and the counts at 0).
   virtual bool bucket_survives_reopen() const { return false; }
+  // Whether a topic's jobs are handed out in its order (false: a queue of several shards,
+  // which orders each shard's jobs only).
+  virtual bool keeps_topic_order() const { return true; }
 };
 
 struct BackendKind {
@@ -191,6 +194,14 @@ class Flow : public ::testing::TestWithParam<BackendKind> {
     return d.ok() ? d->id : std::string();
   }
   std::string take(const std::string& topic) { return take(std::vector<std::string>{topic}); }
+  // A job handed out (`got`) against the one the topic's order gives (`want`): the same, or on a
+  // backend that keeps no order across its shards, any job.
+  void expect_next(const std::string& got, const std::string& want) {
+    if (backend_->keeps_topic_order())
+      EXPECT_EQ(got, want);
+    else
+      EXPECT_FALSE(got.empty()) << "no job handed out (" << want << " in the topic's order)";
+  }
 
   std::unique_ptr<Backend> backend_;
   ManualClock clock_{start_time()};

@@ -6,6 +6,9 @@
 // redis_server.h, started by the first Redis test, killed when the binary exits), on the test's
 // ManualClock through RedisOptions::clock (the scripts then read that clock, never the server's
 // TIME). Each test has a queue of its own; reopen() opens the same queue, which keeps its jobs.
+// RedisShards4 (the limits suites only: with_sharded_redis()): the same on a queue of four
+// shards, whose limited topics are kept by the home shard (docs/redis.md, "Limits on several
+// shards").
 #pragma once
 
 #include <atomic>
@@ -21,7 +24,8 @@ namespace delayq::flow {
 
 class RedisBackend : public Backend {
  public:
-  RedisBackend() : queue_("flow" + std::to_string(next_queue_.fetch_add(1))) {}
+  explicit RedisBackend(uint32_t shards = 1)
+      : queue_("flow" + std::to_string(next_queue_.fetch_add(1))), shards_(shards) {}
 
   Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
     testing::RedisServer& server = the_server();
@@ -32,12 +36,14 @@ class RedisBackend : public Backend {
     o.limits = l;
     o.seed = 7;
     o.clock = &clock;
+    o.shards = shards_;
     return open_redis(o);
   }
   bool keeps_jobs() const override { return true; }
   Duration resolution() const override { return std::chrono::microseconds(1); }
   // The bucket lives in the queue's keys, shared by every client (docs/redis.md, "Limits").
   bool bucket_survives_reopen() const override { return true; }
+  bool keeps_topic_order() const override { return shards_ == 1; }
 
  private:
   static testing::RedisServer& the_server() {
@@ -46,10 +52,18 @@ class RedisBackend : public Backend {
   }
   static inline std::atomic<int> next_queue_{0};
   std::string queue_;
+  uint32_t shards_;
 };
 
 inline std::vector<BackendKind> with_redis(std::vector<BackendKind> kinds) {
   kinds.push_back({"Redis", [] { return std::make_unique<RedisBackend>(); }});
+  return kinds;
+}
+
+// with_redis(), and Redis on four shards.
+inline std::vector<BackendKind> with_sharded_redis(std::vector<BackendKind> kinds) {
+  kinds = with_redis(std::move(kinds));
+  kinds.push_back({"RedisShards4", [] { return std::make_unique<RedisBackend>(4); }});
   return kinds;
 }
 

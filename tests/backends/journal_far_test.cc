@@ -46,6 +46,25 @@ TEST(FarEncoding, KeysSortByDueThenSeqAndRoundTrip) {
   EXPECT_FALSE(decode_far_key(std::string(17, '\0')));
 }
 
+// The example of docs/journal-format.md ("Family far-topic"); one topic's keys never run into
+// another's, even one it is a prefix of.
+TEST(FarEncoding, TopicIndexKeysMatchTheFormatAndKeepTopicsApart) {
+  EXPECT_EQ(hex(far_topic_key("orders", key(1'704'067'200'000'000'000, 258))),
+            "00000006"
+            "6f7264657273"
+            "17a6101701650000"
+            "0000000000000102");
+  const FarKey k = key(12345, 6);
+  EXPECT_EQ(decode_far_topic_key(far_topic_key("a/b", k)), k);
+  EXPECT_EQ(far_topic_key("a/b", k).substr(0, far_topic_prefix("a/b").size()),
+            far_topic_prefix("a/b"));
+  EXPECT_LT(far_topic_key("a", key(INT64_MAX, UINT64_MAX)), far_topic_key("ab", key(0, 0)));
+  EXPECT_LT(far_topic_key("a", key(5, 0)), far_topic_key("a", key(5, 1)));
+  EXPECT_FALSE(decode_far_topic_key(far_topic_key("a", k) + "x"));
+  EXPECT_FALSE(decode_far_topic_key(far_topic_key("a", k).substr(1)));
+  EXPECT_FALSE(decode_far_topic_key(std::string(19, '\0')));
+}
+
 TEST(FarEncoding, ARecordMustBeItsKeys) {
   JobRecord r = make(5);
   const std::string value = encode_record(r);

@@ -307,9 +307,10 @@ TEST_F(JournalTest, UnreadableFormatIsCorrupt) {
 }
 
 // Without the disk tier a store is format 1, as older builds wrote and read it; with it, format
-// 2, and a format-1 store is raised to it when it gets the tier. Neither is raised further at
-// open: format 3 comes only with a record that needs it (store_format_test.cc).
-TEST_F(JournalTest, TheFormatIs1WithoutTheDiskTierAnd2WithIt) {
+// 4 (the tier and its per-topic index, wal/far_index.h), and a format-1 store is raised to it
+// when it gets the tier. A store without the tier is not raised further at open: format 3 comes
+// only with a record that needs it (store_format_test.cc).
+TEST_F(JournalTest, TheFormatIs1WithoutTheDiskTierAnd4WithIt) {
   { ASSERT_TRUE(open()); }
   EXPECT_EQ(raw_get("meta", "format"), "1");
   EXPECT_TRUE(open());
@@ -320,15 +321,15 @@ TEST_F(JournalTest, TheFormatIs1WithoutTheDiskTierAnd2WithIt) {
     ASSERT_TRUE(j);
     EXPECT_TRUE(JournalTier(*j).present());
   }
-  EXPECT_EQ(raw_get("meta", "format"), "2");
-  EXPECT_EQ(kTieredFormat, 2u);
+  EXPECT_EQ(raw_get("meta", "format"), "4");
+  EXPECT_EQ(kFarIndexFormat, 4u);
   // Opened again without asking for it, the store keeps its disk tier and its format.
   {
     auto j = open();
     ASSERT_TRUE(j);
     EXPECT_TRUE(JournalTier(*j).present());
   }
-  EXPECT_EQ(raw_get("meta", "format"), "2");
+  EXPECT_EQ(raw_get("meta", "format"), "4");
 }
 
 TEST_F(JournalTest, TotalsAddUpAcrossAppendsAndSurviveAReopen) {

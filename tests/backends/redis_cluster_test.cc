@@ -4,7 +4,8 @@
 //
 // Checked: the client's slot function agrees with the server's; an 8-shard queue puts its keys
 // on every node, each shard on the node that owns its slot; every call works across nodes,
-// wake-ups included; browsing merges the shards' pages; and a slot moved by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
+// wake-ups included; topic limits hold on one shard and on eight spread over the nodes; browsing
+// merges the shards' pages; and a slot moved by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
 // NODE) in the middle of a workload is followed through ASK, TRYAGAIN and MOVED with no job lost.
 // As in redis_test.cc, nothing asserts how long anything took.
 //
@@ -55,10 +56,13 @@ bool port_free(int port) {
   return ok;
 }
 
-// A cluster of `n` masters, no replicas, slots split evenly in order.
+// A cluster of `n` masters, no replicas, slots split evenly in order over the first `owners`
+// (0: all; the others own none until a slot is moved to them). With a `password`, every node
+// has it as requirepass and masterauth, and cmd() authenticates.
 class Cluster {
  public:
-  explicit Cluster(size_t n) {
+  explicit Cluster(size_t n, std::string password = "", size_t owners = 0)
+      : password_(std::move(password)), owners_(owners == 0 ? n : owners) {
     char tmpl[] = "/tmp/delayq-cluster-XXXXXX";
     if (const char* d = mkdtemp(tmpl)) dir_ = d;
     if (dir_.empty()) return;
@@ -111,6 +115,7 @@ class Cluster {
     ep.host = "127.0.0.1";
     ep.port = ports_[i];
     ep.url = url(i);
+    ep.password = password_;
     auto c = redis::Connection::open(ep, 5s, 30s);
     if (!c) return Reply{Reply::Type::error, 0, c.status().to_string(), {}};
     std::vector<std::string_view> v(argv.begin(), argv.end());
@@ -129,6 +134,30 @@ class Cluster {
         if (ports_[i] == port) return i;
     }
     return size();
+  }
+
+  // Moves `slot` and its keys from node `from` to node `to` at once (IMPORTING, MIGRATING,
+  // MIGRATE, NODE on every node); "" when done, else what failed.
+  std::string move_slot(uint16_t slot, size_t from, size_t to) const {
+    const std::string s = std::to_string(slot);
+    for (const Reply& r : {cmd(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", id(from)}),
+                           cmd(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", id(to)})})
+      if (r.is_error()) return r.str;
+    for (;;) {
+      const Reply keys = cmd(from, {"CLUSTER", "GETKEYSINSLOT", s, "100"});
+      if (keys.type != Reply::Type::array) return keys.str;
+      if (keys.elements.empty()) break;
+      std::vector<std::string> argv{"MIGRATE", "127.0.0.1", std::to_string(port(to)), "", "0",
+                                    "10000"};
+      if (!password_.empty()) argv.insert(argv.end(), {"AUTH", password_});
+      argv.push_back("KEYS");
+      for (const Reply& k : keys.elements) argv.push_back(k.str);
+      if (const Reply m = cmd(from, argv); m.is_error()) return m.str;
+    }
+    for (size_t n = 0; n < size(); ++n)
+      if (const Reply r = cmd(n, {"CLUSTER", "SETSLOT", s, "NODE", id(to)}); r.is_error())
+        return r.str;
+    return wait_ok() ? "" : "the nodes do not agree on the slot map";
   }
 
   // Every node reports cluster_state:ok and knows every node, and they agree on the owner of
@@ -164,6 +193,8 @@ class Cluster {
                                   "nodes.conf", "--cluster-node-timeout", "5000", "--dir", d,
                                   "--save", "", "--appendonly", "no", "--logfile", d + ".log",
                                   "--daemonize", "no"};
+    if (!password_.empty())
+      args.insert(args.end(), {"--requirepass", password_, "--masterauth", password_});
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -195,11 +226,12 @@ class Cluster {
   // What redis-cli --cluster create does, minus the replicas: distinct config epochs, even slot
   // ranges, and every node introduced to the first.
   bool form() {
-    const size_t n = size();
+    const size_t n = size(), k = std::min(owners_, n);
     for (size_t i = 0; i < n; ++i) {
-      const int64_t lo = 16384 * static_cast<int64_t>(i) / static_cast<int64_t>(n);
-      const int64_t hi = 16384 * static_cast<int64_t>(i + 1) / static_cast<int64_t>(n) - 1;
+      const int64_t lo = 16384 * static_cast<int64_t>(i) / static_cast<int64_t>(k);
+      const int64_t hi = 16384 * static_cast<int64_t>(i + 1) / static_cast<int64_t>(k) - 1;
       if (cmd(i, {"CLUSTER", "SET-CONFIG-EPOCH", std::to_string(i + 1)}).is_error()) return false;
+      if (i >= k) continue;
       if (cmd(i, {"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo), std::to_string(hi)}).is_error())
         return false;
     }
@@ -208,6 +240,8 @@ class Cluster {
     return wait_ok();
   }
 
+  std::string password_;
+  size_t owners_;
   std::string dir_;
   std::vector<int> ports_;
   std::vector<pid_t> pids_;
@@ -430,7 +464,7 @@ TEST_F(RedisClusterTest, APauseHoldsTheTopicOnEveryNodeAndTheResumeWakesConsumer
 
 // Topic limits in a cluster: a queue of one shard (one slot, one node) keeps them for clients
 // opened through any node, and a freed place wakes a waiter of another client (a sweep of an
-// hour: only the published wake-up can); a queue of several shards refuses them.
+// hour: only the published wake-up can).
 TEST_F(RedisClusterTest, LimitsHoldForClientsOfEveryNodeOnOneShard) {
   auto a = open("limited", 1, /*via=*/0, /*sweep=*/1h).value();
   auto b = open("limited", 1, /*via=*/2, /*sweep=*/1h).value();
@@ -449,9 +483,45 @@ TEST_F(RedisClusterTest, LimitsHoldForClientsOfEveryNodeOnOneShard) {
   Result<Delivery> second = fut.get();
   ASSERT_TRUE(second.ok()) << second.status().to_string();
   EXPECT_EQ(second->id, "y");
-  auto sharded = open(spread_name("limited-sharded", 8), 8).value();
-  EXPECT_TRUE(
-      sharded->set_topic_limits("t", TopicLimits{.max_in_flight = 1}).is(Errc::invalid_argument));
+}
+
+// Topic limits on eight shards spread over the three nodes: the home shard (shard 0, on one node)
+// keeps one bucket and one cap for the jobs of every node and the clients of every node; an ack
+// on another node frees its place there and wakes a waiter of another client (a sweep of an
+// hour: only the published wake-up can).
+TEST_F(RedisClusterTest, LimitsHoldAcrossTheNodesOfEightShards) {
+  const std::string name = spread_name("limited-sharded", 8);
+  auto a = open(name, 8, /*via=*/0, /*sweep=*/1h).value();
+  auto b = open(name, 8, /*via=*/2, /*sweep=*/1h).value();
+  ASSERT_TRUE(a->set_topic_limits("t", TopicLimits{.rate = TopicLimits::Rate{.count = 4,
+                                                                             .per = 24h,
+                                                                             .burst = 4},
+                                                   .max_in_flight = 2})
+                  .ok());
+  for (int i = 0; i < 40; ++i)
+    ASSERT_TRUE(a->push({.topic = "t", .id = "lim" + std::to_string(i), .ttr = 1h}).ok());
+  std::vector<Delivery> held;
+  for (int i = 0; i < 16; ++i)
+    if (Result<Delivery> d = (i % 2 ? a : b)->reserve("t", 0ms); d.ok()) held.push_back(*d);
+  ASSERT_EQ(held.size(), 2u) << "the cap is one for every shard and client";
+  EXPECT_EQ(b->stats().flow["t"].in_flight, 2u);
+  std::promise<Result<Delivery>> got;
+  auto fut = got.get_future();
+  std::thread waiter([&] { got.set_value(a->reserve("t", kLong)); });
+  EXPECT_EQ(fut.wait_for(300ms), std::future_status::timeout) << "past the cap";
+  ASSERT_TRUE(b->ack(held[0].token).ok());
+  ASSERT_EQ(fut.wait_for(5s), std::future_status::ready) << "the ack did not wake the waiter";
+  waiter.join();
+  Result<Delivery> third = fut.get();
+  ASSERT_TRUE(third.ok()) << third.status().to_string();
+  ASSERT_TRUE(a->ack(held[1].token).ok());
+  ASSERT_TRUE(b->ack(third->token).ok());
+  int more = 0;
+  for (int i = 0; i < 16; ++i) more += (i % 2 ? a : b)->reserve("t", 0ms).ok() ? 1 : 0;
+  EXPECT_EQ(more, 1) << "4 tokens a day in all";
+  const TopicFlow f = a->stats().flow["t"];
+  EXPECT_EQ(f.tokens, 0u);
+  EXPECT_EQ(f.in_flight, 1u);
 }
 
 TEST_F(RedisClusterTest, ASlotMovedMidWorkloadIsFollowedAndNothingIsLost) {
@@ -566,6 +636,53 @@ TEST_F(RedisClusterTest, BrowsingListsEveryShardOnItsNodeInOrder) {
   } while (!cursor.empty());
   std::reverse(ids.begin(), ids.end());  // the last pushed is due first
   EXPECT_EQ(listed, ids);
+}
+
+// AUTH in a cluster: every node has requirepass and masterauth. A client without the password is
+// refused naming AUTH; with it (percent-encoded in the url, or in the options), every call and
+// every wake-up work, also on a node the client first hears of from a MOVED reply: node 2 owns
+// no slot when the clients open the queue, then the queue's slot moves to it.
+TEST(RedisClusterAuth, EveryNodeAuthenticatesAlsoANodeFirstNamedByMoved) {
+  const std::string password = "cluster pw";
+  Cluster c(3, password, /*owners=*/2);
+  ASSERT_TRUE(c.ok()) << c.logs();
+  RedisOptions o;
+  o.url = c.url(0);
+  o.queue = "guarded";
+  o.sweep = 1h;  // a waiting reserve ends on a wake message only
+  o.call_timeout = 20s;
+  Result<std::unique_ptr<Queue>> none = open_redis(o);
+  ASSERT_TRUE(none.is(Errc::invalid_argument)) << none.status().to_string();
+  EXPECT_NE(none.status().message().find("NOAUTH"), std::string::npos) << none.status().message();
+  o.url = "redis://:cluster%20pw@127.0.0.1:" + std::to_string(c.port(0));
+  auto q = open_redis(o).value();
+  o.url = c.url(1);
+  o.password = password;
+  auto other = open_redis(o).value();
+
+  const uint16_t slot = redis::key_slot("{dq:guarded:0}");
+  const size_t from = c.owner(slot);
+  ASSERT_LT(from, 2u);
+  ASSERT_TRUE(q->push({.topic = "t", .id = "before"}).ok());
+  ASSERT_EQ(c.move_slot(slot, from, 2), "") << c.logs();
+  for (const char* id : {"after", "woken"}) {
+    std::promise<Result<Delivery>> got;
+    std::thread waiter([&] { got.set_value(other->reserve(id, kLong)); });
+    std::this_thread::sleep_for(200ms);  // most likely waiting by now; correct either way
+    const Status pushed = q->push({.topic = id, .id = id}).status();  // MOVED to node 2, first for q
+    waiter.join();  // before any assertion returns
+    ASSERT_TRUE(pushed.ok()) << pushed.to_string();
+    Result<Delivery> d = got.get_future().get();
+    ASSERT_TRUE(d.ok()) << id << ": " << d.status().to_string();
+    EXPECT_EQ(d->id, id);
+    EXPECT_TRUE(q->ack(d->token).ok());
+  }
+  Result<Delivery> d = other->reserve("t", kLong);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, "before");
+  EXPECT_TRUE(other->ack(d->token).ok());
+  EXPECT_EQ(c.cmd(2, {"EXISTS", "{dq:guarded:0}:seq"}).as_int(), 1);
+  EXPECT_EQ(other->stats().acked, 3u);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // Concurrency limits on the Redis backend (TopicLimits::max_in_flight: the topic's leases zset
-// counted by the claim script), on a ManualClock through RedisOptions::clock: the cap holds and
-// each way out of `reserved` (ack, nack, release, dead_letter, cancel, a lease that runs out)
-// lets exactly one more through and wakes a blocked reserve() (by a published wake-up: the
-// waiters' sweep is a minute); release() gives its token back; limits changed and cleared at run
-// time; limits kept across a reopen, with their bucket; a batched claim (claim_batch > 1, and
-// the ack that claims the next jobs) takes no more than the tokens and places allow.
+// counted by the claim script), where Redis has its own (the rules every backend shares, release
+// and reopening included, run in flow_limits_places_test.cc on Redis too). Here, on a ManualClock
+// through RedisOptions::clock and with the waiters' sweep a minute, so that only a published
+// wake-up wakes them: each way out of `reserved` and each change of the limits wakes a blocked
+// reserve(); equal limits change nothing and clearing starts afresh; a batched claim
+// (claim_batch > 1, and the ack that claims the next jobs) takes no more than the tokens and
+// places allow, on one shard and on four; on four, touch moves the job's place on the home shard.
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -19,6 +20,10 @@ namespace delayq::redis_limits {
 namespace {
 
 std::string id_of(int i) { return "j" + std::to_string(10 + i); }  // sorts as pushed
+
+// The batched claims' limits: 5 an hour, 3 at once.
+const TopicLimits kBatched{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
+                           .max_in_flight = 3};
 
 TEST_F(RedisLimits, TheConcurrencyCapHoldsAndEveryExitFreesAPlace) {
   for (int i = 0; i < 12; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
@@ -58,21 +63,6 @@ TEST_F(RedisLimits, TheConcurrencyCapHoldsAndEveryExitFreesAPlace) {
   EXPECT_EQ(waiter.id().rfind("j", 0), 0u) << "a lease that ran out did not wake the consumer";
   EXPECT_EQ(take("t"), "");
   EXPECT_EQ(flow_of("t").in_flight, 2u);
-}
-
-TEST_F(RedisLimits, AReleaseGivesItsTokenAndPlaceBack) {
-  push({.topic = "t", .id = "a"});
-  push({.topic = "t", .id = "b"});
-  const TopicLimits limits{.rate = TopicLimits::Rate{.count = 1, .per = 1h, .burst = 1},
-                           .max_in_flight = 1};
-  set_limits("t", limits);
-  auto d = q().reserve("t", 0ms);
-  ASSERT_TRUE(d.ok());
-  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 0, .in_flight = 1}));
-  ASSERT_TRUE(q().release(d->token).ok());
-  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 1, .in_flight = 0}));
-  EXPECT_EQ(take("t"), "a");
-  EXPECT_EQ(take("t"), "");
 }
 
 TEST_F(RedisLimits, LimitsCanBeChangedAndClearedAtRunTime) {
@@ -133,48 +123,27 @@ TEST_F(RedisLimits, EqualLimitsChangeNothingAndClearingStartsAfresh) {
   EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = rate(1, 1h, 2), .tokens = 2, .in_flight = 2}));
 }
 
-// Redis keeps the limits as long as its keys, and with them what the engine cannot keep across a
-// restart: the bucket (a client that reopens does not refill it for every client) and the
-// throttled counts, which are the queue's, not one client's.
-TEST_F(RedisLimits, LimitsAndTheirBucketSurviveAReopen) {
-  const TopicLimits a{.rate = TopicLimits::Rate{.count = 2, .per = 1s, .burst = 3},
-                      .max_in_flight = 5};
-  const TopicLimits idle{.max_in_flight = 1};
-  set_limits("a", a);
-  set_limits("idle", idle);
-  set_limits("gone", idle);
-  ASSERT_TRUE(q().clear_topic_limits("gone").ok());
-  for (int i = 0; i < 4; ++i) push({.topic = "a", .id = id_of(i), .ttr = 1h});
-  auto first = q().reserve("a", 0ms);
-  ASSERT_TRUE(first.ok());
-  ASSERT_EQ(take("a"), id_of(1));
-  ASSERT_EQ(take("a"), id_of(2));
-  EXPECT_EQ(take("a"), "");  // the bucket is empty
-  const TopicFlow spent{.limits = a, .in_flight = 3, .throttled_rate = 1};
-  EXPECT_EQ(flow_of("a"), spent);
-  reopen();
-  const Stats st = q().stats();
-  EXPECT_EQ(st.flow, (std::map<std::string, TopicFlow>{{"a", spent}, {"idle", TopicFlow{.limits = idle}}}));
-  ASSERT_TRUE(q().ack(first->token).ok());
-  EXPECT_EQ(flow_of("a").in_flight, 2u);
-  EXPECT_EQ(take("a"), "");
-  advance(500ms);
-  EXPECT_EQ(take("a"), id_of(3));
-  EXPECT_EQ(flow_of("a"), (TopicFlow{.limits = a, .tokens = 0, .in_flight = 3, .throttled_rate = 2}));
-}
-
 // claim_batch = 8: a reserve() takes up to 8 jobs ahead, and an ack of a job of that topic takes
 // the next ones in the same script run. Both take no more than the places (3) and tokens (5 an
 // hour) allow, and the jobs kept ahead count as in flight and spent. On the server's clock (the
 // client times the jobs it keeps on the real clock; an hour's rate does not refill meanwhile).
-TEST_F(RedisLimits, ABatchedClaimTakesNoMoreThanTheLimitsAllow) {
-  q_->close();
-  q_ = open(8, 1, "batched", /*manual=*/false);
-  ASSERT_TRUE(q_);
-  for (int i = 0; i < 10; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
-  const TopicLimits limits{.rate = TopicLimits::Rate{.count = 5, .per = 1h, .burst = 5},
-                           .max_in_flight = 3};
-  set_limits("t", limits);
+class BatchedLimits : public RedisLimits {
+ protected:
+  // The test's queue replaced by one of `shards` shards with claim_batch 8 on the server's clock
+  // (the client times the jobs it keeps on the real clock), `jobs` jobs of topic t and kBatched.
+  void batched_queue(uint32_t shards, const std::string& queue, int jobs) {
+    q_->close();
+    q_ = open(8, shards, queue, /*manual=*/false);
+    ASSERT_TRUE(q_);
+    for (int i = 0; i < jobs; ++i) push({.topic = "t", .id = id_of(i), .ttr = 1h});
+    set_limits("t", kBatched);
+  }
+  const TopicLimits& limits = kBatched;
+};
+
+TEST_F(BatchedLimits, ABatchedClaimTakesNoMoreThanTheLimitsAllow) {
+  batched_queue(1, "batched", 10);
+  if (HasFatalFailure()) return;
   std::vector<Delivery> got;
   for (int i = 0; i < 3; ++i) {
     auto d = q().reserve("t", 0ms);
@@ -198,6 +167,49 @@ TEST_F(RedisLimits, ABatchedClaimTakesNoMoreThanTheLimitsAllow) {
   EXPECT_EQ(take("t"), id_of(4));
   EXPECT_EQ(take("t"), "");
   EXPECT_EQ(command("ZCARD {dq:batched:0}:r:t"), ":5");
+}
+
+// Four shards: touch moves the job's place on the home shard to the new lease deadline, so the
+// place outlives the first lease and frees itself at the second.
+TEST_F(RedisLimits, OnFourShardsATouchMovesThePlace) {
+  auto q = open(1, 4, "touched");
+  ASSERT_TRUE(q);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(q->push({.topic = "t", .id = id_of(i), .ttr = 1min}).ok());
+  ASSERT_TRUE(q->set_topic_limits("t", TopicLimits{.max_in_flight = 1}).ok());
+  auto d = q->reserve("t", 0ms);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  advance(50s);
+  ASSERT_TRUE(q->touch(d->token).ok());  // the lease ends 1 min from now
+  advance(20s);
+  EXPECT_FALSE(q->reserve("t", 0ms).ok()) << "the place freed at the first lease's deadline";
+  advance(40s - 1us);
+  EXPECT_FALSE(q->reserve("t", 0ms).ok());
+  advance(1us);
+  EXPECT_TRUE(q->reserve("t", 0ms).ok()) << "the touched lease ran out: its place frees itself";
+  q->close();
+}
+
+// Four shards, claim_batch = 8: a reserve() takes ahead no more than the home shard admits, and
+// an ack does not claim from a limited topic (its next reserve() asks the home shard): never more
+// than the cap's 3 in flight, never more than the 5 tokens an hour.
+TEST_F(BatchedLimits, OnFourShardsABatchedClaimTakesNoMoreThanTheLimitsAllow) {
+  batched_queue(4, "batched4", 40);
+  if (HasFatalFailure()) return;
+  std::vector<Delivery> got;
+  for (int i = 0; i < 6; ++i)
+    if (auto d = q().reserve("t", 0ms); d.ok()) got.push_back(*d);
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(flow_of("t").in_flight, 3u);
+  for (const Delivery& d : got) ASSERT_TRUE(q().ack(d.token).ok());
+  EXPECT_EQ(flow_of("t").in_flight, 0u);
+  int more = 0;
+  for (int i = 0; i < 6; ++i) more += q().reserve("t", 0ms).ok() ? 1 : 0;
+  EXPECT_EQ(more, 2) << "5 tokens in all";
+  // Counted once per reserve call that held back a ready job, as on one shard: the first batch
+  // (3 of 8 asked, by the cap) and the three refused after it; then the second batch (2 of 8, by
+  // the rate) and the four refused after it.
+  EXPECT_EQ(flow_of("t"), (TopicFlow{.limits = limits, .tokens = 0, .in_flight = 2,
+                                     .throttled_rate = 5, .throttled_concurrency = 4}));
 }
 
 }  // namespace

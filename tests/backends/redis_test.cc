@@ -457,6 +457,65 @@ TEST_F(RedisQueueTest, PushBatchReportsEachJobWhenTheServerRefusesOneRunOfThePip
   EXPECT_EQ(q_->stats().pushed, 5u);
 }
 
+// push_many packs a batch's records its own way (a policy packed once for the jobs that share
+// it, no table for a job of the default priority): each job of a batch is stored as push() stores
+// the same spec, whatever its policy, priority, ttr and due time, and its policy works (a nack
+// waits the policy's first delay).
+TEST_F(RedisQueueTest, PushBatchStoresEachJobAsPushDoes) {
+  const TimePoint later = now() + 1h;
+  const RetryPolicy list = RetryPolicy::list({1s, 2500ms, 0ms});
+  const RetryPolicy other_list = RetryPolicy::list({1s, 2500ms, 1ms});  // as long, one value differs
+  const RetryPolicy exp = RetryPolicy::exponential(3ms, 1.5, 2min, 0.25, 4);
+  std::vector<JobSpec> specs{
+      {.topic = "pb", .body = "ready"},
+      {.topic = "pb", .due_at = later, .body = "later"},
+      {.topic = "pb", .ttr = 7s, .retry = list, .priority = 5},
+      {.topic = "pb", .due_at = later, .retry = exp, .priority = 2000},
+      {.topic = "pb", .due_at = later, .ttr = 9s, .retry = list},
+      {.topic = "pb", .retry = list},
+      {.topic = "pb", .due_at = later, .retry = other_list},
+      {.topic = "pb", .retry = RetryPolicy::fixed(20ms, 2), .priority = 0},
+  };
+  for (size_t i = 0; i < specs.size(); ++i) {
+    specs[i].id = "p" + std::to_string(i);
+    ASSERT_TRUE(q_->push(specs[i]).ok()) << i;
+    specs[i].id = "b" + std::to_string(i);
+  }
+  for (const Result<std::string>& r : q_->push_batch(specs)) ASSERT_TRUE(r.ok()) << r.status().to_string();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Result<JobInfo> p = q_->get("p" + std::to_string(i)), b = q_->get("b" + std::to_string(i));
+    ASSERT_TRUE(p.ok() && b.ok()) << i;
+    EXPECT_EQ(b->state, p->state) << i;
+    EXPECT_EQ(b->attempts, p->attempts) << i;
+    EXPECT_EQ(b->max_attempts, p->max_attempts) << i;
+    EXPECT_EQ(b->ttr, p->ttr) << i;
+    EXPECT_EQ(b->retry, p->retry) << i;
+    EXPECT_EQ(b->priority, p->priority) << i;
+    EXPECT_EQ(b->body, p->body) << i;
+    if (specs[i].due_at) EXPECT_EQ(b->due, p->due) << i;
+  }
+  // The ready jobs in line: priority 0 first, then 5, then the default's in push order (the
+  // pushes' then the batch's).
+  std::vector<std::string> order;
+  for (int i = 0; i < 8; ++i) {
+    Result<Delivery> d = q_->reserve("pb", 0ms);
+    if (!d) break;
+    order.push_back(d->id);
+    if (d->id == "b5") {  // a list policy's first wait, after a nack
+      const TimePoint before = now();
+      ASSERT_TRUE(q_->nack(d->token).ok());
+      Result<JobInfo> info = q_->get("b5");
+      ASSERT_TRUE(info.ok());
+      EXPECT_EQ(info->state, JobState::delayed);
+      EXPECT_GE(info->due, before + 1s - 1us);
+      EXPECT_LE(info->due, now() + 1s);
+    } else {
+      ASSERT_TRUE(q_->ack(d->token).ok());
+    }
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"p7", "b7", "p2", "b2", "p0", "p5", "b0", "b5"}));
+}
+
 // A full server (maxmemory reached, noeviction) refuses every run: each job says why, and none
 // is stored.
 TEST_F(RedisQueueTest, PushBatchOnAFullServerRefusesEachJobWithTheReason) {

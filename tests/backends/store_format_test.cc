@@ -3,9 +3,11 @@
 // jobs; a store written by a newer delayq (a higher format version) is refused by the library,
 // delayqd and the CLI with a message naming both versions, and the refused open leaves every
 // stored byte as it was, so that the newer delayq (or a rollback to it) still finds its store.
-// Priorities (docs/journal-format.md, "format"): a store that only ever held the default
-// priority keeps its format (1, or 2 with the disk tier), and the first job record with another
-// priority raises it to 3 in the very write that stores the record.
+// Priorities (docs/journal-format.md, "format"): a store without the disk tier that only ever
+// held the default priority keeps format 1, and the first job record with another priority
+// raises it to 3 in the very write that stores the record. A store with the disk tier is format
+// 4 (the tier's per-topic index), and every write that puts or deletes a disk record puts or
+// deletes its index key with it.
 #include <gtest/gtest.h>
 
 #include <rocksdb/db.h>
@@ -13,8 +15,11 @@
 #include <rocksdb/transaction_log.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +27,7 @@
 #include "cli_harness.h"
 #include "delayq/store.h"
 #include "wal/codec.h"
+#include "wal/far_codec.h"
 #include "wal/journal.h"
 
 namespace {
@@ -56,7 +62,8 @@ class RawStore {
   std::string format() { return contents()["meta/format"]; }
 
   // The puts of each write RocksDB's log still holds (a store whose writer was killed: nothing
-  // flushed it away), in order, as "family/key" -> value; each write is one atomic batch.
+  // flushed it away), in order, as "family/key" -> value, and its deletes as "-family/key" -> "";
+  // each write is one atomic batch.
   using Write = std::map<std::string, std::string>;
   std::vector<Write> logged_writes() {
     std::vector<Write> out;
@@ -87,7 +94,11 @@ class RawStore {
       seen[names.at(cf) + "/" + k.ToString()] = v.ToString();
       return rocksdb::Status::OK();
     }
-    rocksdb::Status DeleteCF(uint32_t, const rocksdb::Slice&) override {
+    rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& k) override {
+      seen["-" + names.at(cf) + "/" + k.ToString()] = "";
+      return rocksdb::Status::OK();
+    }
+    rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
       return rocksdb::Status::OK();
     }
     const std::map<uint32_t, std::string>& names;
@@ -114,6 +125,23 @@ class RawStore {
   }
   std::string dir_;
 };
+
+// Runs `calls` in a child process, which is killed once they returned true: no clean close,
+// nothing flushed out of RocksDB's log, which keeps every write as it was made. `calls` keeps
+// the queue it opens in its argument, so that it stays open until the kill.
+void write_then_killed(const std::function<bool(std::unique_ptr<delayq::Engine>&)>& calls) {
+  delayq::testing::ChildProcess writer([&](int report) {
+    std::unique_ptr<delayq::Engine> q;
+    const char c = calls(q) ? '1' : '0';
+    (void)!::write(report, &c, 1);
+    ::pause();
+  });
+  ASSERT_TRUE(writer.started());
+  char c = 0;
+  ASSERT_EQ(::read(writer.reports(), &c, 1), 1);
+  ASSERT_EQ(c, '1');
+  writer.kill_and_wait();
+}
 
 void make_store(const std::string& dir) {
   auto q = delayq::open_store({.dir = dir}).value();
@@ -156,7 +184,7 @@ TEST(StoreFormat, ANewerStoreIsRefusedEverywhereAndLeftAsItWas) {
   make_store(store);
   RawStore raw(store);
   const std::string newer = std::to_string(delayq::wal::kFormatVersion + 1);
-  EXPECT_EQ(newer, "4");  // this build reads formats 1 to 3
+  EXPECT_EQ(newer, "5");  // this build reads formats 1 to 4
   raw.put("meta", "format", &newer);
   const auto before = raw.contents();
   const std::string says = "has format version " + newer +
@@ -192,7 +220,7 @@ TEST(StoreFormat, ANewerStoreIsRefusedEverywhereAndLeftAsItWas) {
 }
 
 // A store that only ever held jobs at the default priority (pushed with it named or not, on disk
-// or in memory) keeps the format older builds read: 1, or 2 with the disk tier.
+// or in memory) keeps the format older builds read: 1; with the disk tier it is 4 (its index).
 TEST(StoreFormat, OnlyDefaultPrioritiesKeepTheFormat) {
   TempDir dir;
   for (const bool tiered : {false, true}) {
@@ -208,7 +236,7 @@ TEST(StoreFormat, OnlyDefaultPrioritiesKeepTheFormat) {
       ASSERT_TRUE(q->nack(d->token, std::chrono::hours(3)).ok());
     }
     RawStore raw(store);
-    EXPECT_EQ(raw.format(), tiered ? "2" : "1");
+    EXPECT_EQ(raw.format(), tiered ? "4" : "1");
     for (const auto& [key, value] : raw.contents()) {
       if (key.starts_with("jobs/") || key.starts_with("far/")) {
         EXPECT_EQ(value[0], '\x01') << key;
@@ -218,7 +246,7 @@ TEST(StoreFormat, OnlyDefaultPrioritiesKeepTheFormat) {
       auto again = delayq::open_store(o);
       ASSERT_TRUE(again.ok()) << again.status().to_string();
     }
-    EXPECT_EQ(raw.format(), tiered ? "2" : "1") << "an open must not raise it";
+    EXPECT_EQ(raw.format(), tiered ? "4" : "1") << "an open must not raise it";
   }
 }
 
@@ -231,21 +259,15 @@ TEST(StoreFormat, TheFirstOtherPriorityRaisesTheFormatTo3InTheSameWrite) {
     GTEST_SKIP() << "needs a process of its own (run it alone, as ctest does)";
   TempDir dir;
   const std::string store = dir.sub("s");
-  delayq::testing::ChildProcess writer([&](int report) {
-    auto q = delayq::open_store({.dir = store, .sync = delayq::Sync::always});
-    bool ok = q.ok();
-    ok = ok && (*q)->push({.topic = "t", .id = "plain"}).ok();
-    ok = ok && (*q)->push({.topic = "t", .id = "urgent", .priority = 3}).ok();
-    ok = ok && (*q)->push({.topic = "t", .id = "urgent-too", .priority = 2}).ok();
-    const char c = ok ? '1' : '0';
-    (void)!::write(report, &c, 1);
-    ::pause();  // killed: no clean close, nothing flushed out of the log
+  write_then_killed([&](std::unique_ptr<delayq::Engine>& q) {
+    auto opened = delayq::open_store({.dir = store, .sync = delayq::Sync::always});
+    if (!opened) return false;
+    q = std::move(opened).value();
+    return q->push({.topic = "t", .id = "plain"}).ok() &&
+           q->push({.topic = "t", .id = "urgent", .priority = 3}).ok() &&
+           q->push({.topic = "t", .id = "urgent-too", .priority = 2}).ok();
   });
-  ASSERT_TRUE(writer.started());
-  char c = 0;
-  ASSERT_EQ(::read(writer.reports(), &c, 1), 1);
-  ASSERT_EQ(c, '1');
-  writer.kill_and_wait();
+  if (HasFatalFailure()) return;
 
   RawStore raw(store);
   const std::vector<RawStore::Write> writes = raw.logged_writes();
@@ -274,17 +296,18 @@ TEST(StoreFormat, TheFirstOtherPriorityRaisesTheFormatTo3InTheSameWrite) {
     EXPECT_EQ((*q)->get("urgent")->priority, 3u);
     EXPECT_EQ((*q)->reserve("t", std::chrono::seconds(1))->id, "urgent-too");
   }
-  // Given the disk tier afterwards, the store stays at 3 (the tier needs only 2).
+  // Given the disk tier afterwards, the store is raised to 4 (the tier's index).
   {
     auto tiered = delayq::open_store({.dir = store, .horizon = std::chrono::minutes(1)});
     ASSERT_TRUE(tiered.ok()) << tiered.status().to_string();
   }
-  EXPECT_EQ(raw.format(), "3");
+  EXPECT_EQ(raw.format(), "4");
 }
 
-// With the disk tier, a job with a priority that goes to disk raises the store from 2 to 3 (the
-// records of "far" are encoded as those of "jobs"), and the job keeps its priority there.
-TEST(StoreFormat, APriorityOnDiskRaisesATieredStoreTo3) {
+// With the disk tier, the store is format 4 from its first open, and a job with a priority that
+// goes to disk leaves it there (format 4 reads records of version 2 too); the job keeps its
+// priority on disk.
+TEST(StoreFormat, APriorityOnDiskLeavesATieredStoreAt4) {
   TempDir dir;
   const std::string store = dir.sub("s");
   const delayq::StoreOptions o{.dir = store, .horizon = std::chrono::minutes(1)};
@@ -293,14 +316,14 @@ TEST(StoreFormat, APriorityOnDiskRaisesATieredStoreTo3) {
     ASSERT_TRUE(q->push({.topic = "t", .id = "plain-far", .delay = std::chrono::hours(1)}).ok());
   }
   RawStore raw(store);
-  EXPECT_EQ(raw.format(), "2");
+  EXPECT_EQ(raw.format(), "4");
   {
     auto q = delayq::open_store(o).value();
     ASSERT_TRUE(
         q->push({.topic = "t", .id = "urgent-far", .delay = std::chrono::hours(1), .priority = 9})
             .ok());
   }
-  EXPECT_EQ(raw.format(), "3");
+  EXPECT_EQ(raw.format(), "4");
   bool on_disk = false;
   for (const auto& [key, value] : raw.contents())
     if (key.starts_with("far/") && value[0] == '\x02') on_disk = true;
@@ -308,6 +331,77 @@ TEST(StoreFormat, APriorityOnDiskRaisesATieredStoreTo3) {
   auto q = delayq::open_store(o).value();
   EXPECT_EQ(q->get("urgent-far")->priority, 9u);
   EXPECT_EQ(q->get("plain-far")->priority, delayq::kDefaultPriority);
+}
+
+// The per-topic index of the disk tier (docs/journal-format.md, "far-topic"): every write that
+// puts a record in "far" puts its index key in the same atomic write, and every write that
+// deletes one deletes its key, so that no crash leaves them out of step. The writer is killed so
+// that RocksDB's log still holds every write as it was made; the store it leaves lists each
+// record of "far" in the index, and nothing else.
+TEST(StoreFormat, EachDiskRecordAndItsIndexKeyAreWrittenInOneWrite) {
+  if (!delayq::testing::single_threaded())
+    GTEST_SKIP() << "needs a process of its own (run it alone, as ctest does)";
+  TempDir dir;
+  const std::string store = dir.sub("s");
+  using std::chrono::hours;
+  write_then_killed([&](std::unique_ptr<delayq::Engine>& q) {
+    auto opened = delayq::open_store(
+        {.dir = store, .sync = delayq::Sync::always, .horizon = std::chrono::minutes(1)});
+    if (!opened) return false;
+    q = std::move(opened).value();
+    bool ok = true;
+    for (int i = 0; ok && i < 6; ++i)
+      ok = q->push({.topic = i % 2 ? "odd" : "even", .id = "far-" + std::to_string(i),
+                    .delay = hours(1 + i)})
+               .ok();
+    ok = ok && q->push({.topic = "odd", .id = "near", .delay = std::chrono::seconds(5)}).ok();
+    ok = ok && q->cancel("far-2").ok();  // deleted from disk
+    const auto now = std::chrono::system_clock::now();
+    ok = ok && q->reschedule("far-3", now + hours(30)).ok();  // moved on disk
+    ok = ok && q->reschedule("near", now + hours(20)).ok();   // from memory to disk
+    return ok && q->reschedule("far-4", now + std::chrono::seconds(9)).ok();  // into memory
+  });
+  if (HasFatalFailure()) return;
+
+  RawStore raw(store);
+  size_t puts = 0, deletes = 0;
+  for (const RawStore::Write& w : raw.logged_writes()) {
+    for (const auto& [key, value] : w) {
+      if (key.starts_with("far/")) {
+        const std::string fk = key.substr(4);
+        auto r = delayq::wal::decode_far_record(fk, value);
+        ASSERT_TRUE(r.ok()) << r.status().to_string();
+        EXPECT_TRUE(w.contains("far-topic/" + delayq::wal::far_topic_key(r->topic, *delayq::wal::decode_far_key(fk))))
+            << r->id << ": its index key is not in the write that puts its record";
+        ++puts;
+      } else if (key.starts_with("-far/")) {
+        const std::string fk = key.substr(5);
+        const bool listed = std::any_of(w.begin(), w.end(), [&](const auto& kv) {
+          return kv.first.starts_with("-far-topic/") && kv.first.ends_with(fk);
+        });
+        EXPECT_TRUE(listed) << "a delete of far key " << delayq::wal::hex(fk)
+                            << " without its index key's";
+        ++deletes;
+      }
+    }
+  }
+  EXPECT_GE(puts, 8u);    // six pushes, two moves to (or on) disk
+  EXPECT_GE(deletes, 3u);  // the cancel and the two moves off their keys
+  size_t records = 0;
+  std::set<std::string> listed, indexed;
+  for (const auto& [key, value] : raw.contents()) {
+    if (key.starts_with("far/")) {
+      auto r = delayq::wal::decode_far_record(key.substr(4), value);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      listed.insert(delayq::wal::far_topic_key(r->topic, *delayq::wal::decode_far_key(key.substr(4))));
+      ++records;
+    } else if (key.starts_with("far-topic/")) {
+      indexed.insert(key.substr(10));
+    }
+  }
+  EXPECT_EQ(records, 5u);  // far-0, 1, 3, 5 and near
+  EXPECT_EQ(indexed, listed);
+  EXPECT_EQ(raw.format(), "4");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +27,8 @@ class TieredDamage : public TieredStore {
     open(1min);
     for (int i = 0; i < 10; ++i) push("far-" + std::to_string(i), 2h + i * 1s);
     q_.reset();
-    with_raw_far([&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* far) {
+    with_raw([&](rocksdb::DB& db, const Families& f) {
+      rocksdb::ColumnFamilyHandle* far = f.at(wal::kFarFamily);
       std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions(), far));
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
         auto r = wal::decode_far_record(it->key().ToString(), it->value().ToString());
@@ -37,20 +39,6 @@ class TieredDamage : public TieredStore {
       }
       FAIL() << "far-3 is not in family 'far'";
     });
-  }
-  void with_raw_far(const std::function<void(rocksdb::DB&, rocksdb::ColumnFamilyHandle*)>& fn) {
-    const std::string dir = dir_.path() + "/store";
-    std::vector<std::string> names;
-    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names).ok());
-    std::vector<rocksdb::ColumnFamilyDescriptor> fams;
-    for (const std::string& n : names) fams.push_back({n, {}});
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, fams, &handles, &db).ok());
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == wal::kFarFamily) fn(*db, handles[i]);
-    for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
-    delete db;
   }
   void open_tolerant() {
     q_.reset();
@@ -113,6 +101,60 @@ TEST_F(TieredDamage, ARecordNoCallCouldWriteIsDroppedWhenTolerantElseCorrupt) {
       << skipped_.back();
   open(std::nullopt);  // dropped for good
   EXPECT_TRUE(q_->get("far-3").is(Errc::not_found));
+}
+
+// Browsing reads the disk jobs of a topic through the per-topic index (wal/far_index.h): a record
+// it lists that does not decode, or that is gone, is corrupt, naming it; tolerant, it is reported
+// and the page goes on without it.
+TEST_F(TieredDamage, BrowsingMeetsAnUnreadableOrMissingRecordAsCorruptOrSkipsItWhenTolerant) {
+  damage_far_3(garbage);
+  std::string far_5;
+  with_raw([&](rocksdb::DB& db, const Families& f) {
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions(), f.at("far")));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      auto r = wal::decode_far_record(it->key().ToString(), it->value().ToString());
+      if (r.ok() && r->id == "far-5") far_5 = it->key().ToString();
+    }
+    ASSERT_FALSE(far_5.empty());
+    ASSERT_TRUE(db.Delete(rocksdb::WriteOptions(), f.at("far"), far_5).ok());
+  });
+  open(std::nullopt);
+  auto page = q_->list_jobs("t", JobState::delayed, 100);
+  ASSERT_TRUE(page.is(Errc::corrupt)) << page.status().to_string();
+  EXPECT_NE(page.status().message().find("family 'far'"), std::string::npos)
+      << page.status().message();
+
+  open_tolerant();
+  page = q_->list_jobs("t", JobState::delayed, 100);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  std::vector<std::string> ids;
+  for (const JobInfo& j : page->jobs) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"far-0", "far-1", "far-2", "far-4", "far-6", "far-7",
+                                           "far-8", "far-9"}));
+  const auto said = [&](const std::string& what) {
+    return std::any_of(skipped_.begin(), skipped_.end(),
+                       [&](const std::string& s) { return s.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(said("which holds no record")) << ::testing::PrintToString(skipped_);
+  EXPECT_TRUE(said("does not decode")) << ::testing::PrintToString(skipped_);
+}
+
+// A store whose disk tier predates the index (format 3, no family "far-topic") with an unreadable
+// record: the open that builds the index leaves that record out and goes on; pages list the
+// other jobs, and a lookup still meets the record as corrupt.
+TEST_F(TieredDamage, AnUnreadableRecordGetsNoIndexKeyWhenTheIndexIsBuilt) {
+  damage_far_3(garbage);
+  with_raw([](rocksdb::DB& db, const Families& f) {
+    ASSERT_TRUE(db.DropColumnFamily(f.at(wal::kFarTopicFamily)).ok());
+    ASSERT_TRUE(db.Put(rocksdb::WriteOptions(), f.at("meta"), "format", "3").ok());
+  });
+  open(std::nullopt);
+  auto page = q_->list_jobs("t", JobState::delayed, 100);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  EXPECT_EQ(page->jobs.size(), 9u);
+  EXPECT_TRUE(q_->get("far-3").is(Errc::corrupt));
+  q_.reset();
+  EXPECT_EQ(raw_keys(wal::kFarTopicFamily).size(), 9u);
 }
 
 }  // namespace

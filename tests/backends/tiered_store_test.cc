@@ -88,6 +88,35 @@ TEST_F(TieredStore, DiskJobsOverdueAtOpenFireFirstInDueOrder) {
   EXPECT_EQ(drain(), (std::vector<std::string>{"near", "far-1", "far-2", "far-3"}));
 }
 
+// A lease that ran out while the store was closed is retried at lease end + wait, as if the store
+// had stayed open: after the reopen, that retry comes out in its place in due order among the
+// jobs that fell due meanwhile, not first (it was made ready as due at the reopen). On a store
+// without a disk tier and on one whose horizon (100 ms) leaves the delayed jobs on disk.
+TEST_F(TieredStore, ALeaseThatRanOutWhileClosedIsRetriedInDueOrderAfterAReopen) {
+  for (const std::optional<Duration> horizon : {std::optional<Duration>(), std::optional<Duration>(100ms)}) {
+    SCOPED_TRACE(horizon ? "with a disk tier" : "without a disk tier");
+    const std::string name = horizon ? "tiered" : "plain";
+    const auto reopen = [&] {
+      q_.reset();
+      auto q = open_named(name, horizon);
+      ASSERT_TRUE(q.ok()) << q.status().to_string();
+      q_ = std::move(q).value();
+    };
+    reopen();
+    const TimePoint t0 = clock_.now();
+    ASSERT_TRUE(q_->push({.topic = "t", .id = "leased", .ttr = 200ms,
+                          .retry = RetryPolicy::fixed(200ms, 5)}).ok());
+    ASSERT_EQ(q_->reserve("t", 0ms)->id, "leased");  // runs out at 200 ms, retry due at 400 ms
+    push("delayed", 300ms);
+    push("later", 500ms);
+    q_.reset();
+    clock_.advance(600ms);  // the store was closed meanwhile
+    reopen();
+    EXPECT_EQ(q_->get("leased")->due, t0 + 400ms);
+    EXPECT_EQ(drain(), (std::vector<std::string>{"delayed", "leased", "later"}));
+  }
+}
+
 // The horizon may change between opens, off and on again: every job stays, and with a shorter
 // horizon far pushes go to disk again (the jobs loaded meanwhile stay in memory).
 TEST_F(TieredStore, TheHorizonMayChangeBetweenOpens) {

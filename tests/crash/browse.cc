@@ -15,11 +15,11 @@ bool model_allows(const Model& m, uint64_t job, St want, Span w) {
   return false;
 }
 
-// Whether `b` may follow `a` in a page of `state`: ready jobs by priority then (with
-// `due_order`) due time, dead ones in the order they died.
-bool in_order(const JobInfo& a, const JobInfo& b, JobState state, bool due_order) {
+// Whether `b` may follow `a` in a page of `state`: ready jobs by priority then due time, dead
+// ones in the order they died.
+bool in_order(const JobInfo& a, const JobInfo& b, JobState state) {
   if (state == JobState::dead) return a.dead_since <= b.dead_since;
-  return a.priority != b.priority ? a.priority < b.priority : !due_order || a.due <= b.due;
+  return a.priority != b.priority ? a.priority < b.priority : a.due <= b.due;
 }
 
 std::string key_text(const JobInfo& j, JobState state, int64_t origin) {
@@ -31,8 +31,7 @@ std::string key_text(const JobInfo& j, JobState state, int64_t origin) {
 
 std::vector<std::pair<uint64_t, std::string>> page_problems(const JobPage& page, size_t topic,
                                                             JobState state, const Model& m,
-                                                            Span w, const JobInfo* prev,
-                                                            bool due_order) {
+                                                            Span w, const JobInfo* prev) {
   std::vector<std::pair<uint64_t, std::string>> out;
   const std::string asked =
       "list_jobs(" + kTopics[topic] + ", " + to_string(state) + ") listed ";
@@ -51,7 +50,7 @@ std::vector<std::pair<uint64_t, std::string>> page_problems(const JobPage& page,
                                  ", pushed with " + std::to_string(priority_of(*job)));
     if (!model_allows(m, *job, state == JobState::dead ? St::dead : St::waiting, w))
       out.emplace_back(*job, what + ", which the reports do not allow in that state then");
-    if (prev != nullptr && !in_order(*prev, info, state, due_order))
+    if (prev != nullptr && !in_order(*prev, info, state))
       out.emplace_back(*job, what + key_text(info, state, m.origin) + " after " + prev->id +
                                  key_text(*prev, state, m.origin) + ", out of order");
     prev = &info;

@@ -32,15 +32,11 @@ std::vector<std::string> delivery_static_problems(const Delivery& d, const Model
 // or null): each listed job of that topic and state, with the priority it was pushed with,
 // allowed in that state at some instant of `w` by the model (which no other thread changes on
 // the topics of the thread that lists), and in the state's order: dead jobs in the order they
-// died, ready ones by priority and, with `due_order`, then by due time. Each problem with its
-// job. (The workers pass due_order = false for now: with it, pages after a reopen list jobs
-// that fell due while the store was closed after jobs of the same priority due later, in
-// what looks like id order, against docs/durability.md's "ready at once, in due order"; not
-// settled yet, see kReadyDueOrder in loop.cc.)
+// died, ready ones by priority, then by due time (after a reopen too: a lease that ran out while
+// the store was closed is retried in its place in due order). Each problem with its job.
 std::vector<std::pair<uint64_t, std::string>> page_problems(const JobPage& page, size_t topic,
                                                             JobState state, const Model& m,
-                                                            Span w, const JobInfo* prev,
-                                                            bool due_order);
+                                                            Span w, const JobInfo* prev);
 // A delivery as a `reserved` record of `thread` (t0, t1: the clock around the call).
 Record delivery_record(const Delivery& d, uint64_t job, uint8_t thread, int64_t t0, int64_t t1);
 

@@ -12,11 +12,6 @@ namespace delayq::crash {
 
 namespace {
 
-// Whether browsing checks ready jobs of one priority in due order too (check.h, page_problems):
-// off until the order of jobs that fell due while the store was closed is settled (with it on,
-// CrashHarness.SigkillsInEverySyncModeKeepEveryPromise fails in most runs that way).
-constexpr bool kReadyDueOrder = false;
-
 class Loop {
  public:
   Loop(WorkerProcess& w, size_t thread, uint64_t seed)
@@ -344,7 +339,7 @@ class Loop {
       }
       {
         std::lock_guard lock(w_.mu_);
-        bad = page_problems(*p, topic, state, m_, w, prev ? &*prev : nullptr, kReadyDueOrder);
+        bad = page_problems(*p, topic, state, m_, w, prev ? &*prev : nullptr);
       }
       listed += p->jobs.size();
       if (!p->jobs.empty()) prev = p->jobs.back();

@@ -1,5 +1,6 @@
 // A private redis-server for tests: started in a fresh temporary directory, listening only on a
-// unix socket there (no TCP port), killed and removed afterwards. Never a system Redis.
+// unix socket there (no TCP port unless `extra` asks for one), killed and removed afterwards.
+// Never a system Redis. With "--requirepass P" in `extra`, command() authenticates first.
 #pragma once
 
 #include <fcntl.h>
@@ -23,6 +24,8 @@ class RedisServer {
  public:
   // `extra`: more redis-server arguments, e.g. {"--appendonly", "yes"}; later ones win.
   explicit RedisServer(std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+    for (size_t i = 0; i + 1 < extra_.size(); ++i)
+      if (extra_[i] == "--requirepass") password_ = extra_[i + 1];
     char tmpl[] = "/tmp/delayq-redis-XXXXXX";
     if (const char* d = mkdtemp(tmpl)) dir_ = d;
     started_ = start();
@@ -103,9 +106,17 @@ class RedisServer {
     timeval tv{5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-      const std::string req = inline_command + "\r\n";
+      // AUTH first (as an array: the password may hold spaces), its reply line skipped.
+      const std::string auth = password_.empty() ? ""
+                                                 : "*2\r\n$4\r\nAUTH\r\n$" +
+                                                       std::to_string(password_.size()) + "\r\n" +
+                                                       password_ + "\r\n";
+      const std::string req = auth + inline_command + "\r\n";
       if (::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
         char c;
+        if (!password_.empty())
+          while (::read(fd, &c, 1) == 1 && c != '\n') {
+          }
         while (::read(fd, &c, 1) == 1 && c != '\r') line += c;
       }
     }
@@ -115,6 +126,7 @@ class RedisServer {
 
  private:
   std::vector<std::string> extra_;
+  std::string password_;
   std::string dir_;
   pid_t pid_ = -1;
   bool started_ = false;

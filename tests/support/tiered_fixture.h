@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <random>
 #include <string>
@@ -15,6 +21,7 @@
 #include "delayq/store.h"
 #include "engine/test_hooks.h"
 #include "temp_dir.h"
+#include "wal/far_codec.h"
 
 namespace delayq {
 
@@ -87,6 +94,56 @@ class TieredStore : public ::testing::Test {
       EXPECT_TRUE(q_->ack(d->token).ok());
     }
     return out;
+  }
+
+  // The store `name` read (or changed) with RocksDB directly, while it is closed: fn(db, the
+  // handle of each family by name).
+  using Families = std::map<std::string, rocksdb::ColumnFamilyHandle*>;
+  void with_raw(const std::function<void(rocksdb::DB&, const Families&)>& fn,
+                const std::string& name = "store") {
+    const std::string dir = dir_.path() + "/" + name;
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> fams;
+    for (const std::string& n : names) fams.push_back({n, {}});
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, fams, &handles, &db).ok());
+    Families by_name;
+    for (size_t i = 0; i < names.size(); ++i) by_name[names[i]] = handles[i];
+    fn(*db, by_name);
+    for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+    delete db;
+  }
+  // The keys of family `family` of the closed store `name`.
+  std::set<std::string> raw_keys(const std::string& family, const std::string& name = "store") {
+    std::set<std::string> keys;
+    with_raw(
+        [&](rocksdb::DB& db, const Families& f) {
+          if (!f.contains(family)) return;
+          std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions(), f.at(family)));
+          for (it->SeekToFirst(); it->Valid(); it->Next()) keys.insert(it->key().ToString());
+        },
+        name);
+    return keys;
+  }
+  // The closed store `name`'s per-topic index of its disk tier (wal/far_index.h) lists exactly
+  // the records of "far", each under its topic.
+  void expect_index_in_step(const std::string& name = "store") {
+    std::set<std::string> listed;
+    with_raw(
+        [&](rocksdb::DB& db, const Families& f) {
+          std::unique_ptr<rocksdb::Iterator> it(
+              db.NewIterator(rocksdb::ReadOptions(), f.at(wal::kFarFamily)));
+          for (it->SeekToFirst(); it->Valid(); it->Next()) {
+            auto r = wal::decode_far_record(it->key().ToString(), it->value().ToString());
+            ASSERT_TRUE(r.ok()) << r.status().to_string();
+            listed.insert(wal::far_topic_key(r->topic, engine::far_key(*r)));
+          }
+        },
+        name);
+    EXPECT_EQ(raw_keys(wal::kFarTopicFamily, name), listed)
+        << "family 'far-topic' is out of step with family 'far'";
   }
 
   testing::TempDir dir_;

@@ -78,6 +78,20 @@ class FarStore {
   // returns false. Errors: io_error, corrupt (a record that does not decode, naming it).
   virtual Status scan(const FarKey& from, const FarKey& below,
                       const std::function<bool(JobRecord&&)>& fn) = 0;
+  // Whether scan_topic() reads one topic's jobs alone (the store keeps a per-topic index of its
+  // disk tier). Without it a topic's jobs are found by scan() and a filter (tier_browse.cc).
+  virtual bool indexes_topics() const { return false; }
+  // Like scan(), for the disk-only jobs of `topic` alone: the cost is the records it hands to fn
+  // (and the ones it skips as damage), whatever the other topics hold. Errors: io_error,
+  // corrupt, invalid_state (!indexes_topics()).
+  virtual Status scan_topic(std::string_view topic, const FarKey& from, const FarKey& below,
+                            const std::function<bool(JobRecord&&)>& fn) {
+    (void)topic;
+    (void)from;
+    (void)below;
+    (void)fn;
+    return Status(Errc::invalid_state, "this store keeps no index of its disk tier by topic");
+  }
   // Reads (without decoding) the first `n` records keyed in [from, below), so that a scan of
   // them soon after finds them in memory. Errors are left to that scan.
   virtual void prefetch(const FarKey& from, const FarKey& below, size_t n) {

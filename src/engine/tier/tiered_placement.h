@@ -55,7 +55,8 @@ class TieredPlacement final : public Placement {
   void add_shard_stats(Shard& s, Stats& st, OutOfMemoryCounts& out) override;
   void finish_stats(Stats& st, OutOfMemoryCounts& out) override;
   // tier_browse.cc: the disk-only jobs of a topic, from the store's reads and the shards'
-  // overlays (whose entries speak for their ids), reading at most kBrowseRead records a page.
+  // overlays (whose entries speak for their ids): through the store's per-topic index, the page
+  // alone; without one, at most kBrowseRead records of every topic a page.
   bool keeps_jobs_out_of_memory() const override { return true; }
   Result<OutOfMemoryPage> browse_out_of_memory(std::string_view topic,
                                                const std::optional<cursor::Key>& after,

@@ -6,6 +6,6 @@ register('cancel', function()
   local was = j[ST]
   erase(id, topic, j, k)
   count('cancelled')
-  if was == RESERVED then freed(topic) end
+  if was == RESERVED and freed(topic) then return {0, 1} end
   return {0}
 end)

@@ -9,6 +9,6 @@ register('dead_letter', function()
   redis.call('ZREM', k.l, id)
   to_dead(id, j, k)
   save(id, topic, j)
-  freed(topic)
+  if freed(topic) then return {0, 1} end
   return {0}
 end)

@@ -1,7 +1,9 @@
 -- Flow control per topic (Queue::set_topic_limits): helpers of the library, after the prelude and
--- before take.lua, which uses them. A queue of one shard only (the client refuses limits on more):
--- the shard's keys then hold every job of the topic, so its leases zset counts exactly the jobs
--- reserved now, and one bucket in the shard serves every client.
+-- before take.lua, which uses them. On a queue of one shard the shard's keys hold every job of the
+-- topic, so its leases zset counts exactly the jobs reserved now, and one bucket in the shard
+-- serves every client: the claim applies the limits itself. On several shards the topic's bucket
+-- and its places live with the home shard (shard 0: admit.lua, settle.lua, place.lua), and a claim
+-- takes from a limited topic only what the home shard admitted for it (GRANTS, see allowance()).
 --
 -- LIMITS (KEYS[9]) is a hash topic -> "<count> <per_x> <m> <burst> <max_in_flight>", written by
 -- the client (redis_queue_limits.cc): count 0 for no rate, max_in_flight 0 for no cap; the rate's
@@ -71,9 +73,16 @@ local function token_wait(L, x) return ceil_div(x - (L.burst - 1) * L.px, L.coun
 
 -- What topic k's limits let a claim take now, or nil when it has none: {L, n (how many), places,
 -- toks, x (the debt), taken}. A topic held back by both counts as held by its cap.
+-- On several shards (GRANTS set) the home shard counted the tokens and places: the topic gives
+-- what it admitted for this claim (nothing without an admission), and nothing is spent or counted
+-- here.
 local function allowance(k)
   local L = limits_of(k.t)
   if not L then return nil end
+  if GRANTS then
+    local g = math.max(0, GRANTS[k.i] or 0)
+    return {L = L, n = g, places = g, toks = g, taken = 0, home = true}
+  end
   local a = {L = L, places = math.huge, toks = math.huge, taken = 0}
   if L.mif > 0 then a.places = math.max(0, L.mif - redis.call('ZCARD', k.l)) end
   if L.count > 0 then
@@ -86,7 +95,7 @@ end
 
 -- Spends the tokens of the jobs a claim took from the topic (a.taken).
 local function spend(a)
-  if a.taken == 0 or a.L.count == 0 then return end
+  if a.home or a.taken == 0 or a.L.count == 0 then return end
   a.x = a.x + a.taken * a.L.px
   set_debt(a.L, a.x)
 end

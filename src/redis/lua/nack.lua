@@ -9,6 +9,6 @@ register('nack', function()
   if ARGV[7] ~= '' then delay = tonumber(ARGV[7]) end
   fail(id, topic, j, delay, NOW, k)
   save(id, topic, j)
-  freed(topic)
+  if freed(topic) then return {0, 1} end
   return {0}
 end)

@@ -10,7 +10,9 @@
 --  - KEYS[1..10] are the shard's keys: jobs, body, seq, fence, topics, stats, paused (the set of
 --    paused topics), emptied (a zset of the topics that emptied, by when: see forget_late()),
 --    limits and flow (the topics' limits and their buckets, see flow.lua). Then five keys per topic the script works on: delayed, ready, leases, dead, and q (the
---    ready jobs whose priority is not the default's, see ready_add()).
+--    ready jobs whose priority is not the default's, see ready_add()). The home shard's scripts
+--    of a queue of several shards (admit, settle, place, and flow_stats there) take one key per
+--    topic instead: its places (admit.lua).
 --    Nothing else is touched, so every script stays within one hash tag (one cluster slot).
 --  - ARGV[1] the shard's wake channel, ARGV[2] max_delay in µs, ARGV[3] a random seed (jitter),
 --    or "<seed>:<now in µs>" from a client on a test clock (RedisOptions::clock), whose now then
@@ -37,8 +39,11 @@
 -- the wake channel, max_delay, the jitter seed and the server's time (or the test clock's).
 local KEYS, ARGV, JOBS, BODY, SEQ, FENCE, TOPICS, STATS, PAUSED, EMPTIED, LIMITS, FLOW
 local WAKE, MAXD, rng, NOW
+-- A claim on a queue of several shards: what the home shard admitted per listed topic (flow.lua);
+-- nil on one shard, where the claim applies the limits itself.
+local GRANTS
 local function setup(keys, args)
-  KEYS, ARGV = keys, args
+  KEYS, ARGV, GRANTS = keys, args, nil
   JOBS, BODY, SEQ, FENCE, TOPICS, STATS = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
   PAUSED, EMPTIED, LIMITS, FLOW = keys[7], keys[8], keys[9], keys[10]
   WAKE, MAXD = args[1], tonumber(args[2])
@@ -80,13 +85,13 @@ local function random()
   return rng / 2147483647
 end
 
--- The keys of topic i, and its name `t`: the ready key is the shard's tag (JOBS without
--- ':jobs'), ':r:', then the topic.
+-- The keys of topic i, its name `t` and its index `i`: the ready key is the shard's tag (JOBS
+-- without ':jobs'), ':r:', then the topic.
 local function tkeys(i)
   local b = 10 + 5 * (i - 1)
   local r = KEYS[b + 2]
   return {d = KEYS[b + 1], r = r, l = KEYS[b + 3], x = KEYS[b + 4], q = KEYS[b + 5],
-          t = string.sub(r, #JOBS - 1)}
+          t = string.sub(r, #JOBS - 1), i = i}
 end
 
 -- A paused topic hands out nothing (Queue::pause): its ready jobs wait in its line.
@@ -150,10 +155,16 @@ local function due_ends()
   return {NOW - NOW % s + 60 * s, NOW - NOW % m + 60 * m, hour + 24 * h, hour + 168 * h}
 end
 local function wake(topic) redis.call('PUBLISH', WAKE, topic) end
+-- Whether `topic` has limits (flow.lua): one HEXISTS of the limits hash, which is absent when no
+-- topic has any.
+local function limited(topic) return redis.call('HEXISTS', LIMITS, topic) == 1 end
 -- A reserved job of `topic` left `reserved`: consumers waiting for a place of a topic with limits
--- look again (flow.lua). One HEXISTS of the limits hash, which is absent when no topic has any.
+-- look again. Returns whether the topic has limits: the scripts then say so in their reply, so
+-- that on several shards the client frees the job's place on the home shard (place.lua).
 local function freed(topic)
-  if redis.call('HEXISTS', LIMITS, topic) == 1 then wake(topic) end
+  if not limited(topic) then return false end
+  wake(topic)
+  return true
 end
 
 -- A topic's ready jobs stand in two zsets. Those of the default priority in `r`, scored by their
@@ -195,9 +206,10 @@ local function make_ready(id, j, k)
   join_lines({{id = id, j = j, seq = redis.call('INCR', SEQ)}}, k)
 end
 
--- Delayed until `due`, or ready now (due = now) when `due` has come.
-local function schedule(id, topic, j, due, k)
-  if due <= NOW then
+-- Delayed until `due`, or ready now (due = now) when `due` has come; `held`: delayed even then
+-- (advance() makes it ready in its place among the jobs of its catch-up).
+local function schedule(id, topic, j, due, k, held)
+  if due <= NOW and not held then
     j[DUE] = NOW
     make_ready(id, j, k)
     wake(topic)
@@ -234,13 +246,13 @@ local function to_dead(id, j, k, at)
 end
 
 -- A failed attempt of a detached job, at instant `at`: retry after `delay` (or the policy's
--- wait), or dead-letter when it has had all its attempts.
-local function fail(id, topic, j, delay, at, k)
+-- wait), or dead-letter when it has had all its attempts. `held`: see schedule().
+local function fail(id, topic, j, delay, at, k, held)
   if j[AT] >= j[POL][2] then return to_dead(id, j, k, at) end
   local d = delay or backoff(j[POL], j[AT])
   if d > MAXD then d = MAXD end
   count('retried')
-  schedule(id, topic, j, at + d, k)
+  schedule(id, topic, j, at + d, k, held)
 end
 
 local function detach(id, j, k)
@@ -297,15 +309,16 @@ local function erase(id, topic, j, k)
   add_to_topic(topic, -1)
 end
 
--- One timer of a job firing at `at`: a due delayed job becomes ready, a lease runs out.
-local function fire(id, topic, j, at, k)
+-- One timer of a job firing at `at`: a due delayed job becomes ready, a lease runs out (`held`:
+-- see schedule()).
+local function fire(id, topic, j, at, k, held)
   if j[ST] == DELAYED then
     redis.call('ZREM', k.d, id)
     make_ready(id, j, k)
   else
     redis.call('ZREM', k.l, id)
     count('leases_expired')
-    fail(id, topic, j, nil, at, k)  -- the retry counts from when the lease ran out
+    fail(id, topic, j, nil, at, k, held)  -- the retry counts from when the lease ran out
     freed(topic)
   end
   save(id, topic, j)
@@ -393,7 +406,26 @@ local function advance(k)
     redis.call('HSET', JOBS, unpack(recs))
     return
   end
-  for _, it in ipairs(items) do fire(it.id, it.topic, it.j, it.at, k) end
+  -- A lease's retry that fell due by now takes its place among the items still to fire, as the
+  -- engine's heap of instants does (ready at once, it would go ahead of jobs due before it);
+  -- unless it is due after a timer that CAP left for the next call: it waits in k.d for that.
+  local cut
+  if #due == 2 * CAP then cut = tonumber(due[#due]) end
+  if #expired == 2 * CAP and (not cut or tonumber(expired[#expired]) < cut) then
+    cut = tonumber(expired[#expired])
+  end
+  local i = 1
+  while i <= #items do
+    local it = items[i]
+    fire(it.id, it.topic, it.j, it.at, k, true)
+    local j = it.j
+    if it.lease and j[ST] == DELAYED and j[DUE] <= NOW and (not cut or j[DUE] < cut) then
+      local n = i + 1
+      while n <= #items and items[n].at <= j[DUE] do n = n + 1 end
+      table.insert(items, n, {id = it.id, at = j[DUE], j = j, topic = it.topic, lease = false})
+    end
+    i = i + 1
+  end
 end
 
 -- The job `id` of `topic` with its own timer settled: nil and an error reply if it does not
@@ -427,6 +459,20 @@ local function holder(id, topic, fence, k)
   if not j then return nil, err end
   if j[ST] == RESERVED and j[FEN] == fence then return j end
   return nil, {4, j[ST], j[AT]}
+end
+
+-- The cheap judging of an ack (ack, ack_many): true when `raw`, the record of the job, is of
+-- `topic` and reserved under `fence` with its lease still running, which is all that holder()
+-- would find then; false when anything else may hold (holder() then judges, with the catch-up
+-- that may take). Decodes the record's first six fields only, not its policy.
+local function held_now(raw, topic, fence)
+  if not raw then return false end
+  local m = string.byte(raw, 1)
+  if string.sub(raw, 2, m + 1) ~= topic then return false end
+  local h = string.byte(raw, m + 2)
+  if h < 0x98 or h > 0x9a then return false end  -- an array of 8 to 10
+  local _, st, _, _, lease, _, fen = cmsgpack.unpack_limit(raw, 6, m + 2)
+  return st == RESERVED and fen == fence and lease > NOW
 end
 
 -- The prologue of the scripts about one job: ARGV[4] its id, ARGV[5] the topic the client

@@ -10,13 +10,14 @@ register('release', function()
   advance(k)
   redis.call('ZREM', k.l, id)
   give_token_back(topic)  -- its place is free with the lease gone; the wake below tells waiters
+  local done = limited(topic) and {0, 1} or {0}
   if prio(j) ~= DEFAULT_PRI then
     j[ST], j[AT] = READY, j[AT] - 1
     join_lines({{id = id, j = j, seq = j[LSQ] or redis.call('INCR', SEQ)}}, k)
     save(id, topic, j)
     count('released')
     wake(topic)
-    return {0}
+    return done
   end
   local function after(o) return o[DUE] < j[DUE] or (o[DUE] == j[DUE] and o[SEQN] < j[SEQN]) end
   local score, prev, from = nil, nil, 0
@@ -43,5 +44,5 @@ register('release', function()
   save(id, topic, j)
   count('released')
   wake(topic)
-  return {0}
+  return done
 end)

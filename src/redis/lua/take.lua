@@ -140,7 +140,7 @@ local function take(n, want, call)
   -- nothing, or the claim wanted more than it gave).
   local wait
   for i, a in ipairs(allow) do
-    if a then
+    if a and not a.home then
       spend(a)
       if a.taken >= a.n and (a.taken == 0 or got < want) and head(ks[i]) then
         a.places, a.toks = a.places - a.taken, a.toks - a.taken
