@@ -6,9 +6,12 @@
 // the server's TIME, and its moves wake a blocked reserve().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
+#include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "delayq/redis.h"
@@ -254,6 +257,32 @@ TEST_F(RedisPriority, ARecordPackedWholeIsLeasedAndRetriedPerItsPolicy) {
     clock.advance(wait);
     d = q->reserve("t", 0ms);
     ASSERT_TRUE(d.ok()) << d.status().to_string();
+  }
+}
+
+// The catch-up moves due jobs to the line without decoding their records; jobs due at one instant
+// still join it in push order, whatever their ids' order in the delayed zset (a model: sorted by
+// due time, then push order).
+TEST_F(RedisPriority, JobsDueAtOneInstantJoinTheLineInPushOrderWhateverTheirIds) {
+  ManualClock clock(manual_start());
+  auto q = open_on(clock);
+  ASSERT_TRUE(q);
+  std::mt19937 rng(11);
+  std::vector<std::pair<TimePoint, int>> model;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 40; ++i) {
+    ids.push_back(std::to_string(rng() % 100000) + "-" + std::to_string(i));
+    const TimePoint due = manual_start() + 1s + std::chrono::milliseconds(rng() % 3);
+    ASSERT_TRUE(q->push({.topic = "t", .id = ids.back(), .due_at = due}).ok());
+    model.emplace_back(due, i);
+  }
+  std::sort(model.begin(), model.end());
+  clock.advance(2s);
+  for (const auto& [due, i] : model) {
+    auto d = q->reserve("t", 0ms);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    EXPECT_EQ(d->id, ids[i]);
+    EXPECT_EQ(d->due, due);
   }
 }
 
