@@ -6,9 +6,12 @@
 // the server's TIME, and its moves wake a blocked reserve().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
+#include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "delayq/redis.h"
@@ -35,6 +38,12 @@ class RedisPriority : public ::testing::Test {
     auto q = open_redis(o);
     EXPECT_TRUE(q.ok()) << q.status().to_string();
     return q.ok() ? std::move(q).value() : nullptr;
+  }
+  // A queue whose scripts read `clock` instead of the server's TIME.
+  std::unique_ptr<Queue> open_on(ManualClock& clock) {
+    RedisOptions o;
+    o.clock = &clock;
+    return open(o);
   }
   // The MessagePack array header of job `id`'s record in topic "t" (after the topic's length
   // byte and the topic): 0x98 for 8 elements, 0x99 for 9, 0x9a for 10; "" when there is none.
@@ -151,9 +160,7 @@ TEST_F(RedisPriority, ATestClockReplacesTheServersTimeAndItsMovesWakeWaiters) {
 // heads (here q's: an urgent job waiting behind nothing, older than the default line's head).
 TEST_F(RedisPriority, StatsCountBothLinesAndTheOlderHead) {
   ManualClock clock(manual_start());
-  RedisOptions o;
-  o.clock = &clock;
-  auto q = open(o);
+  auto q = open_on(clock);
   ASSERT_TRUE(q);
   ASSERT_TRUE(q->push({.topic = "t", .id = "urgent", .priority = 5}).ok());
   clock.advance(10s);
@@ -166,6 +173,117 @@ TEST_F(RedisPriority, StatsCountBothLinesAndTheOlderHead) {
   st = q->stats();
   EXPECT_EQ(st.topics["t"].ready, 1u);
   EXPECT_EQ(st.timing["t"].oldest_ready, 1s);
+}
+
+// The claim counts each delivery's lateness in the engine's buckets (Lateness::kBounds, upper
+// bounds inclusive), found per job without building a field name: on the test clock each job is
+// late by exactly one bound or by one µs more, against a reference that scans the bounds.
+TEST_F(RedisPriority, LatenessFallsInTheEnginesBucketsAtEachBound) {
+  ManualClock clock(manual_start());
+  auto q = open_on(clock);
+  ASSERT_TRUE(q);
+  const TimePoint at = manual_start() + 5h;
+  std::vector<Duration> lates{0us};
+  for (Duration b : Lateness::kBounds) {
+    lates.push_back(b);
+    lates.push_back(b + 1us);
+  }
+  Lateness want;
+  for (size_t i = 0; i < lates.size(); ++i) {
+    ASSERT_TRUE(q->push({.topic = "t", .id = std::to_string(i), .due_at = at - lates[i]}).ok());
+    size_t b = 0;
+    while (b < Lateness::kBounds.size() && lates[i] > Lateness::kBounds[b]) ++b;
+    ++want.buckets[b];
+    ++want.count;
+    want.sum_seconds += std::chrono::duration<double>(lates[i]).count();
+  }
+  clock.advance(5h);
+  for (size_t i = 0; i < lates.size(); ++i) {
+    auto d = q->reserve("t", 0ms);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    ASSERT_TRUE(q->ack(d->token).ok());
+  }
+  const Lateness got = q->stats().timing.at("t").first;
+  EXPECT_EQ(got.buckets, want.buckets);
+  EXPECT_EQ(got.count, want.count);
+  EXPECT_NEAR(got.sum_seconds, want.sum_seconds, 1e-6);
+  EXPECT_EQ(got.clamped, 0u);
+}
+
+// A queue's keys outlive a client upgrade: a record packed by hand as the scripts have always
+// packed it (cmsgpack.pack of the whole record, a list policy with a fractional factor) is
+// leased with the policy's bytes kept as they are, and its retries still follow that policy.
+TEST_F(RedisPriority, ARecordPackedWholeIsLeasedAndRetriedPerItsPolicy) {
+  ManualClock clock(manual_start());
+  auto q = open_on(clock);
+  ASSERT_TRUE(q);
+  const std::string policy = "{1, 3, 0, 2.5, 0, 0.25, {7000000, 9000000}}";
+  const std::string due =
+      std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                         manual_start().time_since_epoch()).count());
+  ASSERT_EQ(server_.command(
+                "EVAL \"redis.call('HSET', KEYS[1], 'old', string.char(1) .. 't' .. "
+                "cmsgpack.pack({0, 0, tonumber(ARGV[1]), 0, 30000000, 0, 1, " + policy + "})) "
+                "redis.call('HSET', KEYS[2], 'old', 'hello') "
+                "redis.call('HINCRBY', KEYS[3], 't', 1) "
+                "return redis.call('ZADD', KEYS[4], ARGV[1], 'old')\" 4 {dq:p:0}:jobs "
+                "{dq:p:0}:body {dq:p:0}:topics " + key("d") + " " + due),
+            ":1");
+  clock.advance(1s);
+  auto d = q->reserve("t", 0ms);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, "old");
+  EXPECT_EQ(d->body, "hello");
+  EXPECT_EQ(d->attempt, 1u);
+  EXPECT_EQ(d->max_attempts, 3u);
+  EXPECT_EQ(d->due, manual_start());
+  EXPECT_EQ(d->lease_deadline, manual_start() + 1s + 30s);
+  EXPECT_EQ(server_.command("EVAL \"local r = redis.call('HGET', KEYS[1], 'old') "
+                            "local p = cmsgpack.pack(" + policy + ") "
+                            "return string.sub(r, -#p) == p and 1 or 0\" 1 {dq:p:0}:jobs"),
+            ":1");
+  for (uint32_t attempt = 1; attempt <= 3; ++attempt) {
+    ASSERT_EQ(d->attempt, attempt);
+    ASSERT_TRUE(q->nack(d->token).ok());
+    auto info = q->get("old");
+    ASSERT_TRUE(info.ok()) << info.status().to_string();
+    if (attempt == 3) {
+      EXPECT_EQ(info->state, JobState::dead);
+      break;
+    }
+    EXPECT_EQ(info->state, JobState::delayed);
+    const Duration wait = attempt == 1 ? 7s : 9s;  // the list's delays
+    EXPECT_EQ(info->due, clock.now() + wait);
+    clock.advance(wait);
+    d = q->reserve("t", 0ms);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+  }
+}
+
+// The catch-up moves due jobs to the line without decoding their records; jobs due at one instant
+// still join it in push order, whatever their ids' order in the delayed zset (a model: sorted by
+// due time, then push order).
+TEST_F(RedisPriority, JobsDueAtOneInstantJoinTheLineInPushOrderWhateverTheirIds) {
+  ManualClock clock(manual_start());
+  auto q = open_on(clock);
+  ASSERT_TRUE(q);
+  std::mt19937 rng(11);
+  std::vector<std::pair<TimePoint, int>> model;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 40; ++i) {
+    ids.push_back(std::to_string(rng() % 100000) + "-" + std::to_string(i));
+    const TimePoint due = manual_start() + 1s + std::chrono::milliseconds(rng() % 3);
+    ASSERT_TRUE(q->push({.topic = "t", .id = ids.back(), .due_at = due}).ok());
+    model.emplace_back(due, i);
+  }
+  std::sort(model.begin(), model.end());
+  clock.advance(2s);
+  for (const auto& [due, i] : model) {
+    auto d = q->reserve("t", 0ms);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    EXPECT_EQ(d->id, ids[i]);
+    EXPECT_EQ(d->due, due);
+  }
 }
 
 }  // namespace

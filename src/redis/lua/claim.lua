@@ -22,7 +22,7 @@ register('claim', function()
       for i = 1, n do
         local k = tkeys(i)
         if limited(k.t) and not held(k) then  -- a topic without limits: one HEXISTS
-          local ready = #heads(k, want)
+          local ready = #(heads(k, want))
           if ready > 0 then
             need[#need + 1], need[#need + 2] = i, ready
           end

@@ -120,31 +120,50 @@ local LATE_BOUNDS = {100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 10000
                      1000000, 2500000, 5000000, 10000000, 30000000, 60000000, 300000000, 900000000,
                      3600000000, 14400000000}
 
--- Adds the delivery of job `j` (attempts already counted) of `topic` to `tally`, a table of
--- field -> increment that flush_late() then writes with one HINCRBY per field.
-local function tally_late(tally, topic, j)
-  local kind = j[AT] == 1 and 'f' or 'r'
-  local late = NOW - j[DUE]
+-- The bucket of a lateness in µs: the index (0-based) of the first bound it does not exceed, 22
+-- above the last; a binary search over the bounds.
+local function late_bucket(late)
+  local lo, hi = 1, #LATE_BOUNDS + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if late <= LATE_BOUNDS[mid] then hi = mid else lo = mid + 1 end
+  end
+  return lo - 1
+end
+
+-- Adds a delivery of `topic` (its attempt `attempt`, already counted; its due time `due`) to
+-- `tally`, which holds per topic an array of counts that flush_late() writes with one HINCRBY per
+-- field: per kind (0 f, 1 r), the buckets at 1 + 23 * kind + bucket, the sum at 47 + kind, the
+-- clock steps at 49 + kind. No field name is built per delivery, only per call (flush_late()).
+local function tally_late(tally, topic, attempt, due)
+  local c = tally[topic]
+  if not c then
+    c = {}
+    tally[topic] = c
+  end
+  local kind = attempt == 1 and 0 or 1
+  local late = NOW - due
   if late < 0 then
     late = 0
-    local c = 'late:' .. kind .. ':cl:' .. topic
-    tally[c] = (tally[c] or 0) + 1
+    c[49 + kind] = (c[49 + kind] or 0) + 1
   end
-  local b = #LATE_BOUNDS
-  for i, bound in ipairs(LATE_BOUNDS) do
-    if late <= bound then
-      b = i - 1
-      break
-    end
-  end
-  local field = string.format('late:%s:%02d:', kind, b) .. topic
-  tally[field] = (tally[field] or 0) + 1
-  local sum = 'late:' .. kind .. ':su:' .. topic
-  tally[sum] = (tally[sum] or 0) + late
+  local b = 1 + 23 * kind + late_bucket(late)
+  c[b] = (c[b] or 0) + 1
+  c[47 + kind] = (c[47 + kind] or 0) + late
 end
 
 local function flush_late(tally)
-  for field, n in pairs(tally) do redis.call('HINCRBY', STATS, field, f(n)) end
+  for topic, c in pairs(tally) do
+    for i, n in pairs(c) do
+      local field
+      if i <= 46 then
+        field = string.format('late:%s:%02d:', i <= 23 and 'f' or 'r', (i - 1) % 23) .. topic
+      else
+        field = 'late:' .. ((i % 2 == 1) and 'f' or 'r') .. (i <= 48 and ':su:' or ':cl:') .. topic
+      end
+      redis.call('HINCRBY', STATS, field, f(n))
+    end
+  end
 end
 
 -- Where the windows of what fires when end, as of NOW (src/common/timing.h, due_bounds()): the
@@ -325,15 +344,20 @@ local function fire(id, topic, j, at, k, held)
 end
 
 -- The usual catch-up, cheaply: only delayed jobs have come due (`due` as ZRANGEBYSCORE gave them,
--- with scores) and no two share a due time, so the zset's order is already the order of their
--- instants and no record needs decoding for the ties. Each record's state is patched in place:
--- the msgpack array's header (0x98: 8 elements) is followed by the state, a one-byte fixint.
--- Only records of the default priority have that header (and go to `r`): a batch with any other
--- does not fit. Returns false, having changed nothing, when the batch does not fit (the caller
--- then takes the general path).
+-- with scores), so no record needs decoding whole: they join the line in the order of their
+-- instants, which is the zset's, and jobs due at the same instant in push order (their seq, the
+-- record's seventh field, read with cmsgpack.unpack_limit). Each record's state is patched in
+-- place: the msgpack array's header (0x98: 8 elements) is followed by the state, a one-byte
+-- fixint. Only records of the default priority have that header (and go to `r`): a batch with any
+-- other does not fit. Returns false, having changed nothing, when the batch does not fit (the
+-- caller then takes the general path).
 local function ready_in_place(due, k)
+  local ties = false
   for i = 4, #due, 2 do
-    if due[i] == due[i - 2] then return false end
+    if due[i] == due[i - 2] then
+      ties = true
+      break
+    end
   end
   local ids = {}
   for i = 1, #due, 2 do ids[#ids + 1] = due[i] end
@@ -347,6 +371,17 @@ local function ready_in_place(due, k)
       recs[#recs + 1] = ids[i]
       recs[#recs + 1] = string.sub(raw, 1, m + 2) .. string.char(READY) .. string.sub(raw, m + 4)
     end
+  end
+  if ties then
+    local seqs = {}
+    for _, i in ipairs(live) do
+      local raw = raws[i]
+      seqs[i] = select(8, cmsgpack.unpack_limit(raw, 7, string.byte(raw, 1) + 2))
+    end
+    table.sort(live, function(a, b)
+      if due[2 * a] ~= due[2 * b] then return tonumber(due[2 * a]) < tonumber(due[2 * b]) end
+      return seqs[a] < seqs[b]
+    end)
   end
   redis.call('ZREM', k.d, unpack(ids))  -- leftovers without a record go too, never fired
   if #live == 0 then return true end

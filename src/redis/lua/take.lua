@@ -1,27 +1,27 @@
 -- Claiming (claim.lua, ack_claim.lua): a topic's ready jobs in hand-out order and the leasing of
 -- the most urgent, within each topic's limits (flow.lua). Helpers of the library, after flow.lua.
 
--- The first `want` ready jobs of a topic in the order they are handed out, each {id, key, m}:
--- the zset it stands in and its member there. q's jobs more urgent than the default come first,
--- then r's, then the rest of q's (see join_lines()). With no job of another priority, as much
--- work as r alone plus one ZRANGE of a key that does not exist.
+-- The ids of a topic's first `want` ready jobs in the order they are handed out, and per zset
+-- they stand in (k.r, k.q) the list of their members there: q's jobs more urgent than the default
+-- come first, then r's, then the rest of q's (see join_lines()). With no job of another priority,
+-- as much work as r alone plus one ZRANGE of a key that does not exist; no table per job.
 local function heads(k, want)
   local q = redis.call('ZRANGE', k.q, 0, want - 1, 'WITHSCORES')
-  local out, i = {}, 1
+  local ids, rs, qs, i = {}, {}, {}, 1
   while i < #q and tonumber(q[i + 1]) < DEFAULT_PRI do
-    out[#out + 1] = {id = string.sub(q[i], 9), key = k.q, m = q[i]}
+    ids[#ids + 1], qs[#qs + 1] = string.sub(q[i], 9), q[i]
     i = i + 2
   end
-  if #out < want then
-    for _, id in ipairs(redis.call('ZRANGE', k.r, 0, want - #out - 1)) do
-      out[#out + 1] = {id = id, key = k.r, m = id}
+  if #ids < want then
+    for _, id in ipairs(redis.call('ZRANGE', k.r, 0, want - #ids - 1)) do
+      ids[#ids + 1], rs[#rs + 1] = id, id
     end
   end
-  while i < #q and #out < want do
-    out[#out + 1] = {id = string.sub(q[i], 9), key = k.q, m = q[i]}
+  while i < #q and #ids < want do
+    ids[#ids + 1], qs[#qs + 1] = string.sub(q[i], 9), q[i]
     i = i + 2
   end
-  return out
+  return ids, {[k.r] = rs, [k.q] = qs}
 end
 
 -- heads(k, 1) without its tables (the claim of one job, the hot path): the id, zset and member
@@ -42,35 +42,66 @@ local function lease(out, id, t, j, body, fence, tally)
   out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, body or '', j[AT]
   out[o + 5], out[o + 6], out[o + 7], out[o + 8] = j[POL][2], j[FEN], j[DUE], j[LEASE]
   out[o + 9] = prio(j)
-  tally_late(tally, t, j)
+  tally_late(tally, t, j[AT], j[DUE])
 end
 
--- One topic's first `want` ready jobs leased, with a few commands for all of them (the batched
--- claim of one topic), appended to `out`. Returns how many it took.
-local function take_many(out, k, want, tally)
-  local hs = heads(k, want)
-  if #hs == 0 then return 0 end
-  local ids, gone = {}, {[k.r] = {}, [k.q] = {}}
-  for i, h in ipairs(hs) do
-    ids[i] = h.id
-    local g = gone[h.key]
-    g[#g + 1] = h.m
+-- lease() of the ready job `id` from its record `raw`, returning the leased record and its lease
+-- deadline. A default-priority record (an array of 8, the usual one) is leased without decoding
+-- its policy: the first seven fields read with cmsgpack.unpack_limit and packed again in a row
+-- after the array's header, the policy's bytes kept as they are (a record that decodes as
+-- cmsgpack.pack of the leased record would); any other is decoded and packed whole.
+local function lease_record(out, id, raw, body, fence, tally)
+  local m = string.byte(raw, 1)
+  local t = string.sub(raw, 2, m + 1)
+  if string.byte(raw, m + 2) == 0x98 then
+    local off, _, at, due, _, ttr, _, seq = cmsgpack.unpack_limit(raw, 7, m + 2)
+    if off > 0 and string.byte(raw, off + 1) == 0x97 then  -- the policy: an array of 7
+      local _, _, max_attempts = cmsgpack.unpack_limit(raw, 2, off + 1)
+      at = at + 1
+      local until_ = NOW + ttr
+      local o = #out
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, t, body or '', at
+      out[o + 5], out[o + 6], out[o + 7], out[o + 8] = max_attempts, fence, due, until_
+      out[o + 9] = DEFAULT_PRI
+      tally_late(tally, t, at, due)
+      return string.sub(raw, 1, m + 2) .. cmsgpack.pack(RESERVED, at, due, until_, ttr, fence, seq) ..
+                 string.sub(raw, off + 1), until_
+    end
   end
+  local j = cmsgpack.unpack(string.sub(raw, m + 2))
+  lease(out, id, t, j, body, fence, tally)
+  return string.char(#t) .. t .. cmsgpack.pack(j), j[LEASE]
+end
+
+-- Where the ready job of record `raw` stands among the heads of several topics: its priority and
+-- its due time, read without decoding the policy of a default-priority record.
+local function rank(raw)
+  local m = string.byte(raw, 1)
+  if string.byte(raw, m + 2) == 0x98 then
+    return DEFAULT_PRI, select(4, cmsgpack.unpack_limit(raw, 3, m + 2))
+  end
+  local j = cmsgpack.unpack(string.sub(raw, m + 2))
+  return prio(j), j[DUE]
+end
+
+-- One topic's first `want` ready jobs leased, with a few commands for all of them (the claim of
+-- one topic), appended to `out`. Returns how many it took.
+local function take_many(out, k, want, tally)
+  local ids, gone = heads(k, want)
+  if #ids == 0 then return 0 end
   local raws = redis.call('HMGET', JOBS, unpack(ids))
   local bodies = redis.call('HMGET', BODY, unpack(ids))
   local fence = redis.call('INCRBY', FENCE, #ids) - #ids
   local leases, recs, taken = {}, {}, 0
   for i, id in ipairs(ids) do
-    if raws[i] then
-      local m = string.byte(raws[i], 1)
-      local t = string.sub(raws[i], 2, m + 1)
-      local j = cmsgpack.unpack(string.sub(raws[i], m + 2))
+    local raw = raws[i]
+    if raw then
       fence = fence + 1
-      lease(out, id, t, j, bodies[i], fence, tally)
-      leases[#leases + 1] = f(j[LEASE])
+      local rec, until_ = lease_record(out, id, raw, bodies[i], fence, tally)
+      leases[#leases + 1] = f(until_)
       leases[#leases + 1] = id
       recs[#recs + 1] = id
-      recs[#recs + 1] = string.char(#t) .. t .. cmsgpack.pack(j)
+      recs[#recs + 1] = rec
       taken = taken + 1
     end
   end
@@ -103,8 +134,9 @@ local function take(n, want, call)
       allow[#ks] = allowance(k) or false
     end
   end
-  if n == 1 and want > 1 then
-    -- One topic: the first of its lines, with a few commands for all of them.
+  if n == 1 then
+    -- One topic: the first of its lines, with a few commands for all of them (and for one job
+    -- the same commands as the loop below, without its decoding of the record).
     if ks[1] then
       local a = allow[1]
       local w = a and math.min(want, a.n) or want
@@ -113,23 +145,25 @@ local function take(n, want, call)
     end
   else
     for _ = 1, want do
-      local best, bkey, bm, bj, bt, bi
+      local best, bkey, bm, braw, bp, bdue, bi
       for i, k in ipairs(ks) do
         local a, id, key, m = allow[i], nil, nil, nil
         if not a or a.taken < a.n then id, key, m = head(k) end
-        if id then
-          local j, t = load(id)
-          if j and (best == nil or prio(j) < prio(bj) or (prio(j) == prio(bj) and j[DUE] < bj[DUE])) then
-            best, bkey, bm, bj, bt, bi = id, key, m, j, t, i
+        local raw = id and redis.call('HGET', JOBS, id)
+        if raw then
+          local p, due = rank(raw)
+          if best == nil or p < bp or (p == bp and due < bdue) then
+            best, bkey, bm, braw, bp, bdue, bi = id, key, m, raw, p, due, i
           end
         end
       end
       if not best then break end
       local bk = ks[bi]
       redis.call('ZREM', bkey, bm)
-      lease(out, best, bt, bj, redis.call('HGET', BODY, best), redis.call('INCR', FENCE), tally)
-      redis.call('ZADD', bk.l, f(bj[LEASE]), best)
-      save(best, bt, bj)
+      local rec, until_ = lease_record(out, best, braw, redis.call('HGET', BODY, best),
+                                       redis.call('INCR', FENCE), tally)
+      redis.call('ZADD', bk.l, f(until_), best)
+      redis.call('HSET', JOBS, best, rec)
       count('delivered')
       got = got + 1
       if allow[bi] then allow[bi].taken = allow[bi].taken + 1 end
