@@ -129,12 +129,12 @@ std::optional<TimePoint> Rule::next_after(TimePoint t) const {
   date::local_seconds from{ts.time_since_epoch() + info.offset};
   // Local times from `from` on map to instants at or after ts's; the first that lies after t
   // is the answer. Only in the second pass of a repeated hour (fall back) do the local times
-  // just after `from` map before t (to their first pass): start past that hour then.
+  // from `from` to the end of that hour map before t (to their first pass): start at its end.
   if (info.begin > date::sys_seconds::min() + hours(48)) {
     const date::sys_info before = z.get_info(info.begin - seconds(1));
     const seconds back = before.offset - info.offset;
     if (back > seconds::zero() && ts < info.begin + back)
-      from = date::local_seconds{ts.time_since_epoch() + before.offset};
+      from = date::local_seconds{info.begin.time_since_epoch() + before.offset};
   }
   for (;;) {
     const std::optional<date::local_seconds> l = next_local(r.cron, from);

@@ -182,9 +182,10 @@ TEST(CronReference, RandomExpressionsAtRandomInstants) {
     Result<Rule> r = Rule::parse(e.text, zone, TimePoint{});
     const TimePoint base = rng() % 2 ? changes[rng() % std::size(changes)]
                                      : utc(2020, 1, 1) + std::chrono::hours(rng() % (24 * 3650));
-    const TimePoint t =
-        base + std::chrono::seconds(static_cast<int64_t>(rng() % (48 * 3600)) - 24 * 3600) +
-        std::chrono::milliseconds(rng() % 2 ? 0 : rng() % 1000);
+    const int64_t spread = rng() % 2 ? 2 * 3600 : 24 * 3600;  // around the change, or its day
+    const TimePoint t = base +
+                        std::chrono::seconds(static_cast<int64_t>(rng() % (2 * spread)) - spread) +
+                        std::chrono::milliseconds(rng() % 2 ? 0 : rng() % 1000);
     const date::time_zone* z = date::locate_zone(zone);
     const std::optional<TimePoint> expected = reference_next(e, *z, t);
     if (!r.ok()) {

@@ -220,6 +220,13 @@ TEST(CronDst, BerlinSpringForwardAndFallBack) {
   const Rule minutes = rule("* 2-3 * * *", "Europe/Berlin");
   EXPECT_EQ(minutes.next_after(utc(2026, 10, 25, 0, 59)), utc(2026, 10, 25, 1, 0) + 1h);
   EXPECT_EQ(minutes.count(utc(2026, 10, 25), utc(2026, 10, 25, 12)), 120u);
+  // Asked from the second pass, the next is where the repeated hour ends (03:00 CET), not an
+  // hour later (found by cron_fuzz: its seed berlin-fall-after-the-repeat).
+  EXPECT_EQ(minutes.next_after(utc(2026, 10, 25, 1, 30)), utc(2026, 10, 25, 2));
+  EXPECT_EQ(rule("* 3 * * *", "Europe/Berlin").next_after(utc(2026, 10, 25, 2) - 1ns),
+            utc(2026, 10, 25, 2));
+  EXPECT_EQ(rule("* 3 * * *", "Europe/Berlin").count(utc(2026, 10, 25, 2), utc(2026, 10, 25, 2, 5)),
+            5u);
   // @daily at midnight local, which exists every day.
   EXPECT_EQ(rule("@daily", "Europe/Berlin").next_after(utc(2026, 3, 29)), utc(2026, 3, 29, 22));
 }
