@@ -42,6 +42,13 @@ TEST(CronGrammar, ListsRangesAndSteps) {
   EXPECT_EQ(after(rule("50/5 * * * *"), kMon, 3), at_minutes(h10, {50, 55, 110}));
   EXPECT_EQ(after(rule("0,30-31 * * * *"), kMon, 3), at_minutes(h10, {30, 31, 60}));
   EXPECT_EQ(after(rule("  0   12  *  *  *  "), kMon, 1), at_minutes(h10, {120}));
+  // Spaces or tabs between fields.
+  EXPECT_EQ(after(rule("0\t12 *\t* *"), kMon, 1), at_minutes(h10, {120}));
+  // The quarter hours of 09:00 to 17:45, Monday to Friday: from Friday 17:30 to Monday 09:00.
+  const Rule office = rule("*/15 9-17 * * MON-FRI");
+  EXPECT_EQ(after(office, utc(2026, 12, 4, 17, 30), 2),
+            (std::vector<TimePoint>{utc(2026, 12, 4, 17, 45), utc(2026, 12, 7, 9)}));
+  EXPECT_EQ(office.count(utc(2026, 11, 30), utc(2026, 12, 7)), 5u * 9 * 4);
   // Seconds first with 6 fields.
   EXPECT_EQ(after(rule("*/20 * * * * *"), kMon, 3),
             (std::vector<TimePoint>{kMon + 20s, kMon + 40s, kMon + 60s}));
@@ -79,9 +86,10 @@ TEST(CronGrammar, DayOfMonthOrDayOfWeekWhenBothAreRestricted) {
   // "*/1" is a restriction (only exactly "*" is not): every day of the month OR Friday = daily.
   EXPECT_EQ(after(rule("0 0 */1 * FRI"), kMon, 2),
             (std::vector<TimePoint>{utc(2026, 12, 1), utc(2026, 12, 2)}));
-  // February 29th comes every four years.
+  // February 29th comes every four years, and once eight (2100 is not a leap year).
   EXPECT_EQ(after(rule("0 0 29 2 *"), kMon, 2),
             (std::vector<TimePoint>{utc(2028, 2, 29), utc(2032, 2, 29)}));
+  EXPECT_EQ(rule("0 0 29 2 *").next_after(utc(2096, 3, 1)), utc(2104, 2, 29));
 }
 
 TEST(CronGrammar, Macros) {
@@ -227,6 +235,12 @@ TEST(CronDst, BerlinSpringForwardAndFallBack) {
             utc(2026, 10, 25, 2));
   EXPECT_EQ(rule("* 3 * * *", "Europe/Berlin").count(utc(2026, 10, 25, 2), utc(2026, 10, 25, 2, 5)),
             5u);
+  // Australia/Lord_Howe moves by 30 minutes: on 2026-10-04 02:00 LHST (+10:30) becomes 02:30
+  // LHDT (+11), so 02:00 runs at 02:30 local (15:30 UTC the day before).
+  EXPECT_EQ(rule("0 2 * * *", "Australia/Lord_Howe").next_after(utc(2026, 10, 3)),
+            utc(2026, 10, 3, 15, 30));
+  // An empty zone is UTC.
+  EXPECT_EQ(rule("@daily", "").next_after(utc(2026, 3, 29, 1)), utc(2026, 3, 30));
   // @daily at midnight local, which exists every day.
   EXPECT_EQ(rule("@daily", "Europe/Berlin").next_after(utc(2026, 3, 29)), utc(2026, 3, 29, 22));
 }
