@@ -3,6 +3,8 @@
 // input rules of a ScheduleSpec (src/schedule/spec_rules.h), each refusal naming its field.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "schedule/planner.h"
 #include "schedule/spec_rules.h"
 #include "schedule_times.h"
@@ -174,6 +176,61 @@ TEST(SchedulePlanner, EndIsRespected) {
   // A start after the last occurrence before the end: nothing at all.
   spec.start = kT0 + 2h + 1s;
   EXPECT_EQ(schedule::first_occurrence(r, spec, kT0), std::nullopt);
+}
+
+// The planner's rules (planner.h) as the plainest walk: every occurrence from the state's next
+// one to `now`, one by one, sorted into missed and on time, then the policies.
+Plan model_plan(const schedule::Rule& r, const ScheduleSpec& spec, TimePoint next, TimePoint now,
+                Duration tick, bool live) {
+  const TimePoint end = spec.end.value_or(TimePoint::max());
+  std::vector<TimePoint> missed, on_time;
+  for (std::optional<TimePoint> o = next; o && *o <= now && *o < end; o = r.next_after(*o))
+    (now - *o > tick ? missed : on_time).push_back(*o);
+  size_t keep = 0;
+  if (spec.catch_up == CatchUp::one) keep = std::min<size_t>(missed.size(), 1);
+  if (spec.catch_up == CatchUp::all) keep = std::min<size_t>(missed.size(), spec.catch_up_max);
+  Plan p;
+  p.skipped_catch_up = missed.size() - keep;
+  p.fire.assign(missed.end() - static_cast<ptrdiff_t>(keep), missed.end());
+  p.fire.insert(p.fire.end(), on_time.begin(), on_time.end());
+  if (spec.overlap == Overlap::skip && !p.fire.empty()) {
+    p.skipped_overlap = p.fire.size() - (live ? 0 : 1);
+    p.fire.resize(live ? 0 : 1);
+  }
+  const std::optional<TimePoint> after = r.next_after(std::max(now, next - 1ns));
+  p.next = after && *after < end ? after : std::nullopt;
+  return p;
+}
+
+TEST(SchedulePlanner, AgreesWithAWalkOverRandomDowntimes) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const char* rules[] = {"* * * * *", "*/7 1-3 * * *", "30 2 * * *",    "0 */4 * * SAT,SUN",
+                         "every 90s", "every 25m",     "*/30 * * * * *"};
+  const Duration ticks[] = {0ns, 1ms, 1s, 90s, 1h};
+  for (int i = 0; i < 300; ++i) {
+    ScheduleSpec spec =
+        hourly(static_cast<CatchUp>(rng() % 3), static_cast<uint32_t>(1 + rng() % 60),
+               static_cast<Overlap>(rng() % 2));
+    spec.rule = rules[rng() % std::size(rules)];
+    // Around Berlin's fall-back night, when the local hour 02:00-03:00 comes twice.
+    const TimePoint anchor = utc(2026, 10, 24) + std::chrono::seconds(rng() % (3 * 86400));
+    if (rng() % 3 == 0) spec.end = anchor + std::chrono::seconds(rng() % (4 * 86400));
+    const schedule::Rule r = rule(spec.rule, spec.zone, anchor);
+    const std::optional<TimePoint> next = schedule::first_occurrence(r, spec, anchor);
+    if (!next) continue;
+    const TimePoint now = *next + std::chrono::seconds(rng() % (rng() % 2 ? 600 : 3 * 86400));
+    const Duration tick = ticks[rng() % std::size(ticks)];
+    const bool live = rng() % 2;
+    SCOPED_TRACE(spec.rule + " now " + std::to_string(now.time_since_epoch().count()));
+    const Plan got = schedule::plan(r, spec, {.next = next}, now, tick, live);
+    const Plan want = model_plan(r, spec, *next, now, tick, live);
+    EXPECT_EQ(got.fire, want.fire);
+    EXPECT_EQ(got.skipped_catch_up, want.skipped_catch_up);
+    EXPECT_EQ(got.skipped_overlap, want.skipped_overlap);
+    EXPECT_EQ(got.next, want.next);
+  }
 }
 
 std::string why(const ScheduleSpec& s) {
