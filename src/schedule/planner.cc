@@ -28,13 +28,26 @@ std::vector<TimePoint> last_occurrences(const Rule& rule, TimePoint from, TimePo
   } else if (total > k) {
     // A window before `to` wide enough to hold k of them, doubled until it does: at most one
     // occurrence a second, so k seconds is the narrowest it can be.
-    Duration width = std::chrono::seconds(k);
-    for (;;) {
+    auto window = [&](Duration width) {
       start = std::max(from, to - std::min(width, rules::distance(from, to)));
       in_window = rule.count(start, to);
-      if (in_window >= k || start == from) break;
+    };
+    Duration narrow{0}, width = std::chrono::seconds(k);
+    for (window(width); in_window < k && start != from; window(width)) {
+      narrow = width;
       width = width > Duration::max() / 2 ? Duration::max() : width * 2;
     }
+    // Then narrowed to a second (at most one occurrence a second), so that few are stepped
+    // over below even where the occurrences thin out before `to`.
+    for (uint64_t at_width = in_window; at_width > k && width - narrow > std::chrono::seconds(1);) {
+      const Duration mid = narrow + (width - narrow) / 2;
+      window(mid);
+      if (in_window >= k)
+        width = mid, at_width = in_window;
+      else
+        narrow = mid;
+    }
+    window(width);
   }
   std::optional<TimePoint> o = rule.next_at_or_after(start);
   for (uint64_t skip = in_window - k; skip > 0 && o; --skip) o = rule.next_after(*o);
