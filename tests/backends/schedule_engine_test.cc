@@ -42,12 +42,7 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
     q.reset();
     if (GetParam().durable) {
       ASSERT_FALSE(dir.path().empty());
-      StoreOptions o;
-      o.dir = dir.sub("store");
-      o.sync = Sync::none;
-      o.engine.clock = &clock;
-      o.engine.limits = limits();
-      auto r = open_store(o);
+      auto r = open_store(store_options());
       ASSERT_TRUE(r.ok()) << r.status().message();
       q = std::move(r).value();
     } else {
@@ -58,6 +53,15 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
       ASSERT_TRUE(r.ok()) << r.status().message();
       q = std::move(r).value();
     }
+  }
+  // The durable store's options: in `sub` of the test's directory, on the test's clock.
+  StoreOptions store_options(const std::string& sub = "store") {
+    StoreOptions o;
+    o.dir = dir.sub(sub);
+    o.sync = Sync::none;
+    o.engine.clock = &clock;
+    o.engine.limits = limits();
+    return o;
   }
   ScheduleSpec spec(std::string id, std::string rule, std::string zone = "UTC") {
     ScheduleSpec s;
@@ -373,11 +377,7 @@ TEST_P(DurableSchedules, TheStoredRecordAndDamageToIt) {
   EXPECT_EQ(schedule::encode_schedule(*d), stored);
   const std::string damaged = "\x07";
   testing::raw_access(dir.sub("store"), "meta", "schedule/k", &damaged, nullptr);
-  StoreOptions o;
-  o.dir = dir.sub("store");
-  o.sync = Sync::none;
-  o.engine.clock = &clock;
-  o.engine.limits = limits();
+  StoreOptions o = store_options();
   auto refused = open_store(o);
   EXPECT_TRUE(refused.is(Errc::corrupt)) << refused.status().to_string();
   o.tolerant = true;
@@ -393,12 +393,8 @@ TEST_P(DurableSchedules, TheStoredRecordAndDamageToIt) {
 
 TEST_P(DurableSchedules, AStoreWithADiskTierHasNoSchedulesYet) {
   q.reset();
-  StoreOptions o;
-  o.dir = dir.sub("tiered");
-  o.sync = Sync::none;
+  StoreOptions o = store_options("tiered");
   o.horizon = 1min;
-  o.engine.clock = &clock;
-  o.engine.limits = limits();
   auto tiered = open_store(o);
   ASSERT_TRUE(tiered.ok()) << tiered.status().to_string();
   const Status st = (*tiered)->schedule(spec("x", "@daily"));
