@@ -36,12 +36,19 @@ void Schedules::publish() {
       due = std::min<int64_t>(due, e.stored.state.next->time_since_epoch().count());
   if (next_ns.exchange(due) > due) {
     std::lock_guard l(thread_mu_);
+    // The thread starts with the first deadline: an engine without schedules has none.
+    if (fire_ && !thread_.joinable() && !stopping_)
+      thread_ = std::thread([this] { run(*clock_, fire_); });
     cv_.notify_all();
   }
 }
 
 void Schedules::start(Clock& clock, std::function<void()> fire) {
-  thread_ = std::thread([this, &clock, fire = std::move(fire)] { run(clock, fire); });
+  std::lock_guard l(thread_mu_);
+  clock_ = &clock;
+  fire_ = std::move(fire);
+  if (next_ns.load() != INT64_MAX && !stopping_)  // restored schedules
+    thread_ = std::thread([this] { run(*clock_, fire_); });
 }
 
 void Schedules::stop() {
@@ -58,9 +65,12 @@ void Schedules::run(Clock& clock, const std::function<void()>& fire) {
   bool just_fired = false;
   while (!stopping_) {
     const int64_t due = next_ns.load();
+    if (due == INT64_MAX) {  // no schedule runs: publish() wakes it
+      cv_.wait(l);
+      continue;
+    }
     Duration left = kClockRecheck;
-    if (due != INT64_MAX)
-      left = std::min(left, Duration(due) - clock.now().time_since_epoch());
+    left = std::min(left, Duration(due) - clock.now().time_since_epoch());
     if (left <= Duration::zero() && !just_fired) {
       l.unlock();
       fire();

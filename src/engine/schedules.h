@@ -46,7 +46,8 @@ class Schedules {
 
   // Under mu: next_ns from the table, and the thread told if it moved earlier.
   void publish();
-  // Starts the thread that calls `fire` when next_ns comes (not with a manual clock).
+  // From now on a thread calls `fire` when next_ns comes (not with a manual clock); it starts
+  // with the first deadline publish() sees.
   void start(Clock& clock, std::function<void()> fire);
   // Stops and joins it. Idempotent.
   void stop();
@@ -56,6 +57,8 @@ class Schedules {
   std::mutex thread_mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // thread_mu_
+  Clock* clock_ = nullptr;  // thread_mu_; set by start()
+  std::function<void()> fire_;
   std::thread thread_;
 };
 

@@ -282,6 +282,37 @@ INSTANTIATE_TEST_SUITE_P(Backends, ScheduleEngine,
                          ::testing::Values(Backend{"Memory", false}, Backend{"Durable", true}),
                          [](const auto& p) { return p.param.name; });
 
+// On the system clock the engine's own thread fires the occurrences (no ManualClock moves, no
+// consumer waiting while they come): each occurrence's job reaches a consumer in turn. And a
+// store reopened on it fires its restored schedule again.
+TEST(ScheduleSystemClock, OccurrencesFireWithoutAManualClock) {
+  testing::TempDir dir("delayq-sched-sys");
+  ASSERT_FALSE(dir.path().empty());
+  StoreOptions o;
+  o.dir = dir.sub("store");
+  o.sync = Sync::none;
+  o.engine.limits = limits();
+  ScheduleSpec s;
+  s.id = "sys";
+  s.rule = "every 50ms";
+  s.job.topic = "t";
+  for (int round = 0; round < 2; ++round) {
+    const TimePoint opened = SystemClock::instance().now();
+    auto q = open_store(o);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    if (round == 0) ASSERT_TRUE((*q)->schedule(s).ok());
+    // Jobs of occurrences after the open: the thread fired them.
+    std::set<std::string> seen;
+    while (seen.size() < 3) {
+      auto d = (*q)->reserve("t", 30s);
+      ASSERT_TRUE(d.ok()) << d.status().to_string();
+      EXPECT_EQ(d->id.rfind("sys@", 0), 0u) << d->id;
+      if (d->due > opened) EXPECT_TRUE(seen.insert(d->id).second) << d->id;
+      ASSERT_TRUE((*q)->ack(d->token).ok());
+    }
+  }
+}
+
 // ---- the durable store only: schedules across restarts ----
 
 class DurableSchedules : public ScheduleEngine {};
