@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../unit/schedule_times.h"
+#include "child_process.h"
 #include "raw_rocksdb.h"
 #include "schedule/record.h"
 #include "delayq/engine.h"
@@ -311,6 +312,75 @@ TEST(ScheduleSystemClock, OccurrencesFireWithoutAManualClock) {
       ASSERT_TRUE((*q)->ack(d->token).ok());
     }
   }
+}
+
+// A process that fires a schedule every second of its ManualClock is killed (SIGKILL) at a
+// random point, five times, each restart later on the clock (catch-up all fires what fell in
+// between). Afterwards every occurrence the schedule has handled (before its next) has its job,
+// none after it has one, and the counters agree: no fire is ever kept without its job, nor the
+// reverse. Reopened on a clock before them all, so that the check fires nothing.
+TEST(ScheduleCrash, AKilledProcessNeverKeepsAFireWithoutItsJob) {
+  if (!testing::single_threaded()) GTEST_SKIP() << "needs a single-threaded process to fork";
+  testing::TempDir dir("delayq-sched-crash");
+  ASSERT_FALSE(dir.path().empty());
+  const TimePoint t0 = utc(2026, 3, 1);
+  auto options = [&](ManualClock& clock) {
+    StoreOptions o;
+    o.dir = dir.sub("store");
+    o.sync = Sync::none;  // a process crash keeps what reached the OS
+    o.engine.clock = &clock;
+    o.engine.limits = limits();
+    return o;
+  };
+  for (int round = 0; round < 5; ++round) {
+    testing::ChildProcess child([&](int fd) {
+      ManualClock clock;
+      clock.set(t0 + 1000s * round);
+      auto q = open_store(options(clock));
+      if (!q.ok()) ::_exit(2);
+      if (!(*q)->get_schedule("c").ok()) {
+        ScheduleSpec s;
+        s.id = "c";
+        s.rule = "every 1s";
+        s.start = t0;
+        s.job.topic = "t";
+        s.catch_up = ScheduleSpec::CatchUp::all;
+        s.catch_up_max = 10'000;
+        if (!(*q)->schedule(s).ok()) ::_exit(3);
+      }
+      for (;;) {
+        clock.advance(1s);
+        if (::write(fd, "x", 1) != 1) ::_exit(4);
+      }
+    });
+    ASSERT_TRUE(child.started());
+    char buf[64];
+    for (int got = 0, want = 150 + 61 * round; got < want;) {
+      const ssize_t n = ::read(child.reports(), buf, std::min<int>(sizeof buf, want - got));
+      ASSERT_GT(n, 0) << "the child ended early: " << child.kill_and_wait();
+      got += static_cast<int>(n);
+    }
+    child.kill_and_wait();
+  }
+  ManualClock clock;
+  clock.set(t0 - 1h);
+  auto q = open_store(options(clock));
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  auto info = (*q)->get_schedule("c");
+  ASSERT_TRUE(info.ok());
+  ASSERT_FALSE(info->next.empty());
+  const TimePoint next = info->next[0];
+  EXPECT_GT(next, t0 + 4000s);  // the last round fired some
+  uint64_t jobs = 0;
+  for (TimePoint o = t0; o < next + 100s; o += 1s) {
+    const bool has = (*q)->get(occurrence_job_id("c", o)).ok();
+    EXPECT_EQ(has, o < next) << occurrence_job_id("c", o);
+    jobs += has ? 1 : 0;
+    if (HasFailure()) break;
+  }
+  EXPECT_EQ(info->fired, jobs);
+  EXPECT_EQ(info->skipped_catch_up + info->skipped_overlap, 0u);
+  EXPECT_EQ((*q)->stats().pushed, jobs);
 }
 
 // ---- the durable store only: schedules across restarts ----
