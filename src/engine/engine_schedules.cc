@@ -102,6 +102,9 @@ bool ShardedEngine::job_lives(const std::string& id) {
 
 void ShardedEngine::fire_schedules() {
   if (closed()) return;
+  // A disk tier's placement writes no staged meta: a schedule restored there (a store that
+  // gained a tier) stays as it is rather than fire a job without its record.
+  if (shards_.store() && shards_.store()->far()) return;
   std::lock_guard l(schedules_.mu);
   const TimePoint now = shards_.now();
   for (auto& [id, e] : schedules_.table)
