@@ -2,10 +2,11 @@
 # Builds the libFuzzer targets of tests/fuzz with clang (every library instrumented, ASan + UBSan,
 # any undefined behaviour stops the run) and runs each from its committed seed corpus
 # (tests/fuzz/<target>/) for a share of the given time: ./scripts/fuzz.sh [seconds, default 90]
-# (90 s: 40 + 25 + 25).
+# (90 s: 36 + 18 + 18 + 18).
 #   delayqd_fuzz         delayqd's request parsing and routing
 #   journal_record_fuzz  the journal's record and totals decoders, then Core::restore()
 #   redis_reply_fuzz     RESP through hiredis, then our reading of script and CLUSTER SLOTS replies
+#   cron_fuzz            a schedule's rule (cron, macros, "every") in a zone, then its occurrences
 # New inputs go to $build/fuzz-corpus/<target>/ (kept between runs); a crash leaves its input in
 # $build/fuzz-artifacts/ and fails the script. A crash is a bug: fix it, add a regression test,
 # and add the input to the target's seed corpus.
@@ -24,7 +25,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${launcher[@]}" -DDELAYQ_FUZZ=ON -DDELAYQ_BUILD_TESTS=OFF -DDELAYQ_BUILD_BENCH=OFF \
   -DDELAYQ_BUILD_EXAMPLES=OFF >/dev/null
-ninja -C "$build" delayqd_fuzz journal_record_fuzz redis_reply_fuzz
+ninja -C "$build" delayqd_fuzz journal_record_fuzz redis_reply_fuzz cron_fuzz
 
 # Large requests, generated here rather than committed: the daemon reads bodies up to 4 MiB, and
 # what goes wrong with size (deep nesting, long arrays, many members, long escaped strings) shows
@@ -47,7 +48,7 @@ PY
 # -max_len: requests up to 256 KiB reach every size the parser treats specially (the generated
 # inputs above) while keeping each run fast enough for tens of thousands of executions; records
 # and replies have a few dozen bytes of structure plus strings whose lengths are checked against
-# what is left, so 16 KiB covers them.
+# what is left, so 16 KiB covers them; a rule is a line of text, 1 KiB is plenty.
 # The first directory given is where libFuzzer writes what it finds: $corpus, not the seeds.
 # Every target runs even when one fails; the script fails at the end, naming them.
 failed=()
@@ -62,10 +63,11 @@ run() {  # run TARGET SECONDS MAX_LEN [libFuzzer flags and more seed directories
     "$@" || failed+=("$target")
 }
 artifacts="$build/fuzz-artifacts"
-part() { echo $((seconds * $1 / 18)); }  # in eighteenths, so that 90 s gives 40 + 25 + 25
+part() { echo $((seconds * $1 / 20)); }  # in twentieths, so that 90 s gives 36 + 18 + 18 + 18
 run delayqd_fuzz "$(part 8)" 262144 -dict=tests/fuzz/delayqd.dict "$generated"
-run journal_record_fuzz "$(part 5)" 16384
-run redis_reply_fuzz "$(part 5)" 16384 -dict=tests/fuzz/redis_reply.dict
+run journal_record_fuzz "$(part 4)" 16384
+run redis_reply_fuzz "$(part 4)" 16384 -dict=tests/fuzz/redis_reply.dict
+run cron_fuzz "$(part 4)" 1024 -dict=tests/fuzz/cron.dict
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz.sh: ${failed[*]} stopped on a crash, a sanitizer report or a timeout; the inputs" \
     "are in $artifacts (reproduce: $build/tests/fuzz/<target> <input>)" >&2

@@ -3,8 +3,9 @@
 # again under AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrent tests under
 # ThreadSanitizer (scripts/tsan.sh), then a short run of the workload driver that checks every
 # job arrives and none early, then a short fuzzing run of each libFuzzer target (scripts/fuzz.sh:
-# delayqd's request parsing, the journal's record decoder, the Redis reply readers). A test that
-# skips fails its stage unless scripts/allowed_skips.txt allows it there (scripts/check_skips.py).
+# delayqd's request parsing, the journal's record decoder, the Redis reply readers, the schedule
+# rule parser). A test that skips fails its stage unless scripts/allowed_skips.txt allows it
+# there (scripts/check_skips.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh

@@ -18,6 +18,7 @@ void clear(Group& g) {
   g.counters.reset();
   g.paused.clear();
   g.limits.clear();
+  g.meta.clear();
   g.appends = 0;
   g.min_format = 0;
 }
@@ -55,8 +56,8 @@ Status CommitPipeline::status() {
 
 Result<uint64_t> CommitPipeline::append(std::vector<EncodedChange> changes, const Stats& totals,
                                         const engine::Counters& counters, EncodedFar far,
-                                        uint32_t min_format) {
-  if (changes.empty() && far.empty()) return uint64_t{0};
+                                        uint32_t min_format, std::vector<engine::MetaPut> meta) {
+  if (changes.empty() && far.empty() && meta.empty()) return uint64_t{0};
   std::lock_guard l(mu_);
   if (!broken_.ok()) return broken_;
   engine::add_totals(totals_, totals);
@@ -79,6 +80,7 @@ Result<uint64_t> CommitPipeline::append(std::vector<EncodedChange> changes, cons
     counts_dirty_.push_back(topic);
   }
   if (far.horizon) horizon_ = std::move(far.horizon);
+  for (engine::MetaPut& m : meta) pending_.meta.emplace_back(std::move(m.key), std::move(m.value));
   pending_.min_format = std::max(pending_.min_format, min_format);
   ++pending_.appends;
   return ++appended_;

@@ -53,6 +53,8 @@ class RocksDbSink final : public CommitSink {
     for (auto p = group.limits.begin(); s.ok() && p != group.limits.end(); ++p)
       s = p->second ? batch_.Put(d_.meta(), limits_key(p->first), *p->second)
                     : batch_.Delete(d_.meta(), limits_key(p->first));
+    for (auto m = group.meta.begin(); s.ok() && m != group.meta.end(); ++m)
+      s = m->second ? batch_.Put(d_.meta(), m->first, *m->second) : batch_.Delete(d_.meta(), m->first);
     if (s.ok() && group.totals) s = batch_.Put(d_.meta(), kTotalsKey, encode_totals(*group.totals));
     if (s.ok() && group.counters)
       s = batch_.Put(d_.meta(), kCountersKey, encode_counters(*group.counters));
@@ -165,7 +167,8 @@ EncodedFar encode_far(const engine::FarBatch& far, uint32_t& format) {
 }  // namespace
 
 Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, const Stats& totals,
-                                 const engine::Counters& counters, const engine::FarBatch& far) {
+                                 const engine::Counters& counters, const engine::FarBatch& far,
+                                 const std::vector<engine::MetaPut>& meta) {
   Impl& m = *impl_;
   if (!m.pipeline)
     return Status(Errc::invalid_state, "store " + m.dir() + " is open read-only; write refused");
@@ -186,7 +189,8 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
     if (c.record) needs(format, *c.record);
   }
   EncodedFar encoded_far = far.empty() ? EncodedFar() : encode_far(far, format);
-  return m.pipeline->append(std::move(encoded), totals, counters, std::move(encoded_far), format);
+  return m.pipeline->append(std::move(encoded), totals, counters, std::move(encoded_far), format,
+                            meta);
 }
 
 uint64_t Journal::written() const {
@@ -240,6 +244,13 @@ Result<uint64_t> JournalSink::write_far(const std::vector<engine::Change>& chang
                                         const engine::FarBatch& far, const Stats& totals) {
   if (read_only_) return ++view_tickets_;
   return journal_->append(changes, totals, counters_now(), far);
+}
+
+Result<uint64_t> JournalSink::write_with_meta(const std::vector<engine::Change>& changes,
+                                             const Stats& totals,
+                                             const std::vector<engine::MetaPut>& meta) {
+  if (read_only_) return ++view_tickets_;
+  return journal_->append(changes, totals, counters_now(), {}, meta);
 }
 
 Result<uint64_t> JournalSink::write_paused(std::string_view topic, bool paused) {

@@ -84,9 +84,12 @@ class Journal {
   // `far`: the disk tier's part of the batch (docs/tiered-store.md): puts and deletes of "far"
   // and "ids", the per-topic counts they change, the horizon; refused (invalid_argument) unless
   // the store has a disk tier (JournalTier::present()).
+  // `meta`: keys of family "meta" put or deleted in the same atomic batch (a schedule's record
+  // with the job of its occurrence, schedule/record.h); an append of meta alone is queued too.
   Result<uint64_t> append(const std::vector<engine::Change>& changes, const Stats& totals = {},
                           const engine::Counters& counters = {},
-                          const engine::FarBatch& far = {});
+                          const engine::FarBatch& far = {},
+                          const std::vector<engine::MetaPut>& meta = {});
   Status sync_to(uint64_t ticket);
 
   // The paused topics (wal/paused.h): append_paused() queues a pause (or resume) in order with
@@ -98,6 +101,10 @@ class Journal {
   // The same for the limited topics (wal/topic_limits.h): nullopt clears a topic's limits.
   Result<uint64_t> append_limits(std::string_view topic, const std::optional<TopicLimits>& limits);
   Result<std::vector<std::pair<std::string, TopicLimits>>> topic_limits();
+
+  // The stored values of the keys "schedule/<id>" of family "meta" (schedule/record.h), in key
+  // order, undecoded: the engine decodes them when it opens. Errors: io_error.
+  Result<std::vector<std::string>> schedules();
 
   // The totals of stats() as stored (zero for a store written before they were kept). Read
   // once, after open and before the first append: the appends' totals add up from it.

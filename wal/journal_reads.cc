@@ -31,6 +31,20 @@ Result<std::vector<std::pair<std::string, TopicLimits>>> Journal::topic_limits()
   });
 }
 
+Result<std::vector<std::string>> Journal::schedules() {
+  std::vector<std::string> out;
+  const std::string lower = "schedule/";
+  const std::string upper = "schedule0";  // '/' + 1: the prefix's end
+  Database& d = *impl_->database;
+  Status st = for_each_in(d, d.meta(), lower, upper, "reading the schedules",
+                          [&](std::string_view, std::string_view v) -> Result<bool> {
+                            out.emplace_back(v);
+                            return true;
+                          });
+  if (!st.ok()) return st;
+  return out;
+}
+
 Status Journal::checkpoint(const std::string& dir) {
   Impl& m = *impl_;
   // A read-only journal has no lock: another process may be writing the store meanwhile.

@@ -36,6 +36,8 @@ class JournalSink final : public engine::Persistence {
   // The write path (journal.cc): Journal::append and Journal::sync_to, or, read-only, a ticket
   // for a write never made.
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const Stats& totals) override;
+  Result<uint64_t> write_with_meta(const std::vector<engine::Change>& changes, const Stats& totals,
+                                   const std::vector<engine::MetaPut>& meta) override;
   Result<uint64_t> write_paused(std::string_view topic, bool paused) override;
   Result<uint64_t> write_limits(std::string_view topic,
                                 const std::optional<TopicLimits>& limits) override;

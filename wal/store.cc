@@ -116,6 +116,8 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   if (!paused) return paused.status();
   Result<std::vector<std::pair<std::string, TopicLimits>>> limits = journal->topic_limits();
   if (!limits) return limits.status();
+  Result<std::vector<std::string>> schedules = journal->schedules();
+  if (!schedules) return schedules.status();
   std::unique_ptr<wal::JournalSink> sink;
   const bool tiered = wal::JournalTier(*journal).present();
   if (!o.read_only || tiered)
@@ -128,7 +130,7 @@ Result<std::unique_ptr<Engine>> wal::open_store_on(const StoreOptions& o, rocksd
   // By value: the disk tier reports what its refills skip long after the open.
   if (o.tolerant) skip = [on_skip = jo.on_skip, where](const std::string& why) { on_skip(where + why); };
   auto q = engine::open_engine(o.engine, std::move(sink), records, *totals, skip, *paused,
-                                *limits);
+                                *limits, *schedules);
   if (q.is(Errc::corrupt)) return Status(Errc::corrupt, where + q.status().message());
   return q;
 }

@@ -27,6 +27,7 @@
 
 #include "delayq/error.h"
 #include "delayq/job.h"
+#include "delayq/schedule.h"
 
 namespace delayq {
 
@@ -209,6 +210,29 @@ class Queue {
   // Removes a topic's limits (none set: changes nothing) and wakes its waiting consumers.
   // Errors: as pause().
   virtual Status clear_topic_limits(std::string_view topic);
+
+  // Creates a schedule (delayq/schedule.h), or replaces the one with the same id: from now on
+  // each occurrence of its rule pushes one job, named occurrence_job_id(), due at the
+  // occurrence. A replaced schedule keeps its counters, its pause and its jobs already pushed,
+  // and goes on from its new rule's first occurrence at or after now (or its start). A new one
+  // starts at its first occurrence at or after its start (without one, now): occurrences of a
+  // start in the past count as missed (ScheduleSpec::catch_up). Kept like a pause (a durable
+  // store keeps schedules across restarts, and fires what fell while it was closed by their
+  // catch-up policy when it opens). Errors: invalid_argument, naming the field (schedule id,
+  // rule, zone, job, end, catch_up_max; see ScheduleSpec), closed, io_error.
+  virtual Status schedule(const ScheduleSpec& spec);
+  // Removes a schedule; the jobs it pushed stay. Errors: not_found, closed, io_error.
+  virtual Status unschedule(std::string_view id);
+  // A schedule as it is now. Errors: not_found, closed.
+  virtual Result<ScheduleInfo> get_schedule(std::string_view id);
+  // Up to `limit` (1..1000) schedules in id order; `cursor`: empty for the first page, else the
+  // previous page's SchedulePage::cursor. Errors: invalid_argument (a bad limit), closed.
+  virtual Result<SchedulePage> list_schedules(size_t limit, std::string_view cursor = {});
+  // Pauses a schedule: its occurrences push nothing until resume_schedule(), which treats the
+  // ones that fell meanwhile as missed (ScheduleSpec::catch_up). Pausing a paused schedule (or
+  // resuming a running one) changes nothing. Errors: not_found, closed, io_error.
+  virtual Status pause_schedule(std::string_view id);
+  virtual Status resume_schedule(std::string_view id);
 
   // A page of up to `limit` (1..1000) of a topic's jobs in one state, in that state's order:
   // delayed by due time, ready in hand-out order, reserved by lease deadline, dead in the order

@@ -62,8 +62,7 @@ struct ScheduleSpec {
     skip,   // push nothing for this occurrence (counted in ScheduleInfo::skipped_overlap)
   };
   Overlap overlap = Overlap::allow;
-
-  bool operator==(const ScheduleSpec&) const = default;
+  // (No operator==: JobSpec has none, so a defaulted one would be deleted.)
 };
 
 // A schedule as get_schedule() and list_schedules() see it.

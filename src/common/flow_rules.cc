@@ -64,5 +64,23 @@ Status Queue::clear_topic_limits(std::string_view) {
 Result<JobPage> Queue::list_jobs(std::string_view, JobState, size_t, std::string_view) {
   return rules::unsupported("list_jobs");
 }
+Status Queue::schedule(const ScheduleSpec&) {
+  return rules::unsupported("schedule");
+}
+Status Queue::unschedule(std::string_view) {
+  return rules::unsupported("unschedule");
+}
+Result<ScheduleInfo> Queue::get_schedule(std::string_view) {
+  return rules::unsupported("get_schedule");
+}
+Result<SchedulePage> Queue::list_schedules(size_t, std::string_view) {
+  return rules::unsupported("list_schedules");
+}
+Status Queue::pause_schedule(std::string_view) {
+  return rules::unsupported("pause_schedule");
+}
+Status Queue::resume_schedule(std::string_view) {
+  return rules::unsupported("resume_schedule");
+}
 
 }  // namespace delayq

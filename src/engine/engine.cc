@@ -22,6 +22,13 @@ Status ShardedEngine::start() {
   // Before the driver follows a manual clock: no move runs on a half-caught-up shard.
   if (Status s = shards_.advance_all(); !s.ok()) return s;
   driver_.start();
+  // Then the schedules: what fell while the store was closed, by each one's catch-up policy,
+  // before the engine serves; later occurrences as the clock comes to them (schedules.h).
+  fire_schedules();
+  if (clock_.manual())
+    schedule_subscription_ = clock_.subscribe([this] { fire_schedules(); });
+  else
+    schedules_.start(clock_, [this] { fire_schedules(); });
   return {};
 }
 
@@ -49,6 +56,8 @@ void ShardedEngine::close() {
   // reserve_async callbacks run with it on the waiting thread, later calls fail with it.
   waiting_.close(Waiting::closed_error());
   driver_.stop();
+  if (schedule_subscription_ != 0) clock_.unsubscribe(std::exchange(schedule_subscription_, 0));
+  schedules_.stop();
   // From a reserve_async callback, on the waiting thread itself: it cannot wait for itself. It
   // ends when the callback returns, and the destructor joins it.
   if (!waiting_.on_own_thread()) waiting_.join();

@@ -73,7 +73,8 @@ TierView tier_view(Engine& engine) {
 Result<std::unique_ptr<Engine>> open_engine(
     const EngineOptions& options, std::unique_ptr<Persistence> store, const RecordSource& records,
     const Stats& totals, const SkipReport& skip, const std::vector<std::string>& paused,
-    const std::vector<std::pair<std::string, TopicLimits>>& limits) {
+    const std::vector<std::pair<std::string, TopicLimits>>& limits,
+    const std::vector<std::string>& schedules) {
   if (Status s = check_engine_options(options); !s.ok()) return s;
   Clock& clock = options.clock ? *options.clock : SystemClock::instance();
   const Counters recorded = store ? store->recorded_counters() : Counters{};
@@ -111,6 +112,7 @@ Result<std::unique_ptr<Engine>> open_engine(
   shards[0].core.restore_totals(totals);
   e->restore_paused(paused);
   e->restore_limits(limits);  // after the records: in_flight counts their reserved jobs
+  if (Status st = e->restore_schedules(schedules, skip); !st.ok()) return st;
   if (Status st = e->start(); !st.ok()) return st;
   return std::unique_ptr<Engine>(std::move(e));
 }

@@ -3,6 +3,8 @@
 
 #include "engine/shard.h"
 
+#include <utility>
+
 namespace delayq::engine {
 
 TimePoint MemoryPlacement::lock_at_now(std::unique_lock<ShardMutex>& lock) {
@@ -10,10 +12,12 @@ TimePoint MemoryPlacement::lock_at_now(std::unique_lock<ShardMutex>& lock) {
   return shards_.now();
 }
 
-Result<std::optional<uint64_t>> MemoryPlacement::queue(Shard&, const Effects& fx) {
+Result<std::optional<uint64_t>> MemoryPlacement::queue(Shard& s, const Effects& fx) {
   Persistence* store = shards_.store();
-  if (store == nullptr || fx.changes.empty()) return std::optional<uint64_t>();
-  Result<uint64_t> w = store->write(fx.changes, fx.totals);
+  const std::vector<MetaPut> meta = std::exchange(s.staged_meta, {});
+  if (store == nullptr || (fx.changes.empty() && meta.empty())) return std::optional<uint64_t>();
+  Result<uint64_t> w = meta.empty() ? store->write(fx.changes, fx.totals)
+                                    : store->write_with_meta(fx.changes, fx.totals, meta);
   if (!w) return w.status();
   return std::optional<uint64_t>(*w);
 }

@@ -68,4 +68,12 @@ struct Change {
   std::optional<JobRecord> record;  // nullopt: the job is gone (acked, cancelled, purged)
 };
 
+// A put (a value) or a delete (nullopt) of a key of the store's family "meta", written in the
+// same atomic batch as the changes it comes with: a schedule's record (schedule/record.h) with
+// the job of the occurrence it fired.
+struct MetaPut {
+  std::string key;
+  std::optional<std::string> value;
+};
+
 }  // namespace delayq::engine

@@ -40,6 +40,9 @@ struct Shard {
   // and a copy (ns since the epoch; INT64_MAX for none) that waiters read without the lock.
   std::optional<TimePoint> armed;
   std::atomic<int64_t> armed_ns{INT64_MAX};
+  // Under mu: meta keys a call staged to go in the same batch as its changes (a fired
+  // schedule's record, engine_schedules.cc); the placement takes them with the changes.
+  std::vector<MetaPut> staged_meta;
 
   // Under mu, after a call at `now` that scheduled `earliest`: keeps `armed` current. True when
   // the call moved it earlier (waiters sleeping until the old one must look again).

@@ -18,6 +18,7 @@
 #include "delayq/engine.h"
 #include "engine/driver.h"
 #include "engine/limiter.h"
+#include "engine/schedules.h"
 #include "engine/shard.h"
 
 namespace delayq::engine {
@@ -56,6 +57,14 @@ class ShardedEngine final : public Engine {
   // engine_limits.cc: as pause() (journaled first, then every shard), see limiter.h.
   Status set_topic_limits(std::string_view topic, const TopicLimits& limits) override;
   Status clear_topic_limits(std::string_view topic) override;
+  // engine_schedules.cc: the table of schedules.h, each fired occurrence's job written with
+  // the schedule's record in one batch.
+  Status schedule(const ScheduleSpec& spec) override;
+  Status unschedule(std::string_view id) override;
+  Result<ScheduleInfo> get_schedule(std::string_view id) override;
+  Result<SchedulePage> list_schedules(size_t limit, std::string_view cursor = {}) override;
+  Status pause_schedule(std::string_view id) override { return set_schedule_paused(id, true); }
+  Status resume_schedule(std::string_view id) override { return set_schedule_paused(id, false); }
   Stats stats() override;
   Status health() override;
   void close() override;
@@ -76,6 +85,10 @@ class ShardedEngine final : public Engine {
   // Limits the topics as a store recorded them, before start(): nothing is journaled; each
   // bucket starts full, and in_flight counts the restored reserved jobs.
   void restore_limits(const std::vector<std::pair<std::string, TopicLimits>>& limits);
+  // Puts back the schedules a store recorded (schedule/record.h), before start(), which fires
+  // what fell due while the store was closed. A record that does not decode: corrupt, or with
+  // `skip` reported and left out.
+  Status restore_schedules(const std::vector<std::string>& records, const SkipReport& skip);
 
  protected:
   Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
@@ -114,6 +127,19 @@ class ShardedEngine final : public Engine {
   // Points every shard's core at `limiter` (null: none) for `topic`, each under its lock; a new
   // limiter (`seed`) first counts the topic's jobs reserved in that shard.
   void point_shards(std::string_view topic, TopicLimiter* limiter, bool seed);
+  // Schedules (engine_schedules.cc). Each under schedules_.mu.
+  // Fires what is due of every running schedule, then publishes the next deadline.
+  void fire_schedules();
+  // Fires what is due of `e` at `now` (schedule/planner.h).
+  Status fire_due(ScheduleEntry& e, TimePoint now);
+  // Writes `stored` as it is (a store: alone in its batch) and waits for it.
+  Status write_schedule(const std::string& id, const schedule::StoredSchedule* stored);
+  // Whether the job `id` lives (delayed, ready or reserved).
+  bool job_lives(const std::string& id);
+  ScheduleInfo info_of(const ScheduleEntry& e);
+  Status set_schedule_paused(std::string_view id, bool paused);
+  // How late a schedule's occurrence may be handled and still be on time (planner.h's tick).
+  Duration schedule_tick() const;
   // Adds Stats::flow: every limited topic as of now.
   void add_flow(Stats& st);
   bool closed() const { return waiting_.closed(); }
@@ -142,12 +168,15 @@ class ShardedEngine final : public Engine {
           waiting([this] { return driver.next_look(); }) {}
     Shards shards;
     Driver driver;
-    Waiting waiting;  // declared last: its thread, which calls into the shards, goes first
+    Waiting waiting;  // its thread, which calls into the shards, goes before them
+    Schedules schedules;  // declared last: its thread, which calls into the shards, goes first
   };
   std::unique_ptr<Parts> parts_;
   Shards& shards_ = parts_->shards;
   Driver& driver_ = parts_->driver;
   Waiting& waiting_ = parts_->waiting;
+  Schedules& schedules_ = parts_->schedules;
+  uint64_t schedule_subscription_ = 0;  // a manual clock's moves fire the schedules
 };
 
 }  // namespace delayq::engine

@@ -45,6 +45,13 @@ class Persistence {
     (void)next_id;
     (void)seqs;
   }
+  // write() with `meta` in the same atomic batch (written even when `changes` is empty). A
+  // store that keeps no meta keys refuses any (invalid_argument).
+  virtual Result<uint64_t> write_with_meta(const std::vector<Change>& changes, const Stats& totals,
+                                           const std::vector<MetaPut>& meta) {
+    if (meta.empty()) return write(changes, totals);
+    return Status(Errc::invalid_argument, "this store keeps no schedules");
+  }
   // The store's disk tier (tier/far_store.h), or null: every job lives in memory.
   virtual FarStore* far() { return nullptr; }
   // Queues that `topic` is now paused (or no longer), in call order with write()'s batches, and
@@ -76,11 +83,14 @@ using SkipReport = std::function<void(const std::string&)>;
 // A record that Core::restore() refuses (Errc::corrupt) fails the open with that error, unless
 // `skip` is set (StoreOptions::tolerant): then the record is left out and reported to `skip`.
 // `paused`: the topics the store recorded as paused (Queue::pause), paused again before the
-// engine serves; `limits`: likewise the topics' limits (Queue::set_topic_limits).
+// engine serves; `limits`: likewise the topics' limits (Queue::set_topic_limits); `schedules`:
+// the stored records of the schedules (schedule/record.h), restored, then fired by their
+// catch-up policy for what fell while the store was closed, before the engine serves.
 Result<std::unique_ptr<Engine>> open_engine(
     const EngineOptions& options, std::unique_ptr<Persistence> store, const RecordSource& records,
     const Stats& totals, const SkipReport& skip = {}, const std::vector<std::string>& paused = {},
-    const std::vector<std::pair<std::string, TopicLimits>>& limits = {});
+    const std::vector<std::pair<std::string, TopicLimits>>& limits = {},
+    const std::vector<std::string>& schedules = {});
 
 // The store an engine opened by open_engine() writes to (null for the in-memory Engine): how
 // open_store()'s extras, such as backup_store(), reach their journal.

@@ -94,7 +94,7 @@ The headers, static libraries, CMake package and pkg-config file of delayq: the 
 engine, the RocksDB store, the Redis backend and the HTTP client of delayqd, for programs that
 embed the queue or reach a daemon.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "delayq (= ${PROJECT_VERSION}), libboost-dev (>= 1.74), librocksdb-dev, libhiredis-dev, libfmt-dev, pkg-config")
+    "delayq (= ${PROJECT_VERSION}), libboost-dev (>= 1.74), librocksdb-dev, libhiredis-dev, libfmt-dev, libhowardhinnant-date-dev, pkg-config")
 # The static libraries lose their debug info in the package (src/package/strip_archives.cmake).
 set(CPACK_DELAYQ_STRIP ${CMAKE_STRIP})
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/src/package/strip_archives.cmake)

@@ -3,6 +3,7 @@
 // tz database when the rule is parsed, never afterwards.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -21,10 +22,14 @@ class Rule {
   // out of range, a rule that never fires, an interval of zero).
   static Result<Rule> parse(std::string_view rule, std::string_view zone, TimePoint anchor);
 
-  // The first occurrence strictly after `t`; empty when there is none before the year 9999.
+  // The first occurrence strictly after `t`; empty when there is none that a TimePoint holds
+  // (nanoseconds in an int64: until April 2262).
   std::optional<TimePoint> next_after(TimePoint t) const;
   // The first occurrence at or after `t`.
   std::optional<TimePoint> next_at_or_after(TimePoint t) const;
+  // How many occurrences fall in [from, to). Cheap over long spans (arithmetic for "every"
+  // rules, a step per local day for cron rules), for counting what a downtime passed over.
+  uint64_t count(TimePoint from, TimePoint to) const;
 
   // "every" rules: the interval; cron rules: empty.
   std::optional<Duration> interval() const;

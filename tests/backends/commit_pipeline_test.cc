@@ -35,6 +35,7 @@ class FakeSink final : public CommitSink {
     size_t appends = 0;
     bool sync = false;
     uint32_t min_format = 0;
+    std::vector<std::pair<std::string, std::optional<std::string>>> meta;
   };
 
   Status write(const Group& group, bool sync) override {
@@ -48,7 +49,8 @@ class FakeSink final : public CommitSink {
             .counters = group.counters,
             .appends = group.appends,
             .sync = sync,
-            .min_format = group.min_format};
+            .min_format = group.min_format,
+            .meta = group.meta};
     for (const EncodedChange& c : group.changes) {
       w.seqs.push_back(c.seq);
       w.records.push_back(c.record);
@@ -272,6 +274,30 @@ TEST(CommitPipeline, TheFormatTheRecordsNeedTravelsWithTheirGroup) {
   EXPECT_EQ(w[0].min_format, 3u);
   EXPECT_EQ(w[1].min_format, 0u);
   EXPECT_EQ(w[2].min_format, 0u);
+}
+
+// A schedule's record (meta) is queued under the same lock as the job changes of its append, so
+// it is in the group, and so the RocksDB write, that holds them: a crash keeps both or neither.
+// An append of meta alone is a call of its own; a later group does not repeat earlier meta.
+TEST(CommitPipeline, MetaTravelsWithTheChangesOfItsAppend) {
+  FakeSink sink;
+  CommitPipeline p(sink, policy(Sync::none));
+  ASSERT_TRUE(p.append(put(1), {}, {}, {}, 0, {{"schedule/a", "A1"}}).ok());
+  ASSERT_TRUE(p.sync_to(*p.append(put(2), {}, {}, {}, 0, {{"schedule/b", "B1"}})).ok());
+  Result<uint64_t> alone = p.append({}, {}, {}, {}, 0, {{"schedule/a", std::nullopt}});
+  ASSERT_TRUE(alone.ok());
+  EXPECT_NE(*alone, 0u);
+  ASSERT_TRUE(p.sync_to(*alone).ok());
+  ASSERT_TRUE(p.sync_to(*p.append(put(3), {}, {})).ok());
+  const std::vector<FakeSink::Write> w = sink.writes();
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].seqs, (std::vector<uint64_t>{1, 2}));
+  using Meta = std::vector<std::pair<std::string, std::optional<std::string>>>;
+  EXPECT_EQ(w[0].meta, (Meta{{"schedule/a", "A1"}, {"schedule/b", "B1"}}));
+  EXPECT_TRUE(w[1].seqs.empty());
+  EXPECT_EQ(w[1].meta, (Meta{{"schedule/a", std::nullopt}}));
+  EXPECT_EQ(w[2].seqs, (std::vector<uint64_t>{3}));
+  EXPECT_TRUE(w[2].meta.empty());
 }
 
 TEST(CommitPipeline, AFailedWriteFailsEveryWaiterOfItsGroupAndEveryLaterCall) {

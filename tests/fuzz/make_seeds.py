@@ -245,7 +245,65 @@ def redis():
     write("redis_reply_fuzz", "incomplete", b"*3\r\n:0\r\n$5\r\nab")
 
 
+# ---- cron_fuzz: first byte picks the zone (kZones in cron_fuzz.cc), then the rule's text, then
+# optionally a NUL and 8 bytes of instant (little-endian nanoseconds, halved) ----
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago",
+         "Pacific/Chatham", "Asia/Kathmandu", "", "Not/AZone"]
+
+
+def cron_seed(zone, text, ns=None):
+    data = bytes([ZONES.index(zone)]) + text.encode()
+    if ns is not None:
+        data += b"\0" + struct.pack("<Q", ns * 2)
+    return data
+
+
+def cron():
+    # Instants just before DST changes of 2026 (UTC): Berlin's spring and fall, Lord_Howe's spring.
+    berlin_spring = 1774745400 * 10**9  # 2026-03-29 00:50 UTC
+    berlin_fall = 1792888200 * 10**9    # 2026-10-25 00:30 UTC
+    lord_howe_spring = 1791040200 * 10**9  # 2026-10-03 15:10 UTC
+    seeds = {
+        "five-fields": ("UTC", "*/15 9-17 * * MON-FRI"),
+        "six-fields": ("Europe/Berlin", "30 */5 * * * *"),
+        "lists-steps": ("UTC", "0,30 1-23/2 1,15 jan,jul *"),
+        "open-step": ("UTC", "50/5 * * * *"),
+        "both-days": ("America/New_York", "0 0 13 * FRI"),
+        "sunday-seven": ("UTC", "0 0 * * 7"),
+        "leap-day": ("UTC", "0 0 29 2 *"),
+        "never": ("UTC", "0 0 30 2 *"),
+        "out-of-range": ("UTC", "61 * * * *"),
+        "backwards": ("UTC", "5-2 * * * *"),
+        "step-zero": ("UTC", "*/0 * * * *"),
+        "empty-item": ("UTC", "1,,2 * * * *"),
+        "huge-number": ("UTC", "99999999999999999999 * * * *"),
+        "four-fields": ("UTC", "0 0 * *"),
+        "yearly": ("Pacific/Chatham", "@yearly"),
+        "hourly": ("Asia/Kathmandu", "@hourly"),
+        "unknown-macro": ("UTC", "@fortnightly"),
+        "every": ("Europe/Berlin", "every 90s"),
+        "every-zero": ("UTC", "every 0ms"),
+        "every-huge": ("UTC", "every 99999999999999999999d"),
+        "unknown-zone": ("Not/AZone", "@daily"),
+        "empty-zone": ("", "@daily"),
+        "empty": ("UTC", ""),
+    }
+    for name, (zone, text) in seeds.items():
+        write("cron_fuzz", name, cron_seed(zone, text))
+    write("cron_fuzz", "berlin-spring-gap", cron_seed("Europe/Berlin", "*/15 2 * * *", berlin_spring))
+    write("cron_fuzz", "berlin-fall-twice", cron_seed("Europe/Berlin", "* 2 * * *", berlin_fall))
+    write("cron_fuzz", "lord-howe-half-hour",
+          cron_seed("Australia/Lord_Howe", "0,15 2 * * *", lord_howe_spring))
+    # Found by the fuzzer: asked from the second pass of Berlin's repeated hour, the search
+    # skipped the hour after it.
+    write("cron_fuzz", "berlin-fall-after-the-repeat",
+          cron_seed("Europe/Berlin", "* 3 * * *", berlin_fall))
+    write("cron_fuzz", "santiago-midnight", cron_seed("America/Santiago", "@daily", berlin_fall))
+    write("cron_fuzz", "near-the-end", cron_seed("UTC", "0 0 1 1 *", (1 << 63) - 10**18))
+
+
 if __name__ == "__main__":
     delayqd()
     journal()
     redis()
+    cron()

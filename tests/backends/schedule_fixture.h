@@ -1,0 +1,124 @@
+// The fixture of the schedule suites (schedule_engine_test.cc, schedule_store_test.cc): a queue
+// on a ManualClock, the in-memory engine or the durable store (reopen() keeps the store's
+// directory), and helpers that walk a schedule occurrence by occurrence.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../unit/schedule_times.h"
+#include "delayq/engine.h"
+#include "delayq/store.h"
+#include "temp_dir.h"
+
+namespace delayq::schedule_test {
+
+using namespace std::chrono_literals;
+
+inline Limits limits() { return Limits{.max_delay = 24h * 400, .max_body_bytes = 4096, .default_ttr = 30s}; }
+
+struct Backend {
+  std::string name;
+  bool durable;
+};
+inline void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
+
+class ScheduleEngine : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    clock.set(utc(2025, 12, 31, 12));
+    reopen();
+  }
+  void reopen() {
+    q.reset();
+    if (GetParam().durable) {
+      ASSERT_FALSE(dir.path().empty());
+      auto r = open_store(store_options());
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      q = std::move(r).value();
+    } else {
+      EngineOptions o;
+      o.clock = &clock;
+      o.limits = limits();
+      auto r = Engine::open(o);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      q = std::move(r).value();
+    }
+  }
+  // The durable store's options: in `sub` of the test's directory, on the test's clock.
+  StoreOptions store_options(const std::string& sub = "store") {
+    StoreOptions o;
+    o.dir = dir.sub(sub);
+    o.sync = Sync::none;
+    o.engine.clock = &clock;
+    o.engine.limits = limits();
+    return o;
+  }
+  ScheduleSpec spec(std::string id, std::string rule, std::string zone = "UTC") {
+    ScheduleSpec s;
+    s.id = std::move(id);
+    s.rule = std::move(rule);
+    s.zone = std::move(zone);
+    s.job.topic = "t";
+    s.job.body = "b";
+    return s;
+  }
+  ScheduleInfo info(std::string_view id) {
+    auto r = q->get_schedule(id);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : ScheduleInfo{};
+  }
+  bool has_job(std::string_view sched, TimePoint o) {
+    auto r = q->get(occurrence_job_id(sched, o));
+    if (r.ok()) {
+      EXPECT_EQ(r->due, o) << occurrence_job_id(sched, o);
+      EXPECT_EQ(r->topic, "t");
+      EXPECT_EQ(r->body, "b");
+    }
+    return r.ok();
+  }
+  // Moves the clock occurrence by occurrence until `until`, checking that each occurrence's job
+  // appears at its instant, not a second before, and returns the instants fired.
+  std::vector<TimePoint> walk(std::string_view id, TimePoint until) {
+    std::vector<TimePoint> fired;
+    for (;;) {
+      const ScheduleInfo i = info(id);
+      if (i.next.empty() || i.next[0] >= until) break;
+      const TimePoint o = i.next[0];
+      if (o - 1s > clock.now()) {
+        clock.set(o - 1s);
+        EXPECT_FALSE(has_job(id, o)) << "early: " << occurrence_job_id(id, o);
+      }
+      clock.set(o);
+      EXPECT_TRUE(has_job(id, o)) << "missing: " << occurrence_job_id(id, o);
+      fired.push_back(o);
+      if (::testing::Test::HasFailure()) break;
+    }
+    return fired;
+  }
+  // Jobs in topic "t", by id.
+  std::set<std::string> jobs_in_t() {
+    std::set<std::string> out;
+    for (JobState st : {JobState::delayed, JobState::ready, JobState::reserved}) {
+      std::string cursor;
+      do {
+        auto page = q->list_jobs("t", st, 1000, cursor);
+        EXPECT_TRUE(page.ok()) << page.status().message();
+        if (!page.ok()) return out;
+        for (const JobInfo& j : page->jobs) out.insert(j.id);
+        cursor = page->cursor;
+      } while (!cursor.empty());
+    }
+    return out;
+  }
+
+  ManualClock clock;
+  testing::TempDir dir{"delayq-sched"};
+  std::unique_ptr<Queue> q;
+};
+
+}  // namespace delayq::schedule_test
