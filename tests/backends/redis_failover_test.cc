@@ -1,0 +1,325 @@
+// The Redis backend through a Sentinel failover, on real processes: a primary, two replicas and
+// three sentinels on loopback (tests/support/redis_sentinel_group.h). A client-side history
+// records every answered push, delivery and ack while producers and consumers run and the
+// primary is killed with SIGKILL; after the promotion the history is checked against what the
+// queue holds. With replicas_to_ack = 1 nothing acknowledged may be lost; with 0 the loss is
+// reported (it depends on how far the replicas lagged when the primary died). In both, no job
+// may be delivered before its due time. Also: WAIT's refusal when too few replicas answer, and
+// the options' checks, and the calls sent again after their connection broke once they were
+// sent (a proxy that cuts the reply, tests/support/redis_cut_proxy.h). Nothing asserts how long anything took.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "delayq/redis.h"
+#include "redis_cut_proxy.h"
+#include "redis_sentinel_group.h"
+#include "redis_server.h"
+
+namespace delayq {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::SentinelGroup;
+
+TimePoint wall() { return SystemClock::instance().now(); }
+
+RedisOptions sentinel_options(const SentinelGroup& g, uint32_t replicas_to_ack) {
+  RedisOptions opt;
+  opt.sentinels = g.sentinels();
+  opt.sentinel_master = SentinelGroup::kMaster;
+  opt.queue = "failover";
+  opt.replicas_to_ack = replicas_to_ack;
+  opt.replicas_timeout = 2s;
+  // Longer than a failover (about 1 s to notice, a few to promote): a call that cannot reach a
+  // primary waits for the new one.
+  opt.call_timeout = 20s;
+  opt.connect_timeout = 500ms;
+  opt.reconnect_max = 200ms;
+  return opt;
+}
+
+// What the clients were told, and when.
+struct History {
+  std::mutex mu;
+  std::map<std::string, TimePoint> pushed;  // acknowledged pushes: id -> earliest due time
+  std::map<std::string, int> delivered;     // id -> deliveries
+  std::map<std::string, TimePoint> acked;   // acknowledged acks: id -> when answered
+  std::vector<std::string> early, resurrected;
+  std::atomic<uint64_t> push_errors{0}, ack_errors{0};
+};
+
+struct Outcome {
+  size_t pushed = 0, lost = 0, acked = 0, resurrected = 0, early = 0, push_errors = 0;
+};
+
+// One failover under load: 2 producers (ids of their own, due within 0..1.5 s), 2 consumers;
+// the primary killed after ~1.5 s of load; load goes on through the failover, then the queue is
+// drained and the history checked.
+Outcome run_failover(uint32_t replicas_to_ack) {
+  Outcome out;
+  SentinelGroup g(2, 3);
+  if (!g.ok()) {
+    ADD_FAILURE() << "the sentinel group did not start:\n" << g.logs();
+    return out;
+  }
+  auto opened = open_redis(sentinel_options(g, replicas_to_ack));
+  if (!opened) {
+    ADD_FAILURE() << opened.status().to_string();
+    return out;
+  }
+  std::unique_ptr<Queue> q = std::move(*opened);
+  History h;
+  std::atomic<bool> producing{true}, consuming{true};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < 2; ++p)
+    threads.emplace_back([&, p] {
+      std::mt19937 rng(static_cast<unsigned>(p + 1));
+      for (int n = 0; producing.load(); ++n) {
+        const std::string id = "p" + std::to_string(p) + "-" + std::to_string(n);
+        const Duration delay = std::chrono::milliseconds(rng() % 1500);
+        const TimePoint due = wall() + delay;
+        auto r = q->push({.topic = "t", .id = id, .delay = delay, .ttr = 2s, .body = id});
+        std::lock_guard lock(h.mu);
+        if (r) h.pushed.emplace(id, due);
+        else ++h.push_errors;
+      }
+    });
+  for (int c = 0; c < 2; ++c)
+    threads.emplace_back([&] {
+      const std::string topics[] = {"t"};
+      while (consuming.load()) {
+        auto d = q->reserve(topics, 200ms);
+        if (!d) continue;
+        const TimePoint got = wall();
+        {
+          std::lock_guard lock(h.mu);
+          ++h.delivered[d->id];
+          auto p = h.pushed.find(d->id);
+          if (p != h.pushed.end() && got < p->second) h.early.push_back(d->id);
+          if (h.acked.count(d->id)) h.resurrected.push_back(d->id);
+        }
+        if (q->ack(d->token).ok()) {
+          std::lock_guard lock(h.mu);
+          h.acked.emplace(d->id, wall());
+        } else {
+          ++h.ack_errors;
+        }
+      }
+    });
+  const auto count = [&] {
+    std::lock_guard lock(h.mu);
+    return std::pair{h.pushed.size(), h.acked.size()};
+  };
+  // Load before the kill: some pushes answered and some acks answered.
+  EXPECT_TRUE(SentinelGroup::poll(20s, [&] {
+    auto [p, a] = count();
+    return p >= 300 && a >= 100;
+  }));
+  const int old = g.kill_primary();
+  EXPECT_TRUE(g.wait_failover(old, 1, 30s)) << g.logs();
+  // Load after the promotion, through the client's own reconnection.
+  const size_t before = count().first;
+  EXPECT_TRUE(SentinelGroup::poll(20s, [&] { return count().first >= before + 200; }));
+  producing = false;
+  // Drain: every acknowledged push delivered and acknowledged, or the deadline passes (a job
+  // whose ack failed comes back after its ttr).
+  SentinelGroup::poll(20s, [&] {
+    std::lock_guard lock(h.mu);
+    for (const auto& [id, due] : h.pushed)
+      if (!h.acked.count(id)) return false;
+    return true;
+  });
+  consuming = false;
+  for (std::thread& t : threads) t.join();
+
+  std::lock_guard lock(h.mu);
+  out.pushed = h.pushed.size();
+  out.acked = h.acked.size();
+  out.early = h.early.size();
+  out.resurrected = h.resurrected.size();
+  out.push_errors = h.push_errors.load();
+  for (const auto& [id, due] : h.pushed) {
+    if (h.delivered.count(id)) continue;
+    if (auto info = q->get(id); info) continue;  // still there, not delivered yet
+    ++out.lost;
+    if (out.lost <= 5) std::printf("  lost acknowledged push %s\n", id.c_str());
+  }
+  // An acknowledged ack removed its job for good: get() finds nothing, on the new primary too.
+  for (const auto& [id, when] : h.acked)
+    if (q->get(id).status().is(Errc::not_found) == false) ++out.resurrected;
+  for (const std::string& id : h.early) ADD_FAILURE() << id << " was delivered before its due time";
+  std::printf("replicas_to_ack=%u: %zu pushes and %zu acks acknowledged (%llu pushes, %llu acks "
+              "failed, as the primary died); %zu acknowledged pushes lost, %zu acknowledged acks "
+              "undone, %zu early deliveries\n",
+              replicas_to_ack, out.pushed, out.acked,
+              static_cast<unsigned long long>(h.push_errors.load()),
+              static_cast<unsigned long long>(h.ack_errors.load()), out.lost, out.resurrected,
+              out.early);
+  return out;
+}
+
+TEST(RedisFailover, ReplicasToAckOneLosesNothingAcknowledged) {
+  const Outcome o = run_failover(1);
+  EXPECT_GT(o.pushed, 0u);
+  EXPECT_EQ(o.lost, 0u) << "acknowledged pushes lost";
+  EXPECT_EQ(o.resurrected, 0u) << "acknowledged acks undone";
+  EXPECT_EQ(o.early, 0u);
+}
+
+// Without WAIT, what the primary acknowledged but had not sent its replicas when it died is
+// gone: reported, not asserted (it depends on the replicas' lag at that instant).
+TEST(RedisFailover, ReplicasToAckZeroReportsItsLoss) {
+  const Outcome o = run_failover(0);
+  EXPECT_GT(o.pushed, 0u);
+  EXPECT_EQ(o.early, 0u);
+  // Every push was answered with success: those that could not go out waited for the promoted
+  // replica, and those in flight when the primary died were sent again (their ids are theirs).
+  EXPECT_EQ(o.push_errors, 0u);
+}
+
+// SENTINEL FAILOVER: the old primary stays up and becomes a replica. Pushes made throughout are
+// all answered, and those answered after the switch are on the new primary.
+TEST(RedisFailover, FollowsAManualFailover) {
+  SentinelGroup g(1, 1);
+  ASSERT_TRUE(g.ok()) << g.logs();
+  auto q = open_redis(sentinel_options(g, 0)).value();
+  ASSERT_TRUE(q->push({.topic = "t", .id = "before", .delay = 1h}).ok());
+  const int old = g.primary_port();
+  // "before" on the replica too (its offset caught up), so that the switch cannot lose it.
+  ASSERT_TRUE(SentinelGroup::poll(10s, [&] {
+    const redis::Reply role = SentinelGroup::cmd(old, {"ROLE"});
+    return role.elements.size() >= 3 && role.elements[2].elements.size() == 1 &&
+           role.elements[2].elements[0].elements.size() >= 3 &&
+           role.elements[2].elements[0].elements[2].as_int(-1) == role.elements[1].as_int(-2);
+  }));
+  const redis::Reply r =
+      SentinelGroup::cmd(g.sentinel_port(), {"SENTINEL", "FAILOVER", SentinelGroup::kMaster});
+  ASSERT_EQ(r.str, "OK") << r.str;
+  int n = 0, errors = 0;
+  const auto push = [&] {
+    auto p = q->push({.topic = "t", .id = "j" + std::to_string(n++), .delay = 1h});
+    if (!p) ++errors, std::printf("  %s\n", p.status().to_string().c_str());
+  };
+  EXPECT_TRUE(SentinelGroup::poll(30s, [&] {
+    push();
+    return g.wait_failover(old, 0, 0ms);
+  })) << g.logs();
+  const int switched = n;
+  for (int k = 0; k < 50; ++k) push();
+  EXPECT_EQ(errors, 0);
+  EXPECT_NE(g.primary_port(), old);
+  EXPECT_TRUE(q->get("before").ok());
+  for (int k = switched; k < n; ++k)
+    EXPECT_TRUE(q->get("j" + std::to_string(k)).ok()) << "j" << k;
+}
+
+// More replicas asked for than there are: a writing call answers unavailable, says that it may
+// or may not have taken effect, and did (the primary ran it); a read-only call does not wait.
+TEST(RedisFailover, TooFewReplicasAnswerMayOrMayNot) {
+  SentinelGroup g(1, 1);
+  ASSERT_TRUE(g.ok()) << g.logs();
+  RedisOptions opt = sentinel_options(g, 2);
+  opt.replicas_timeout = 200ms;
+  auto q = open_redis(opt);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  auto r = (*q)->push({.topic = "t", .id = "j1", .delay = 1h});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().is(Errc::unavailable));
+  EXPECT_NE(r.status().message().find("may or may not have taken effect"), std::string::npos)
+      << r.status().message();
+  auto info = (*q)->get("j1");
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_EQ(info->state, JobState::delayed);
+  // One replica is enough for a queue that asks for one.
+  opt.replicas_to_ack = 1;
+  auto one = open_redis(opt);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_TRUE((*one)->push({.topic = "t", .id = "j2", .delay = 1h}).ok());
+  EXPECT_TRUE((*one)->cancel("j2").ok());
+}
+
+// The server ran the call, and the connection closed before its reply: only the calls that are
+// safe to repeat are sent again, and their answer tells whether the first had run.
+TEST(RedisUnknownOutcome, OnlyPushesWithTheirOwnIdAndAcksAreSentAgain) {
+  testing::RedisServer server;
+  ASSERT_TRUE(server.started());
+  testing::CuttingProxy proxy(server.socket());
+  ASSERT_TRUE(proxy.started());
+  RedisOptions o;
+  o.url = proxy.url();
+  o.queue = "cut";
+  o.reconnect_min = 20ms;
+  o.reconnect_max = 200ms;
+  auto q = open_redis(o).value();
+  const auto cut = [&](const char* function) {
+    // "<tag>_push" and not "<tag>_push_many": the name ends the RESP bulk string.
+    proxy.cut_next(std::string(function) + "\r\n", /*total=*/1, /*pass=*/0);
+  };
+  // A push with its own id: stored by the first send, and the resend's duplicate_id (same topic
+  // and body) counts as stored.
+  cut("_push");
+  auto mine = q->push({.topic = "t", .id = "mine", .delay = 1h, .body = "b"});
+  ASSERT_TRUE(proxy.cut_done());
+  ASSERT_TRUE(mine.ok()) << mine.status().to_string();
+  EXPECT_EQ(*mine, "mine");
+  auto info = q->get("mine");
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_EQ(info->body, "b");
+  // The id was another job's already (another body): the resend's duplicate_id stands.
+  ASSERT_TRUE(q->push({.topic = "t", .id = "theirs", .delay = 1h, .body = "first"}).ok());
+  cut("_push");
+  auto dup = q->push({.topic = "t", .id = "theirs", .delay = 1h, .body = "second"});
+  ASSERT_TRUE(proxy.cut_done());
+  EXPECT_TRUE(dup.status().is(Errc::duplicate_id)) << dup.status().to_string();
+  // A generated id: not sent again (a second send would store a second job).
+  cut("_push");
+  auto gen = q->push({.topic = "t", .delay = 1h});
+  ASSERT_TRUE(proxy.cut_done());
+  EXPECT_TRUE(gen.status().is(Errc::unavailable)) << gen.status().to_string();
+  EXPECT_NE(gen.status().message().find("may or may not have taken effect"), std::string::npos);
+  // An ack by token: the resend finds the job gone (not_found), which counts as acknowledged.
+  // The node waits reconnect_min after a broken connection; calls meanwhile fail fast.
+  ASSERT_TRUE(SentinelGroup::poll(5s, [&] { return q->push({.topic = "a", .id = "a1"}).ok(); }));
+  const std::string topics[] = {"a"};
+  auto d = q->reserve(topics, 5s);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  cut("_ack");
+  const Status acked = q->ack(d->token);
+  ASSERT_TRUE(proxy.cut_done());
+  EXPECT_TRUE(acked.ok()) << acked.to_string();
+  EXPECT_TRUE(q->get("a1").status().is(Errc::not_found));
+  // A cancel is not sent again: its outcome stays unknown (it did run).
+  cut("_cancel");
+  const Status cancelled = q->cancel("mine");
+  ASSERT_TRUE(proxy.cut_done());
+  EXPECT_TRUE(cancelled.is(Errc::unavailable)) << cancelled.to_string();
+  EXPECT_TRUE(SentinelGroup::poll(5s, [&] { return q->get("mine").status().is(Errc::not_found); }));
+}
+
+TEST(RedisFailover, OptionsAreChecked) {
+  const auto refused = [](RedisOptions opt, const char* names) {
+    auto q = open_redis(opt);
+    ASSERT_FALSE(q.ok());
+    EXPECT_TRUE(q.status().is(Errc::invalid_argument)) << q.status().to_string();
+    EXPECT_NE(q.status().message().find(names), std::string::npos) << q.status().message();
+  };
+  refused({.url = "redis-sentinel://127.0.0.1:26379/"}, "master's name is missing");
+  refused({.url = "redis-sentinel:///m"}, "no sentinel");
+  refused({.url = "redis-sentinel://h:0/m"}, "port");
+  refused({.url = "redis://127.0.0.1:1", .sentinels = {"127.0.0.1:26379"}, .sentinel_master = "m"},
+          "both given");
+  refused({.sentinels = {"127.0.0.1:26379"}}, "go together");
+  refused({.url = "redis://127.0.0.1:1", .replicas_to_ack = 17}, "replicas_to_ack");
+  refused({.url = "redis://127.0.0.1:1", .replicas_timeout = 5s}, "replicas_timeout");
+  refused({.url = "redis://127.0.0.1:1", .replicas_timeout = 0s}, "replicas_timeout");
+}
+
+}  // namespace
+}  // namespace delayq
