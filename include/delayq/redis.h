@@ -14,8 +14,9 @@
 //
 // Errors are those of every backend (delayq/queue.h), plus Errc::unavailable when the server
 // cannot be reached or the connection broke during a call; such a call may or may not have taken
-// effect (a push retried with the same id then reports duplicate_id if it had). The queue
-// reconnects by itself, with backoff; consume() loops carry on once the server is back.
+// effect (a push retried with the same id then reports duplicate_id if it had; the queue itself
+// sends again a push with the caller's id and an ack, see `sentinels`). The queue reconnects by
+// itself, with backoff; consume() loops carry on once the server is back.
 #pragma once
 
 #include <chrono>
@@ -80,10 +81,9 @@ struct RedisOptions {
   // Failover (docs/redis.md, "Failover and Sentinel").
   // Sentinel: the sentinels ("host:port", the port 26379 when left out) and the name they
   // monitor the primary under; `url` is then left empty. The url "redis-sentinel://h1:26379,
-  // h2:26379/name" says the same. The queue asks the sentinels for the primary (and checks with
-  // ROLE that it is one), and asks again when a call cannot reach it or is answered READONLY:
-  // a call that did not go out waits for the new primary up to call_timeout, so make that
-  // longer than a failover takes. A call sent before the connection broke has an unknown
+  // h2:26379/name" says the same. The queue asks the sentinels for the primary, and asks again
+  // when a call cannot reach it: a call that did not go out waits for the new primary up to
+  // call_timeout, so make that longer than a failover takes. A call sent before the connection broke has an unknown
   // outcome: it is sent again only when that is safe (push with an id of the caller's, where
   // a duplicate_id answer for the same topic and body counts as stored; ack by token, where
   // not_found counts as acknowledged); any other call fails with unavailable.

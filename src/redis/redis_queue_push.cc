@@ -49,7 +49,9 @@ Result<std::string> RedisQueue::push(JobSpec spec) {
     add_job_args(spec, /*with_topic=*/true, opt_.limits.default_ttr, opt_.limits.default_retry, args);
     Result<Reply> r = router_.eval(sh.slot, kPush, sh.with_topic(spec.topic), args);
     // The connection broke after the push went out (a failover, most likely): with the caller's
-    // id it is safe to send again, as the id lets it be stored once.
+    // id it is safe to send again, as the id lets it be stored once. A resend that finds the job
+    // stored is followed by WAIT too (replicas_to_ack), and WAIT counts up to the primary's
+    // replication offset after the resend, which covers the first send's writes.
     const bool resent = !r && !generated && sent_and_lost(r.status());
     if (resent)
       r = resend(std::move(r),
