@@ -139,8 +139,9 @@ std::vector<Result<Reply>> Router::route(uint16_t slot, size_t n, const Send& se
     const Status sent = send(*node, todo, ask != nullptr, &got, &went);
     if (!sent.ok() && locate_) {
       relocate();
-      // Nothing went out: the calls did not run, and may go to the primary there is now.
-      if (!went && Steady::now() < deadline) {
+      // Nothing went out: the calls did not run, and may go to the primary there is now
+      // (unless the queue is closed).
+      if (!went && !sent.is(Errc::closed) && Steady::now() < deadline) {
         std::this_thread::sleep_for(pause);
         pause = std::min<Duration>(pause * 2, std::chrono::milliseconds(100));
         continue;
