@@ -34,6 +34,9 @@ constexpr const char* kTargetHelp =
   --redis URL                  a Redis queue (redis://host:port or unix:///path)
                                [--queue NAME (default "default")] [--shards N (default:
                                the queue's own count; 1 for a new queue)]
+                               [--redis-replicas-to-ack N (0 to 16, default 0)
+                               --redis-replicas-timeout MS (1 to 4999, default 1000):
+                               a write answers once N replicas have it (WAIT)]
 Add --json to any command for one JSON document on stdout instead of text.
 )";
 
@@ -111,12 +114,14 @@ const std::vector<CommandInfo>& commands() {
 }
 
 const std::set<std::string> kTargetFlags = {"store", "url",   "token-file",
-                                            "redis", "queue", "shards"};
+                                            "redis", "queue", "shards", "redis-replicas-to-ack",
+                                            "redis-replicas-timeout"};
 const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", "redis",  "queue",
                                            "shards", "id",        "delay",      "due-at", "ttr",
                                            "body",   "body-file", "retry",      "limit",  "topic",
                                            "timeout", "priority", "state", "cursor", "rate",
-                                           "burst", "max-in-flight"};
+                                           "burst", "max-in-flight", "redis-replicas-to-ack",
+                                           "redis-replicas-timeout"};
 
 // " (did you mean '--delay'?)" for a mistyped flag, "" when no flag is close.
 std::string did_you_mean(std::string_view typed) {
@@ -267,8 +272,9 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
   if (targets > 1) return bad("give one target: --store, --url or --redis, not several");
   if (f.contains("token-file") && targets == 1 && !f.contains("url"))
     return bad("--token-file applies to --url only");
-  if ((f.contains("queue") || f.contains("shards")) && !f.contains("redis"))
-    return bad("--queue and --shards apply to --redis only");
+  if ((f.contains("queue") || f.contains("shards") || f.contains("redis-replicas-to-ack") ||
+       f.contains("redis-replicas-timeout")) && !f.contains("redis"))
+    return bad("--queue, --shards and --redis-replicas-* apply to --redis only");
   target.store_dir = flag("store");
   target.url = flag("url");
   target.token_file = flag("token-file");
@@ -312,6 +318,17 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
     auto n = parse_count(flag("shards"), 1, 1024);
     if (!n) return bad("bad --shards: " + n.status().message());
     target.shards = static_cast<uint32_t>(*n);
+  }
+  // WAIT's bounds, as delayqd's flags of the same names (the timeout under the 5 s call_timeout).
+  if (f.contains("redis-replicas-to-ack")) {
+    auto n = parse_count(flag("redis-replicas-to-ack"), 0, 16);
+    if (!n) return bad("bad --redis-replicas-to-ack: " + n.status().message());
+    target.replicas_to_ack = static_cast<uint32_t>(*n);
+  }
+  if (f.contains("redis-replicas-timeout")) {
+    auto n = parse_count(flag("redis-replicas-timeout"), 1, 4999);
+    if (!n) return bad("bad --redis-replicas-timeout: " + n.status().message() + " (milliseconds)");
+    target.replicas_timeout_ms = static_cast<uint32_t>(*n);
   }
   return std::nullopt;
 }
