@@ -81,7 +81,8 @@ std::vector<Endpoint> Router::endpoints() {
 void Router::refresh(Node* first, bool force) {
   using Steady = std::chrono::steady_clock;
   std::lock_guard one(refresh_mu_);
-  std::vector<Node*> ask{first};
+  std::vector<Node*> ask;
+  if (first != nullptr) ask.push_back(first);
   {
     std::lock_guard lock(mu_);
     if (!force && Steady::now() - last_refresh_ < std::chrono::milliseconds(100)) return;
@@ -137,8 +138,11 @@ std::vector<Result<Reply>> Router::route(uint16_t slot, size_t n, const Send& se
     std::vector<Reply> got;
     bool went = true;
     const Status sent = send(*node, todo, ask != nullptr, &got, &went);
-    if (!sent.ok() && locate_) {
-      relocate();
+    if (!sent.ok() && (locate_ || cluster_)) {
+      // Sentinel: ask where the primary is. Cluster: a dead master's slots go to its replica
+      // once the cluster promotes it, which CLUSTER SLOTS (from the nodes still up) then says.
+      if (locate_) relocate();
+      else refresh(nullptr, /*force=*/false);
       // Nothing went out: the calls did not run, and may go to the primary there is now
       // (unless the queue is closed).
       if (!went && !sent.is(Errc::closed) && Steady::now() < deadline) {

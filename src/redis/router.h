@@ -31,6 +31,9 @@ namespace delayq::redis {
 //    goes to the named node once, preceded by ASKING; the table is left alone.
 //  - TRYAGAIN (a multi-key call during a migration, with the keys split between the nodes) and
 //    CLUSTERDOWN (a failover in progress): the call is sent again after a short pause.
+//  - A node that cannot be reached (a master died): the map is read again from the nodes still
+//    up, and a call that did not go out is sent again after a short pause, to the replica the
+//    cluster promotes once the map names it.
 // A call keeps at this for up to the call timeout, then its last error reply stands (the queue
 // reports it as unavailable). A redirected call never ran, so resending it is always safe.
 //

@@ -9,15 +9,11 @@
 // sent (a proxy that cuts the reply, tests/support/redis_cut_proxy.h). Nothing asserts how long anything took.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdio>
-#include <map>
-#include <mutex>
-#include <random>
-#include <set>
-#include <thread>
+#include <string>
 
 #include "delayq/redis.h"
+#include "failover_load.h"
 #include "redis_cut_proxy.h"
 #include "redis_sentinel_group.h"
 #include "redis_server.h"
@@ -26,9 +22,9 @@ namespace delayq {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::FailoverLoad;
+using testing::FailoverOutcome;
 using testing::SentinelGroup;
-
-TimePoint wall() { return SystemClock::instance().now(); }
 
 RedisOptions sentinel_options(const SentinelGroup& g, uint32_t replicas_to_ack) {
   RedisOptions opt;
@@ -45,143 +41,42 @@ RedisOptions sentinel_options(const SentinelGroup& g, uint32_t replicas_to_ack) 
   return opt;
 }
 
-// What the clients were told, and when.
-struct History {
-  std::mutex mu;
-  std::map<std::string, TimePoint> pushed;  // acknowledged pushes: id -> earliest due time
-  std::map<std::string, int> delivered;     // id -> deliveries
-  std::map<std::string, TimePoint> acked;   // acknowledged acks: id -> when answered
-  std::vector<std::string> early, resurrected;
-  std::atomic<uint64_t> push_errors{0}, ack_errors{0};
-};
-
-struct Outcome {
-  size_t pushed = 0, lost = 0, acked = 0, resurrected = 0, early = 0, push_errors = 0;
-};
-
-// One failover under load: 2 producers (ids of their own, due within 0..1.5 s), 2 consumers;
-// the primary killed after ~1.5 s of load; load goes on through the failover, then the queue is
-// drained and the history checked.
-Outcome run_failover(uint32_t replicas_to_ack) {
-  Outcome out;
+// One failover under load (tests/support/failover_load.h): the primary killed after some pushes
+// and acks were answered; load goes on through the failover, then the queue is drained and the
+// history checked.
+FailoverOutcome run_failover(uint32_t replicas_to_ack) {
   SentinelGroup g(2, 3);
   if (!g.ok()) {
     ADD_FAILURE() << "the sentinel group did not start:\n" << g.logs();
-    return out;
+    return {};
   }
   auto opened = open_redis(sentinel_options(g, replicas_to_ack));
   if (!opened) {
     ADD_FAILURE() << opened.status().to_string();
-    return out;
+    return {};
   }
   std::unique_ptr<Queue> q = std::move(*opened);
-  History h;
-  std::atomic<bool> producing{true}, consuming{true};
-  std::vector<std::thread> threads;
-  for (int p = 0; p < 2; ++p)
-    threads.emplace_back([&, p] {
-      std::mt19937 rng(static_cast<unsigned>(p + 1));
-      for (int n = 0; producing.load(); ++n) {
-        const std::string id = "p" + std::to_string(p) + "-" + std::to_string(n);
-        const Duration delay = std::chrono::milliseconds(rng() % 1500);
-        const TimePoint due = wall() + delay;
-        auto r = q->push({.topic = "t", .id = id, .delay = delay, .ttr = 2s, .body = id});
-        std::lock_guard lock(h.mu);
-        if (r) h.pushed.emplace(id, due);
-        else ++h.push_errors;
-      }
-    });
-  for (int c = 0; c < 2; ++c)
-    threads.emplace_back([&] {
-      const std::string topics[] = {"t"};
-      while (consuming.load()) {
-        auto d = q->reserve(topics, 200ms);
-        if (!d) continue;
-        const TimePoint got = wall();
-        {
-          std::lock_guard lock(h.mu);
-          ++h.delivered[d->id];
-          auto p = h.pushed.find(d->id);
-          if (p != h.pushed.end() && got < p->second) h.early.push_back(d->id);
-          if (h.acked.count(d->id)) h.resurrected.push_back(d->id);
-        }
-        if (q->ack(d->token).ok()) {
-          std::lock_guard lock(h.mu);
-          h.acked.emplace(d->id, wall());
-        } else {
-          ++h.ack_errors;
-        }
-      }
-    });
-  const auto count = [&] {
-    std::lock_guard lock(h.mu);
-    return std::pair{h.pushed.size(), h.acked.size()};
-  };
+  FailoverLoad load(*q, 0);
   // Load before the kill: some pushes answered and some acks answered.
   EXPECT_TRUE(SentinelGroup::poll(20s, [&] {
-    auto [p, a] = count();
+    auto [p, a] = load.count();
     return p >= 300 && a >= 100;
   }));
   const int old = g.kill_primary();
   EXPECT_TRUE(g.wait_failover(old, 1, 30s)) << g.logs();
   // Load after the promotion, through the client's own reconnection.
-  const size_t before = count().first;
-  EXPECT_TRUE(SentinelGroup::poll(20s, [&] { return count().first >= before + 200; }));
-  producing = false;
-  // Drain: every acknowledged push delivered and acknowledged, or the deadline passes (a job
-  // whose ack failed comes back after its ttr).
-  SentinelGroup::poll(20s, [&] {
-    std::lock_guard lock(h.mu);
-    for (const auto& [id, due] : h.pushed)
-      if (!h.acked.count(id)) return false;
-    return true;
-  });
-  consuming = false;
-  for (std::thread& t : threads) t.join();
-
-  std::lock_guard lock(h.mu);
-  out.pushed = h.pushed.size();
-  out.acked = h.acked.size();
-  out.early = h.early.size();
-  out.resurrected = h.resurrected.size();
-  out.push_errors = h.push_errors.load();
-  for (const auto& [id, due] : h.pushed) {
-    if (h.delivered.count(id)) continue;
-    if (auto info = q->get(id); info) continue;  // still there, not delivered yet
-    ++out.lost;
-    if (out.lost <= 5) std::printf("  lost acknowledged push %s\n", id.c_str());
-  }
-  // An acknowledged ack removed its job for good: get() finds nothing, on the new primary too.
-  for (const auto& [id, when] : h.acked)
-    if (q->get(id).status().is(Errc::not_found) == false) ++out.resurrected;
-  for (const std::string& id : h.early) ADD_FAILURE() << id << " was delivered before its due time";
-  std::printf("replicas_to_ack=%u: %zu pushes and %zu acks acknowledged (%llu pushes, %llu acks "
-              "failed, as the primary died); %zu acknowledged pushes lost, %zu acknowledged acks "
-              "undone, %zu early deliveries\n",
-              replicas_to_ack, out.pushed, out.acked,
-              static_cast<unsigned long long>(h.push_errors.load()),
-              static_cast<unsigned long long>(h.ack_errors.load()), out.lost, out.resurrected,
-              out.early);
-  return out;
+  load.after_promotion(200, 20s);
+  return load.finish("replicas_to_ack=" + std::to_string(replicas_to_ack));
 }
 
 TEST(RedisFailover, ReplicasToAckOneLosesNothingAcknowledged) {
-  const Outcome o = run_failover(1);
-  EXPECT_GT(o.pushed, 0u);
-  EXPECT_EQ(o.lost, 0u) << "acknowledged pushes lost";
-  EXPECT_EQ(o.resurrected, 0u) << "acknowledged acks undone";
-  EXPECT_EQ(o.early, 0u);
+  testing::expect_nothing_lost(run_failover(1));
 }
 
-// Without WAIT, what the primary acknowledged but had not sent its replicas when it died is
-// gone: reported, not asserted (it depends on the replicas' lag at that instant).
+// Without WAIT, what the primary acknowledged but had not sent its replica when it died is gone:
+// reported, not asserted.
 TEST(RedisFailover, ReplicasToAckZeroReportsItsLoss) {
-  const Outcome o = run_failover(0);
-  EXPECT_GT(o.pushed, 0u);
-  EXPECT_EQ(o.early, 0u);
-  // Every push was answered with success: those that could not go out waited for the promoted
-  // replica, and those in flight when the primary died were sent again (their ids are theirs).
-  EXPECT_EQ(o.push_errors, 0u);
+  testing::expect_rode_through(run_failover(0));
 }
 
 // SENTINEL FAILOVER: the old primary stays up and becomes a replica. Pushes made throughout are
