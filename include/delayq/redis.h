@@ -14,14 +14,16 @@
 //
 // Errors are those of every backend (delayq/queue.h), plus Errc::unavailable when the server
 // cannot be reached or the connection broke during a call; such a call may or may not have taken
-// effect (a push retried with the same id then reports duplicate_id if it had). The queue
-// reconnects by itself, with backoff; consume() loops carry on once the server is back.
+// effect (a push retried with the same id then reports duplicate_id if it had; the queue itself
+// sends again a push with the caller's id and an ack, see `sentinels`). The queue reconnects by
+// itself, with backoff; consume() loops carry on once the server is back.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "delayq/clock.h"
 #include "delayq/error.h"
@@ -33,10 +35,11 @@ namespace delayq {
 
 struct RedisOptions {
   // Where the server is: "unix:///path/to/redis.sock" or "redis://host:port" (port 6379 if left
-  // out). For a Redis Cluster, any one node: open_redis() finds out that it is one (CLUSTER
-  // INFO), reads the slot map and reaches every master by itself, following MOVED and ASK as
-  // slots move (docs/redis.md, "Sharding and Redis Cluster"). The url may hold the credentials,
-  // percent-encoded: "redis://user:password@host:port", "redis://:password@host:port",
+  // out), or "redis-sentinel://..." (see `sentinels`). For a Redis Cluster, any one node:
+  // open_redis() finds out that it is one (CLUSTER INFO), reads the slot map and reaches every
+  // master by itself, following MOVED and ASK as slots move (docs/redis.md, "Sharding and Redis
+  // Cluster"). The url may hold the credentials, percent-encoded:
+  // "redis://user:password@host:port", "redis://:password@host:port",
   // "unix:///path?password=...&user=...". No TLS (docs/redis.md: a TLS sidecar).
   std::string url{};
   // AUTH: when a password is set (here or in the url, not both), every connection to every
@@ -83,6 +86,25 @@ struct RedisOptions {
   uint32_t claim_batch = 1;
   // Seed for retry jitter; 0 picks one at random.
   uint64_t seed = 0;
+
+  // Failover (docs/redis.md, "Failover and Sentinel").
+  // Sentinel: the sentinels ("host:port", the port 26379 when left out) and the name they
+  // monitor the primary under; `url` is then left empty. The url "redis-sentinel://h1:26379,
+  // h2:26379/name" says the same. The queue asks the sentinels for the primary, and asks again
+  // when a call cannot reach it: a call that did not go out waits for the new primary up to
+  // call_timeout, so make that longer than a failover takes. A call sent before the connection broke has an unknown
+  // outcome: it is sent again only when that is safe (push with an id of the caller's, where
+  // a duplicate_id answer for the same topic and body counts as stored; ack by token, where
+  // not_found counts as acknowledged); any other call fails with unavailable.
+  std::vector<std::string> sentinels{};
+  std::string sentinel_master{};
+  // Every writing call waits (WAIT) until this many replicas have its writes before it answers,
+  // so that a failover to one of them loses nothing it acknowledged. When fewer have them
+  // within replicas_timeout, the call fails with unavailable, saying it may or may not have
+  // taken effect (the primary ran it). Read-only calls do not wait. 0 to 16; 0: no WAIT.
+  uint32_t replicas_to_ack = 0;
+  // Positive, and shorter than call_timeout.
+  Duration replicas_timeout = std::chrono::seconds(1);
 
   // A test hook, never in production: every client of a queue must pass the same clock, and no
   // other process may use the queue meanwhile. When set (it must outlive the queue), the scripts

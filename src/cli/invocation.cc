@@ -39,6 +39,9 @@ constexpr const char* kTargetHelp =
                                FILE; or DELAYQ_REDIS_PASSWORD, then redis-password-file in
                                the settings file] (an ACL user: redis://USER@host:port;
                                a password in the URL is refused: ps shows it to all)
+                               [--redis-replicas-to-ack N (0 to 16, default 0)
+                               --redis-replicas-timeout MS (1 to 4999, default 1000):
+                               a write answers once N replicas have it (WAIT)]
 Add --json to any command for one JSON document on stdout instead of text.
 )";
 
@@ -115,14 +118,17 @@ const std::vector<CommandInfo>& commands() {
   return kCommands;
 }
 
-const std::set<std::string> kTargetFlags = {"store", "url",   "token-file", "redis",
-                                            "queue", "shards", "redis-password-file"};
+const std::set<std::string> kTargetFlags = {"store",  "url",    "token-file",
+                                            "redis",  "queue",  "shards",
+                                            "redis-password-file", "redis-replicas-to-ack",
+                                            "redis-replicas-timeout"};
 const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", "redis",  "queue",
                                            "redis-password-file",
                                            "shards", "id",        "delay",      "due-at", "ttr",
                                            "body",   "body-file", "retry",      "limit",  "topic",
                                            "timeout", "priority", "state", "cursor", "rate",
-                                           "burst", "max-in-flight"};
+                                           "burst", "max-in-flight", "redis-replicas-to-ack",
+                                           "redis-replicas-timeout"};
 
 // " (did you mean '--delay'?)" for a mistyped flag, "" when no flag is close.
 std::string did_you_mean(std::string_view typed) {
@@ -273,9 +279,11 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
   if (targets > 1) return bad("give one target: --store, --url or --redis, not several");
   if (f.contains("token-file") && targets == 1 && !f.contains("url"))
     return bad("--token-file applies to --url only");
-  if ((f.contains("queue") || f.contains("shards") || f.contains("redis-password-file")) &&
+  if ((f.contains("queue") || f.contains("shards") || f.contains("redis-password-file") ||
+       f.contains("redis-replicas-to-ack") || f.contains("redis-replicas-timeout")) &&
       !f.contains("redis"))
-    return bad("--queue, --shards and --redis-password-file apply to --redis only");
+    return bad("--queue, --shards, --redis-password-file and --redis-replicas-* apply to --redis "
+               "only");
   // Not the url itself: it holds the password.
   if (redis::mask_url(flag("redis")) != flag("redis"))
     return bad("--redis holds a password, which every user of this machine can read in the "
@@ -334,6 +342,17 @@ std::optional<UsageError> read_target(const Invocation& inv, const CommandInfo& 
     auto n = parse_count(flag("shards"), 1, 1024);
     if (!n) return bad("bad --shards: " + n.status().message());
     target.shards = static_cast<uint32_t>(*n);
+  }
+  // WAIT's bounds, as delayqd's flags of the same names (the timeout under the 5 s call_timeout).
+  if (f.contains("redis-replicas-to-ack")) {
+    auto n = parse_count(flag("redis-replicas-to-ack"), 0, 16);
+    if (!n) return bad("bad --redis-replicas-to-ack: " + n.status().message());
+    target.replicas_to_ack = static_cast<uint32_t>(*n);
+  }
+  if (f.contains("redis-replicas-timeout")) {
+    auto n = parse_count(flag("redis-replicas-timeout"), 1, 4999);
+    if (!n) return bad("bad --redis-replicas-timeout: " + n.status().message() + " (milliseconds)");
+    target.replicas_timeout_ms = static_cast<uint32_t>(*n);
   }
   return std::nullopt;
 }

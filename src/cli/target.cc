@@ -77,6 +77,8 @@ Result<std::unique_ptr<Queue>> open_redis_target(const Target& t) {
   else if (auto stored = stored_shards(options))
     options.shards = *stored;
   options.connections = 1;  // one command at a time
+  options.replicas_to_ack = t.replicas_to_ack;
+  options.replicas_timeout = std::chrono::milliseconds(t.replicas_timeout_ms);
   auto q = open_redis(options);
   if (!q && q.status().message().find("AUTH") != std::string::npos)
     return Status(Errc::invalid_argument,

@@ -37,6 +37,8 @@ struct Target {
   std::string redis_password_source = "--redis-password-file";
   std::string queue;    // --redis only; empty: "default"
   uint32_t shards = 0;  // --redis only; 0: the queue's own count (1 for a new queue)
+  uint32_t replicas_to_ack = 0;         // --redis only: RedisOptions::replicas_to_ack
+  uint32_t replicas_timeout_ms = 1000;  // --redis only: RedisOptions::replicas_timeout
 };
 
 // The value of --url (or of `source`, DELAYQ_URL): http://HOST:PORT[/PREFIX]. Errors:

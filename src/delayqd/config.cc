@@ -58,6 +58,11 @@ An HTTP/1.1 server for a delayq queue, compatible with the ouqiang/delay-queue A
                             DELAYQ_REDIS_PASSWORD in delayqd's environment
   --queue NAME              Redis queue name (default "default")
   --shards N                Redis shards, 1 to 1024 (default 1)
+  --redis-replicas-to-ack N a Redis write answers only once N replicas have it (WAIT), 0 to
+                            16 (default 0: no wait)
+  --redis-replicas-timeout MS
+                            how long a write waits for them, 1 to 4999 ms (default 1000);
+                            then it fails: it may or may not have been applied
   --token-file FILE         require "Authorization: Bearer <token>", the token read from FILE
   --threads N               server threads (default 4)
   --max-connections N       open connections (default 1024)
@@ -95,7 +100,8 @@ const std::vector<std::string_view> kKeys = {
     "pop-timeout",     "idle-timeout",   "drain-timeout", "metrics-topics",
     "backup-dir",      "config",         "max-connections-per-client",
     "header-timeout",  "body-timeout",   "horizon",       "memtable-mb",
-    "max-delay",       "default-ttr",    "redis-password-file"};
+    "max-delay",       "default-ttr",    "redis-password-file",
+    "redis-replicas-to-ack", "redis-replicas-timeout"};
 
 // A setting's value and where it came from, for messages: "--threads" for a flag,
 // "delayqd.conf:3: threads" for a config line.
@@ -319,14 +325,22 @@ void read_queue(Settings& s, Config& c) {
     usage_error("--memtable-mb applies to --store, not to --redis");
   if (c.redis && s.contains("backup-dir"))
     usage_error("--backup-dir applies to --store; a Redis queue is backed up by Redis itself");
-  if (!c.redis && (s.contains("queue") || s.contains("shards") || s.contains("redis-password-file")))
-    usage_error("--queue, --shards and --redis-password-file apply to --redis only");
+  if (!c.redis && (s.contains("queue") || s.contains("shards") ||
+                   s.contains("redis-password-file") || s.contains("redis-replicas-to-ack") ||
+                   s.contains("redis-replicas-timeout")))
+    usage_error("--queue, --shards, --redis-password-file and --redis-replicas-* apply to --redis "
+                "only");
   if (c.redis) {
     c.redis_options.url = value(s, "redis");
     read_redis_password(s, c.redis_options);
     if (s.contains("queue")) c.redis_options.queue = value(s, "queue");
     read_limits(s, c.redis_options.limits, c.api);
     c.redis_options.shards = static_cast<uint32_t>(number(s, "shards", 1, 1, 1024));
+    // WAIT's bounds: open_redis's own check (at most 16 replicas, a timeout under call_timeout).
+    c.redis_options.replicas_to_ack =
+        static_cast<uint32_t>(number(s, "redis-replicas-to-ack", 0, 0, 16, "replicas"));
+    c.redis_options.replicas_timeout = std::chrono::milliseconds(
+        number(s, "redis-replicas-timeout", 1000, 1, 4999, "milliseconds"));
     c.api.backend = "redis";
     return;
   }

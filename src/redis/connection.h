@@ -67,6 +67,8 @@ class Connection {
   // Makes a read() blocked in another thread return (with unavailable).
   void shutdown();
   bool broken() const { return broken_; }
+  // Breaks it on purpose: the server it reaches is no longer the one to use (node.h, READONLY).
+  void discard() { broken_ = true; }
 
  private:
   explicit Connection(redisContext* c, std::string url) : ctx_(c), url_(std::move(url)) {}

@@ -47,7 +47,7 @@ Status Node::load_library(Connection& c) {
   // A client loading the same library at the same moment is not a failure.
   if (r->is_error() && r->str.find("already exists") == std::string::npos)
     return Status(Errc::unavailable,
-                  "redis at " + ep_.url + " refused the function library: " + r->str);
+                  "redis at " + endpoint().url + " refused the function library: " + r->str);
   return {};
 }
 
@@ -75,9 +75,10 @@ Result<std::unique_ptr<Connection>> Node::acquire() {
             format_duration(
                 std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - now)));
   ++open_;  // counted while connecting, so that the pool does not overshoot
+  const Endpoint ep = ep_;
   lock.unlock();
   Result<std::unique_ptr<Connection>> c =
-      Connection::open(ep_, opt_.connect_timeout, opt_.call_timeout);
+      Connection::open(ep, opt_.connect_timeout, opt_.call_timeout);
   Status loaded = c ? load_library(**c) : c.status();
   lock.lock();
   if (loaded.ok()) {
@@ -117,8 +118,27 @@ void Node::release(std::unique_ptr<Connection> c) {
   cv_.notify_one();
 }
 
-Result<Reply> Node::command(const std::vector<std::string_view>& argv, bool asking) {
+Endpoint Node::endpoint() const {
+  std::lock_guard lock(mu_);
+  return ep_;
+}
+
+void Node::retarget(const Endpoint& ep) {
+  std::lock_guard lock(mu_);
+  if (ep.host == ep_.host && ep.port == ep_.port && ep.unix_path == ep_.unix_path) return;
+  ep_ = ep;
+  // Connections in use reach the old server still: a write there fails (the server is gone, or
+  // answers READONLY), which drops them.
+  open_ -= static_cast<uint32_t>(idle_.size());
+  idle_.clear();
+  backoff_ = Duration::zero();
+  next_attempt_ = {};
+  cv_.notify_all();
+}
+
+Result<Reply> Node::command(const std::vector<std::string_view>& argv, bool asking, bool* sent) {
   Result<std::unique_ptr<Connection>> c = acquire();
+  if (sent) *sent = c.ok();
   if (!c) return c.status();
   Result<Reply> r = Status();
   if (asking) {
@@ -132,9 +152,11 @@ Result<Reply> Node::command(const std::vector<std::string_view>& argv, bool aski
 }
 
 Status Node::eval_raw(size_t script, const std::vector<const ScriptCall*>& calls, bool asking,
-                      std::vector<Reply>* out) {
+                      std::vector<Reply>* out, bool* sent) {
   Result<std::unique_ptr<Connection>> c = acquire();
+  if (sent) *sent = c.ok();
   if (!c) return c.status();
+  const bool wait = opt_.wait.on() && lib_->scripts[script].writes;
   const std::string& function = lib_->scripts[script].function;
   std::vector<std::string> nkeys;
   std::vector<std::vector<std::string_view>> cmds;
@@ -150,10 +172,25 @@ Status Node::eval_raw(size_t script, const std::vector<const ScriptCall*>& calls
     for (const std::string& a : args) argv.push_back(a);
     cmds.push_back(std::move(argv));
   }
+  if (wait) cmds.push_back(opt_.wait.command());
   auto send = [&]() -> Status {
     std::vector<Reply> got;
     Status s = (*c)->pipeline(cmds, &got);
     out->clear();
+    if (wait) {
+      // WAIT's reply comes last: without it (the connection broke), no call is known to be on
+      // the replicas, and every one may or may not have taken effect.
+      if (got.size() < cmds.size()) {
+        got.clear();
+      } else {
+        const Reply w = std::move(got.back());
+        got.pop_back();
+        if (Status enough = opt_.wait.check(w, got, endpoint().url); !enough.ok()) {
+          got.clear();
+          s = enough;
+        }
+      }
+    }
     if (!asking) {
       *out = std::move(got);
       return s;
@@ -171,6 +208,10 @@ Status Node::eval_raw(size_t script, const std::vector<const ScriptCall*>& calls
     s = load_library(**c);
     if (s.ok()) s = send();
   }
+  // A primary demoted by a failover answers writes with READONLY: its connections are of no
+  // more use, and the next ones go where the node is pointed (retarget()).
+  for (const Reply& r : *out)
+    if (r.is_error() && r.str.starts_with("READONLY")) (*c)->discard();
   release(std::move(*c));
   return s;
 }

@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "common/format.h"
+#include "redis/sentinel.h"
 
 namespace delayq::redis {
 
@@ -34,13 +36,22 @@ std::string fence(const Token& t) {
   return std::to_string(t.fence);
 }
 
+// The user and password the data nodes take (the sentinels' primary among them).
+Endpoint credentials(const RedisOptions& opt) {
+  Endpoint ep;
+  ep.user = opt.user;
+  ep.password = opt.password;
+  return ep;
+}
+
 }  // namespace
 
 RedisQueue::Parts::Parts(const RedisOptions& opt, Endpoint ep, const KeyLayout& keys)
     : router(std::move(ep),
              NodeOptions{opt.connections, opt.connect_timeout, opt.call_timeout, opt.reconnect_min,
-                         opt.reconnect_max},
-             &library()),
+                         opt.reconnect_max, ReplicaWait(opt.replicas_to_ack, opt.replicas_timeout)},
+             &library(), sentinel_locator(opt.sentinels, opt.sentinel_master, opt.connect_timeout,
+                              credentials(opt))),
       ahead(opt.claim_batch),
       listener(
           wake_channels(keys), [this] { return router.endpoints(); }, [this] { waiting.ready(); },
@@ -154,9 +165,29 @@ Status RedisQueue::ack(const Token& t) {
     return {};
   }
   Result<Reply> r = about(delivery(kAck, t), {fence(t)});
+  // The connection broke after the ack went out (a failover, most likely): an ack by token is
+  // safe to send again, and not_found then means the first one removed the job.
+  if (!r && sent_and_lost(r.status()))
+    r = resend(std::move(r), [&]() -> Result<Reply> {
+      Result<Reply> again = about(delivery(kAck, t), {fence(t)});
+      if (!again && again.status().is(Errc::not_found)) return Reply{};
+      return again;
+    });
   if (!r) return r.status();
   jobs_.forget(t.id);
   return {};
+}
+
+Result<Reply> RedisQueue::resend(Result<Reply> first,
+                                 const std::function<Result<Reply>()>& send) {
+  Result<Reply> r = first;
+  for (int again = 0; again < 3 && !r && sent_and_lost(r.status()); ++again) {
+    // The node waits reconnect_min after a broken connection before it opens another.
+    std::this_thread::sleep_for(opt_.reconnect_min + std::chrono::milliseconds(1));
+    r = send();
+    if (!r && r.status().is(Errc::unavailable) && !sent_and_lost(r.status())) return first;
+  }
+  return r;
 }
 
 Status RedisQueue::nack(const Token& t, std::optional<Duration> delay) {

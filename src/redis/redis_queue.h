@@ -35,6 +35,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -111,6 +112,10 @@ class RedisQueue final : public Queue {
   Result<Reply> about(const JobCall& call, const std::vector<std::string>& args);
   // JobCalls::run, then, on several shards, the job's place on the home shard (follow_place()).
   Result<Reply> run_job(const JobCall& call, const std::vector<std::string>& args);
+  // `first` failed because its connection broke after the call was sent (sent_and_lost()):
+  // `send` again, a few times. Only for a call that is safe to repeat (a push with the caller's
+  // id, an ack by token). A resend that could not be sent leaves the outcome unknown: `first`.
+  Result<Reply> resend(Result<Reply> first, const std::function<Result<Reply>()>& send);
   // Jobs leased to this client, back to their topic: a failed attempt, as a lease running out.
   void give_back(const std::vector<Delivery>& jobs);
 
@@ -129,6 +134,8 @@ class RedisQueue final : public Queue {
                     std::vector<Result<std::string>>& out);
   // The next generated id: a base-36 counter, then '-' and this opening's number.
   std::string next_id();
+  // Whether job `id` is stored with this topic and body (a push sent again found its id taken).
+  bool stored_already(std::string_view id, std::string_view topic, std::string_view body);
 
   // ---- redis_queue_reserve.cc ----
   // One pass of the claim script over the shards (Waiting's look for async waiters). `call`

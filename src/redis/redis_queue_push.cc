@@ -26,6 +26,14 @@ Status unsent(const Status& why, const std::string& id, bool generated) {
 
 }  // namespace
 
+bool RedisQueue::stored_already(std::string_view id, std::string_view topic,
+                                std::string_view body) {
+  // duplicate_id after a resend: the first send stored the job, unless another push of that id
+  // came first. The same topic and body count as this push's job.
+  Result<JobInfo> got = get(id);
+  return got && got->topic == topic && got->body == body;
+}
+
 std::string RedisQueue::next_id() {
   return to_base36(next_id_.fetch_add(1)) + "-" + id_tag_;
 }
@@ -40,10 +48,18 @@ Result<std::string> RedisQueue::push(JobSpec spec) {
     std::vector<std::string> args = common_(sh);
     add_job_args(spec, /*with_topic=*/true, opt_.limits.default_ttr, opt_.limits.default_retry, args);
     Result<Reply> r = router_.eval(sh.slot, kPush, sh.with_topic(spec.topic), args);
+    // The connection broke after the push went out (a failover, most likely): with the caller's
+    // id it is safe to send again, as the id lets it be stored once. A resend that finds the job
+    // stored is followed by WAIT too (replicas_to_ack), and WAIT counts up to the primary's
+    // replication offset after the resend, which covers the first send's writes.
+    const bool resent = !r && !generated && sent_and_lost(r.status());
+    if (resent)
+      r = resend(std::move(r),
+                 [&] { return router_.eval(sh.slot, kPush, sh.with_topic(spec.topic), args); });
     if (!r) return unsent(r.status(), spec.id, generated);
     Result<std::optional<JobState>> taken = read_push(*r);
     if (!taken) return taken.status();
-    if (!*taken) {
+    if (!*taken || (resent && stored_already(spec.id, spec.topic, args[kBodyArg]))) {
       jobs_.remember(spec.id, spec.topic);
       return spec.id;
     }

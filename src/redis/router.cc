@@ -9,8 +9,12 @@
 
 namespace delayq::redis {
 
-Router::Router(Endpoint seed, NodeOptions opt, const Library* lib)
-    : seed_ep_(seed), opt_(opt), lib_(lib), seed_(std::move(seed), opt, lib) {
+Router::Router(Endpoint seed, NodeOptions opt, const Library* lib, Locate locate)
+    : seed_ep_(seed),
+      opt_(opt),
+      lib_(lib),
+      seed_(std::move(seed), opt, lib),
+      locate_(std::move(locate)) {
   for (auto& s : slots_) s.store(&seed_, std::memory_order_relaxed);
 }
 
@@ -28,6 +32,11 @@ void Router::close() {
 }
 
 Status Router::start() {
+  if (locate_) {
+    Result<Endpoint> primary = locate_();
+    if (!primary) return primary.status();
+    seed_.retarget(*primary);
+  }
   Result<Reply> info = seed_.command({"CLUSTER", "INFO"});
   if (!info) return info.status();
   // A server without cluster support answers with an error ("cluster support disabled").
@@ -66,7 +75,7 @@ Node* Router::owner(uint16_t slot) const {
 }
 
 std::vector<Endpoint> Router::endpoints() {
-  std::vector<Endpoint> out{seed_ep_};
+  std::vector<Endpoint> out{locate_ ? seed_.endpoint() : seed_ep_};
   std::lock_guard lock(mu_);
   for (Node* n : masters_) out.push_back(n->endpoint());
   return out;
@@ -75,7 +84,8 @@ std::vector<Endpoint> Router::endpoints() {
 void Router::refresh(Node* first, bool force) {
   using Steady = std::chrono::steady_clock;
   std::lock_guard one(refresh_mu_);
-  std::vector<Node*> ask{first};
+  std::vector<Node*> ask;
+  if (first != nullptr) ask.push_back(first);
   {
     std::lock_guard lock(mu_);
     if (!force && Steady::now() - last_refresh_ < std::chrono::milliseconds(100)) return;
@@ -129,7 +139,21 @@ std::vector<Result<Reply>> Router::route(uint16_t slot, size_t n, const Send& se
       }
     }
     std::vector<Reply> got;
-    const Status sent = send(*node, todo, ask != nullptr, &got);
+    bool went = true;
+    const Status sent = send(*node, todo, ask != nullptr, &got, &went);
+    if (!sent.ok() && (locate_ || cluster_)) {
+      // Sentinel: ask where the primary is. Cluster: a dead master's slots go to its replica
+      // once the cluster promotes it, which CLUSTER SLOTS (from the nodes still up) then says.
+      if (locate_) relocate();
+      else refresh(nullptr, /*force=*/false);
+      // Nothing went out: the calls did not run, and may go to the primary there is now
+      // (unless the queue is closed).
+      if (!went && !sent.is(Errc::closed) && Steady::now() < deadline) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min<Duration>(pause * 2, std::chrono::milliseconds(100));
+        continue;
+      }
+    }
     if (!sent.ok()) {
       // The calls without a reply fail; those answered before the failure keep their replies.
       for (size_t k = got.size(); k < todo.size(); ++k) out[todo[k]] = sent;
@@ -140,12 +164,21 @@ std::vector<Result<Reply>> Router::route(uint16_t slot, size_t n, const Send& se
     std::vector<size_t> again;
     Node* moved = nullptr;
     Node* next_ask = nullptr;
-    bool later = false;
+    bool later = false, stale = false;
     for (size_t k = 0; k < todo.size(); ++k) {
       const size_t i = todo[k];
       out[i] = std::move(got[k]);
       const Reply& e = *out[i];
-      if (!cluster_ || !sent.ok() || !e.is_error()) continue;
+      if (!sent.ok() || !e.is_error()) continue;
+      // Sentinel: a demoted primary, or one that lost its own primary or is loading, refused
+      // the call before running it: ask where the primary is now, and send it again.
+      if (locate_ && (e.str.starts_with("READONLY") || e.str.starts_with("MASTERDOWN") ||
+                      e.str.starts_with("LOADING"))) {
+        stale = later = true;
+        again.push_back(i);
+        continue;
+      }
+      if (!cluster_) continue;
       const bool is_moved = e.str.starts_with("MOVED "), is_ask = e.str.starts_with("ASK ");
       if (is_moved || is_ask) {
         // "MOVED <slot> <host>:<port>"
@@ -173,6 +206,7 @@ std::vector<Result<Reply>> Router::route(uint16_t slot, size_t n, const Send& se
     if (again.empty()) return out;
     if (Steady::now() >= deadline) return out;  // the last error replies stand
     if (moved) refresh(owner(slot), /*force=*/false);
+    if (stale) relocate();
     if (later && next_ask == nullptr && moved == nullptr) {
       std::this_thread::sleep_for(pause);
       pause = std::min<Duration>(pause * 2, std::chrono::milliseconds(50));
@@ -204,8 +238,10 @@ Status Router::script_error(size_t script, const std::string& url, const Reply& 
 
 Result<Reply> Router::command(uint16_t slot, const std::vector<std::string_view>& argv) {
   std::vector<Result<Reply>> r = route(
-      slot, 1, [&](Node& node, const std::vector<size_t>&, bool asking, std::vector<Reply>* got) {
-        Result<Reply> one = node.command(argv, asking);
+      slot, 1,
+      [&](Node& node, const std::vector<size_t>&, bool asking, std::vector<Reply>* got,
+          bool* went) {
+        Result<Reply> one = node.command(argv, asking, went);
         if (!one) return one.status();
         got->push_back(std::move(*one));
         return Status();
@@ -225,12 +261,13 @@ std::vector<Result<Reply>> Router::eval_each(uint16_t slot, size_t script,
   std::string url = seed_ep_.url;
   std::vector<Result<Reply>> r =
       route(slot, calls.size(),
-            [&](Node& node, const std::vector<size_t>& todo, bool asking, std::vector<Reply>* got) {
+            [&](Node& node, const std::vector<size_t>& todo, bool asking, std::vector<Reply>* got,
+                bool* went) {
               std::vector<const ScriptCall*> some;
               some.reserve(todo.size());
               for (size_t i : todo) some.push_back(&calls[i]);
               url = node.endpoint().url;
-              return node.eval_raw(script, some, asking, got);
+              return node.eval_raw(script, some, asking, got, went);
             });
   for (Result<Reply>& one : r)
     if (one && one->is_error()) one = script_error(script, url, *one);

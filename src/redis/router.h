@@ -31,12 +31,27 @@ namespace delayq::redis {
 //    goes to the named node once, preceded by ASKING; the table is left alone.
 //  - TRYAGAIN (a multi-key call during a migration, with the keys split between the nodes) and
 //    CLUSTERDOWN (a failover in progress): the call is sent again after a short pause.
+//  - A node that cannot be reached (a master died): the map is read again from the nodes still
+//    up, and a call that did not go out is sent again after a short pause, to the replica the
+//    cluster promotes once the map names it.
 // A call keeps at this for up to the call timeout, then its last error reply stands (the queue
 // reports it as unavailable). A redirected call never ran, so resending it is always safe.
+//
+// With Sentinel (a `locate` function, sentinel.h): the single node is pointed at the primary
+// that locate() finds, at start() and again when a call cannot reach it, loses its connection or
+// is answered READONLY / MASTERDOWN / LOADING. A call that did not go out, or was refused so, is
+// sent again (to the new primary) until the call timeout; one whose connection broke after it
+// was sent fails with unavailable ("may or may not have taken effect"): only the caller knows
+// whether sending it again is safe.
+// Whether a call failed because its connection broke after it was sent (Connection's transport
+// error): it may or may not have run.
+bool sent_and_lost(const Status& s);
+
 class Router {
  public:
+  using Locate = std::function<Result<Endpoint>()>;
   // `lib` must outlive the router.
-  Router(Endpoint seed, NodeOptions opt, const Library* lib);
+  Router(Endpoint seed, NodeOptions opt, const Library* lib, Locate locate = {});
   ~Router();
 
   // Connects to the seed and, if it is a cluster node, reads the slot map. Errors: unavailable.
@@ -66,8 +81,10 @@ class Router {
 
  private:
   // Sends the calls `todo` (indexes into the batch) to `node`; `out` receives the replies, in
-  // order: one per index, or fewer when the connection failed (the returned status).
-  using Send = std::function<Status(Node&, const std::vector<size_t>&, bool, std::vector<Reply>*)>;
+  // order: one per index, or fewer when the connection failed (the returned status); the last
+  // argument is set to whether anything went out.
+  using Send = std::function<Status(Node&, const std::vector<size_t>&, bool, std::vector<Reply>*,
+                                    bool*)>;
   // One result per call of the batch: its reply (error replies included), or why there is none.
   std::vector<Result<Reply>> route(uint16_t slot, size_t n, const Send& send);
   Node* node_for(const std::string& host, int port);  // found or created
@@ -76,6 +93,9 @@ class Router {
   // the last refresh is younger than 100 ms, unless `force`.
   void refresh(Node* first, bool force);
   Status script_error(size_t script, const std::string& url, const Reply& r) const;
+  // Sentinel: points the seed at the primary locate() finds now (router_failover.cc); at most
+  // once per 100 ms, as every call failing in a failover asks.
+  void relocate();
 
   Endpoint seed_ep_;
   NodeOptions opt_;
@@ -90,6 +110,9 @@ class Router {
   std::chrono::steady_clock::time_point last_refresh_{};
   std::mutex refresh_mu_;  // one refresh at a time
   bool closed_ = false;
+  Locate locate_;
+  std::mutex relocate_mu_;
+  std::chrono::steady_clock::time_point last_relocate_{};  // under relocate_mu_
 };
 
 }  // namespace delayq::redis

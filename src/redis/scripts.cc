@@ -41,7 +41,11 @@ Library make_library(std::initializer_list<const char*> names) {
   // The functions' names carry the tag too: function names are global to a server, not per
   // library (the prelude's register() prefixes them with TAG).
   lib.source = "#!lua name=" + lib.name + "\nlocal TAG = '" + tag + "'\n" + code;
-  for (const char* name : names) lib.scripts.push_back(Script{name, tag + name});
+  for (const char* name : names) {
+    const std::string_view n(name);
+    const bool reads = n == "get" || n == "list_dead" || n == "topic_stats" || n == "flow_stats";
+    lib.scripts.push_back(Script{name, tag + name, !reads});
+  }
   return lib;
 }
 

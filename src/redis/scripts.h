@@ -14,6 +14,9 @@ namespace delayq::redis {
 struct Script {
   std::string name;      // for messages
   std::string function;  // what FCALL calls
+  // False for the scripts that only read (get, list_dead, topic_stats, flow_stats): no WAIT
+  // after them (RedisOptions::replicas_to_ack).
+  bool writes = true;
 };
 
 // The backend's Lua code as one function library (Redis 7 FUNCTION LOAD). Functions, unlike

@@ -12,6 +12,7 @@
 #include "cli/parse.h"
 #include "cli_harness.h"
 #include "delayq/store.h"
+#include "redis_server.h"
 
 namespace {
 
@@ -163,6 +164,62 @@ TEST(DelayqdSettings, ASecondDaemonOnALockedStoreNamesTheHolder) {
                                        std::to_string(first.pid()) + " (delayqd)"))
       << second.err;
   EXPECT_TRUE(contains(second.err, "or start this one with another --store")) << second.err;
+}
+
+// --redis-replicas-to-ack and --redis-replicas-timeout: range-checked and named, in delayqd and in
+// the CLI; a good value reaches the queue: with one redis-server and no replica, a push waits
+// for a replica that never comes and answers that it may or may not have been applied.
+TEST(DelayqdSettings, RedisReplicasToAckIsCheckedAndReachesTheQueue) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.started()) << redis.log();
+  TempDir dir;
+  CliRun r = delayqd({"--redis", redis.url(), "--redis-replicas-to-ack", "17"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--redis-replicas-to-ack must be a whole number of replicas from 0 "
+                              "to 16, not '17'"))
+      << r.err;
+  const std::string conf = dir.sub("delayqd.conf");
+  std::ofstream(conf) << "redis = " << redis.url() << "\nredis-replicas-timeout = 5000\n";
+  r = delayqd({"--config", conf});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, conf + ":2: redis-replicas-timeout must be a whole number of "
+                                     "milliseconds from 1 to 4999, not '5000'"))
+      << r.err;
+  r = delayqd({"--store", dir.sub("s"), "--redis-replicas-to-ack", "1"});
+  EXPECT_EQ(r.exit, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--redis-replicas-* apply to --redis only")) << r.err;
+
+  DaemonProcess daemon(DELAYQD_PATH, dir.sub("delayqd.log"));
+  const int port = daemon.start({"--listen", "127.0.0.1:0", "--redis", redis.url(), "--queue",
+                                 "d", "--redis-replicas-to-ack", "1", "--redis-replicas-timeout",
+                                 "50"});
+  ASSERT_GT(port, 0) << "delayqd did not start";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  CliRun push = cli({"--url", url, "push", "t", "--id", "a"});
+  EXPECT_EQ(push.exit, 1) << describe(push);
+  EXPECT_TRUE(contains(push.err, "only 0 of the 1 replicas asked for (replicas_to_ack)"))
+      << push.err;
+  EXPECT_TRUE(contains(push.err, "within 50 ms")) << push.err;
+  EXPECT_TRUE(contains(push.err, "the call may or may not have taken effect")) << push.err;
+
+  // The CLI's flags of the same names.
+  CliRun bad = cli({"--redis", redis.url(), "--redis-replicas-timeout", "0", "stats"});
+  EXPECT_EQ(bad.exit, 2) << describe(bad);
+  EXPECT_TRUE(contains(bad.err, "bad --redis-replicas-timeout: expected a whole number from 1 to "
+                                "4999, not '0'"))
+      << bad.err;
+  bad = cli({"--store", dir.sub("c"), "--redis-replicas-to-ack", "1", "stats"});
+  EXPECT_EQ(bad.exit, 2) << describe(bad);
+  EXPECT_TRUE(contains(bad.err, "--redis-replicas-* apply to --redis only")) << bad.err;
+  push = cli({"--redis", redis.url(), "--queue", "c", "--redis-replicas-to-ack", "1",
+              "--redis-replicas-timeout", "60", "push", "t", "--id", "b"});
+  EXPECT_EQ(push.exit, 1) << describe(push);
+  EXPECT_TRUE(contains(push.err, "only 0 of the 1 replicas asked for (replicas_to_ack)"))
+      << push.err;
+  EXPECT_TRUE(contains(push.err, "within 60 ms")) << push.err;
+  // Without the flag the same push is answered: the refusal above is the flag's.
+  push = cli({"--redis", redis.url(), "--queue", "c", "push", "t", "--id", "b2"});
+  EXPECT_EQ(push.exit, 0) << describe(push);
 }
 
 }  // namespace

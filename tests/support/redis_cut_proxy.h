@@ -92,8 +92,9 @@ class CuttingProxy {
     total_ = total;
     pass_ = pass;
     armed_ = true;
+    cut_done_ = false;
   }
-  // Whether an armed cut has happened.
+  // Whether the cut armed last has happened.
   bool cut_done() const { return cut_done_.load(); }
 
  private:
