@@ -241,9 +241,10 @@ void JournalSink::give_tier(Duration span, uint64_t budget, const engine::FarKey
 }
 
 Result<uint64_t> JournalSink::write_far(const std::vector<engine::Change>& changes,
-                                        const engine::FarBatch& far, const Stats& totals) {
+                                        const engine::FarBatch& far, const Stats& totals,
+                                        const std::vector<engine::MetaPut>& meta) {
   if (read_only_) return ++view_tickets_;
-  return journal_->append(changes, totals, counters_now(), far);
+  return journal_->append(changes, totals, counters_now(), far, meta);
 }
 
 Result<uint64_t> JournalSink::write_with_meta(const std::vector<engine::Change>& changes,

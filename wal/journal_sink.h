@@ -42,9 +42,11 @@ class JournalSink final : public engine::Persistence {
   Result<uint64_t> write_limits(std::string_view topic,
                                 const std::optional<TopicLimits>& limits) override;
   Status wait_durable(uint64_t ticket) override;
-  // The disk tier's write (FarSink::write): the changes with the tier's part, one batch.
+  // The disk tier's write (FarSink::write): the changes with the tier's part and the meta
+  // keys, one batch.
   Result<uint64_t> write_far(const std::vector<engine::Change>& changes,
-                             const engine::FarBatch& far, const Stats& totals);
+                             const engine::FarBatch& far, const Stats& totals,
+                             const std::vector<engine::MetaPut>& meta);
   // Whether the batch with this ticket is written (never, read-only).
   bool written(uint64_t ticket) const { return !read_only_ && journal_->written() >= ticket; }
 
@@ -97,8 +99,8 @@ class FarSink final : public engine::FarStore {
   engine::FarKey stored_horizon() const override { return horizon_; }
   const engine::TopicCounts& stored_counts() const override { return counts_; }
   Result<uint64_t> write(const std::vector<engine::Change>& changes, const engine::FarBatch& far,
-                         const Stats& totals) override {
-    return sink_.write_far(changes, far, totals);
+                         const Stats& totals, const std::vector<engine::MetaPut>& meta) override {
+    return sink_.write_far(changes, far, totals, meta);
   }
   bool written(uint64_t ticket) const override { return sink_.written(ticket); }
   Result<std::optional<engine::JobRecord>> find(std::string_view id) override {

@@ -102,9 +102,6 @@ bool ShardedEngine::job_lives(const std::string& id) {
 
 void ShardedEngine::fire_schedules() {
   if (closed()) return;
-  // A disk tier's placement writes no staged meta: a schedule restored there (a store that
-  // gained a tier) stays as it is rather than fire a job without its record.
-  if (shards_.store() && shards_.store()->far()) return;
   std::lock_guard l(schedules_.mu);
   const TimePoint now = shards_.now();
   for (auto& [id, e] : schedules_.table)
@@ -171,8 +168,6 @@ Status ShardedEngine::write_schedule(const std::string& id, const schedule::Stor
 
 Status ShardedEngine::schedule(const ScheduleSpec& spec) {
   if (closed()) return closed_status();
-  if (shards_.store() && shards_.store()->far())
-    return rules::unsupported("schedule (on a store with a disk tier)");
   const TimePoint now = shards_.now();
   Result<schedule::Rule> rule = schedule::check_schedule(spec, opt_.limits, now);
   if (!rule) return rule.status();

@@ -166,7 +166,8 @@ TEST_P(ScheduleEngine, BadInputIsRefusedNamingTheField) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ScheduleEngine,
-                         ::testing::Values(Backend{"Memory", false}, Backend{"Durable", true}),
+                         ::testing::Values(Backend{"Memory", false}, Backend{"Durable", true},
+                                           Backend{"Tiered", true, true}),
                          [](const auto& p) { return p.param.name; });
 
 // On the system clock the engine's own thread fires the occurrences (no ManualClock moves, no

@@ -1,6 +1,7 @@
 // The fixture of the schedule suites (schedule_engine_test.cc, schedule_store_test.cc): a queue
 // on a ManualClock, the in-memory engine or the durable store (reopen() keeps the store's
-// directory), and helpers that walk a schedule occurrence by occurrence.
+// directory), the latter with or without a disk tier (Tiered: a horizon of 1 min, so that a job
+// due later lives on disk), and helpers that walk a schedule occurrence by occurrence.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@ inline Limits limits() { return Limits{.max_delay = 24h * 400, .max_body_bytes =
 struct Backend {
   std::string name;
   bool durable;
+  bool tiered = false;
 };
 inline void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
@@ -56,6 +58,7 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
     o.sync = Sync::none;
     o.engine.clock = &clock;
     o.engine.limits = limits();
+    if (GetParam().tiered) o.horizon = 1min;
     return o;
   }
   ScheduleSpec spec(std::string id, std::string rule, std::string zone = "UTC") {

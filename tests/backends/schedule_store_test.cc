@@ -1,6 +1,7 @@
 // Schedules in the durable store: across reopens (the catch-up policies after 3 days closed,
-// the spec and state kept), the stored record and damage to it, a store with a disk tier, the
-// system clock's thread, and a process killed while it fires (never a fire without its job).
+// the spec and state kept), the stored record and damage to it, a store that gains a disk
+// tier, the system clock's thread, and a process killed while it fires (never a fire without
+// its job).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "engine/test_hooks.h"
 #include "raw_rocksdb.h"
 #include "schedule/record.h"
 #include "schedule_fixture.h"
@@ -45,7 +47,7 @@ TEST(ScheduleSystemClock, OccurrencesFireWithoutAManualClock) {
 
 // A process that fires a schedule every second of its ManualClock is killed (SIGKILL) at a
 // random point, five times, each restart later on the clock (catch-up all fires what fell in
-// between). Afterwards every occurrence the schedule has handled (before its next) has its job,
+// between), every other round with a disk tier. Afterwards every occurrence the schedule has handled (before its next) has its job,
 // none after it has one, and the counters agree: no fire is ever kept without its job, nor the
 // reverse. Reopened on a clock before them all, so that the check fires nothing.
 TEST(ScheduleCrash, AKilledProcessNeverKeepsAFireWithoutItsJob) {
@@ -53,19 +55,21 @@ TEST(ScheduleCrash, AKilledProcessNeverKeepsAFireWithoutItsJob) {
   testing::TempDir dir("delayq-sched-crash");
   ASSERT_FALSE(dir.path().empty());
   const TimePoint t0 = utc(2026, 3, 1);
-  auto options = [&](ManualClock& clock) {
+  // Odd rounds open the store with a disk tier: the placement that writes the record differs.
+  auto options = [&](ManualClock& clock, bool tiered) {
     StoreOptions o;
     o.dir = dir.sub("store");
     o.sync = Sync::none;  // a process crash keeps what reached the OS
     o.engine.clock = &clock;
     o.engine.limits = limits();
+    if (tiered) o.horizon = 1min;
     return o;
   };
   for (int round = 0; round < 5; ++round) {
     testing::ChildProcess child([&](int fd) {
       ManualClock clock;
       clock.set(t0 + 1000s * round);
-      auto q = open_store(options(clock));
+      auto q = open_store(options(clock, round % 2 == 1));
       if (!q.ok()) ::_exit(2);
       if (!(*q)->get_schedule("c").ok()) {
         ScheduleSpec s;
@@ -93,7 +97,7 @@ TEST(ScheduleCrash, AKilledProcessNeverKeepsAFireWithoutItsJob) {
   }
   ManualClock clock;
   clock.set(t0 - 1h);
-  auto q = open_store(options(clock));
+  auto q = open_store(options(clock, false));
   ASSERT_TRUE(q.ok()) << q.status().to_string();
   auto info = (*q)->get_schedule("c");
   ASSERT_TRUE(info.ok());
@@ -221,18 +225,73 @@ TEST_P(DurableSchedules, TheStoredRecordAndDamageToIt) {
   EXPECT_NE(skipped[0].find("left out"), std::string::npos) << skipped[0];
 }
 
-TEST_P(DurableSchedules, AStoreWithADiskTierHasNoSchedulesYet) {
+// A store opened with a disk tier after a while without one: the schedule it kept fires what
+// fell while it was closed (catch-up all), each job with the record in its batch (reopened, the
+// counters and the jobs agree); and an occurrence's job moved beyond the horizon, so to disk
+// alone, still counts as live for overlap skip.
+TEST_P(DurableSchedules, AStoreThatGainsADiskTierFiresItsSchedules) {
+  if (GetParam().tiered) GTEST_SKIP() << "opens its own store, first without a tier";
+  const TimePoint t0 = clock.now();
   q.reset();
-  StoreOptions o = store_options("tiered");
-  o.horizon = 1min;
-  auto tiered = open_store(o);
-  ASSERT_TRUE(tiered.ok()) << tiered.status().to_string();
-  const Status st = (*tiered)->schedule(spec("x", "@daily"));
-  EXPECT_TRUE(st.is(Errc::invalid_argument));
-  EXPECT_NE(st.message().find("not supported"), std::string::npos) << st.message();
+  StoreOptions plain = store_options("gains");
+  plain.horizon.reset();
+  auto opened = open_store(plain);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  q = std::move(opened).value();
+  ScheduleSpec s = spec("h", "every 1h");
+  s.catch_up = ScheduleSpec::CatchUp::all;
+  s.overlap = ScheduleSpec::Overlap::skip;
+  ASSERT_TRUE(q->schedule(s).ok());
+  // The job of t0 is taken and acked: it is not live when the next ones come.
+  auto d = q->reserve("t", 30s);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  ASSERT_TRUE(q->ack(d->token).ok());
+  q.reset();
+  clock.set(t0 + 3h + 30min);
+  StoreOptions tiered = store_options("gains");
+  tiered.horizon = 1min;
+  opened = open_store(tiered);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  q = std::move(opened).value();
+  // Overlap skip with catch-up all: t0+1h fires (a job due now, as a late one is), the next
+  // two are skipped while it lives.
+  auto exists = [&](TimePoint o) { return q->get(occurrence_job_id("h", o)).ok(); };
+  EXPECT_TRUE(exists(t0 + 1h));
+  EXPECT_FALSE(exists(t0 + 2h));
+  EXPECT_FALSE(exists(t0 + 3h));
+  ScheduleInfo i = info("h");
+  EXPECT_EQ(i.fired, 2u);
+  EXPECT_EQ(i.skipped_overlap, 2u);
+  ASSERT_FALSE(i.next.empty());
+  EXPECT_EQ(i.next[0], t0 + 4h);
+  // Moved beyond the horizon, the job of t0+1h leaves memory for the disk tier, and is still
+  // live: t0+4h is skipped.
+  const size_t before = engine::tier_view(dynamic_cast<Engine&>(*q)).in_memory;
+  ASSERT_TRUE(q->reschedule(occurrence_job_id("h", t0 + 1h), t0 + 48h).ok());
+  EXPECT_EQ(engine::tier_view(dynamic_cast<Engine&>(*q)).in_memory, before - 1);
+  clock.set(t0 + 4h);
+  i = info("h");
+  EXPECT_EQ(i.fired, 2u);
+  EXPECT_EQ(i.skipped_overlap, 3u);
+  EXPECT_FALSE(exists(t0 + 4h));
+  // Gone, the next occurrence fires; reopened (with the tier), the record and the jobs agree.
+  ASSERT_TRUE(q->cancel(occurrence_job_id("h", t0 + 1h)).ok());
+  clock.set(t0 + 5h);
+  EXPECT_TRUE(has_job("h", t0 + 5h));
+  q.reset();
+  opened = open_store(tiered);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  q = std::move(opened).value();
+  i = info("h");
+  EXPECT_EQ(i.fired, 3u);
+  EXPECT_EQ(i.last_fired, t0 + 5h);
+  EXPECT_EQ(i.skipped_overlap, 3u);
+  EXPECT_TRUE(has_job("h", t0 + 5h));
+  EXPECT_EQ(jobs_in_t(), (std::set<std::string>{occurrence_job_id("h", t0 + 5h)}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Store, DurableSchedules, ::testing::Values(Backend{"Durable", true}),
+INSTANTIATE_TEST_SUITE_P(Store, DurableSchedules,
+                         ::testing::Values(Backend{"Durable", true}, Backend{"Tiered", true, true}),
                          [](const auto& p) { return p.param.name; });
 
 }  // namespace

@@ -66,9 +66,11 @@ class FarStore {
   virtual const TopicCounts& stored_counts() const = 0;
 
   // Queues one call's changes as one atomic batch, like Persistence::write, with the disk tier's
-  // part of it. Returns the ticket to wait for (Persistence::wait_durable).
+  // part of it and `meta` (Persistence::write_with_meta: a schedule's record with the job of its
+  // occurrence, wherever that job went). Returns the ticket to wait for
+  // (Persistence::wait_durable).
   virtual Result<uint64_t> write(const std::vector<Change>& changes, const FarBatch& far,
-                                 const Stats& totals) = 0;
+                                 const Stats& totals, const std::vector<MetaPut>& meta) = 0;
   // Whether the batch with this ticket is written (its changes visible to the reads below).
   virtual bool written(uint64_t ticket) const = 0;
 

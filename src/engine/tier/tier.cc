@@ -73,7 +73,7 @@ Status Tier::open() {
   if (!(horizon_ < store_.stored_horizon())) return Status();
   FarBatch lowered;
   lowered.horizon = horizon_;
-  Result<uint64_t> w = store_.write({}, lowered, Stats());
+  Result<uint64_t> w = store_.write({}, lowered, Stats(), {});
   if (!w) return w.status();
   return shards_.store()->wait_durable(*w);
 }
@@ -124,12 +124,12 @@ Result<std::optional<JobRecord>> Tier::find(FarShard& s, std::string_view id) {
   return store_.find(id);
 }
 
-Result<uint64_t> Tier::commit(FarShard& s, const Effects& fx) {
+Result<uint64_t> Tier::commit(FarShard& s, const Effects& fx, const std::vector<MetaPut>& meta) {
   std::vector<Change> changes = std::move(s.jobs);
   changes.insert(changes.end(), fx.changes.begin(), fx.changes.end());
   Stats totals = fx.totals;
   add_totals(totals, s.totals);
-  Result<uint64_t> w = store_.write(changes, s.far, totals);
+  Result<uint64_t> w = store_.write(changes, s.far, totals, meta);
   if (w)
     s.written_as(*w);
   else
@@ -156,7 +156,7 @@ Status Tier::step() {
     if (!loaded) return loaded.status();
     if (loaded->moved.changes.empty()) return std::optional<uint64_t>();
     observed.emplace();
-    Result<uint64_t> w = store_.write(loaded->puts, loaded->moved, Stats());
+    Result<uint64_t> w = store_.write(loaded->puts, loaded->moved, Stats(), {});
     if (!w) return w.status();
     for (const FarChange& c : loaded->moved.changes) far(shards_.of(c.record.id)).note(c, *w);
     return std::optional<uint64_t>(*w);

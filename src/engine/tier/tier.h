@@ -75,9 +75,10 @@ class Tier {
 
   // Under the shard's lock: the disk-only job `id`, if any (its unwritten state included).
   Result<std::optional<JobRecord>> find(FarShard& s, std::string_view id);
-  // Under the shard's lock: queues the call's core changes (`fx`) with what it staged in `s`,
-  // as one batch. Returns the ticket to wait for.
-  Result<uint64_t> commit(FarShard& s, const Effects& fx);
+  // Under the shard's lock: queues the call's core changes (`fx`) with what it staged in `s`
+  // and the shard's staged meta (a schedule's record), as one batch. Returns the ticket to wait
+  // for.
+  Result<uint64_t> commit(FarShard& s, const Effects& fx, const std::vector<MetaPut>& meta);
 
  private:
   // One refill step, under every shard's lock, after reading its records without the locks.

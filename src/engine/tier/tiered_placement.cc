@@ -58,9 +58,13 @@ TimePoint TieredPlacement::lock_at_now(std::unique_lock<ShardMutex>& lock) {
 
 Result<std::optional<uint64_t>> TieredPlacement::queue(Shard& s, const Effects& fx) {
   FarShard& far = tier_.far(s);
+  // A schedule's record goes in the batch of its occurrence's job, in memory or on disk.
+  const std::vector<MetaPut> meta = std::exchange(s.staged_meta, {});
   Result<uint64_t> w = uint64_t{0};
   if (far.staged())
-    w = tier_.commit(far, fx);
+    w = tier_.commit(far, fx, meta);
+  else if (!meta.empty())
+    w = shards_.store()->write_with_meta(fx.changes, fx.totals, meta);
   else if (!fx.changes.empty())
     w = shards_.store()->write(fx.changes, fx.totals);
   else
