@@ -39,8 +39,7 @@ struct ScheduleSpec {
   // valid instant after it; one that exists twice (fall back) runs once, at the first.
   std::string zone{};
   // The job each occurrence pushes: topic, body, ttr, retry, priority. Its id, delay and due_at
-  // must be empty: the job's id is the occurrence's, and it is due at the occurrence (a job of a
-  // missed occurrence, pushed by catch-up, is due when it is pushed).
+  // must be empty: the job's id is the occurrence's, and it is due at the occurrence.
   JobSpec job{};
   // Occurrences at or after `start` and before `end` (both optional; end after start).
   std::optional<TimePoint> start{};
