@@ -75,6 +75,7 @@ const Library& library() {
       "admit",
       "settle",
       "place",
+      "sched",
   });
   return lib;
 }
