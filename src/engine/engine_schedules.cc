@@ -15,6 +15,7 @@
 #include "engine/driver.h"
 #include "engine/sharded_engine.h"
 #include "engine/store_seam.h"
+#include "schedule/info.h"
 #include "schedule/spec_rules.h"
 
 namespace delayq::engine {
@@ -225,16 +226,7 @@ Status ShardedEngine::set_schedule_paused(std::string_view id, bool paused) {
 
 ScheduleInfo ShardedEngine::info_of(const ScheduleEntry& e) {
   const schedule::StoredSchedule& s = e.stored;
-  ScheduleInfo info;
-  info.spec = s.spec;
-  info.paused = s.paused;
-  info.last_fired = s.state.last_fired;
-  info.fired = s.state.fired;
-  info.skipped_overlap = s.state.skipped_overlap;
-  info.skipped_catch_up = s.state.skipped_catch_up;
-  for (std::optional<TimePoint> o = s.state.next;
-       o && info.next.size() < 5 && (!s.spec.end || *o < *s.spec.end); o = e.rule.next_after(*o))
-    info.next.push_back(*o);
+  ScheduleInfo info = schedule::describe(s, e.rule);
   for (TimePoint o : e.recent)
     if (std::string job = occurrence_job_id(s.spec.id, o); job_lives(job))
       info.live_jobs.push_back(std::move(job));

@@ -11,6 +11,7 @@
 //   {dq:Q:s}:wake                                         the shard's wake channel (pub/sub)
 //   {dq:Q:0}:p:<topic>    with several shards, a limited topic's places (lua/admit.lua)
 //   {dq:Q:0}:meta                                         the queue's shard count and openings
+//   {dq:Q:0}:sched, :sched:due, :sched:recent:<id>        schedules (lua/sched.lua)
 // docs/redis.md ("Key layout") says what each holds.
 #pragma once
 

@@ -94,7 +94,14 @@ Status RedisQueue::start() {
   // A test clock that moves by command (RedisOptions::clock): each move may make jobs due, so
   // every waiter looks again, as the engine's Driver has them do.
   if (opt_.clock && opt_.clock->manual())
-    clock_listener_ = opt_.clock->subscribe([this] { waiting_.ready(); });
+    clock_listener_ = opt_.clock->subscribe([this] {
+      fire_schedules();  // before the move returns, as the engine's schedules fire
+      waiting_.ready();
+    });
+  else
+    parts_->schedules = std::jthread([this](std::stop_token st) { run_schedules(st); });
+  // What fell due while no client ran, by each schedule's catch-up policy.
+  fire_schedules();
   return {};
 }
 
@@ -118,6 +125,10 @@ void RedisQueue::close() {
   stop_consumers();  // first, while their last acks are still served
   if (closed_.exchange(true)) return;
   if (clock_listener_ != 0) opt_.clock->unsubscribe(clock_listener_);
+  if (parts_->schedules.joinable()) {
+    parts_->schedules.request_stop();
+    parts_->schedules.join();
+  }
   waiting_.close(closed_error());
   listener_.stop();
   give_back(ahead_.close());

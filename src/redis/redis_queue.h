@@ -11,7 +11,7 @@
 //    and try_claim() below;
 //  - listener.h: the wake channel subscription that tells the waiters to look again.
 //
-// One class over six files, all named redis_queue*, one per kind of call, each holding the
+// One class over several files, all named redis_queue*, one per kind of call, each holding the
 // calls of its kind and the private helpers only they use (the private section below is grouped
 // by file):
 //  - redis_queue.cc: opening and closing (start, the destructor, close) and the calls about one
@@ -28,6 +28,8 @@
 //  - redis_queue_limits.cc: set_topic_limits, clear_topic_limits (write_limits) and the limits'
 //    part of stats (add_shard_flow).
 //  - redis_queue_browse.cc: list_jobs, each shard's page merged (issue 22).
+//  - redis_queue_schedules.cc: schedules (issue 23): the six calls, and firing them (a
+//    compare-and-set of the record on the home shard, then the jobs' pushes);
 //  - redis_queue_home.cc: limits on several shards, kept by the home shard (shard 0): the
 //    admitted claim (claim_admitted), the places that follow a job's exits (follow_place), and
 //    the places of jobs reserved before limits were set (seed_places).
@@ -44,6 +46,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "common/waiting.h"
@@ -57,6 +60,8 @@
 #include "redis/redis_rules.h"
 #include "redis/router.h"
 #include "redis/script_replies.h"
+#include "schedule/record.h"
+#include "schedule/rule.h"
 
 namespace delayq::redis {
 
@@ -97,6 +102,12 @@ class RedisQueue final : public Queue {
   Status health() override;
   Stats stats() override;
   void close() override;
+  Status schedule(const ScheduleSpec& spec) override;
+  Status unschedule(std::string_view id) override;
+  Result<ScheduleInfo> get_schedule(std::string_view id) override;
+  Result<SchedulePage> list_schedules(size_t limit, std::string_view cursor) override;
+  Status pause_schedule(std::string_view id) override { return set_schedule_paused(id, true); }
+  Status resume_schedule(std::string_view id) override { return set_schedule_paused(id, false); }
 
  protected:
   Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
@@ -172,6 +183,35 @@ class RedisQueue final : public Queue {
   // shards, the home shard's alone (the others keep no bucket or places).
   void add_shard_flow(const ShardKeys& sh, Stats& st);
 
+  // ---- redis_queue_schedules.cc ----
+  // A schedule's record as read from the home shard: its bytes (what sched.lua compares), the
+  // record and its parsed rule.
+  struct SchedRead {
+    std::string bytes;
+    schedule::StoredSchedule stored;
+    schedule::Rule rule;
+  };
+  // How often a client on a clock other than a manual one looks for due schedules.
+  static constexpr Duration kSchedulePoll = std::chrono::seconds(1);
+  // The home shard's keys of schedule `id`: the records, the running ones by next occurrence,
+  // its recent jobs (lua/sched.lua).
+  std::vector<std::string> sched_keys(std::string_view id) const;
+  // Empty when there is no such schedule. Errors: corrupt (a damaged record), unavailable.
+  Result<std::optional<SchedRead>> read_sched(std::string_view id);
+  // sched.lua: `next` replaces the record if it is still `expected` (nullptr: absent when `next`
+  // is given, any when not, which deletes it); false when it changed meanwhile.
+  Result<bool> cas_sched(std::string_view id, const std::string* expected,
+                         const schedule::StoredSchedule* next, const std::vector<std::string>& fired);
+  // What is due of schedule `id` now: planned, compare-and-set, then its jobs pushed.
+  Status fire_sched(std::string_view id);
+  // Every schedule whose next occurrence has come (the zset), fired.
+  void fire_schedules();
+  void run_schedules(std::stop_token stop);  // the thread's loop (clocks other than manual)
+  Status set_schedule_paused(std::string_view id, bool paused);
+  Result<ScheduleInfo> sched_info(SchedRead& cur);
+  bool job_lives(const std::string& id);
+  Duration schedule_tick() const;
+
   // ---- redis_queue_home.cc ----
   bool sharded() const { return keys_.size() > 1; }
   // The claim on shard `sh` after its first look named topics with limits and ready jobs
@@ -211,6 +251,8 @@ class RedisQueue final : public Queue {
     Router router;
     ClaimAhead ahead;
     Listener listener;
+    // Fires schedules on a clock other than a manual one (run_schedules()); stopped by close().
+    std::jthread schedules;
     // Last: destroyed first, its thread joined before anything its looks use goes.
     Waiting waiting;
   };

@@ -79,6 +79,7 @@ const Library& library() {
       "admit",
       "settle",
       "place",
+      "sched",
   });
   return lib;
 }

@@ -56,6 +56,7 @@ enum ScriptId : size_t {
   kAdmit,
   kSettle,
   kPlace,
+  kSched,  // issue 23: a schedule's record, compare-and-set (sched.lua)
   kScriptCount
 };
 

@@ -1,11 +1,14 @@
-// The fixture of the schedule suites (schedule_engine_test.cc, schedule_store_test.cc): a queue
-// on a ManualClock, the in-memory engine or the durable store (reopen() keeps the store's
-// directory), the latter with or without a disk tier (Tiered: a horizon of 1 min, so that a job
-// due later lives on disk), and helpers that walk a schedule occurrence by occurrence.
+// The fixture of the schedule suites (schedule_engine_test.cc, schedule_store_test.cc,
+// schedule_redis_test.cc): a queue on a ManualClock, the in-memory engine, the durable store
+// (reopen() keeps the store's directory) with or without a disk tier (Tiered: a horizon of 1 min,
+// so that a job due later lives on disk), or Redis on 1 or 4 shards (a private redis-server per
+// binary, a queue per test; reopen() opens the same queue), and helpers that walk a schedule
+// occurrence by occurrence.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
@@ -13,7 +16,9 @@
 
 #include "../unit/schedule_times.h"
 #include "delayq/engine.h"
+#include "delayq/redis.h"
 #include "delayq/store.h"
+#include "redis_server.h"
 #include "temp_dir.h"
 
 namespace delayq::schedule_test {
@@ -26,18 +31,34 @@ struct Backend {
   std::string name;
   bool durable;
   bool tiered = false;
+  uint32_t redis_shards = 0;  // 0: not Redis
 };
+
+// The binary's redis-server, started by the first Redis test, killed when the binary exits.
+inline testing::RedisServer& redis_server() {
+  static testing::RedisServer server;
+  return server;
+}
+inline int next_redis_queue() {
+  static std::atomic<int> n{0};
+  return n.fetch_add(1);
+}
 inline void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
 class ScheduleEngine : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     clock.set(utc(2025, 12, 31, 12));
+    queue_name = "sched" + std::to_string(next_redis_queue());
     reopen();
   }
   void reopen() {
     q.reset();
-    if (GetParam().durable) {
+    if (GetParam().redis_shards > 0) {
+      auto r = open_redis(redis_options(clock));
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      q = std::move(r).value();
+    } else if (GetParam().durable) {
       ASSERT_FALSE(dir.path().empty());
       auto r = open_store(store_options());
       ASSERT_TRUE(r.ok()) << r.status().message();
@@ -59,6 +80,17 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
     o.engine.clock = &clock;
     o.engine.limits = limits();
     if (GetParam().tiered) o.horizon = 1min;
+    return o;
+  }
+  // A client of the test's Redis queue, on `c`.
+  RedisOptions redis_options(Clock& c) {
+    EXPECT_TRUE(redis_server().started()) << redis_server().log();
+    RedisOptions o;
+    o.url = redis_server().url();
+    o.queue = queue_name;
+    o.limits = limits();
+    o.clock = &c;
+    o.shards = GetParam().redis_shards;
     return o;
   }
   ScheduleSpec spec(std::string id, std::string rule, std::string zone = "UTC") {
@@ -120,6 +152,7 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
   }
 
   ManualClock clock;
+  std::string queue_name;
   testing::TempDir dir{"delayq-sched"};
   std::unique_ptr<Queue> q;
 };

@@ -116,11 +116,11 @@ TEST(ScheduleCrash, AKilledProcessNeverKeepsAFireWithoutItsJob) {
   EXPECT_EQ((*q)->stats().pushed, jobs);
 }
 
-// ---- the durable store only: schedules across restarts ----
+// ---- schedules across restarts: the durable store reopened, Redis with every client closed ----
 
-class DurableSchedules : public ScheduleEngine {};
+class ReopenedSchedules : public ScheduleEngine {};
 
-TEST_P(DurableSchedules, ThreeDaysDownUnderEachCatchUpPolicy) {
+TEST_P(ReopenedSchedules, ThreeDaysDownUnderEachCatchUpPolicy) {
   struct Case {
     ScheduleSpec::CatchUp policy;
     uint32_t max;
@@ -162,7 +162,7 @@ TEST_P(DurableSchedules, ThreeDaysDownUnderEachCatchUpPolicy) {
   }
 }
 
-TEST_P(DurableSchedules, SpecPauseAndStateSurviveAReopen) {
+TEST_P(ReopenedSchedules, SpecPauseAndStateSurviveAReopen) {
   ScheduleSpec s = spec("k", "0 9 * * MON-FRI", "America/New_York");
   s.job.priority = 3;
   s.job.ttr = 45s;
@@ -190,6 +190,16 @@ TEST_P(DurableSchedules, SpecPauseAndStateSurviveAReopen) {
   EXPECT_EQ(after.last_fired, before.last_fired);
   EXPECT_EQ(after.next, before.next);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, ReopenedSchedules,
+                         ::testing::Values(Backend{"Durable", true}, Backend{"Tiered", true, true},
+                                           Backend{"Redis", false, false, 1},
+                                           Backend{"RedisShards4", false, false, 4}),
+                         [](const auto& p) { return p.param.name; });
+
+// ---- the durable store only ----
+
+class DurableSchedules : public ScheduleEngine {};
 
 // The record in meta/schedule/<id> is the schedule as the engine keeps it; a damaged one refuses
 // the store, naming the schedule's trouble, or with `tolerant` is reported and left out.

@@ -1,0 +1,240 @@
+// Schedules on Redis (Queue::schedule and friends; docs/redis.md, "Schedules").
+//
+// The home shard (shard 0) keeps each schedule's record (schedule/record.h's bytes, the same as
+// the durable store's) in one hash, and the running ones in a zset scored by their next
+// occurrence (µs). Lua cannot read time zones, so the client plans (schedule/planner.h) from the
+// record it read, and sched.lua applies the new record only if the stored bytes are still those
+// it planned from. Of several clients firing one occurrence, one wins that compare-and-set; the
+// winner alone then pushes the occurrence's jobs (deterministic ids, each on its own shard), the
+// others read again and find the schedule already past it. So no occurrence ever makes two jobs.
+// The cost of this order: a client that dies (or loses Redis) between its compare-and-set and
+// its pushes leaves those occurrences without a job (counted as fired).
+//
+// Who fires: each client, at every move of a ManualClock (RedisOptions::clock, before the move
+// returns), else a thread that looks at the zset every kSchedulePoll; and schedule() and
+// resume_schedule() at once, and start() (the catch-up after downtime).
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "common/flow_rules.h"
+#include "redis/redis_queue.h"
+#include "schedule/info.h"
+#include "schedule/record.h"
+#include "schedule/spec_rules.h"
+
+namespace delayq::redis {
+
+namespace {
+
+Status no_schedule(std::string_view id) {
+  return Status(Errc::not_found, fmt::format("no schedule with id \"{}\"", id));
+}
+
+std::string us(TimePoint t) {
+  return std::to_string(ceil_us(t));
+}
+
+}  // namespace
+
+std::vector<std::string> RedisQueue::sched_keys(std::string_view id) const {
+  const std::string& tag = keys_.shard(0).tag;
+  return {tag + ":sched", tag + ":sched:due", tag + ":sched:recent:" + std::string(id)};
+}
+
+Result<std::optional<RedisQueue::SchedRead>> RedisQueue::read_sched(std::string_view id) {
+  const std::string recs = sched_keys(id)[0];
+  Result<Reply> r = router_.command(keys_.shard(0).slot, {"HGET", recs, id});
+  if (!r) return r.status();
+  if (r->type != Reply::Type::string) return std::optional<SchedRead>();
+  Result<schedule::StoredSchedule> s = schedule::decode_schedule(r->str);
+  if (!s) return Status(Errc::corrupt, "the schedule \"" + std::string(id) + "\": " + s.status().message());
+  Result<schedule::Rule> rule = schedule::Rule::parse(s->spec.rule, s->spec.zone, s->anchor);
+  if (!rule) return Status(Errc::corrupt, "the schedule \"" + std::string(id) + "\": " + rule.status().message());
+  return std::optional<SchedRead>(SchedRead{std::move(r->str), std::move(*s), std::move(*rule)});
+}
+
+Result<bool> RedisQueue::cas_sched(std::string_view id, const std::string* expected,
+                                   const schedule::StoredSchedule* next,
+                                   const std::vector<std::string>& fired) {
+  const ShardKeys& home = keys_.shard(0);
+  std::vector<std::string> args = common_(home);
+  args.emplace_back(id);
+  args.emplace_back(expected ? "bytes" : next ? "absent" : "any");
+  args.push_back(expected ? *expected : std::string());
+  args.push_back(next ? schedule::encode_schedule(*next) : std::string());
+  args.push_back(next && !next->paused && next->state.next ? us(*next->state.next) : std::string());
+  for (const std::string& j : fired) args.push_back(j);
+  Result<Reply> r = router_.eval(home.slot, kSched, sched_keys(id), std::move(args));
+  if (!r) return r.status();
+  const int64_t code = r->elements.empty() ? -1 : r->elements[0].as_int(-1);
+  if (code == kOk) return true;
+  if (code == kInvalidState) return false;
+  if (code == kNotFound) return no_schedule(id);
+  return bad_reply(kSched);
+}
+
+bool RedisQueue::job_lives(const std::string& id) {
+  Result<JobInfo> r = get(id);
+  return r.ok() && r->state != JobState::dead;
+}
+
+Duration RedisQueue::schedule_tick() const {
+  // A manual clock's moves fire at once; the thread may look up to kSchedulePoll late.
+  return opt_.clock && opt_.clock->manual() ? Duration::zero() : kSchedulePoll * 2;
+}
+
+Status RedisQueue::fire_sched(std::string_view id) {
+  for (;;) {
+    Result<std::optional<SchedRead>> read = read_sched(id);
+    if (!read) return read.status();
+    if (!*read) return {};  // unscheduled meanwhile
+    SchedRead& cur = **read;
+    const schedule::StoredSchedule& s = cur.stored;
+    const TimePoint now = client_now();
+    if (s.paused || !s.state.next || *s.state.next > now) return {};
+    const bool previous_live = s.spec.overlap == ScheduleSpec::Overlap::skip &&
+                               s.state.last_fired &&
+                               job_lives(occurrence_job_id(s.spec.id, *s.state.last_fired));
+    const schedule::Plan plan =
+        schedule::plan(cur.rule, s.spec, s.state, now, schedule_tick(), previous_live);
+    schedule::StoredSchedule next = s;
+    schedule::apply(next.state, plan);
+    std::vector<std::string> jobs;
+    for (TimePoint o : plan.fire) jobs.push_back(occurrence_job_id(s.spec.id, o));
+    Result<bool> won = cas_sched(id, &cur.bytes, &next, jobs);
+    if (!won) return won.status();
+    if (!*won) continue;  // another client moved it: read again
+    for (size_t i = 0; i < plan.fire.size(); ++i) {
+      JobSpec job = s.spec.job;
+      job.id = jobs[i];
+      job.due_at = plan.fire[i];
+      Result<std::string> pushed = push(std::move(job));
+      if (!pushed && !pushed.status().is(Errc::duplicate_id)) return pushed.status();
+    }
+    return {};
+  }
+}
+
+void RedisQueue::fire_schedules() {
+  if (shut()) return;
+  const std::string due = sched_keys("")[1];
+  Result<Reply> r = router_.command(keys_.shard(0).slot,
+                                    {"ZRANGEBYSCORE", due, "-inf", us(client_now())});
+  if (!r) return;
+  for (const Reply& id : r->elements)
+    if (!fire_sched(id.str).ok()) return;  // Redis unreachable: the next look tries again
+}
+
+void RedisQueue::run_schedules(std::stop_token stop) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock l(mu);
+  while (!stop.stop_requested()) {
+    l.unlock();
+    fire_schedules();
+    l.lock();
+    cv.wait_for(l, stop, kSchedulePoll, [] { return false; });
+  }
+}
+
+Status RedisQueue::schedule(const ScheduleSpec& spec) {
+  if (shut()) return shut_status();
+  const TimePoint now = client_now();
+  Result<schedule::Rule> rule = schedule::check_schedule(spec, opt_.limits, now);
+  if (!rule) return rule.status();
+  for (;;) {
+    Result<std::optional<SchedRead>> old = read_sched(spec.id);
+    if (!old) return old.status();
+    schedule::StoredSchedule stored{spec, spec.start.value_or(now), false, {}};
+    if (!*old) {
+      stored.state.next = schedule::first_occurrence(*rule, spec, now);
+    } else {
+      // As the engine: a replacement goes on from now, keeping the counters and the pause.
+      const schedule::StoredSchedule& was = (*old)->stored;
+      stored.paused = was.paused;
+      stored.state = was.state;
+      stored.state.next = schedule::first_occurrence(*rule, spec, std::max(now, stored.anchor));
+      if (stored.state.next && *stored.state.next < now)
+        stored.state.next = rule->next_at_or_after(now);
+      if (stored.state.next && spec.end && *stored.state.next >= *spec.end)
+        stored.state.next.reset();
+    }
+    Result<bool> done = cas_sched(spec.id, *old ? &(*old)->bytes : nullptr, &stored, {});
+    if (!done) return done.status();
+    if (*done) break;
+  }
+  return fire_sched(spec.id);
+}
+
+Status RedisQueue::unschedule(std::string_view id) {
+  if (shut()) return shut_status();
+  Result<bool> r = cas_sched(id, nullptr, nullptr, {});
+  return r ? Status() : r.status();
+}
+
+Status RedisQueue::set_schedule_paused(std::string_view id, bool paused) {
+  if (shut()) return shut_status();
+  for (;;) {
+    Result<std::optional<SchedRead>> read = read_sched(id);
+    if (!read) return read.status();
+    if (!*read) return no_schedule(id);
+    if ((*read)->stored.paused == paused) return {};
+    schedule::StoredSchedule changed = (*read)->stored;
+    changed.paused = paused;
+    Result<bool> won = cas_sched(id, &(*read)->bytes, &changed, {});
+    if (!won) return won.status();
+    if (*won) break;
+  }
+  // Resumed: what fell while it was paused is missed (its catch-up policy), at once.
+  return paused ? Status() : fire_sched(id);
+}
+
+Result<ScheduleInfo> RedisQueue::sched_info(SchedRead& cur) {
+  const schedule::StoredSchedule& s = cur.stored;
+  ScheduleInfo info = schedule::describe(s, cur.rule);
+  Result<Reply> recent =
+      router_.command(keys_.shard(0).slot, {"LRANGE", sched_keys(s.spec.id)[2], "0", "-1"});
+  if (!recent) return recent.status();
+  for (const Reply& j : recent->elements)
+    if (job_lives(j.str)) info.live_jobs.push_back(j.str);
+  return info;
+}
+
+Result<ScheduleInfo> RedisQueue::get_schedule(std::string_view id) {
+  if (shut()) return shut_status();
+  Result<std::optional<SchedRead>> read = read_sched(id);
+  if (!read) return read.status();
+  if (!*read) return no_schedule(id);
+  return sched_info(**read);
+}
+
+Result<SchedulePage> RedisQueue::list_schedules(size_t limit, std::string_view cursor) {
+  if (shut()) return shut_status();
+  if (limit < 1 || limit > rules::kMaxListLimit)
+    return Status(Errc::invalid_argument,
+                  fmt::format("limit must be between 1 and {} schedules per page, got {}",
+                              rules::kMaxListLimit, limit));
+  Result<Reply> r = router_.command(keys_.shard(0).slot, {"HKEYS", sched_keys("")[0]});
+  if (!r) return r.status();
+  std::vector<std::string> ids;
+  for (const Reply& e : r->elements)
+    if (cursor.empty() || e.str > cursor) ids.push_back(e.str);
+  std::sort(ids.begin(), ids.end());
+  SchedulePage page;
+  size_t i = 0;
+  for (; i < ids.size() && page.schedules.size() < limit; ++i) {
+    Result<std::optional<SchedRead>> read = read_sched(ids[i]);
+    if (!read) return read.status();
+    if (!*read) continue;  // unscheduled meanwhile
+    Result<ScheduleInfo> info = sched_info(**read);
+    if (!info) return info.status();
+    page.schedules.push_back(std::move(*info));
+  }
+  if (i < ids.size() && !page.schedules.empty()) page.cursor = page.schedules.back().spec.id;
+  return page;
+}
+
+}  // namespace delayq::redis

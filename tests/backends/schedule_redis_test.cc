@@ -1,0 +1,109 @@
+// Schedules on Redis (docs/redis.md, "Schedules"): each client's thread fires them on the system
+// clock, also after every client closed and one opened again; and several clients fire at once: two clients
+// of one queue, each with its own connections and its own ManualClock moved second by second on
+// its own thread, fire the same schedules concurrently, while a consumer takes and acks every job
+// as it comes. Each occurrence must reach the consumer exactly once: a client that lost the
+// compare-and-set and pushed anyway would push a job already acked again, and it would arrive
+// twice.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "schedule_fixture.h"
+
+namespace delayq::schedule_test {
+namespace {
+
+TEST(RedisScheduleSystemClock, OccurrencesFireWithoutAManualClock) {
+  ASSERT_TRUE(redis_server().started()) << redis_server().log();
+  RedisOptions o;
+  o.url = redis_server().url();
+  o.queue = "sched-sys" + std::to_string(next_redis_queue());
+  o.limits = limits();
+  ScheduleSpec s;
+  s.id = "sys";
+  s.rule = "every 1s";
+  s.job.topic = "t";
+  for (int round = 0; round < 2; ++round) {
+    const TimePoint opened = SystemClock::instance().now();
+    auto q = open_redis(o);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    if (round == 0) ASSERT_TRUE((*q)->schedule(s).ok());
+    // Jobs of occurrences after the open: the client's thread fired them.
+    std::set<std::string> seen;
+    while (seen.size() < 2) {
+      auto d = (*q)->reserve("t", 30s);
+      ASSERT_TRUE(d.ok()) << d.status().to_string();
+      EXPECT_EQ(d->id.rfind("sys@", 0), 0u) << d->id;
+      if (d->due > opened) EXPECT_TRUE(seen.insert(d->id).second) << d->id;
+      ASSERT_TRUE((*q)->ack(d->token).ok());
+    }
+  }
+}
+
+class RedisSchedulesRace : public ScheduleEngine {};
+
+TEST_P(RedisSchedulesRace, TwoClientsFiringTheSameSchedulesMakeOneJobPerOccurrence) {
+  constexpr int kSchedules = 4, kSeconds = 300;
+  const TimePoint t0 = clock.now();
+  ManualClock other;
+  ASSERT_TRUE(other.set(t0));
+  auto b = open_redis(redis_options(other));
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  for (int i = 0; i < kSchedules; ++i) {
+    ScheduleSpec s = spec("s" + std::to_string(i), "every 1s");
+    // Created by either client: both read the same records.
+    ASSERT_TRUE(((i % 2 == 0) ? q : *b)->schedule(s).ok());
+  }
+  std::map<std::string, int> delivered;
+  std::atomic<bool> stepped{false};
+  auto take_all = [&] {
+    for (;;) {
+      auto d = q->reserve("t", 0s);
+      if (!d.ok()) return;
+      ++delivered[d->id];
+      EXPECT_TRUE(q->ack(d->token).ok());
+    }
+  };
+  std::thread consumer([&] {
+    while (!stepped.load()) {
+      take_all();
+      std::this_thread::yield();
+    }
+    take_all();
+  });
+  auto step = [t0](ManualClock& c) {
+    for (int k = 1; k <= kSeconds; ++k) c.set(t0 + 1s * k);
+  };
+  std::thread ta([&] { step(clock); }), tb([&] { step(other); });
+  ta.join();
+  tb.join();
+  stepped = true;
+  consumer.join();
+  for (int i = 0; i < kSchedules; ++i) {
+    const std::string id = "s" + std::to_string(i);
+    for (int k = 0; k <= kSeconds; ++k) {
+      const std::string job = occurrence_job_id(id, t0 + 1s * k);
+      EXPECT_EQ(delivered[job], 1) << job;
+    }
+    const ScheduleInfo in = info(id);
+    EXPECT_EQ(in.fired, static_cast<uint64_t>(kSeconds + 1)) << id;
+    EXPECT_EQ(in.skipped_catch_up + in.skipped_overlap, 0u) << id;
+    EXPECT_EQ(in.last_fired, t0 + 1s * kSeconds) << id;
+    if (HasFailure()) break;
+  }
+  EXPECT_EQ(delivered.size(), static_cast<size_t>(kSchedules * (kSeconds + 1)));
+  EXPECT_EQ(q->stats().pushed, static_cast<uint64_t>(kSchedules * (kSeconds + 1)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Redis, RedisSchedulesRace,
+                         ::testing::Values(Backend{"Redis", false, false, 1},
+                                           Backend{"RedisShards4", false, false, 4}),
+                         [](const auto& p) { return p.param.name; });
+
+}  // namespace
+}  // namespace delayq::schedule_test
