@@ -1,4 +1,5 @@
-// Schedules on the in-memory engine and the durable store (Queue::schedule and friends), on a
+// Schedules on the in-memory engine, the durable store and over HTTP (Queue::schedule and
+// friends; Http: the client Queue to a delayqd in this process over a memory engine), on a
 // ManualClock: every occurrence's job exactly once at its instant over a year of daily rules in
 // zones with DST changes (against the tz library's own description of local time), "every 90s"
 // for a day, overlap skip with a job held across occurrences, replace/unschedule/pause/resume,
@@ -166,7 +167,8 @@ TEST_P(ScheduleEngine, BadInputIsRefusedNamingTheField) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ScheduleEngine,
-                         ::testing::Values(Backend{"Memory", false}, Backend{"Durable", true}),
+                         ::testing::Values(Backend{"Memory", false}, Backend{"Durable", true},
+                                           Backend{"Http", false, true}),
                          [](const auto& p) { return p.param.name; });
 
 // On the system clock the engine's own thread fires the occurrences (no ManualClock moves, no
