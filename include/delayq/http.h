@@ -30,7 +30,7 @@
 //  - Nothing is done at open_http(): the first call connects. health() asks the daemon.
 // Every Queue call is supported (release: POST /release; reserve over several topics: /pop's
 // "topics"; set_topic_limits, clear_topic_limits: /limits/set, /limits/clear; list_jobs:
-// /jobs/list). docs/http-api.md, "The C++ client", maps each call to its route.
+// /jobs/list; the schedule calls: /schedules/*). docs/http-api.md, "The C++ client", maps each call to its route.
 #pragma once
 
 #include <chrono>

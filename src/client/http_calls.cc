@@ -26,6 +26,23 @@ constexpr size_t kMaxBatch = 1000;
 constexpr size_t kMaxDeadList = 10000;
 constexpr size_t kStatsPage = 10000;
 
+// A duration as delayqd takes it: `ms_key` in whole milliseconds when it is whole milliseconds,
+// else `s_key` in seconds.
+void write_duration(json::Writer& w, std::string_view s_key, std::string_view ms_key, Duration d) {
+  if (d % milliseconds(1) == Duration::zero())
+    w.key(ms_key).value(static_cast<int64_t>(duration_cast<milliseconds>(d).count()));
+  else
+    w.key(s_key).value(duration<double>(d).count());
+}
+
+// One outcome of a batch's "results": ok, or the refusal it names.
+Status outcome(const json::Value& r) {
+  if (json::member_int(r, "code") == 0) return Status();
+  return Status(wire::errc_of(json::member_string(r, "error")), json::member_string(r, "message"));
+}
+
+}  // namespace
+
 // Refuses text that JSON would carry changed: bytes that are not UTF-8 arrive as U+FFFD, so an id
 // could name another job.
 Status text_only(std::string_view what, std::string_view text) {
@@ -44,23 +61,6 @@ Result<std::string> one_member(std::string_view key, std::string_view value) {
   w.begin_object().key(key).value(value).end_object();
   return w.take();
 }
-
-// A duration as delayqd takes it: `ms_key` in whole milliseconds when it is whole milliseconds,
-// else `s_key` in seconds.
-void write_duration(json::Writer& w, std::string_view s_key, std::string_view ms_key, Duration d) {
-  if (d % milliseconds(1) == Duration::zero())
-    w.key(ms_key).value(static_cast<int64_t>(duration_cast<milliseconds>(d).count()));
-  else
-    w.key(s_key).value(duration<double>(d).count());
-}
-
-// One outcome of a batch's "results": ok, or the refusal it names.
-Status outcome(const json::Value& r) {
-  if (json::member_int(r, "code") == 0) return Status();
-  return Status(wire::errc_of(json::member_string(r, "error")), json::member_string(r, "message"));
-}
-
-}  // namespace
 
 // rules::check_spec() with the client's limits; an empty id (the daemon makes one) passes.
 Status HttpQueue::check(JobSpec& spec, TimePoint now) const {

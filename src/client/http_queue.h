@@ -2,6 +2,7 @@
 // (a wire::HttpClient) from a small pool, makes its request and gives it back:
 //
 //   http_queue.cc     the pool, the request and its answer (errors as Errc), close(), health()
+//   http_schedules.cc the six schedule calls, one route each
 //   http_calls.cc     the calls that are one route each (push ... pause, limits, list_jobs,
 //                     stats)
 //   http_reserve.cc   reserve() (/pop), reserve_async() on a thread per wait, the consume() hooks
@@ -61,6 +62,13 @@ class HttpQueue final : public Queue {
   Status clear_topic_limits(std::string_view topic) override;
   Result<JobPage> list_jobs(std::string_view topic, JobState state, size_t limit,
                             std::string_view cursor) override;
+  // Schedules, through /schedules/* (http_schedules.cc).
+  Status schedule(const ScheduleSpec& spec) override;
+  Status unschedule(std::string_view id) override;
+  Result<ScheduleInfo> get_schedule(std::string_view id) override;
+  Result<SchedulePage> list_schedules(size_t limit, std::string_view cursor) override;
+  Status pause_schedule(std::string_view id) override;
+  Status resume_schedule(std::string_view id) override;
   Stats stats() override;
   Status health() override;
   void close() override;
@@ -83,6 +91,8 @@ class HttpQueue final : public Queue {
   Result<wire::json::Value> call(std::string_view method, std::string_view path,
                                  const std::string& body, Duration extra_wait = Duration::zero(),
                                  int wake = -1, bool after_close = false);
+  // POST `path` {"id": id} (http_schedules.cc).
+  Status schedule_call(std::string_view path, std::string_view id);
   Status call_status(std::string_view path, const std::string& body) {
     return call("POST", path, body).status();
   }
@@ -122,5 +132,10 @@ class HttpQueue final : public Queue {
   // stopping: each looks at its stop flag, and waits on when it is not its own).
   std::set<int> consumer_fds_;
 };
+
+// Refuses text that JSON would carry changed (bytes that are not UTF-8 arrive as U+FFFD), naming
+// it as `what`; and {"key": value} after that check (http_calls.cc).
+Status text_only(std::string_view what, std::string_view text);
+Result<std::string> one_member(std::string_view key, std::string_view value);
 
 }  // namespace delayq::client

@@ -97,6 +97,12 @@ enum class Route : uint8_t {
   limits_set,
   limits_clear,
   jobs_list,
+  schedules_set,
+  schedules_remove,
+  schedules_get,
+  schedules_list,
+  schedules_pause,
+  schedules_resume,
   ui,
   unknown,
   count_  // number of routes

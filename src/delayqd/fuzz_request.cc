@@ -20,7 +20,9 @@ const char* const kTargets[] = {
     "/push", "/push_batch", "/pop",         "/finish",       "/ack",        "/nack",
     "/touch", "/dead_letter", "/delete",    "/get",          "/reschedule", "/stats",
     "/dead/list", "/dead/requeue", "/dead/purge", "/metrics", "/health",    "/ui",
-    "/pause", "/resume", "/release", "/limits/set", "/limits/clear", "/jobs/list", "/nope",
+    "/pause", "/resume", "/release", "/limits/set", "/limits/clear", "/jobs/list",
+    "/schedules/set", "/schedules/remove", "/schedules/get", "/schedules/list", "/schedules/pause",
+    "/schedules/resume", "/nope",
 };
 
 struct World {

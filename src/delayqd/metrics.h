@@ -25,6 +25,9 @@ class Metrics {
   // `max_topics`: the topics with their own delayq_jobs series (delayqd --metrics-topics).
   explicit Metrics(size_t max_topics) : topics_(max_topics), max_topics_(max_topics) {}
 
+  // The cap of the series named per topic (and per schedule, schedule_metrics.h).
+  size_t max_topics() const { return max_topics_; }
+
   // Counts one answer of `route` with `status`, given from `start` until now. Thread-safe.
   void observe(Route route, int status, std::chrono::steady_clock::time_point start);
 

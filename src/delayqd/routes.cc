@@ -37,6 +37,12 @@ constexpr RouteSpec kRoutes[] = {
     {"/limits/set", Route::limits_set, M::post, B::object, routes::limits_set},
     {"/limits/clear", Route::limits_clear, M::post, B::object, routes::limits_clear},
     {"/jobs/list", Route::jobs_list, M::post, B::object, routes::jobs_list},
+    {"/schedules/set", Route::schedules_set, M::post, B::object, routes::schedules_set},
+    {"/schedules/remove", Route::schedules_remove, M::post, B::object, routes::schedules_remove},
+    {"/schedules/get", Route::schedules_get, M::post, B::object, routes::schedules_get},
+    {"/schedules/list", Route::schedules_list, M::post, B::object_or_empty, routes::schedules_list},
+    {"/schedules/pause", Route::schedules_pause, M::post, B::object, routes::schedules_pause},
+    {"/schedules/resume", Route::schedules_resume, M::post, B::object, routes::schedules_resume},
     {"/ui", Route::ui, M::get, B::none, routes::ui},
     {"/ui/", Route::ui, M::get, B::none, routes::ui},
     {"/ui/app.js", Route::ui, M::get, B::none, routes::ui},
@@ -49,7 +55,8 @@ constexpr const char* kNames[] = {
     "push",   "push_batch", "pop",        "finish", "nack",      "touch",        "dead_letter",
     "delete", "get",        "reschedule", "stats",  "dead_list", "dead_requeue", "dead_purge",
     "backup", "metrics",    "health",     "pause",  "resume",    "release",      "limits_set",
-    "limits_clear", "jobs_list", "ui", "unknown",
+    "limits_clear", "jobs_list", "schedules_set", "schedules_remove", "schedules_get",
+    "schedules_list", "schedules_pause", "schedules_resume", "ui", "unknown",
 };
 static_assert(std::size(kNames) == static_cast<size_t>(Route::count_));
 

@@ -15,6 +15,7 @@
 //   routes_release.cc /release: a delivery given back undone
 //   routes_limits.cc  /limits/set, /limits/clear: a topic's rate and concurrency limits
 //   routes_list.cc    /jobs/list: a page of a topic's jobs in one state
+//   routes_schedules.cc /schedules/set, /remove, /get, /list, /pause, /resume: schedules
 //   routes_ui.cc      /ui: the dashboard's files
 #pragma once
 
@@ -100,6 +101,8 @@ RouteFunction pause, resume;                           // routes_topics.cc
 RouteFunction release;                                 // routes_release.cc
 RouteFunction limits_set, limits_clear;                // routes_limits.cc
 RouteFunction jobs_list;                               // routes_list.cc
+RouteFunction schedules_set, schedules_remove, schedules_get, schedules_list, schedules_pause,
+    schedules_resume;  // routes_schedules.cc
 RouteFunction ui;                                      // routes_ui.cc
 }  // namespace routes
 

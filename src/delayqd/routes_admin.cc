@@ -11,6 +11,7 @@
 #include "delayq/clock.h"
 #include "delayqd/responses.h"
 #include "delayqd/routes.h"
+#include "delayqd/schedule_metrics.h"
 #include "wire/stats.h"
 #include "wire/version.h"
 
@@ -125,8 +126,9 @@ void backup(RouteContext& ctx, const Request&, const Value& body, Done& done) {
 void metrics(RouteContext& ctx, const Request&, const Value&, Done& done) {
   in_background(ctx, done, [&ctx](const Done& answer) {
     const Metrics::Gauges gauges{ctx.waiting_pops.load(), ctx.connections.load()};
-    answer(Response{200, "text/plain; version=0.0.4; charset=utf-8",
-                    ctx.metrics.text(ctx.queue.stats(), gauges)});
+    std::string text = ctx.metrics.text(ctx.queue.stats(), gauges);
+    schedule_metrics(text, ctx.queue, ctx.metrics.max_topics());
+    answer(Response{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)});
   });
 }
 

@@ -142,12 +142,17 @@ std::map<std::string, TopicFlow> read_flow(const json::Value& v) {
 void write_page(json::Writer& w, const JobPage& page) {
   w.begin_object().key("jobs").begin_array();
   for (const JobInfo& j : page.jobs) write_job(w, j);
-  w.end_array().key("cursor");
-  if (page.cursor.empty())
+  w.end_array();
+  write_cursor(w, page.cursor);
+  w.end_object();
+}
+
+void write_cursor(json::Writer& w, const std::string& cursor) {
+  w.key("cursor");
+  if (cursor.empty())
     w.null();
   else
-    w.value(page.cursor);
-  w.end_object();
+    w.value(cursor);
 }
 
 JobPage read_page(const json::Value& v) {

@@ -39,6 +39,8 @@ void write_flow(json::Writer& w, const std::map<std::string, TopicFlow>& flow);
 std::map<std::string, TopicFlow> read_flow(const json::Value& v);
 
 void write_page(json::Writer& w, const JobPage& page);
+// "cursor": the cursor, or null when it is empty (the last page); into an open object.
+void write_cursor(json::Writer& w, const std::string& cursor);
 // Reads what write_page wrote; a missing or null cursor reads as empty (the last page).
 JobPage read_page(const json::Value& v);
 

@@ -1,4 +1,6 @@
-// Schedules on the in-memory engine, the durable store and Redis (Queue::schedule and friends), on a
+// Schedules on the in-memory engine, the durable store (with and without a disk tier), Redis and
+// over HTTP (Queue::schedule and friends; Http: the client Queue to a delayqd in this process
+// over a memory engine), on a
 // ManualClock: every occurrence's job exactly once at its instant over a year of daily rules in
 // zones with DST changes (against the tz library's own description of local time), "every 90s"
 // for a day, overlap skip with a job held across occurrences, replace/unschedule/pause/resume,
@@ -169,7 +171,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, ScheduleEngine,
                          ::testing::Values(Backend{"Memory", false}, Backend{"Durable", true},
                                            Backend{"Tiered", true, true},
                                            Backend{"Redis", false, false, 1},
-                                           Backend{"RedisShards4", false, false, 4}),
+                                           Backend{"RedisShards4", false, false, 4},
+                                           Backend{.name = "Http", .durable = false, .http = true}),
                          [](const auto& p) { return p.param.name; });
 
 // On the system clock the engine's own thread fires the occurrences (no ManualClock moves, no

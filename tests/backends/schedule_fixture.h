@@ -1,8 +1,11 @@
 // The fixture of the schedule suites (schedule_engine_test.cc, schedule_store_test.cc,
 // schedule_redis_test.cc): a queue on a ManualClock, the in-memory engine, the durable store
 // (reopen() keeps the store's directory) with or without a disk tier (Tiered: a horizon of 1 min,
-// so that a job due later lives on disk), or Redis on 1 or 4 shards (a private redis-server per
-// binary, a queue per test; reopen() opens the same queue), and helpers that walk a schedule
+// so that a job due later lives on disk), Redis on 1 or 4 shards (a private redis-server per
+// binary, a queue per test; reopen() opens the same queue), or the HTTP client
+// (delayq::open_http) to a delayqd run in this process over an in-memory engine on the same
+// clock, so that the schedule calls go through the daemon's routes and the wire while
+// occurrences fire as the test moves time; and helpers that walk a schedule
 // occurrence by occurrence.
 #pragma once
 
@@ -16,8 +19,10 @@
 
 #include "../unit/schedule_times.h"
 #include "delayq/engine.h"
+#include "delayq/http.h"
 #include "delayq/redis.h"
 #include "delayq/store.h"
+#include "inprocess_daemon.h"
 #include "redis_server.h"
 #include "temp_dir.h"
 
@@ -32,6 +37,7 @@ struct Backend {
   bool durable;
   bool tiered = false;
   uint32_t redis_shards = 0;  // 0: not Redis
+  bool http = false;          // open_http to an in-process delayqd over a memory engine
 };
 
 // The binary's redis-server, started by the first Redis test, killed when the binary exits.
@@ -58,19 +64,38 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
       auto r = open_redis(redis_options(clock));
       ASSERT_TRUE(r.ok()) << r.status().message();
       q = std::move(r).value();
+    } else if (GetParam().http) {
+      daemon.reset();  // as a restart: the last daemon closes and its engine goes
+      engine.reset();
+      open_memory(engine);
+      http::ApiOptions api;
+      api.max_delay = limits().max_delay;
+      api.max_job_bytes = limits().max_body_bytes;
+      api.default_pop_timeout = Duration::zero();
+      daemon = std::make_unique<testing::InProcessDaemon>(*engine, api);
+      ASSERT_FALSE(daemon->url().empty()) << "the in-process delayqd did not listen";
+      HttpOptions h;
+      h.limits = limits();
+      auto r = open_http(daemon->url(), h);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      q = std::move(r).value();
     } else if (GetParam().durable) {
       ASSERT_FALSE(dir.path().empty());
       auto r = open_store(store_options());
       ASSERT_TRUE(r.ok()) << r.status().message();
       q = std::move(r).value();
     } else {
-      EngineOptions o;
-      o.clock = &clock;
-      o.limits = limits();
-      auto r = Engine::open(o);
-      ASSERT_TRUE(r.ok()) << r.status().message();
-      q = std::move(r).value();
+      open_memory(q);
     }
+  }
+  // An in-memory engine on the test's clock, into `into`.
+  void open_memory(std::unique_ptr<Queue>& into) {
+    EngineOptions o;
+    o.clock = &clock;
+    o.limits = limits();
+    auto r = Engine::open(o);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    into = std::move(r).value();
   }
   // The durable store's options: in `sub` of the test's directory, on the test's clock.
   StoreOptions store_options(const std::string& sub = "store") {
@@ -154,6 +179,9 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
   ManualClock clock;
   std::string queue_name;
   testing::TempDir dir{"delayq-sched"};
+  // Http only: the engine the daemon serves, then the daemon (gone before its engine), then q.
+  std::unique_ptr<Queue> engine;
+  std::unique_ptr<testing::InProcessDaemon> daemon;
   std::unique_ptr<Queue> q;
 };
 

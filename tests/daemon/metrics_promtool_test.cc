@@ -1,8 +1,9 @@
 // delayqd's /metrics passes Prometheus's own checker: `promtool check metrics` (Debian's
 // prometheus package, which scripts/test.sh installs) reads the text of a real daemon holding
 // jobs in several topics, with lateness recorded (first attempts and retries), a dead letter and
-// a topic past --metrics-topics (the overflow series). Any problem promtool reports fails the
-// test. Skipped, saying so, only where promtool is not installed.
+// a topic past --metrics-topics (the overflow series), and schedules (one past that cap too).
+// Any problem promtool reports fails the test. Skipped, saying so, only where promtool is not
+// installed.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -57,6 +58,15 @@ TEST_F(MetricsPromtool, TheMetricsTextPassesPromtoolCheckMetrics) {
   ok(c.post("/pop", R"({"topic":"sms","timeout":5})"));
   ok(c.post("/nack", R"({"id":"s1"})"));  // ... then dead
   ok(c.post("/pop", R"({"topic":"zz-overflow","timeout":5})"));
+  // Three schedules, the third past the cap of named series; none fires during the test (the
+  // first occurrence an hour away), so the jobs above are all the topics hold.
+  const int64_t in_an_hour = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch() + 1h)
+                                 .count();
+  for (const char* id : {"a", "b-two", "c"})
+    ok(c.post("/schedules/set", std::string(R"({"id":")") + id +
+                                    R"(","rule":"every 1h","job":{"topic":"orders"},"start_ms":)" +
+                                    std::to_string(in_an_hour) + "}"));
   const std::string text = c.get("/metrics").body;
   for (const char* want :
        {"delayq_lateness_seconds_bucket{topic=\"orders\",attempt=\"first\",le=\"+Inf\"} 1",
@@ -65,8 +75,12 @@ TEST_F(MetricsPromtool, TheMetricsTextPassesPromtoolCheckMetrics) {
         "delayq_jobs{topic=\"sms\",state=\"dead\"} 1",
         "delayq_delayed_jobs_by_due{topic=\"orders\",due=\"next_hour\"} 1",
         "delayq_delayed_jobs_by_due{overflow=\"true\",due=\"next_week\"} 1",
-        "delayq_oldest_ready_age_seconds{topic=\"orders\"} 0", "delayq_overflow_topics 1"})
+        "delayq_oldest_ready_age_seconds{topic=\"orders\"} 0", "delayq_overflow_topics 1",
+        "delayq_schedules 3",
+        "delayq_schedule_occurrences_total{schedule=\"b-two\",outcome=\"fired\"} 0",
+        "delayq_schedules_occurrences_total{outcome=\"skipped_catch_up\"} 0"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  EXPECT_EQ(text.find("schedule=\"c\""), std::string::npos) << "past the cap:\n" << text;
   const std::string file = dir_.sub("metrics.txt");
   std::ofstream(file) << text;
   const auto [status, said] = run("promtool check metrics < " + file);

@@ -25,7 +25,9 @@ def write(target, name, data):
 ROUTES = ["/push", "/push_batch", "/pop", "/finish", "/ack", "/nack", "/touch", "/dead_letter",
           "/delete", "/get", "/reschedule", "/stats", "/dead/list", "/dead/requeue",
           "/dead/purge", "/metrics", "/health", "/ui", "/pause", "/resume", "/release",
-          "/limits/set", "/limits/clear", "/jobs/list", "/nope"]
+          "/limits/set", "/limits/clear", "/jobs/list",
+          "/schedules/set", "/schedules/remove", "/schedules/get", "/schedules/list",
+          "/schedules/pause", "/schedules/resume", "/nope"]
 
 
 def route(path, method="POST"):
@@ -78,6 +80,12 @@ def delayqd():
         "limits-set": ("/limits/set", '{"topic":"t","rate":{"count":50,"per_ms":1000,"burst":10},"max_in_flight":4}'),
         "limits-set-bad": ("/limits/set", '{"topic":"t","rate":{"count":0,"per":-1e308,"burst":1e20}}'),
         "limits-clear": ("/limits/clear", '{"topic":"t"}'),
+        "schedules-set": ("/schedules/set", '{"id":"n","rule":"0 9 * * *","zone":"Europe/Berlin",'
+                          '"job":{"topic":"t","body":"b"},"catch_up":"all","catch_up_max":5,'
+                          '"overlap":"skip"}'),
+        "schedules-set-bad": ("/schedules/set", '{"id":"n","rule":"every 1e400s","start_ms":-1,'
+                              '"job":{"topic":"t","due_at_ms":1},"catch_up_max":1e20}'),
+        "schedules-list": ("/schedules/list", '{"limit":2,"cursor":"n"}'),
         "jobs-list": ("/jobs/list", '{"topic":"t","state":"dead","limit":1000,"cursor":"c1.x"}'),
         "jobs-list-bad": ("/jobs/list", '{"topic":"t","state":"x","limit":-1}'),
         "nope": ("/nope", "{}"),
