@@ -87,6 +87,12 @@ Result<Endpoint> Sentinels::ask(size_t i) {
   if (!p) return p.status();
   Result<Reply> role = (*p)->call({"ROLE"});
   if (!role) return role.status();
+  // Without the password ROLE is refused: say so, not that a failover is under way.
+  if (role->is_error() && role->str.starts_with("NOAUTH"))
+    return Status(Errc::invalid_argument,
+                  "sentinel " + s.url + " named " + ep.url + ", which requires AUTH and " +
+                      (ep.password.empty() ? "no password was given" : "did not take the one given") +
+                      ": " + role->str + " (give it as RedisOptions::password)");
   if (role->type != Reply::Type::array || role->elements.empty() ||
       role->elements[0].str != "master")
     return Status(Errc::unavailable, "sentinel " + s.url + " named " + ep.url +
@@ -101,6 +107,7 @@ Result<Endpoint> Sentinels::primary() {
     first = first_;
   }
   std::string why;
+  bool refused_auth = false;
   for (size_t k = 0; k < sentinels_.size(); ++k) {
     const size_t i = (first + k) % sentinels_.size();
     Result<Endpoint> ep = ask(i);
@@ -109,9 +116,11 @@ Result<Endpoint> Sentinels::primary() {
       first_ = i;
       return ep;
     }
+    refused_auth = refused_auth || ep.is(Errc::invalid_argument);
     why += (why.empty() ? "" : "; ") + ep.status().message();
   }
-  return Status(Errc::unavailable,
+  // A primary that refused the credentials is a mistake in the options, not an outage.
+  return Status(refused_auth ? Errc::invalid_argument : Errc::unavailable,
                 "no primary for redis sentinel master '" + master_ + "': " + why);
 }
 
