@@ -30,9 +30,14 @@ Result<Endpoint> parse_sentinel(std::string_view address) {
 }
 
 Result<SentinelUrl> parse_sentinel_url(std::string_view url) {
+  // Shown with anything before an '@' of the sentinels' part masked: it may be a password.
+  std::string shown(url);
+  if (const size_t at = shown.rfind('@', shown.find('/', kScheme.size()));
+      is_sentinel_url(url) && at != std::string::npos && at >= kScheme.size())
+    shown.replace(kScheme.size(), at - kScheme.size(), "***");
   auto bad = [&](const std::string& why) {
     return Status(Errc::invalid_argument,
-                  "redis url '" + std::string(url) + "': " + why +
+                  "redis url '" + shown + "': " + why +
                       " (use redis-sentinel://host1:26379,host2:26379/master-name)");
   };
   if (!is_sentinel_url(url)) return bad("unknown scheme");

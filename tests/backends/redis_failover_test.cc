@@ -275,6 +275,11 @@ TEST(RedisFailover, OptionsAreChecked) {
   refused({.url = "redis-sentinel://127.0.0.1:26379/"}, "master's name is missing");
   refused({.url = "redis-sentinel:///m"}, "no sentinel");
   refused({.url = "redis-sentinel://h:0/m"}, "port");
+  // A password in the url: refused (it goes in RedisOptions::password), and not shown.
+  refused({.url = "redis-sentinel://:s3cret@127.0.0.1:26379/m"}, "passwords are not supported");
+  refused({.url = "redis-sentinel://u:s3cret@127.0.0.1:26379,h:1/m"}, "redis-sentinel://***@");
+  EXPECT_EQ(open_redis({.url = "redis-sentinel://:s3cret@h:1/m"}).status().message().find("s3cret"),
+            std::string::npos);
   refused({.url = "redis://127.0.0.1:1", .sentinels = {"127.0.0.1:26379"}, .sentinel_master = "m"},
           "both given");
   refused({.sentinels = {"127.0.0.1:26379"}}, "go together");
