@@ -90,6 +90,7 @@ Status RedisQueue::start() {
   if (n->as_int(0) <= 0)
     return Status(Errc::unavailable, "redis: HINCRBY " + keys_.meta() + " clients gave no count");
   id_tag_ = to_base36(static_cast<uint64_t>(n->as_int(0)));
+  started_ = true;
   listener_.start();
   // A test clock that moves by command (RedisOptions::clock): each move may make jobs due, so
   // every waiter looks again, as the engine's Driver has them do.
@@ -132,7 +133,9 @@ void RedisQueue::close() {
   waiting_.close(closed_error());
   listener_.stop();
   give_back(ahead_.close());
-  {
+  // A queue whose start() failed (open_redis() returns its error) reads no stats: the server may
+  // be unreachable, and each call would wait out call_timeout before the error is returned.
+  if (started_) {
     Stats last = stats();
     std::lock_guard lock(final_stats_mu_);
     final_stats_ = std::move(last);

@@ -269,6 +269,7 @@ class RedisQueue final : public Queue {
   std::atomic<uint64_t> next_call_{0};  // next_call()'s counter
   std::atomic<uint32_t> next_shard_{0};  // where the next claim pass starts
   std::atomic<bool> closed_{false};
+  bool started_ = false;  // start() succeeded: close() has stats to read and jobs to give back
   uint64_t clock_listener_ = 0;  // RedisOptions::clock's subscription, when it is manual
   std::mutex final_stats_mu_;
   std::optional<Stats> final_stats_;  // set by close()

@@ -30,9 +30,14 @@ Result<Endpoint> parse_sentinel(std::string_view address) {
 }
 
 Result<SentinelUrl> parse_sentinel_url(std::string_view url) {
+  // Shown with anything before an '@' of the sentinels' part masked: it may be a password.
+  std::string shown(url);
+  if (const size_t at = shown.rfind('@', shown.find('/', kScheme.size()));
+      is_sentinel_url(url) && at != std::string::npos && at >= kScheme.size())
+    shown.replace(kScheme.size(), at - kScheme.size(), "***");
   auto bad = [&](const std::string& why) {
     return Status(Errc::invalid_argument,
-                  "redis url '" + std::string(url) + "': " + why +
+                  "redis url '" + shown + "': " + why +
                       " (use redis-sentinel://host1:26379,host2:26379/master-name)");
   };
   if (!is_sentinel_url(url)) return bad("unknown scheme");
@@ -87,6 +92,12 @@ Result<Endpoint> Sentinels::ask(size_t i) {
   if (!p) return p.status();
   Result<Reply> role = (*p)->call({"ROLE"});
   if (!role) return role.status();
+  // Without the password ROLE is refused: say so, not that a failover is under way.
+  if (role->is_error() && role->str.starts_with("NOAUTH"))
+    return Status(Errc::invalid_argument,
+                  "sentinel " + s.url + " named " + ep.url + ", which requires AUTH and " +
+                      (ep.password.empty() ? "no password was given" : "did not take the one given") +
+                      ": " + role->str + " (give it as RedisOptions::password)");
   if (role->type != Reply::Type::array || role->elements.empty() ||
       role->elements[0].str != "master")
     return Status(Errc::unavailable, "sentinel " + s.url + " named " + ep.url +
@@ -101,6 +112,7 @@ Result<Endpoint> Sentinels::primary() {
     first = first_;
   }
   std::string why;
+  bool refused_auth = false;
   for (size_t k = 0; k < sentinels_.size(); ++k) {
     const size_t i = (first + k) % sentinels_.size();
     Result<Endpoint> ep = ask(i);
@@ -109,9 +121,11 @@ Result<Endpoint> Sentinels::primary() {
       first_ = i;
       return ep;
     }
+    refused_auth = refused_auth || ep.is(Errc::invalid_argument);
     why += (why.empty() ? "" : "; ") + ep.status().message();
   }
-  return Status(Errc::unavailable,
+  // A primary that refused the credentials is a mistake in the options, not an outage.
+  return Status(refused_auth ? Errc::invalid_argument : Errc::unavailable,
                 "no primary for redis sentinel master '" + master_ + "': " + why);
 }
 

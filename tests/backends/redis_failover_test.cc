@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <future>
 #include <string>
+#include <thread>
 
 #include "delayq/redis.h"
 #include "failover_load.h"
@@ -115,6 +117,71 @@ TEST(RedisFailover, FollowsAManualFailover) {
     EXPECT_TRUE(q->get("j" + std::to_string(k)).ok()) << "j" << k;
 }
 
+// push, reserve, ack of a job with id `id`; and a reserve waiting on an empty topic woken by the
+// next push, which with an hour's sweep only the listener's subscription can do.
+void push_reserve_ack_and_wake(Queue& q, const std::string& id) {
+  SCOPED_TRACE(id);
+  ASSERT_TRUE(q.push({.topic = "t", .id = id, .body = "x"}).ok());
+  Result<Delivery> d = q.reserve("t", 10s);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, id);
+  EXPECT_TRUE(q.ack(d->token).ok());
+  std::promise<Result<Delivery>> got;
+  std::thread waiter([&] { got.set_value(q.reserve("woken", 10s)); });
+  std::this_thread::sleep_for(300ms);  // most likely waiting by now; correct either way
+  const Status pushed = q.push({.topic = "woken", .id = id + "-w"}).status();
+  waiter.join();  // before any assertion returns: a failed run must not leave it running
+  ASSERT_TRUE(pushed.ok()) << pushed.to_string();
+  Result<Delivery> w = got.get_future().get();
+  ASSERT_TRUE(w.ok()) << "the wake-up did not come: " << w.status().to_string();
+  EXPECT_EQ(w->id, id + "-w");
+  EXPECT_TRUE(q.ack(w->token).ok());
+}
+
+// AUTH with Sentinel: the servers require a password, which the sentinels know (auth-pass) and
+// RedisOptions::password carries. The primary the sentinels name is reached with it, before and
+// after a SENTINEL FAILOVER; the old primary is then killed, so the listener must subscribe on
+// the new one (with the password) for the wake-up to come. Without the password, or with a
+// wrong one, open_redis fails with invalid_argument naming AUTH, the password not shown.
+TEST(RedisFailover, AuthReachesThePrimaryTheSentinelsName) {
+  const std::string pw = "sentinel-group-pw";
+  SentinelGroup g(1, 1, pw);
+  ASSERT_TRUE(g.ok()) << g.logs();
+  RedisOptions o = sentinel_options(g, 0);
+  o.queue = "sauth";
+  o.sweep = 1h;  // a waiting reserve ends on a wake message only
+  for (const std::string bad : {"", "wrong-pw"}) {
+    RedisOptions b = o;
+    b.password = bad;
+    Result<std::unique_ptr<Queue>> q = open_redis(b);
+    ASSERT_FALSE(q.ok()) << "password '" << bad << "'";
+    const std::string m = q.status().message();
+    EXPECT_TRUE(q.is(Errc::invalid_argument)) << q.status().to_string();
+    EXPECT_NE(m.find("AUTH"), std::string::npos) << m;
+    EXPECT_EQ(m.find(pw), std::string::npos) << "the message shows the password: " << m;
+    EXPECT_EQ(m.find("wrong-pw"), std::string::npos) << "the message shows a password: " << m;
+  }
+  o.password = pw;
+  Result<std::unique_ptr<Queue>> opened = open_redis(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  Queue& q = **opened;
+  push_reserve_ack_and_wake(q, "before");
+  const int old = g.primary_port();
+  const redis::Reply r =
+      SentinelGroup::cmd(g.sentinel_port(), {"SENTINEL", "FAILOVER", SentinelGroup::kMaster});
+  ASSERT_EQ(r.str, "OK") << r.str;
+  ASSERT_TRUE(g.wait_failover(old, 0, 30s)) << g.logs();
+  // The old primary a replica now: the push finds it read-only and follows the sentinels.
+  ASSERT_TRUE(SentinelGroup::poll(30s, [&] {
+    const redis::Reply role = g.server_cmd(old, {"ROLE"});
+    return !role.elements.empty() && role.elements[0].str == "slave";
+  })) << g.logs();
+  ASSERT_TRUE(q.push({.topic = "t", .id = "moved", .delay = 1h}).ok());
+  g.kill_server(old);
+  push_reserve_ack_and_wake(q, "after");
+  EXPECT_TRUE(q.get("moved").ok());
+}
+
 // More replicas asked for than there are: a writing call answers unavailable, says that it may
 // or may not have taken effect, and did (the primary ran it); a read-only call does not wait.
 TEST(RedisFailover, TooFewReplicasAnswerMayOrMayNot) {
@@ -208,6 +275,11 @@ TEST(RedisFailover, OptionsAreChecked) {
   refused({.url = "redis-sentinel://127.0.0.1:26379/"}, "master's name is missing");
   refused({.url = "redis-sentinel:///m"}, "no sentinel");
   refused({.url = "redis-sentinel://h:0/m"}, "port");
+  // A password in the url: refused (it goes in RedisOptions::password), and not shown.
+  refused({.url = "redis-sentinel://:s3cret@127.0.0.1:26379/m"}, "passwords are not supported");
+  refused({.url = "redis-sentinel://u:s3cret@127.0.0.1:26379,h:1/m"}, "redis-sentinel://***@");
+  EXPECT_EQ(open_redis({.url = "redis-sentinel://:s3cret@h:1/m"}).status().message().find("s3cret"),
+            std::string::npos);
   refused({.url = "redis://127.0.0.1:1", .sentinels = {"127.0.0.1:26379"}, .sentinel_master = "m"},
           "both given");
   refused({.sentinels = {"127.0.0.1:26379"}}, "go together");

@@ -2,6 +2,9 @@
 // (redis-server) and sentinels (redis-sentinel), each a process on a free loopback TCP port,
 // in a temporary directory, killed and removed afterwards. Sentinels are set to notice a dead
 // primary within a second and promote a replica a few seconds later. Never a system Redis.
+// With a password, the servers require it (requirepass, and masterauth for their replication),
+// the sentinels are given it (sentinel auth-pass) and the group's own calls to the servers send
+// AUTH first; the sentinels themselves take no password.
 #pragma once
 
 #include <netinet/in.h>
@@ -17,6 +20,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "redis/connection.h"
@@ -27,7 +31,8 @@ class SentinelGroup {
  public:
   static constexpr const char* kMaster = "dqmaster";
 
-  SentinelGroup(int replicas, int sentinels) {
+  SentinelGroup(int replicas, int sentinels, std::string password = "")
+      : password_(std::move(password)) {
     char tmpl[] = "/tmp/delayq-sentinel-XXXXXX";
     if (const char* d = mkdtemp(tmpl)) dir_ = d;
     ok_ = !dir_.empty() && start(replicas, sentinels);
@@ -41,6 +46,10 @@ class SentinelGroup {
   SentinelGroup& operator=(const SentinelGroup&) = delete;
 
   bool ok() const { return ok_; }
+  // One command to the server at `port`, with the group's password (cmd()).
+  redis::Reply server_cmd(int port, std::vector<std::string> argv) const {
+    return cmd(port, std::move(argv), password_);
+  }
   // "127.0.0.1:port" of each sentinel, for RedisOptions::sentinels.
   std::vector<std::string> sentinels() const {
     std::vector<std::string> out;
@@ -67,9 +76,13 @@ class SentinelGroup {
   // Returns its port.
   int kill_primary() {
     const int port = primary_port();
+    kill_server(port);
+    return port;
+  }
+  // SIGKILL to the server at `port`, whatever its role now.
+  void kill_server(int port) {
     for (Proc& p : procs_)
       if (!p.sentinel && p.port == port) stop(p);
-    return port;
   }
   // Polls until the sentinels name a primary other than `old_port` that says it is a master and
   // has `replicas` replicas connected (the others follow it), or `within` passes.
@@ -77,7 +90,7 @@ class SentinelGroup {
     return poll(within, [&] {
       const int port = primary_port();
       if (port == 0 || port == old_port) return false;
-      const redis::Reply role = cmd(port, {"ROLE"});
+      const redis::Reply role = server_cmd(port, {"ROLE"});
       return !role.elements.empty() && role.elements[0].str == "master" &&
              role.elements.size() >= 3 &&
              static_cast<int>(role.elements[2].elements.size()) >= replicas;
@@ -98,12 +111,14 @@ class SentinelGroup {
     return out;
   }
 
-  // One command on a fresh connection to 127.0.0.1:port; a transport failure comes back as an
-  // error reply.
-  static redis::Reply cmd(int port, std::vector<std::string> argv) {
+  // One command on a fresh connection to 127.0.0.1:port, after AUTH when `password` is given; a
+  // transport or AUTH failure comes back as an error reply.
+  static redis::Reply cmd(int port, std::vector<std::string> argv,
+                          const std::string& password = "") {
     redis::Endpoint ep;
     ep.host = "127.0.0.1";
     ep.port = port;
+    ep.password = password;
     ep.url = "redis://127.0.0.1:" + std::to_string(port);
     auto c = redis::Connection::open(ep, std::chrono::seconds(2), std::chrono::seconds(5));
     if (!c) return redis::Reply{redis::Reply::Type::error, 0, c.status().to_string(), {}};
@@ -154,7 +169,8 @@ class SentinelGroup {
     }
     if (p.pid < 0) return false;
     procs_.push_back(p);
-    return poll(std::chrono::seconds(30), [&] { return cmd(p.port, {"PING"}).str == "PONG"; });
+    const std::string pw = p.sentinel ? "" : password_;
+    return poll(std::chrono::seconds(30), [&] { return cmd(p.port, {"PING"}, pw).str == "PONG"; });
   }
 
   // A server (primary when `of` is 0, else a replica of port `of`) on a free port.
@@ -167,6 +183,8 @@ class SentinelGroup {
                                     "127.0.0.1", "--dir", dir_, "--dbfilename",
                                     "dump-" + std::to_string(port) + ".rdb", "--save", "",
                                     "--appendonly", "no", "--logfile", log, "--daemonize", "no"};
+      if (!password_.empty())
+        args.insert(args.end(), {"--requirepass", password_, "--masterauth", password_});
       if (of != 0) args.insert(args.end(), {"--replicaof", "127.0.0.1", std::to_string(of)});
       if (spawn(args, {.port = port, .log = log})) return true;
       stop(procs_.back());
@@ -190,6 +208,8 @@ class SentinelGroup {
                      "sentinel parallel-syncs %s 2\n",
                      port, dir_.c_str(), log.c_str(), kMaster, primary, quorum, kMaster, kMaster,
                      kMaster);
+        if (!password_.empty())
+          std::fprintf(f, "sentinel auth-pass %s %s\n", kMaster, password_.c_str());
         std::fclose(f);
       } else {
         return false;
@@ -210,7 +230,7 @@ class SentinelGroup {
       if (!server(primary, rng)) return false;
     // The replicas in sync before anything is written.
     if (!poll(std::chrono::seconds(30), [&] {
-          const redis::Reply role = cmd(primary, {"ROLE"});
+          const redis::Reply role = server_cmd(primary, {"ROLE"});
           return role.elements.size() >= 3 &&
                  static_cast<int>(role.elements[2].elements.size()) == replicas;
         }))
@@ -239,6 +259,7 @@ class SentinelGroup {
     p.pid = -1;
   }
 
+  std::string password_;
   std::string dir_;
   std::vector<Proc> procs_;
   bool ok_ = false;
