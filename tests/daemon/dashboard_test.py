@@ -126,6 +126,15 @@ def wait_for(b, what, check):
                              f"{b.find_element(By.ID, 'error').text!r}")
 
 
+def click(b, css):
+    """Clicks what `css` selects, looking it up again if the page redrew it between the lookup and
+    the click (tables are redrawn every few seconds)."""
+    def once(b):
+        b.find_element(By.CSS_SELECTOR, css).click()
+        return True
+    wait_for(b, css + " to click", once)
+
+
 def texts(b, css):
     """The text of every element `css` selects, read in one go: the page redraws its tables at
     every refresh, so an element found one moment may be gone the next."""
@@ -178,7 +187,7 @@ def dead_letters(b, d, shots):
     Select(b.find_element(By.ID, "dead-topic")).select_by_value("order")
     wait_for(b, "the dead letter again", EC.presence_of_element_located((By.CSS_SELECTOR, row)))
     shoot(b, shots, "dead-letters")
-    b.find_element(By.CSS_SELECTOR, row + " button").click()
+    click(b, row + " button")
     wait_for(b, "the list without it", lambda b: not b.find_elements(By.CSS_SELECTOR, row))
     job = d.call("/get", {"id": "order-dead"})
     assert job["state"] == "ready" and job["attempts"] == 0, job
@@ -218,7 +227,7 @@ def pause(b, d, shots):
     b.get(d.url + "/ui")
     button = '#topics tr[data-topic="order"] button'
     wait_for(b, "order's Pause button", lambda b: texts(b, button) == ["Pause"])
-    b.find_element(By.CSS_SELECTOR, button).click()
+    click(b, button)
     confirm(b)
     wait_for(b, "order paused", lambda b: topic_cells(b, "order")[5:] == ["paused"])
     assert d.call("/stats")["topics"]["order"]["paused"] is True
@@ -226,7 +235,7 @@ def pause(b, d, shots):
     assert d.call("/pop", {"topic": "order", "timeout": 0}) is None, "a paused topic handed out"
     shoot(b, shots, "paused-topic")
     wait_for(b, "order's Resume button", lambda b: texts(b, button) == ["Resume"])
-    b.find_element(By.CSS_SELECTOR, button).click()
+    click(b, button)
     wait_for(b, "order running", lambda b: topic_cells(b, "order")[5:] == ["yes"])
     assert d.call("/stats")["topics"]["order"]["paused"] is False
 
@@ -271,7 +280,7 @@ def topic_page(b, d, shots):
     b.get(d.url + "/ui")
     wait_for(b, "pay's link", EC.presence_of_element_located(
         (By.CSS_SELECTOR, '#topics tr[data-topic="pay"] a')))
-    b.find_element(By.CSS_SELECTOR, '#topics tr[data-topic="pay"] a').click()
+    click(b, '#topics tr[data-topic="pay"] a')
     wait_for(b, "pay's first page", lambda b: row_ids(b) == want[:50])
     assert texts(b, '#topic-jobs tr[data-id="pay-40"] td')[1] == "5"
     shoot(b, shots, "topic")
@@ -280,7 +289,7 @@ def topic_page(b, d, shots):
     b.find_element(By.ID, "topic-first").click()
     wait_for(b, "pay's first page again", lambda b: row_ids(b) == want[:50])
     # Cancel on a row asks first.
-    b.find_element(By.CSS_SELECTOR, '#topic-jobs tr[data-id="pay-00"] button.danger').click()
+    click(b, '#topic-jobs tr[data-id="pay-00"] button.danger')
     confirm(b)
     wait_for(b, "pay-00 gone from the page", lambda b: "pay-00" not in row_ids(b))
     assert d.call("/get", {"id": "pay-00"}) is None, "the cancelled row's job is still there"
@@ -289,7 +298,7 @@ def topic_page(b, d, shots):
     wait_for(b, "the delayed tab", lambda b: row_ids(b) == ["pay-later"])
     b.find_element(By.ID, "topic-delay").send_keys("7200")
     before_ms = time.time() * 1000
-    b.find_element(By.CSS_SELECTOR, '#topic-jobs tr[data-id="pay-later"] button').click()
+    click(b, '#topic-jobs tr[data-id="pay-later"] button')
     confirm(b)
     wait_for(b, "pay-later moved", lambda b: d.call("/get", {"id": "pay-later"})["due_ms"] >=
              before_ms + 7200 * 1000 - 1000)

@@ -72,7 +72,10 @@ STRUCTS = """\
   delayq::TopicLimits flow_limits{.max_in_flight = 4};
   delayq::TopicFlow flow{.tokens = 1};
   delayq::JobPage page{.cursor = "c"};
-  (void)flow_limits, (void)flow, (void)page;
+  delayq::ScheduleSpec schedule{.id = "nightly", .rule = "0 2 * * *", .zone = "Europe/Berlin"};
+  delayq::ScheduleInfo schedule_info{.paused = true};
+  delayq::SchedulePage schedules{.cursor = "c"};
+  (void)flow_limits, (void)flow, (void)page, (void)schedule, (void)schedule_info, (void)schedules;
   (void)retry, (void)spec, (void)spec2, (void)token, (void)delivery, (void)info, (void)topic;
   (void)lateness, (void)due, (void)timing, (void)stats, (void)limits, (void)result;
   (void)engine, (void)store, (void)redis, (void)http;
