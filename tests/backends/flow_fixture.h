@@ -53,6 +53,9 @@ class Backend {
   // Whether a topic's jobs are handed out in its order (false: a queue of several shards,
   // which orders each shard's jobs only).
   virtual bool keeps_topic_order() const { return true; }
+  // Whether each call is a round trip (Redis, HTTP): the long walks of the clock take longer
+  // steps there.
+  virtual bool remote() const { return false; }
 };
 
 struct BackendKind {
@@ -112,6 +115,7 @@ class StoreBackend : public Backend {
 
 class HttpBackend : public Backend {
  public:
+  bool remote() const override { return true; }
   Result<std::unique_ptr<Queue>> open(ManualClock& clock, const Limits& l) override {
     daemon_.reset();  // a reopen: the last daemon drains and closes its engine, as a restart
     auto engine = open_engine(clock, l);

@@ -44,6 +44,7 @@ class RedisBackend : public Backend {
   // The bucket lives in the queue's keys, shared by every client (docs/redis.md, "Limits").
   bool bucket_survives_reopen() const override { return true; }
   bool keeps_topic_order() const override { return shards_ == 1; }
+  bool remote() const override { return true; }
 
  private:
   static testing::RedisServer& the_server() {

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <memory>
 #include <set>
@@ -160,6 +162,35 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
     }
     return fired;
   }
+  // As walk(), for several schedules at once: the clock goes to each next instant of any of them
+  // in turn. Returns each schedule's instants fired, in the order of `ids`.
+  std::vector<std::vector<TimePoint>> walk_all(const std::vector<std::string>& ids,
+                                               TimePoint until) {
+    std::vector<std::vector<TimePoint>> fired(ids.size());
+    for (;;) {
+      std::vector<TimePoint> next(ids.size(), TimePoint::max());
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const ScheduleInfo i = info(ids[k]);
+        if (!i.next.empty() && i.next[0] < until) next[k] = i.next[0];
+      }
+      const TimePoint o = *std::min_element(next.begin(), next.end());
+      if (o == TimePoint::max() || ::testing::Test::HasFailure()) break;
+      if (o - 1s > clock.now()) {
+        clock.set(o - 1s);
+        for (size_t k = 0; k < ids.size(); ++k)
+          if (next[k] == o) EXPECT_FALSE(has_job(ids[k], o)) << "early: " << ids[k];
+      }
+      clock.set(o);
+      for (size_t k = 0; k < ids.size(); ++k) {
+        if (next[k] != o) continue;
+        EXPECT_TRUE(has_job(ids[k], o)) << "missing: " << occurrence_job_id(ids[k], o);
+        fired[k].push_back(o);
+      }
+    }
+    return fired;
+  }
+  // Redis and Http: every call is a round trip (several per occurrence walked).
+  bool remote() const { return GetParam().redis_shards > 0 || GetParam().http; }
   // Jobs in topic "t", by id.
   std::set<std::string> jobs_in_t() {
     std::set<std::string> out;
