@@ -24,9 +24,12 @@
 // job's recent history and what the harness expected of it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include "crash/check.h"
 #include "crash/driver.h"
@@ -41,7 +44,8 @@ using Steady = std::chrono::steady_clock;
 // Cycles by default: the whole binary takes about a minute on this shared 2-core machine, in
 // the RelWithDebInfo build (52 to 62 s) and under AddressSanitizer (54 to 57 s), most of it
 // the workers' run times (the budget is 3 and 4 minutes). Under ThreadSanitizer, whose stage
-// runs the harness for its threads, fewer (a cycle takes 3 to 4 times as long there).
+// runs the harness for its threads, fewer (a cycle takes 3 to 4 times as long there). A run
+// short of the evidence its checks need goes on past them (extend_until below).
 constexpr int kKillCyclesPerMode = kUnderAsan ? 25 : kUnderTsan ? 15 : 50;
 constexpr int kDefaultPowerCycles = kUnderAsan ? 80 : kUnderTsan ? 40 : 120;
 
@@ -115,16 +119,42 @@ void print_calls(const Model::Counts& c) {
       (unsigned long long)c.seen_paused, (unsigned long long)c.seen_limited);
 }
 
+// The calls of the load that must each have succeeded at least once, and what reopened stores
+// must have shown at least once (dead letters, paused topics).
+std::vector<uint64_t> load_calls(const Model::Counts& c) {
+  return {c.batches,     c.acks,      c.nacks,          c.dead_letters, c.touches,  c.releases,
+          c.cancels,     c.reschedules, c.requeues,     c.purges,       c.seen_dead, c.ack_batches,
+          c.requeue_topics, c.pauses, c.resumes,        c.seen_paused,  c.consumed,
+          c.early_deliveries};
+}
+
+bool every_call_seen(const Model::Counts& c) {
+  for (uint64_t n : load_calls(c))
+    if (n == 0) return false;
+  return true;
+}
+
 // A harness whose workers never got going, or whose load skipped a call, proves nothing.
 void expect_every_call(const Model::Counts& c, int cycles) {
   EXPECT_GE(c.opened, static_cast<uint64_t>(cycles / 2)) << "few workers opened the store";
   EXPECT_GE(c.pushes, static_cast<uint64_t>(cycles)) << "the workers pushed too little";
   EXPECT_GE(c.deliveries, static_cast<uint64_t>(cycles / 2)) << "too few deliveries";
-  for (uint64_t n : {c.batches, c.acks, c.nacks, c.dead_letters, c.touches, c.releases, c.cancels,
-                     c.reschedules, c.requeues, c.purges, c.seen_dead, c.ack_batches,
-                     c.requeue_topics, c.pauses, c.resumes, c.seen_paused})
-    EXPECT_GT(n, 0u) << "a call of the load never succeeded, or no dead letter or paused topic "
-                        "was ever seen in a reopened store";
+  for (uint64_t n : load_calls(c))
+    EXPECT_GT(n, 0u) << "a call of the load never succeeded (consume() and the consumer thread's "
+                        "early reservations included), or no dead letter or paused topic was "
+                        "ever seen in a reopened store";
+}
+
+// A slow machine (a sanitizer's build, a loaded host) answers fewer calls a cycle than the
+// planned cycles assume, and where a kill lands moves with its timing. Rather than fail on a
+// count that proves nothing about the store, a run goes on in chunks of a quarter of its planned
+// cycles, up to three times as many cycles in all, until `enough` says the evidence its checks
+// need is in; the checks then apply to the whole run. `more(first, n)` runs n more cycles
+// numbered from `first`; `done` counts the cycles run.
+void extend_until(int planned, const int& done, const Model& m, const std::function<bool()>& enough,
+                  const std::function<void(int, int)>& more) {
+  const int chunk = std::max(4, planned / 4);
+  while (m.problems.empty() && done < 3 * planned && !enough()) more(done, chunk);
 }
 
 TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
@@ -135,6 +165,17 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
   Model& m = run.m;
   KillTally t;
   run_kill_cycles(m, cycles, run.seed, run.dir.path(), t);
+  extend_until(
+      cycles, t.done_cycles, m,
+      [&] {
+        const Model::Counts& c = m.counts;
+        return every_call_seen(c) && c.limits_set > 0 && c.limits_cleared > 0 &&
+               c.seen_limited > 0 && c.listed > 0 && (kUnderTsan || t.mid_refill > 0);
+      },
+      [&](int first, int n) {
+        run_kill_cycles(m, n, run.seed ^ mix(static_cast<uint64_t>(first)), run.dir.path(), t, {},
+                        CycleChoices{.first = first});
+      });
   run.finish(run.dir.path());
 
   const int opened = t.done_cycles - t.killed_before_open;
@@ -165,9 +206,6 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
   // So is browsing, and its pages list jobs (each checked in the worker, browse.cc).
   EXPECT_GT(m.counts.lists, 0u);
   EXPECT_GT(m.counts.listed, 0u) << "list_jobs never listed a job";
-  EXPECT_GT(m.counts.consumed, 0u) << "consume() never handled a job";
-  EXPECT_GT(m.counts.early_deliveries, 0u) << "the consumer never reserved a job whose push had "
-                                              "not returned yet";
   EXPECT_GE(t.worker_reopened, t.done_cycles / 5) << "too few workers reopened a killed store";
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
   // The kills must land where they can do harm, in a good share of the cycles: during a call
@@ -194,6 +232,19 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   PowerTally t;
   run_power_cycles(m, PowerPlan{cycles, run.seed, power_mode, power_mode, false}, run.dir.path(),
                    t);
+  extend_until(
+      cycles, t.done_cycles, m,
+      [&] {
+        return every_call_seen(m.counts) && t.batch_cycles_to_tell >= kBatchCyclesToTell &&
+               t.consumers_lost > 0 &&
+               (kUnderTsan || (t.mid_background > 0 && t.mid_refill > 0));
+      },
+      [&](int first, int n) {
+        run_power_cycles(m,
+                         PowerPlan{n, run.seed ^ mix(static_cast<uint64_t>(first)), power_mode,
+                                   power_mode, false, first},
+                         run.dir.path(), t);
+      });
   run.finish(run.dir.path() + "/store");
 
   std::printf("[ harness  ] %s%d power-loss cycles (%d with the disk tier) in %.1f s, %s\n",
@@ -233,9 +284,6 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   expect_every_call(m.counts, t.done_cycles);
   // The consumers ran, raced the pushes, and lost calls to power losses, which the prefix
   // search had to place among the other threads' calls (prefix.h).
-  EXPECT_GT(m.counts.consumed, 0u) << "consume() never handled a job";
-  EXPECT_GT(m.counts.early_deliveries, 0u) << "the consumer never reserved a job whose push had "
-                                              "not returned yet";
   EXPECT_GT(t.consumers_lost, 0u) << "no power loss took an answered call of the consumers";
   // The batch check says nothing below kBatchCyclesToTell qualifying cycles: a run must reach it.
   EXPECT_GE(t.batch_cycles_to_tell, kBatchCyclesToTell)
@@ -287,9 +335,19 @@ TEST(CrashHarness, BatchCheckCatchesAStoreThatSyncsEveryCall) {
   SCOPED_TRACE(run.replay);
   ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
   PowerTally t;
-  const PowerPlan plan{16, run.seed, [](int) { return Sync::always; },
-                       [](int) { return Sync::batch; }, /*from_open_only=*/true};
-  run_power_cycles(run.m, plan, run.dir.path(), t);
+  const auto plan = [&](int first, int n) {
+    return PowerPlan{n,
+                     run.seed ^ mix(static_cast<uint64_t>(first)),
+                     [](int) { return Sync::always; },
+                     [](int) { return Sync::batch; },
+                     /*from_open_only=*/true,
+                     first};
+  };
+  run_power_cycles(run.m, plan(0, 16), run.dir.path(), t);
+  // Cycles that answered too few calls cannot tell (kBatchCyclesToTell): more, as above.
+  extend_until(
+      16, t.done_cycles, run.m, [&] { return t.batch_cycles_to_tell >= kBatchCyclesToTell; },
+      [&](int first, int n) { run_power_cycles(run.m, plan(first, n), run.dir.path(), t); });
   report_problems(run.m);
   const std::string caught = batch_that_never_lost(t);
   EXPECT_FALSE(caught.empty()) << t.done_cycles << " cycles (" << t.batch_cycles_to_tell
