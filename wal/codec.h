@@ -32,12 +32,16 @@ namespace delayq::wal {
 // written only once the store needs it: a store without the tier and without such a record is
 // still version 1, and the first version 2 record raises such a store to 3 in the write that
 // holds it (journal.cc); a store with the tier is version 4 from the open that gives it the
-// tier or first opens it with this build (Database::check_format). So an older build never
-// opens a store whose records it cannot read, or whose index it would let go out of step.
-inline constexpr uint32_t kFormatVersion = 4;
+// tier or first opens it with this build (Database::check_format). Version 5, schedules
+// (meta/schedule/<id>, schedule/record.h): a build of 4 would read the store and never fire them,
+// so the write that puts the store's first schedule record raises it to 5 (journal.cc). So an
+// older build never opens a store whose records it cannot read, or whose index or schedules it
+// would let go out of step.
+inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr uint32_t kTieredFormat = 2;  // no longer written: a store with the tier is 4
 inline constexpr uint32_t kPriorityFormat = 3;
 inline constexpr uint32_t kFarIndexFormat = 4;
+inline constexpr uint32_t kScheduleFormat = 5;
 
 inline constexpr char kJobsFamily[] = "jobs";
 inline constexpr char kMetaFamily[] = "meta";

@@ -15,6 +15,7 @@
 #include <rocksdb/status.h>
 #include <rocksdb/write_batch.h>
 
+#include "schedule/record.h"
 #include "wal/codec.h"
 #include "wal/database.h"
 #include "wal/far_codec.h"
@@ -136,7 +137,7 @@ namespace {
 
 // The least store format a record needs (codec.h), raised into `format`.
 void needs(uint32_t& format, const engine::JobRecord& r) {
-  if (needs_version_2(r)) format = kPriorityFormat;
+  if (needs_version_2(r)) format = std::max(format, kPriorityFormat);
 }
 
 // The disk tier's part of a write, encoded (before the pipeline's lock), with how many disk-only
@@ -189,6 +190,10 @@ Result<uint64_t> Journal::append(const std::vector<engine::Change>& changes, con
     if (c.record) needs(format, *c.record);
   }
   EncodedFar encoded_far = far.empty() ? EncodedFar() : encode_far(far, format);
+  // A schedule's record needs format 5: a build of 4 would keep it and never fire it.
+  for (const engine::MetaPut& p : meta)
+    if (p.value && std::string_view(p.key).starts_with(schedule::kSchedulePrefix))
+      format = std::max(format, kScheduleFormat);
   return m.pipeline->append(std::move(encoded), totals, counters, std::move(encoded_far), format,
                             meta);
 }

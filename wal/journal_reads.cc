@@ -11,6 +11,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
 
+#include "schedule/record.h"
 #include "wal/backup.h"
 #include "wal/codec.h"
 #include "wal/journal_impl.h"
@@ -33,9 +34,10 @@ Result<std::vector<std::pair<std::string, TopicLimits>>> Journal::topic_limits()
 
 Result<std::vector<std::string>> Journal::schedules() {
   std::vector<std::string> out;
-  const std::string lower = "schedule/";
-  const std::string upper = "schedule0";  // '/' + 1: the prefix's end
   Database& d = *impl_->database;
+  // The keys from "schedule/" up to "schedule0" ('0' is the byte after '/').
+  const std::string lower = schedule::kSchedulePrefix;
+  const std::string upper = lower.substr(0, lower.size() - 1) + char(lower.back() + 1);
   Status st = for_each_in(d, d.meta(), lower, upper, "reading the schedules",
                           [&](std::string_view, std::string_view v) -> Result<bool> {
                             out.emplace_back(v);

@@ -143,6 +143,25 @@ void write_then_killed(const std::function<bool(std::unique_ptr<delayq::Engine>&
   writer.kill_and_wait();
 }
 
+// In the log of a store created at format 1: meta/format stays 1 until the first write holding
+// a put that `needs` says needs more, is `raised` in that very write, and is not written again.
+void expect_raised_in_the_write_of(
+    const std::vector<RawStore::Write>& writes,
+    const std::function<bool(const std::string&, const std::string&)>& needs,
+    const std::string& raised) {
+  int first = -1;
+  for (size_t i = 0; i < writes.size() && first < 0; ++i)
+    for (const auto& [key, value] : writes[i])
+      if (needs(key, value)) first = static_cast<int>(i);
+  ASSERT_GE(first, 0) << "no write in the log needs format " << raised;
+  for (int i = 0; i < first; ++i)
+    if (writes[i].contains("meta/format")) EXPECT_EQ(writes[i].at("meta/format"), "1") << i;
+  ASSERT_TRUE(writes[first].contains("meta/format")) << "write " << first;
+  EXPECT_EQ(writes[first].at("meta/format"), raised);
+  for (size_t i = first + 1; i < writes.size(); ++i)
+    EXPECT_FALSE(writes[i].contains("meta/format")) << "written once, write " << i;
+}
+
 void make_store(const std::string& dir) {
   auto q = delayq::open_store({.dir = dir}).value();
   ASSERT_TRUE(
@@ -184,7 +203,7 @@ TEST(StoreFormat, ANewerStoreIsRefusedEverywhereAndLeftAsItWas) {
   make_store(store);
   RawStore raw(store);
   const std::string newer = std::to_string(delayq::wal::kFormatVersion + 1);
-  EXPECT_EQ(newer, "5");  // this build reads formats 1 to 4
+  EXPECT_EQ(newer, "6");  // this build reads formats 1 to 5
   raw.put("meta", "format", &newer);
   const auto before = raw.contents();
   const std::string says = "has format version " + newer +
@@ -270,22 +289,12 @@ TEST(StoreFormat, TheFirstOtherPriorityRaisesTheFormatTo3InTheSameWrite) {
   if (HasFatalFailure()) return;
 
   RawStore raw(store);
-  const std::vector<RawStore::Write> writes = raw.logged_writes();
-  int first_v2 = -1;
-  for (size_t i = 0; i < writes.size() && first_v2 < 0; ++i)
-    for (const auto& [key, value] : writes[i])
-      if (key.starts_with("jobs/") && value[0] == '\x02') first_v2 = static_cast<int>(i);
-  ASSERT_GE(first_v2, 0) << "no record of version 2 in the log";
-  for (int i = 0; i < first_v2; ++i) {
-    const auto f = writes[i].find("meta/format");
-    if (f != writes[i].end()) {
-      EXPECT_EQ(f->second, "1") << "write " << i;
-    }
-  }
-  ASSERT_TRUE(writes[first_v2].contains("meta/format"));
-  EXPECT_EQ(writes[first_v2].at("meta/format"), "3");
-  for (size_t i = first_v2 + 1; i < writes.size(); ++i)
-    EXPECT_FALSE(writes[i].contains("meta/format")) << "written once, write " << i;
+  expect_raised_in_the_write_of(
+      raw.logged_writes(),
+      [](const std::string& key, const std::string& value) {
+        return key.starts_with("jobs/") && value[0] == '\x02';
+      },
+      "3");
 
   // A build of format 2 refuses the store (it reads formats up to 2); this one opens it.
   EXPECT_EQ(raw.format(), "3");
@@ -302,6 +311,43 @@ TEST(StoreFormat, TheFirstOtherPriorityRaisesTheFormatTo3InTheSameWrite) {
     ASSERT_TRUE(tiered.ok()) << tiered.status().to_string();
   }
   EXPECT_EQ(raw.format(), "4");
+}
+
+// The store's first schedule record (meta/schedule/<id>) and meta/format = 5 are in one write: a
+// build of format 4 would open the store, keep the record and never fire the schedule. Jobs of
+// the default priority before it leave the format at 1; removing the schedule does not lower it.
+TEST(StoreFormat, TheFirstScheduleRaisesTheFormatTo5InTheSameWrite) {
+  if (!delayq::testing::single_threaded())
+    GTEST_SKIP() << "needs a process of its own (run it alone, as ctest does)";
+  TempDir dir;
+  const std::string store = dir.sub("s");
+  write_then_killed([&](std::unique_ptr<delayq::Engine>& q) {
+    auto opened = delayq::open_store({.dir = store, .sync = delayq::Sync::always});
+    if (!opened) return false;
+    q = std::move(opened).value();
+    delayq::ScheduleSpec s;
+    s.id = "hourly";
+    s.rule = "every 1h";
+    s.job.topic = "t";
+    return q->push({.topic = "t", .id = "plain"}).ok() && q->schedule(s).ok() &&
+           q->unschedule("hourly").ok() && q->push({.topic = "t", .id = "after"}).ok();
+  });
+  if (HasFatalFailure()) return;
+
+  RawStore raw(store);
+  expect_raised_in_the_write_of(
+      raw.logged_writes(),
+      [](const std::string& key, const std::string&) { return key == "meta/schedule/hourly"; },
+      "5");
+
+  // Above what a build of format 4 reads; this one opens it, the schedule gone, both jobs there.
+  EXPECT_EQ(raw.format(), "5");
+  EXPECT_GT(*delayq::wal::decode_format(raw.format()), delayq::wal::kFarIndexFormat);
+  auto q = delayq::open_store({.dir = store});
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_TRUE((*q)->get_schedule("hourly").status().is(Errc::not_found));
+  EXPECT_TRUE((*q)->get("plain").ok());
+  EXPECT_TRUE((*q)->get("after").ok());
 }
 
 // With the disk tier, the store is format 4 from its first open, and a job with a priority that
