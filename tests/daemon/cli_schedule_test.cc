@@ -6,10 +6,12 @@
 // 0 0 1 1 *), so that no occurrence fires while a test runs.
 #include <gtest/gtest.h>
 
-#include <fstream>
+#include <chrono>
 #include <string>
 #include <vector>
 
+#include "cli/command_context.h"
+#include "cli/human_text.h"
 #include "cli_harness.h"
 #include "redis_server.h"
 #include "temp_dir.h"
@@ -79,10 +81,22 @@ void schedule_flow(const std::vector<std::string>& target) {
   EXPECT_EQ(text.out.rfind("scheduled yearly: 0 0 1 1 * in UTC, to topic t, next ", 0), 0u)
       << text.out;
   EXPECT_TRUE(contains(text.out, "-01-01T00:00:00Z (in ")) << text.out;
-  ASSERT_EQ(cli(with(target, {"schedule", "add", "every-hour", "--rule", "every 1h", "--topic",
-                              "t", "--start", "2035-01-01T00:00:00Z"}))
-                .exit,
-            0);
+  // --start and --end bound the occurrences: the start, an hour and two hours after it, not
+  // three (the end). 30 days ahead, on the hour, so that none fires during the test.
+  const delayq::TimePoint start =
+      std::chrono::floor<std::chrono::hours>(delayq::SystemClock::instance().now()) + 720h;
+  const auto utc = [](delayq::TimePoint t) { return delayq::cli::format_utc_time(t); };
+  CliRun bounded = cli(with(target, {"schedule", "add", "every-hour", "--rule", "every 1h",
+                                     "--topic", "t", "--start", utc(start), "--end",
+                                     utc(start + 3h), "--json"}));
+  ASSERT_EQ(bounded.exit, 0) << describe(bounded);
+  const json::Value b = bounded.json();
+  const auto& bounded_next = at(b, "next").as_array();
+  ASSERT_EQ(bounded_next.size(), 3u) << bounded.out;
+  EXPECT_EQ(at(bounded_next[0], "utc").as_string(), utc(start));
+  EXPECT_EQ(at(bounded_next[2], "utc").as_string(), utc(start + 2h));
+  EXPECT_EQ(at(b, "start_ms").as_int(), delayq::cli::unix_ms(start));
+  EXPECT_EQ(at(b, "end_ms").as_int(), delayq::cli::unix_ms(start + 3h));
 
   CliRun get = cli(with(target, {"schedule", "get", "nightly"}));
   ASSERT_EQ(get.exit, 0) << describe(get);
@@ -233,6 +247,11 @@ TEST(CliSchedule, BadInputExitsTwoAndChangesNothing) {
     EXPECT_TRUE(contains(r.err, says)) << says << "\n" << describe(r);
     EXPECT_TRUE(contains(r.err, "usage: delayq TARGET ")) << describe(r);
   }
+  // What only the target knows, its max_delay (3650 days on this store), is its refusal: exit 1.
+  CliRun far = cli(with(target, add({"--rule", "every 3651d", "--topic", "t"})));
+  EXPECT_EQ(far.exit, 1) << describe(far);
+  EXPECT_TRUE(contains(far.err, "invalid argument: rule's interval of 3651d exceeds max_delay"))
+      << far.err;
   CliRun kept = cli(with(target, {"schedule", "get", "keep", "--json"}));
   EXPECT_EQ(kept.out, made.out);
   EXPECT_EQ(listed_ids(target), std::vector<std::string>{"keep"});
