@@ -2,8 +2,8 @@
 // against a store directory, a running delayqd and a private redis-server: what each command
 // prints (text and --json), that a schedule made by one run is there for the next, and that bad
 // input exits 2 naming what is wrong, before the target is opened, leaving what is stored as it
-// was. The rules use days far from the test's clock (0 9 * * * in Asia/Tokyo, which has no DST;
-// 0 0 1 1 *), so that no occurrence fires while a test runs.
+// was. The schedules start 30 days ahead, so that no occurrence fires while a test runs; the
+// cron rule's zone, Asia/Tokyo, has no DST, so that its next runs are all at the same UTC time.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -48,11 +48,15 @@ std::string more_cursor(const std::string& err) {
 
 // The whole round on one target: add (replace), get, ls in two pages, pause, resume, rm.
 void schedule_flow(const std::vector<std::string>& target) {
+  // Every schedule starts 30 days ahead, on the hour, so that none fires during the test.
+  const delayq::TimePoint start =
+      std::chrono::floor<std::chrono::hours>(delayq::SystemClock::instance().now()) + 720h;
+  const auto utc = [](delayq::TimePoint t) { return delayq::cli::format_utc_time(t); };
   CliRun add = cli(with(target, {"schedule", "add", "nightly", "--rule", "0 9 * * *", "--zone",
                                  "Asia/Tokyo", "--topic", "sweep", "--body", "members",
                                  "--priority", "3", "--ttr", "2m", "--retry", "fixed:30s:4",
                                  "--catch-up", "all", "--catch-up-max", "5", "--overlap", "skip",
-                                 "--json"}));
+                                 "--start", utc(start), "--json"}));
   ASSERT_EQ(add.exit, 0) << describe(add);
   // The words of delayqd's /schedules/set and /schedules/get.
   const json::Value a = add.json();
@@ -76,16 +80,13 @@ void schedule_flow(const std::vector<std::string>& target) {
   EXPECT_EQ(at(next[1], "ms").as_int() - at(next[0], "ms").as_int(), 86'400'000);
 
   CliRun text = cli(with(target, {"schedule", "add", "yearly", "--rule", "0 0 1 1 *", "--topic",
-                                  "t"}));
+                                  "t", "--start", utc(start)}));
   ASSERT_EQ(text.exit, 0) << describe(text);
   EXPECT_EQ(text.out.rfind("scheduled yearly: 0 0 1 1 * in UTC, to topic t, next ", 0), 0u)
       << text.out;
   EXPECT_TRUE(contains(text.out, "-01-01T00:00:00Z (in ")) << text.out;
   // --start and --end bound the occurrences: the start, an hour and two hours after it, not
-  // three (the end). 30 days ahead, on the hour, so that none fires during the test.
-  const delayq::TimePoint start =
-      std::chrono::floor<std::chrono::hours>(delayq::SystemClock::instance().now()) + 720h;
-  const auto utc = [](delayq::TimePoint t) { return delayq::cli::format_utc_time(t); };
+  // three (the end).
   CliRun bounded = cli(with(target, {"schedule", "add", "every-hour", "--rule", "every 1h",
                                      "--topic", "t", "--start", utc(start), "--end",
                                      utc(start + 3h), "--json"}));
@@ -232,6 +233,14 @@ TEST(CliSchedule, BadInputExitsTwoAndChangesNothing) {
       {{"schedule", "list"}, "unknown command 'schedule list'"},
       {ok_and({"--catchup", "all"}), "(did you mean '--catch-up'?)"},
   };
+  // The help names the flags (docs_cli checks the page's commands against it).
+  CliRun help = cli({"help", "schedule", "add"});
+  EXPECT_EQ(help.exit, 0) << describe(help);
+  EXPECT_EQ(help.out.rfind("usage: delayq TARGET schedule add ID --rule RULE --topic TOPIC", 0), 0u)
+      << help.out;
+  for (const char* flag : {"--zone", "--start", "--end", "--catch-up skip|one|all",
+                           "--catch-up-max N", "--overlap allow|skip", "--retry", "--priority"})
+    EXPECT_TRUE(contains(help.out, flag)) << flag << "\n" << help.out;
   // On no store at all, a refusal does not create it (the target is not opened).
   for (size_t i : {0, 4, 11}) {
     CliRun r = cli(with(target, cases[i].first));
