@@ -10,7 +10,6 @@
 #include "cli/flow_commands.h"
 #include "cli/human_text.h"
 #include "cli/parse.h"
-#include "cli/target.h"
 #include "common/flow_rules.h"
 #include "common/rules.h"
 #include "schedule/spec_rules.h"
@@ -167,7 +166,8 @@ int write_info_json(Context& c, const ScheduleInfo& info) {
 
 int do_add(Context& c, Queue& q, const ScheduleSpec& spec) {
   if (Status s = q.schedule(spec); !s.ok()) return failed(c, s);
-  // The schedule as the queue holds it now, as delayqd's /schedules/set answers it.
+  // The schedule as the queue holds it now, as delayqd's /schedules/set answers it; when it
+  // cannot be read back (another client removed it meanwhile), what was set.
   auto info = q.get_schedule(spec.id);
   if (c.inv.json) {
     if (info) return write_info_json(c, *info);
