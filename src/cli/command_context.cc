@@ -1,16 +1,71 @@
 // What the delayq CLI's commands share (see command_context.h).
 #include "cli/command_context.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <ostream>
 
 #include "cli/commands.h"
 #include "cli/human_text.h"
 #include "cli/target.h"
+#include "wire/flow.h"
 #include "wire/spec.h"
 
 namespace delayq::cli {
 
 namespace json = delayq::wire::json;
+
+std::optional<UsageError> read_body(Context& c, std::string& body) {
+  const auto& f = c.inv.flags;
+  if (f.contains("body") && f.contains("body-file"))
+    return UsageError{"give --body or --body-file, not both", &c.command};
+  if (f.contains("body")) body = f.at("body");
+  if (!f.contains("body-file")) return std::nullopt;
+  const std::string& path = f.at("body-file");
+  if (path == "-") {
+    body.assign(std::istreambuf_iterator<char>(c.in), {});
+    return std::nullopt;
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return UsageError{"cannot read --body-file " + path + ": " + std::strerror(errno), &c.command};
+  body.assign(std::istreambuf_iterator<char>(file), {});
+  return std::nullopt;
+}
+
+int follow_pages(Context& c, std::string& cursor, bool all, size_t& listed,
+                 const std::function<Result<ShownPage>(const std::string&, size_t)>& page) {
+  const auto end_json = [&](const Status* failure) {
+    json::Writer w;
+    w.begin_object();
+    wire::write_cursor(w, cursor);
+    if (failure != nullptr)
+      w.key("error")
+          .value(to_string(static_cast<Errc>(failure->code().value())))
+          .key("message")
+          .value(failure->message());
+    c.out << "]," << w.end_object().str().substr(1) << "\n";  // after the opening brace
+  };
+  for (;;) {
+    auto shown = page(cursor, listed);
+    if (!shown) {
+      const Status s = with_cli_hint(shown.status());
+      if (!c.inv.json) return failed(c, s);
+      end_json(&s);
+      c.err << "delayq: " << c.what << ": " << s.to_string() << "\n";
+      return kExitFailed;
+    }
+    listed += shown->items;
+    // No progress: a target that answers the same cursor ends here.
+    if (shown->cursor == cursor && !cursor.empty()) shown->cursor.clear();
+    cursor = shown->cursor;
+    if (!all || cursor.empty()) break;
+  }
+  if (c.inv.json) end_json(nullptr);
+  return kExitOk;
+}
 
 int64_t unix_ms(TimePoint t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();

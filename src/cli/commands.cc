@@ -1,17 +1,14 @@
 // The delayq command-line tool (see commands.h and docs/cli.md): push, get, cancel, stats, the
-// dead-letter commands and backup against a store directory, a running delayqd, or Redis; each
-// command's text and JSON output, written against the Queue interface (target.h opens it).
+// dead-letter commands and backup (flow_commands.cc and schedule_commands.cc have the others)
+// against a store directory, a running delayqd, or Redis; each command's text and JSON output,
+// written against the Queue interface (target.h opens it).
 // What the command line asks for is read in invocation.cc.
 // Over 400 lines: each command's call and its two outputs (a table for people, --json for
 // scripts) stay side by side, so that the two cannot drift apart.
 #include "cli/commands.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,6 +20,7 @@
 #include "cli/human_text.h"
 #include "cli/invocation.h"
 #include "cli/parse.h"
+#include "cli/schedule_commands.h"
 #include "cli/stats_timing.h"
 #include "cli/wait.h"
 #include "wire/flow.h"
@@ -37,18 +35,6 @@ namespace {
 namespace json = delayq::wire::json;
 
 // ---- output helpers --------------------------------------------------------------------------
-
-// Reads --<flag> with `parse` into `into` when it is given; a bad value is a UsageError that
-// names the flag.
-template <typename Parse, typename Into>
-std::optional<UsageError> read_flag(Context& c, const std::string& flag, Parse parse, Into& into) {
-  const auto it = c.inv.flags.find(flag);
-  if (it == c.inv.flags.end()) return std::nullopt;
-  auto value = parse(it->second);
-  if (!value) return UsageError{"--" + flag + ": " + value.status().message(), &c.command};
-  into = std::move(*value);
-  return std::nullopt;
-}
 
 // Builds the push's JobSpec from the flags; a UsageError names the flag that is wrong.
 std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
@@ -66,22 +52,7 @@ std::optional<UsageError> push_spec(Context& c, JobSpec& spec) {
   if (auto u = read_flag(c, "ttr", parse_duration, spec.ttr)) return u;
   if (auto u = read_flag(c, "retry", parse_retry, spec.retry)) return u;
   if (auto u = read_flag(c, "priority", parse_priority_flag, spec.priority)) return u;
-  if (f.contains("body") && f.contains("body-file"))
-    return UsageError{"give --body or --body-file, not both", &c.command};
-  if (f.contains("body")) spec.body = f["body"];
-  if (f.contains("body-file")) {
-    const std::string& path = f["body-file"];
-    if (path == "-") {
-      spec.body.assign(std::istreambuf_iterator<char>(c.in), {});
-    } else {
-      std::ifstream file(path, std::ios::binary);
-      if (!file)
-        return UsageError{"cannot read --body-file " + path + ": " + std::strerror(errno),
-                          &c.command};
-      spec.body.assign(std::istreambuf_iterator<char>(file), {});
-    }
-  }
-  return std::nullopt;
+  return read_body(c, spec.body);
 }
 
 // A command's outcome: with --json one object {"<key>": value}, else `text`, each on a line.
@@ -330,10 +301,15 @@ std::optional<int> answer_without_command(Invocation& inv, std::optional<UsageEr
                                           const Streams& io) {
   if (!take_command_name(inv)) {
     if (problem) return usage(io, *problem);
-    io.err << "delayq: dead needs a subcommand: list, requeue or purge\n";
-    for (const char* sub : {"dead list", "dead requeue", "dead purge"})
+    const bool dead = inv.name == "dead";
+    const std::string message =
+        dead ? "dead needs a subcommand: list, requeue or purge"
+             : "schedule needs a subcommand: add, get, ls, pause, resume or rm";
+    io.err << "delayq: " << message << "\n";
+    for (const char* sub : dead ? std::vector<const char*>{"dead list", "dead requeue", "dead purge"}
+                                : schedule_command_names())
       io.err << command_usage(*find_command(sub));
-    json_error(io, "usage", "dead needs a subcommand: list, requeue or purge");
+    json_error(io, "usage", message);
     return kExitUsage;
   }
   const auto print = [&](const std::string& text) {
@@ -356,7 +332,8 @@ std::optional<int> answer_without_command(Invocation& inv, std::optional<UsageEr
     return usage(io, {"unknown command '" + inv.name + "' (delayq help lists the commands)"});
   if (inv.name == "help" && inv.positional.size() > 1) {
     std::string topic = inv.positional[1];
-    if ((topic == "dead" || topic == "limits") && inv.positional.size() > 2)
+    if ((topic == "dead" || topic == "limits" || topic == "schedule") &&
+        inv.positional.size() > 2)
       topic += " " + inv.positional[2];
     const CommandInfo* about = find_command(topic);
     if (about == nullptr) return usage(io, {"no command '" + topic + "'", command});
@@ -370,10 +347,11 @@ std::optional<int> answer_without_command(Invocation& inv, std::optional<UsageEr
 // What the command needs beyond its flags, checked before the target is opened (a typo must not
 // cost a Redis connection or a store open): the job to push, the --limit, a target that can
 // take a backup.
-std::optional<UsageError> check_values(Context& c, JobSpec& spec) {
+std::optional<UsageError> check_values(Context& c, JobSpec& spec, ScheduleArgs& schedule) {
   const auto& f = c.inv.flags;
   if (c.inv.name == "push") return push_spec(c, spec);
   if (is_flow_command(c)) return check_flow_values(c);
+  if (is_schedule_command(c)) return check_schedule_values(c, schedule);
   if (c.inv.name == "dead list" && f.contains("limit"))
     if (auto n = parse_count(f.at("limit"), 1, 10'000); !n)
       return UsageError{"bad --limit: " + n.status().message(), &c.command};
@@ -389,11 +367,12 @@ std::optional<UsageError> check_values(Context& c, JobSpec& spec) {
   return std::nullopt;
 }
 
-int perform(Context& c, Queue& b, JobSpec spec) {
+int perform(Context& c, Queue& b, JobSpec spec, const ScheduleArgs& schedule) {
   const std::string& name = c.inv.name;
   const std::vector<std::string>& rest = c.inv.rest;
   if (name == "push") return do_push(c, b, std::move(spec));
   if (is_flow_command(c)) return run_flow_command(c, b);
+  if (is_schedule_command(c)) return run_schedule_command(c, b, schedule);
   if (name == "get") return do_get(c, b, rest[0]);
   if (name == "cancel") return do_cancel(c, b, rest[0]);
   if (name == "stats") return do_stats(c, b);
@@ -423,7 +402,8 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
   else if (!inv.rest.empty())
     c.what += " " + inv.rest[0];
   JobSpec spec;
-  if (auto u = check_values(c, spec)) return usage(io, *u);
+  ScheduleArgs schedule;
+  if (auto u = check_values(c, spec, schedule)) return usage(io, *u);
   if (inv.name == "wait") {
     Duration timeout = std::chrono::seconds(10);
     if (auto u = read_flag(c, "timeout", parse_wait_timeout, timeout)) return usage(io, *u);
@@ -432,7 +412,7 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
 
   auto queue = open_target(target, command.access);
   if (!queue) return failed(c, queue.status());
-  return perform(c, **queue, std::move(spec));
+  return perform(c, **queue, std::move(spec), schedule);
 }
 
 }  // namespace delayq::cli

@@ -114,9 +114,8 @@ TimePoint shown_time(const JobInfo& j, JobState s) {
   return s == JobState::reserved ? j.lease_deadline : s == JobState::dead ? j.dead_since : j.due;
 }
 
-// Pages, printed as they come: with --json one document whose "jobs" grow page by page (a
-// failure after the first page ends it with "error" and "message", and the cursor to resume
-// from); else a table per page, the hint for the next page on stderr.
+// Pages, printed as they come (follow_pages): with --json one document whose "jobs" grow page by
+// page; else a table per page, the hint for the next page on stderr.
 int do_ls(Context& c, Queue& q, const LsArgs& a) {
   const std::string& topic = c.inv.rest[0];
   const TimePoint now = SystemClock::instance().now();
@@ -125,49 +124,30 @@ int do_ls(Context& c, Queue& q, const LsArgs& a) {
   if (c.inv.json)
     c.out << "{\"topic\":" << json_string(topic) << ",\"state\":\"" << to_string(a.state)
           << "\",\"jobs\":[";
-  const auto end_json = [&](const Status* failure) {
-    c.out << "],\"cursor\":" << (cursor.empty() ? "null" : json_string(cursor));
-    if (failure != nullptr)
-      c.out << ",\"error\":\"" << to_string(static_cast<Errc>(failure->code().value()))
-            << "\",\"message\":" << json_string(failure->message());
-    c.out << "}\n";
-  };
-  for (;;) {
-    auto page = q.list_jobs(topic, a.state, a.limit, cursor);
-    if (!page) {
-      const Status s = with_cli_hint(page.status());
-      if (!c.inv.json) return failed(c, s);
-      end_json(&s);
-      c.err << "delayq: " << c.what << ": " << s.to_string() << "\n";
-      return kExitFailed;
-    }
-    if (page->cursor == cursor && !cursor.empty())
-      page->cursor.clear();  // no progress: a target that answers the same cursor ends here
+  const auto page = [&](const std::string& at, size_t before) -> Result<ShownPage> {
+    auto got = q.list_jobs(topic, a.state, a.limit, at);
+    if (!got) return got.status();
     std::vector<std::vector<std::string>> rows;
-    if (listed == 0) rows.push_back({"ID", "PRIORITY", time_header(a.state), "ATTEMPTS", "BODY"});
-    for (const JobInfo& j : page->jobs) {
+    if (before == 0) rows.push_back({"ID", "PRIORITY", time_header(a.state), "ATTEMPTS", "BODY"});
+    for (const JobInfo& j : got->jobs) {
       if (c.inv.json) {
         json::Writer w;
         write_job(w, j);
-        c.out << (listed > 0 ? "," : "") << w.str();
+        c.out << (before++ > 0 ? "," : "") << w.str();
       } else {
         rows.push_back({printable(j.id), std::to_string(j.priority),
                         when(shown_time(j, a.state), now),
                         std::to_string(j.attempts) + "/" + std::to_string(j.max_attempts),
                         printable(j.body, 40)});
       }
-      ++listed;
     }
-    cursor = page->cursor;
-    if (!c.inv.json && !page->jobs.empty()) c.out << table(rows, {false, true, false, true, false});
-    if (!a.all || cursor.empty()) break;
-  }
-  if (c.inv.json) {
-    end_json(nullptr);
-  } else if (listed == 0) {
+    if (!c.inv.json && !got->jobs.empty()) c.out << table(rows, {false, true, false, true, false});
+    return ShownPage{got->jobs.size(), got->cursor};
+  };
+  if (int exit = follow_pages(c, cursor, a.all, listed, page); exit != kExitOk) return exit;
+  if (!c.inv.json && listed == 0)
     c.out << "no " << to_string(a.state) << " jobs in topic " << printable(topic)
           << (a.cursor.empty() ? "" : " after this cursor") << "\n";
-  }
   if (!c.inv.json && !cursor.empty())
     c.err << "more: run the same ls with --cursor " << cursor << " (or --all for every page)\n";
   return kExitOk;

@@ -98,6 +98,37 @@ const std::vector<CommandInfo>& commands() {
        "hand out a paused topic's jobs again, in due order",
        {},
        Access::write},
+      {"schedule add",
+       "schedule add ID --rule RULE --topic TOPIC [--zone ZONE]\n"
+       "            [--body TEXT | --body-file FILE (- for stdin)] [--ttr DUR]\n"
+       "            [--retry POLICY] [--priority N] [--start TIME] [--end TIME]\n"
+       "            [--catch-up skip|one|all] [--catch-up-max N] [--overlap allow|skip]",
+       "create the schedule ID, or replace it: each occurrence of RULE pushes one job to\n"
+       "  TOPIC. RULE: \"every 90s\" (ms, s, m, h, d), a cron expression of 5 fields (6\n"
+       "  with seconds first) read in ZONE (an IANA zone, default UTC), or @daily, @hourly,\n"
+       "  ... Missed occurrences (downtime, a pause): --catch-up one (default) pushes one,\n"
+       "  all up to N (1 to 10000, default 100), skip none; --overlap skip pushes nothing\n"
+       "  while the previous occurrence's job lives",
+       {"rule", "zone", "topic", "body", "body-file", "ttr", "retry", "priority", "start", "end",
+        "catch-up", "catch-up-max", "overlap"},
+       Access::create},
+      {"schedule get", "schedule get ID",
+       "show a schedule: its rule, job, next runs, the last one fired, its live jobs", {},
+       Access::read},
+      {"schedule ls",
+       "schedule ls [--limit N] [--cursor C] [--all]",
+       "a page of the schedules in id order (N per page, 1 to 1000, default 100); the\n"
+       "  cursor of the next page goes to stderr; --all lists every page",
+       {"limit", "cursor", "all"},
+       Access::read},
+      {"schedule pause", "schedule pause ID",
+       "the schedule pushes nothing until resumed (what falls meanwhile is missed)", {},
+       Access::write},
+      {"schedule resume", "schedule resume ID",
+       "run a paused schedule again, its missed occurrences by its --catch-up", {},
+       Access::write},
+      {"schedule rm", "schedule rm ID", "remove a schedule; the jobs it pushed stay", {},
+       Access::write},
       {"backup",
        "backup DIR",
        "a consistent copy of the queue, taken while it serves: with --store, into the new\n"
@@ -128,7 +159,8 @@ const std::set<std::string> kValueFlags = {"store",  "url",       "token-file", 
                                            "body",   "body-file", "retry",      "limit",  "topic",
                                            "timeout", "priority", "state", "cursor", "rate",
                                            "burst", "max-in-flight", "redis-replicas-to-ack",
-                                           "redis-replicas-timeout"};
+                                           "redis-replicas-timeout", "rule", "zone", "start",
+                                           "end", "catch-up", "catch-up-max", "overlap"};
 
 // " (did you mean '--delay'?)" for a mistyped flag, "" when no flag is close.
 std::string did_you_mean(std::string_view typed) {
@@ -235,7 +267,7 @@ bool take_command_name(Invocation& inv) {
   const std::vector<std::string>& p = inv.positional;
   size_t consumed = p.empty() ? 0 : 1;
   inv.name = p.empty() ? "" : p[0];
-  if (inv.name == "dead") {
+  if (inv.name == "dead" || inv.name == "schedule") {
     if (p.size() < 2) return false;
     inv.name += " " + p[1];
     consumed = 2;
@@ -258,11 +290,14 @@ std::optional<UsageError> check_args(const Invocation& inv, const CommandInfo& c
   const std::vector<std::string>& rest = inv.rest;
   const bool by_topic = name == "dead requeue" && inv.flags.contains("topic");
   if (by_topic && !rest.empty()) return bad("give an ID or --topic TOPIC, not both");
-  const size_t want = name == "stats" || name == "wait" || name == "limits" || by_topic ? 0 : 1;
+  const size_t want =
+      name == "stats" || name == "wait" || name == "limits" || name == "schedule ls" || by_topic
+          ? 0
+          : 1;
   if (rest.size() < want) {
-    const std::string what = name == "get" || name == "cancel" || name == "dead requeue" ? "ID"
-                             : name == "backup"                                          ? "DIR"
-                                                                                         : "TOPIC";
+    const bool by_id = name == "get" || name == "cancel" || name == "dead requeue" ||
+                       name.rfind("schedule ", 0) == 0;
+    const std::string what = by_id ? "ID" : name == "backup" ? "DIR" : "TOPIC";
     return bad(name + " needs " + (what == "ID" ? "an " : "a ") + what);
   }
   if (rest.size() > want) return bad("unexpected argument '" + rest[want] + "'");

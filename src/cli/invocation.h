@@ -51,8 +51,8 @@ struct Invocation {
 // positional argument) is known for the usage line; returns the first problem.
 std::optional<UsageError> split_args(const std::vector<std::string>& args, Invocation& inv);
 
-// The command's name from the positional arguments ("dead" takes a subcommand), with the
-// arguments after it in inv.rest. False when "dead" comes without its subcommand.
+// The command's name from the positional arguments ("dead" and "schedule" take a subcommand),
+// with the arguments after it in inv.rest. False when one of them comes without its subcommand.
 bool take_command_name(Invocation& inv);
 
 // Whether the flags apply to `command` and its arguments are the ones it takes.
