@@ -471,6 +471,11 @@ def phone(b, d, shots):
     width = b.execute_script("return document.documentElement.scrollWidth")
     assert width <= 390, f"the page is {width} px wide on a 390 px screen"
     shoot(b, shots, "phone-overview")
+    # The schedules page too (its table is the widest), with the schedules schedules() left.
+    click(b, "#nav-schedules")
+    wait_for(b, "the schedules", lambda b: len(schedule_ids(b)) == 50)
+    width = b.execute_script("return document.documentElement.scrollWidth")
+    assert width <= 390, f"the schedules page is {width} px wide on a 390 px screen"
 
 
 def main():
