@@ -47,6 +47,7 @@ constexpr RouteSpec kRoutes[] = {
     {"/ui/", Route::ui, M::get, B::none, routes::ui},
     {"/ui/app.js", Route::ui, M::get, B::none, routes::ui},
     {"/ui/topic.js", Route::ui, M::get, B::none, routes::ui},
+    {"/ui/schedules.js", Route::ui, M::get, B::none, routes::ui},
     {"/ui/style.css", Route::ui, M::get, B::none, routes::ui},
 };
 

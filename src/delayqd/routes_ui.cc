@@ -1,6 +1,7 @@
-// /ui, /ui/app.js, /ui/topic.js, /ui/style.css: the dashboard's page, its scripts and style (see routes.h,
-// docs/dashboard.md). They hold no data and are served without the token; the page asks the
-// operator for it and sends it with every call it makes to the other routes.
+// /ui, /ui/app.js, /ui/topic.js, /ui/schedules.js, /ui/style.css: the dashboard's page, its scripts
+// and style (see routes.h, docs/dashboard.md). They hold no data and are served without the
+// token; the page asks the operator for it and sends it with every call it makes to the other
+// routes.
 #include "delayqd/responses.h"
 #include "delayqd/routes.h"
 #include "delayqd/ui_files.h"

@@ -3,8 +3,9 @@
 holding known jobs, behind a bearer token; headless Chromium, driven by Selenium, types the
 token, reads the counts, requeues and purges dead letters, cancels a job, pauses and resumes a
 topic, pages through a topic's jobs, cancels and reschedules rows there, sets and clears a
-topic's limits; each effect is checked through the JSON API, not through the page. Screenshots of each page (desk and phone widths) are
-written to --shots.
+topic's limits, creates, pauses, resumes and removes a schedule and pages through the schedules;
+each effect is checked through the JSON API, not through the page. Screenshots of each page
+(desk and phone widths) are written to --shots.
 
 Usage: dashboard_test.py --delayqd PATH --shots DIR
 Exit 77 (skipped) when Selenium or Chromium is missing; scripts/test.sh installs both.
@@ -20,6 +21,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
 
 try:
     from selenium import webdriver
@@ -54,15 +57,19 @@ class Daemon:
             raise SystemExit("delayqd did not start: " + line)
         self.url = "http://" + line.strip().rsplit(" ", 1)[-1]
 
-    def call(self, path, body=None):
+    def answer(self, path, body=None):
+        """The whole answer, refusals included."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data,
                                      headers={"Authorization": "Bearer " + TOKEN})
         try:
             with urllib.request.urlopen(req, timeout=30) as res:
-                answer = json.load(res)
+                return json.load(res)
         except urllib.error.HTTPError as e:
-            answer = json.load(e)
+            return json.load(e)
+
+    def call(self, path, body=None):
+        answer = self.answer(path, body)
         if answer["code"] != 0:
             raise AssertionError(f"{path} {body}: {answer}")
         return answer["data"]
@@ -120,7 +127,8 @@ def browser():
 def wait_for(b, what, check):
     """Waits until check(b) is truthy; fails naming `what`."""
     try:
-        return WebDriverWait(b, WAIT, ignored_exceptions=[StaleElementReferenceException]).until(check)
+        return WebDriverWait(b, WAIT, poll_frequency=0.1,
+                             ignored_exceptions=[StaleElementReferenceException]).until(check)
     except Exception:
         raise AssertionError(f"the page never showed {what}; error box: "
                              f"{b.find_element(By.ID, 'error').text!r}")
@@ -317,6 +325,144 @@ def topic_page(b, d, shots):
     wait_for(b, "no limits shown", lambda b: texts(b, "#topic-limits")[0].startswith("No limits"))
 
 
+def fill(b, values):
+    """Sets a form's fields (inputs and selects, by id) in one go: typing them key by key costs
+    seconds and tests nothing of the page's own."""
+    b.execute_script("for (const [id, v] of Object.entries(arguments[0]))"
+                     "  document.getElementById(id).value = v;", values)
+
+
+def schedule_cells(b, sid):
+    """A schedule's row as shown, a cell of two lines (id and state; rule and zone; next
+    occurrence in its zone and in UTC) as two cells, its buttons left out; None without the row."""
+    return b.execute_script("""
+        const tr = document.querySelector('#schedules tr[data-id="' + arguments[0] + '"]');
+        if (!tr) return null;
+        const cells = [];
+        for (const td of Array.from(tr.cells).slice(0, -1)) {
+          const parts = td.querySelectorAll('.part');
+          if (parts.length) cells.push(...Array.from(parts).map((p) => p.textContent));
+          else cells.push(td.textContent);
+        }
+        return cells;""", sid)
+
+
+def utc(ms):
+    """An instant as the page shows it in UTC: ISO 8601, milliseconds when there are any."""
+    text = datetime.fromtimestamp(ms // 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return text + (f".{ms % 1000:03}Z" if ms % 1000 else "Z")
+
+
+def schedule_shown(d, sid):
+    """What the row of schedule `sid` must show, from /schedules/get; its next occurrence's wall
+    clock in its zone from Python's tz database, not the page's."""
+    s = d.call("/schedules/get", {"id": sid})
+    nxt = s["next"][0]
+    zone = s["zone"] or "UTC"  # the queue reads an empty zone as UTC
+    local = datetime.fromtimestamp(nxt["ms"] / 1000, ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S")
+    return [s["id"], "paused" if s["paused"] else "running", s["rule"], zone, s["job"]["topic"],
+            local, utc(nxt["ms"]), utc(s["last_fired"]["ms"]) if s["last_fired"] else "",
+            str(s["fired"]), str(s["skipped_overlap"]), str(s["skipped_catch_up"]),
+            str(len(s["live_jobs"]))]
+
+
+def schedule_state(b, sid):
+    """"running" or "paused" as the row of `sid` shows it, "" without the row."""
+    return (schedule_cells(b, sid) or ["", ""])[1]
+
+
+def schedule_ids(b):
+    return texts(b, "#schedules tbody tr[data-id] td:first-child .part:first-child")
+
+
+def schedules(b, d, shots):
+    """A schedule created from the form is listed as /schedules/get reports it (its next run
+    09:00 in its zone); Pause (after asking) and Resume reach it; a rule that never fires shows
+    the daemon's own message and stores nothing; Remove (after asking) deletes it; the list pages
+    50 at a time in /schedules/list's order; a removed schedule's jobs stay."""
+    def get(sid):
+        return d.call("/schedules/get", {"id": sid})
+
+    def listed():
+        return [s["id"] for s in d.call("/schedules/list", {})["schedules"]]
+
+    # One made through the API that has fired (its first occurrence is its creation), held still
+    # (paused), so that the counters shown are not 0.
+    d.call("/schedules/set", {"id": "tick", "rule": "every 1s", "job": {"topic": "tick"}})
+    wait_for(b, "tick fired", lambda b: get("tick")["fired"] >= 1)
+    d.call("/schedules/pause", {"id": "tick"})
+    click(b, "#nav-schedules")  # from the topic page left open by topic_page()
+    spec = {"id": "nightly", "rule": "0 9 * * *", "zone": "Europe/Berlin",
+            "job": {"topic": "sweep", "body": "remind members", "priority": 3},
+            "catch_up": "all", "overlap": "skip"}
+    fill(b, {"schedule-id": "nightly", "schedule-rule": "0 9 * * *",
+             "schedule-zone": "Europe/Berlin", "schedule-topic": "sweep", "schedule-body": "remind members", "schedule-priority": "3",
+             "schedule-catch-up": "all", "schedule-overlap": "skip"})
+    b.find_element(By.ID, "schedule-set").click()
+    wait_for(b, "nightly stored", lambda b: "nightly" in listed())
+    s = get("nightly")
+    assert {k: s[k] for k in spec} == spec and not s["paused"], s
+    wait_for(b, "nightly as /schedules/get has it",
+             lambda b: schedule_cells(b, "nightly") == schedule_shown(d, "nightly"))
+    shown = schedule_cells(b, "nightly")
+    assert shown[5].endswith(" 09:00:00"), shown  # 09:00 in Berlin
+    assert shown[6] in [n["utc"] for n in get("nightly")["next"]], shown
+    wait_for(b, "tick as /schedules/get has it",
+             lambda b: schedule_cells(b, "tick") == schedule_shown(d, "tick"))
+    assert schedule_cells(b, "tick")[8] != "0"
+    # Its row marked paused, the coming occurrences and the live jobs' ids in the tooltips.
+    tick = get("tick")
+    assert b.execute_script("""
+        const tr = document.querySelector('#schedules tr[data-id="tick"]');
+        return [tr.className, tr.cells[3].firstChild.title, tr.cells[8].firstChild.title];""") == \
+        ["paused", "next (UTC): " + ", ".join(utc(n["ms"]) for n in tick["next"]),
+         "\n".join(tick["live_jobs"])]
+    shoot(b, shots, "schedules")
+    # Pause asks first; Resume does not.
+    row = '#schedules tr[data-id="nightly"]'
+    click(b, row + " button:not(.danger)")
+    confirm(b)
+    wait_for(b, "nightly paused", lambda b: get("nightly")["paused"])
+    wait_for(b, "nightly shown paused", lambda b: schedule_state(b, "nightly") == "paused")
+    wait_for(b, "nightly's Resume button",
+             lambda b: texts(b, row + " button:not(.danger)") == ["Resume"])
+    click(b, row + " button:not(.danger)")
+    wait_for(b, "nightly resumed", lambda b: not get("nightly")["paused"])
+    wait_for(b, "nightly shown running", lambda b: schedule_state(b, "nightly") == "running")
+    # A rule that never fires: the daemon's message, and nothing stored.
+    fill(b, {"schedule-id": "broken", "schedule-rule": "0 0 30 2 *"})
+    b.find_element(By.ID, "schedule-set").click()
+    refusal = d.answer("/schedules/set", dict(spec, id="broken", rule="0 0 30 2 *"))
+    assert refusal["code"] != 0 and "rule" in refusal["message"], refusal
+    wait_for(b, "the daemon's refusal",
+             lambda b: b.find_element(By.ID, "error").text == refusal["message"])
+    assert d.answer("/schedules/get", {"id": "broken"})["code"] != 0, "a refused one was stored"
+    # Remove asks first. (51 more schedules first: the list redrawn after the removal pages.)
+    for i in range(51):
+        d.call("/schedules/set", {"id": f"s-{i:02}", "rule": "0 9 * * *",
+                                  "job": {"topic": "sweep"}})
+    click(b, row + " button.danger")
+    confirm(b)
+    wait_for(b, "nightly removed", lambda b: "nightly" not in listed())
+    wait_for(b, "nightly gone from the page", lambda b: schedule_cells(b, "nightly") is None)
+    # Pages of 50, in /schedules/list's order.
+    first = d.call("/schedules/list", {"limit": 50})
+    second = d.call("/schedules/list", {"limit": 50, "cursor": first["cursor"]})
+    want = [[s["id"] for s in page["schedules"]] for page in (first, second)]
+    assert len(want[0]) == 50 and want[1] == ["s-50", "tick"], want
+    wait_for(b, "the first page of schedules", lambda b: schedule_ids(b) == want[0])
+    b.find_element(By.ID, "schedules-next").click()
+    wait_for(b, "the second page of schedules", lambda b: schedule_ids(b) == want[1])
+    b.find_element(By.ID, "schedules-first").click()
+    wait_for(b, "the first page of schedules again", lambda b: schedule_ids(b) == want[0])
+    # Removing a schedule leaves the jobs it pushed.
+    b.find_element(By.ID, "schedules-next").click()
+    click(b, '#schedules tr[data-id="tick"] button.danger')
+    confirm(b)
+    wait_for(b, "tick removed", lambda b: d.answer("/schedules/get", {"id": "tick"})["code"] != 0)
+    assert d.call("/get", {"id": tick["live_jobs"][0]})["state"] == "ready", tick
+
+
 def phone(b, d, shots):
     b.set_window_size(390, 844)
     b.get(d.url + "/ui")
@@ -325,6 +471,11 @@ def phone(b, d, shots):
     width = b.execute_script("return document.documentElement.scrollWidth")
     assert width <= 390, f"the page is {width} px wide on a 390 px screen"
     shoot(b, shots, "phone-overview")
+    # The schedules page too (its table is the widest), with the schedules schedules() left.
+    click(b, "#nav-schedules")
+    wait_for(b, "the schedules", lambda b: len(schedule_ids(b)) == 50)
+    width = b.execute_script("return document.documentElement.scrollWidth")
+    assert width <= 390, f"the schedules page is {width} px wide on a 390 px screen"
 
 
 def main():
@@ -345,6 +496,7 @@ def main():
             pause(b, d, args.shots)
             timing(b, d, args.shots)
             topic_page(b, d, args.shots)
+            schedules(b, d, args.shots)
             phone(b, d, args.shots)
         finally:
             if b is not None:

@@ -497,6 +497,7 @@ TEST_F(HttpApiTest, TheDashboardsFilesAreServedWithoutTheTokenUnderAStrictPolicy
                                                        {"/ui/", "text/html; charset=utf-8"},
                                                        {"/ui/app.js", "text/javascript; charset=utf-8"},
                                                        {"/ui/topic.js", "text/javascript; charset=utf-8"},
+                                                       {"/ui/schedules.js", "text/javascript; charset=utf-8"},
                                                        {"/ui/style.css", "text/css; charset=utf-8"}};
   for (const auto& [path, type] : files) {
     const Response r = get(path);
@@ -511,7 +512,7 @@ TEST_F(HttpApiTest, TheDashboardsFilesAreServedWithoutTheTokenUnderAStrictPolicy
   // The page loads what is served, and nothing from elsewhere.
   const std::string page = get("/ui").body;
   EXPECT_TRUE(has(page, "src=\"/ui/app.js\"") && has(page, "src=\"/ui/topic.js\"") &&
-              has(page, "href=\"/ui/style.css\""))
+              has(page, "src=\"/ui/schedules.js\"") && has(page, "href=\"/ui/style.css\""))
       << page;
   EXPECT_FALSE(has(page, "http://") || has(page, "https://")) << page;
   EXPECT_EQ(get("/ui", "POST").status, 405);

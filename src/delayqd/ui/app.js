@@ -3,7 +3,7 @@
 // Kept whole over ~400 lines: the page loads its scripts with no module loader or build step
 // (embed_ui.cmake embeds the files as they are), and its parts (totals, rates, topics, the
 // lateness chart, dead letters) share one refresh loop and its state. The topic page is in
-// topic.js, loaded after this file.
+// topic.js and the schedules page in schedules.js, loaded after this file.
 'use strict';
 
 const REFRESH_MS = 2000;
@@ -282,6 +282,7 @@ async function refresh() {
     fill_dead_topics(stats);
     state.last = now;
     if (!$('page-topic').hidden) render_tabs(stats);
+    if (!$('page-schedules').hidden) await list_schedules();
     // The dead-letters page lists the chosen topic's dead letters without a click.
     if (!$('page-dead').hidden && $('dead-topic').value !== state.dead_listed) await list_dead();
     $('as-of').textContent = new Date(now.at).toLocaleTimeString();
@@ -395,16 +396,17 @@ async function whole_topic(question, route) {
 
 // --- pages and start ----------------------------------------------------------------------
 
-// #overview, #job, #dead, or #topic/<name> (topic.js).
+// #overview, #job, #dead, #schedules (schedules.js), or #topic/<name> (topic.js).
 function show_page() {
   const [page, ...rest] = (location.hash || '#overview').slice(1).split('/');
-  for (const p of ['overview', 'job', 'dead', 'topic']) {
+  for (const p of ['overview', 'job', 'dead', 'schedules', 'topic']) {
     $('page-' + p).hidden = p !== page;
     const nav = $('nav-' + p);
     if (nav) nav.classList.toggle('here', p === page);
   }
   if (page === 'topic') show_topic(decodeURIComponent(rest.join('/')));
   if (page === 'dead' && $('dead-topic').value) act(list_dead);
+  if (page === 'schedules') act_quietly(list_schedules);
 }
 
 function schedule_refresh() {

@@ -6,6 +6,7 @@ set(files
   "/ui|index.html|text/html"
   "/ui/app.js|app.js|text/javascript"
   "/ui/topic.js|topic.js|text/javascript"
+  "/ui/schedules.js|schedules.js|text/javascript"
   "/ui/style.css|style.css|text/css")
 set(body "// Generated from src/delayqd/ui/ by src/delayqd/ui/embed_ui.cmake: edit those, not this.\n")
 string(APPEND body "#include \"delayqd/ui_files.h\"\n\nnamespace delayq::http {\n\n")

@@ -26,6 +26,29 @@ function show_topic(name) {
   act_quietly(list_topic_page);
 }
 
+// First page and Next page of a list read a page at a time: `paging` holds the cursor of each
+// page shown so far (cursors, '' for the first) and the next page's (next, null after the last);
+// list() reads the page at the last cursor. Also used by schedules.js.
+function wire_pager(first, next, paging, list) {
+  $(next).addEventListener('click', () => {
+    if (!paging.next) return;
+    paging.cursors.push(paging.next);
+    act_quietly(list);
+  });
+  $(first).addEventListener('click', () => {
+    paging.cursors = [''];
+    act_quietly(list);
+  });
+}
+
+// What the pager says under a page of `count` things, and which of its buttons work.
+function show_pager(first, next, note, paging, count, noun) {
+  $(note).textContent = 'page ' + paging.cursors.length + ', ' + count + ' ' + noun +
+      (count === 1 ? '' : 's') + (paging.next ? '; there are more' : '');
+  $(next).disabled = !paging.next;
+  $(first).disabled = paging.cursors.length === 1;
+}
+
 // Runs a read: an error shows in the error box, nothing else changes.
 async function act_quietly(fn) {
   try {
@@ -66,10 +89,7 @@ async function list_topic_page() {
     body.appendChild(tr);
   }
   if (d.jobs.length === 0) body.appendChild(row(['no ' + s + ' job']));
-  $('topic-page-note').textContent = 'page ' + cursors.length + ', ' + d.jobs.length +
-      (d.jobs.length === 1 ? ' job' : ' jobs') + (topic_page.next ? '; there are more' : '');
-  $('topic-next').disabled = !topic_page.next;
-  $('topic-first').disabled = cursors.length === 1;
+  show_pager('topic-first', 'topic-next', 'topic-page-note', topic_page, d.jobs.length, 'job');
   $('topic-dead-actions').hidden = s !== 'dead';
   render_tabs(state.last ? state.last.stats : null);
 }
@@ -155,15 +175,7 @@ function limits_from_form() {
 }
 
 function start_topic_page() {
-  $('topic-next').addEventListener('click', () => {
-    if (!topic_page.next) return;
-    topic_page.cursors.push(topic_page.next);
-    act_quietly(list_topic_page);
-  });
-  $('topic-first').addEventListener('click', () => {
-    topic_page.cursors = [''];
-    act_quietly(list_topic_page);
-  });
+  wire_pager('topic-first', 'topic-next', topic_page, list_topic_page);
   $('topic-requeue-all').addEventListener('click', () => topic_dead(
       'Requeue every dead letter of %? They run again now.', '/dead/requeue'));
   $('topic-purge').addEventListener('click', () => topic_dead(
