@@ -25,7 +25,7 @@ namespace {
 constexpr const char* kTargetHelp =
     R"(TARGET is one of:
   --store DIR                  the embedded store in DIR (no delayqd may have it open;
-                               get, stats and dead list open it read-only)
+                               the commands that only read open it read-only)
   --url http://HOST:PORT       a running delayqd   [--token-file FILE: its bearer token]
                                (DELAYQ_URL and DELAYQ_TOKEN_FILE in the environment stand
                                for them, then url and token-file in the settings file,

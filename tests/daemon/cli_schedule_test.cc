@@ -2,11 +2,16 @@
 // against a store directory, a running delayqd and a private redis-server: what each command
 // prints (text and --json), that a schedule made by one run is there for the next, and that bad
 // input exits 2 naming what is wrong, before the target is opened, leaving what is stored as it
-// was. The schedules start 30 days ahead, so that no occurrence fires while a test runs; the
-// cron rule's zone, Asia/Tokyo, has no DST, so that its next runs are all at the same UTC time.
+// was; and that the commands that only read leave a store's files as they were. The schedules
+// start 30 days ahead, so that no occurrence fires while a test runs; the cron rule's zone,
+// Asia/Tokyo, has no DST, so that its next runs are all at the same UTC time.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -264,6 +269,54 @@ TEST(CliSchedule, BadInputExitsTwoAndChangesNothing) {
   CliRun kept = cli(with(target, {"schedule", "get", "keep", "--json"}));
   EXPECT_EQ(kept.out, made.out);
   EXPECT_EQ(listed_ids(target), std::vector<std::string>{"keep"});
+}
+
+
+// Every file of a directory tree, by path, with its bytes.
+std::map<std::string, std::string> files_of(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    out[e.path().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return out;
+}
+
+// docs/cli.md, --store: the commands that only read open the store read-only and change nothing
+// on disk, byte for byte; a command that writes does change it (so the comparison can fail).
+TEST(CliStoreReads, TheCommandsThatOnlyReadLeaveEveryFileAsItWas) {
+  TempDir dir;
+  const std::string store = dir.sub("s");
+  const std::vector<std::string> target = {"--store", store};
+  const delayq::TimePoint start =
+      std::chrono::floor<std::chrono::hours>(delayq::SystemClock::instance().now()) + 720h;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"push", "t", "--id", "j1", "--delay", "1h"},
+        {"push", "t", "--id", "j2"},
+        {"limits", "set", "t", "--max-in-flight", "3"},
+        {"schedule", "add", "s1", "--rule", "every 1h", "--topic", "t", "--start",
+         delayq::cli::format_utc_time(start)}}) {
+    CliRun r = cli(with(target, args));
+    ASSERT_EQ(r.exit, 0) << describe(r);
+  }
+  const std::map<std::string, std::string> before = files_of(store);
+  ASSERT_FALSE(before.empty());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"get", "j1"},
+        {"stats"},
+        {"ls", "t", "--state", "delayed"},
+        {"dead", "list", "t"},
+        {"limits"},
+        {"schedule", "get", "s1"},
+        {"schedule", "ls"}}) {
+    CliRun r = cli(with(target, args));
+    EXPECT_EQ(r.exit, 0) << describe(r);
+    EXPECT_EQ(files_of(store), before) << "delayq " << args[0] << " changed the store";
+  }
+  CliRun w = cli(with(target, {"cancel", "j2"}));
+  ASSERT_EQ(w.exit, 0) << describe(w);
+  EXPECT_NE(files_of(store), before) << "a cancel left every file as it was";
 }
 
 }  // namespace
