@@ -113,6 +113,17 @@ void print_calls(const Model::Counts& c) {
       (unsigned long long)c.limits_set, (unsigned long long)c.limits_cleared,
       (unsigned long long)c.lists, (unsigned long long)c.listed,
       (unsigned long long)c.seen_paused, (unsigned long long)c.seen_limited);
+  std::printf(
+      "[ harness  ] schedules: %llu created, %llu replaced, %llu unschedules, %llu "
+      "pause_schedules, %llu resume_schedules, %llu occurrence jobs taken (reserve and ack); "
+      "%llu schedules seen in %llu reopened stores (%llu paused, %llu occurrences counted as "
+      "fired), with %llu occurrence jobs\n",
+      (unsigned long long)c.schedules_created, (unsigned long long)c.schedules_replaced,
+      (unsigned long long)c.unschedules, (unsigned long long)c.schedule_pauses,
+      (unsigned long long)c.schedule_resumes, (unsigned long long)c.occurrences_acked,
+      (unsigned long long)c.seen_schedules, (unsigned long long)c.schedule_looks,
+      (unsigned long long)c.seen_schedule_paused, (unsigned long long)c.seen_fired,
+      (unsigned long long)c.seen_occurrences);
 }
 
 // A harness whose workers never got going, or whose load skipped a call, proves nothing.
