@@ -2,9 +2,10 @@
 //
 // A driver (the test) forks a worker process that opens the store and runs a mixed load on it
 // from two threads: push, push_batch, reserve, ack, ack_batch, nack, dead_letter, touch,
-// release, cancel, reschedule, requeue_dead, requeue_dead_topic, purge_dead, pause and resume, on
-// jobs with 3 attempts and leases of 15 or 200 ms (so that dead letters happen: by nacks,
-// dead_letter() and leases that run out). The worker reports every call's intent and outcome over a
+// release, cancel, reschedule, requeue_dead, requeue_dead_topic, purge_dead, pause and resume
+// (and in the kill cycles limits, list_jobs and schedules, crash/load.h), on jobs with 3
+// attempts and leases of 15 or 200 ms (so that dead letters happen: by nacks, dead_letter() and
+// leases that run out). The worker reports every call's intent and outcome over a
 // pipe; the driver kills it with SIGKILL after 10-80 ms and checks what a reopened store shows
 // against its model of the reports: every job's state, due time, attempts and lease deadline
 // (crash/model.h, crash/check.h). A consumer thread and a consume() loop in the worker take the
@@ -14,8 +15,9 @@
 //    turn (a kill loses nothing answered in any of them).
 //  - CrashHarness.PowerLossesLoseNoMoreThanEachSyncModePromises: a power loss after each kill
 //    (crash/power.cc says what is checked per mode).
-//  - The others show that the checks can fail: a planted lost nack or reschedule, a store that
-//    never syncs checked as always and batch, a batch that syncs every call.
+//  - The others show that the checks can fail: a planted lost nack or reschedule, a lost
+//    occurrence job or schedule, a store that never syncs checked as always and batch, a batch
+//    that syncs every call.
 //
 // Environment: DELAYQ_CRASH_CYCLES=N sets the number of kill cycles (a soak: 10000),
 // DELAYQ_POWER_CYCLES=N the number of power-loss cycles, DELAYQ_CRASH_SEED=S replays a run's
@@ -401,6 +403,75 @@ void expect_planted_loss_caught(bool nack) {
       << first;
   std::printf("[ harness  ] a lost %s, planted in cycle %d: caught: %s\n", planted->what.c_str(),
               t.done_cycles - 1, first.substr(0, first.find('\n')).c_str());
+}
+
+// A broken schedule promise, planted between a kill and the check (through the store's own
+// calls, on a store opened in the driver): the job of an occurrence its schedule counts as fired
+// cancelled (`lose_job`), or a schedule whose schedule() returned unscheduled. Returns what was
+// planted, or nothing when no schedule of the store fits yet.
+std::optional<std::string> plant_schedule_loss(Model& m, const std::string& dir, bool lose_job) {
+  DriverStore q = open_for_check(m, dir);
+  if (!q) return std::nullopt;
+  Result<SchedulePage> page = q->list_schedules(1000);
+  if (!page) return std::nullopt;
+  for (const ScheduleInfo& info : page->schedules) {
+    const auto n = parse_occurrence(info.spec.id + "@1970-01-01T00:00:00Z");
+    if (!n || !m.schedules.count(n->first)) continue;
+    const ScheduleModel& s = m.schedules[n->first];
+    if (s.exist_may != ScheduleModel::kMayExist) continue;
+    if (!lose_job) {
+      if (Status st = q->unschedule(info.spec.id); !st.ok()) {
+        m.problem("planting a lost schedule: " + st.to_string());
+        return std::nullopt;
+      }
+      return info.spec.id + ", whose schedule() returned, unscheduled";
+    }
+    Result<JobPage> jobs = q->list_jobs(kScheduleTopic, JobState::ready, 1000);
+    if (!jobs) return std::nullopt;
+    for (const JobInfo& j : jobs->jobs) {
+      const auto occ = parse_occurrence(j.id);
+      // Not one an ack in flight at the kill may have taken: its absence would be allowed.
+      if (!occ || occ->first != n->first || s.maybe_acked.count(occ->second)) continue;
+      if (Status st = q->cancel(j.id); !st.ok()) {
+        m.problem("planting a lost occurrence job: " + st.to_string());
+        return std::nullopt;
+      }
+      return "the job " + j.id + ", of an occurrence " + info.spec.id + " counts as fired, deleted";
+    }
+  }
+  return std::nullopt;
+}
+
+void expect_schedule_loss_caught(bool lose_job) {
+  HarnessRun run;
+  SCOPED_TRACE(run.replay);
+  ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
+  Model& m = run.m;
+  KillTally t;
+  std::optional<std::string> planted;
+  CycleChoices no_tier;  // the driver opens the store to plant, as it does to check: without one
+  no_tier.horizon = [](int) { return Duration::max(); };
+  run_kill_cycles(
+      m, 40, run.seed, run.dir.path(), t,
+      [&](Model& mm, const std::string& d) {
+        if (!planted) planted = plant_schedule_loss(mm, d, lose_job);
+      },
+      no_tier);
+  ASSERT_TRUE(planted) << "in " << t.done_cycles << " cycles no schedule could be planted on";
+  ASSERT_FALSE(m.problems.empty()) << planted->c_str() << ": not caught";
+  const std::string& first = m.problems.front();
+  EXPECT_NE(first.find(lose_job ? "were not written together" : "is not in a reopened store"),
+            std::string::npos)
+      << first;
+  std::printf("[ harness  ] planted in cycle %d: %s: caught: %s\n", t.done_cycles - 1,
+              planted->c_str(), first.substr(0, first.find('\n')).c_str());
+}
+
+TEST(CrashHarness, ScheduleChecksCatchALostOccurrenceJob) {
+  expect_schedule_loss_caught(true);
+}
+TEST(CrashHarness, ScheduleChecksCatchALostSchedule) {
+  expect_schedule_loss_caught(false);
 }
 
 TEST(CrashHarness, StateChecksCatchALostNack) {
