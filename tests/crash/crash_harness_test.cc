@@ -313,8 +313,8 @@ TEST(CrashHarness, BatchCheckCatchesAStoreThatSyncsEveryCall) {
 // A call answered and then lost, planted in the store between a kill and the check: the
 // reopened store must be caught showing the job as it was before that call.
 struct Planted {
-  uint64_t job = 0;
   std::string what;
+  std::string caught_by;  // what the first problem the check finds must say
 };
 
 // Rewrites the stored record of job `id` with `edit` (through the journal, as the store writes
@@ -380,36 +380,47 @@ std::optional<Planted> plant_lost_call(Model& m, const std::string& dir, bool na
       m.problem("planting a lost call: " + s.to_string());
       return std::nullopt;
     }
-    return Planted{job, std::string(nack ? "nack" : "reschedule") + " of " + job_id(job)};
+    return Planted{std::string("lost ") + (nack ? "nack" : "reschedule") + " of " + job_id(job),
+                   job_id(job) + ": a reopened store shows it"};
   }
   return std::nullopt;
 }
 
-void expect_planted_loss_caught(bool nack) {
+// Runs kill cycles, planting with `plant` after each kill until it plants something; the check
+// must then find it.
+void expect_plant_caught(
+    const std::function<std::optional<Planted>(Model&, const std::string&)>& plant,
+    const char* what, const CycleChoices& choices = {}) {
   HarnessRun run;
   SCOPED_TRACE(run.replay);
   ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
   Model& m = run.m;
   KillTally t;
   std::optional<Planted> planted;
-  run_kill_cycles(m, 40, run.seed, run.dir.path(), t, [&](Model& mm, const std::string& d) {
-    if (!planted) planted = plant_lost_call(mm, d, nack);
-  });
-  ASSERT_TRUE(planted) << "in " << t.done_cycles << " cycles no answered "
-                       << (nack ? "nack" : "reschedule") << " could be planted as lost";
-  ASSERT_FALSE(m.problems.empty()) << "the lost " << planted->what << " was not caught";
+  run_kill_cycles(
+      m, 40, run.seed, run.dir.path(), t,
+      [&](Model& mm, const std::string& d) {
+        if (!planted) planted = plant(mm, d);
+      },
+      choices);
+  ASSERT_TRUE(planted) << "in " << t.done_cycles << " cycles no " << what << " could be planted";
+  ASSERT_FALSE(m.problems.empty()) << "the " << planted->what << " was not caught";
   const std::string& first = m.problems.front();
-  EXPECT_NE(first.find(job_id(planted->job) + ": a reopened store shows it"), std::string::npos)
-      << first;
-  std::printf("[ harness  ] a lost %s, planted in cycle %d: caught: %s\n", planted->what.c_str(),
+  EXPECT_NE(first.find(planted->caught_by), std::string::npos) << first;
+  std::printf("[ harness  ] a %s, planted in cycle %d: caught: %s\n", planted->what.c_str(),
               t.done_cycles - 1, first.substr(0, first.find('\n')).c_str());
+}
+
+void expect_planted_loss_caught(bool nack) {
+  expect_plant_caught([nack](Model& m, const std::string& d) { return plant_lost_call(m, d, nack); },
+                      nack ? "lost answered nack" : "lost answered reschedule");
 }
 
 // A broken schedule promise, planted between a kill and the check (through the store's own
 // calls, on a store opened in the driver): the job of an occurrence its schedule counts as fired
 // cancelled (`lose_job`), or a schedule whose schedule() returned unscheduled. Returns what was
 // planted, or nothing when no schedule of the store fits yet.
-std::optional<std::string> plant_schedule_loss(Model& m, const std::string& dir, bool lose_job) {
+std::optional<Planted> plant_schedule_loss(Model& m, const std::string& dir, bool lose_job) {
   DriverStore q = open_for_check(m, dir);
   if (!q) return std::nullopt;
   Result<SchedulePage> page = q->list_schedules(1000);
@@ -424,7 +435,8 @@ std::optional<std::string> plant_schedule_loss(Model& m, const std::string& dir,
         m.problem("planting a lost schedule: " + st.to_string());
         return std::nullopt;
       }
-      return info.spec.id + ", whose schedule() returned, unscheduled";
+      return Planted{"lost schedule: " + info.spec.id + ", whose schedule() returned, unscheduled",
+                     info.spec.id + " is not in a reopened store"};
     }
     Result<JobPage> jobs = q->list_jobs(kScheduleTopic, JobState::ready, 1000);
     if (!jobs) return std::nullopt;
@@ -436,35 +448,20 @@ std::optional<std::string> plant_schedule_loss(Model& m, const std::string& dir,
         m.problem("planting a lost occurrence job: " + st.to_string());
         return std::nullopt;
       }
-      return "the job " + j.id + ", of an occurrence " + info.spec.id + " counts as fired, deleted";
+      return Planted{"lost occurrence job: " + j.id + ", of an occurrence " + info.spec.id +
+                         " counts as fired, cancelled",
+                     info.spec.id + " counts "};
     }
   }
   return std::nullopt;
 }
 
 void expect_schedule_loss_caught(bool lose_job) {
-  HarnessRun run;
-  SCOPED_TRACE(run.replay);
-  ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
-  Model& m = run.m;
-  KillTally t;
-  std::optional<std::string> planted;
   CycleChoices no_tier;  // the driver opens the store to plant, as it does to check: without one
   no_tier.horizon = [](int) { return Duration::max(); };
-  run_kill_cycles(
-      m, 40, run.seed, run.dir.path(), t,
-      [&](Model& mm, const std::string& d) {
-        if (!planted) planted = plant_schedule_loss(mm, d, lose_job);
-      },
-      no_tier);
-  ASSERT_TRUE(planted) << "in " << t.done_cycles << " cycles no schedule could be planted on";
-  ASSERT_FALSE(m.problems.empty()) << planted->c_str() << ": not caught";
-  const std::string& first = m.problems.front();
-  EXPECT_NE(first.find(lose_job ? "were not written together" : "is not in a reopened store"),
-            std::string::npos)
-      << first;
-  std::printf("[ harness  ] planted in cycle %d: %s: caught: %s\n", t.done_cycles - 1,
-              planted->c_str(), first.substr(0, first.find('\n')).c_str());
+  expect_plant_caught(
+      [lose_job](Model& m, const std::string& d) { return plant_schedule_loss(m, d, lose_job); },
+      lose_job ? "lost occurrence job" : "lost schedule", no_tier);
 }
 
 TEST(CrashHarness, ScheduleChecksCatchALostOccurrenceJob) {
