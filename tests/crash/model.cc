@@ -103,24 +103,9 @@ bool Model::apply(const Record& r) {
       pending.jobs[r.job] = obs_of_seen(r);
       if (r.text[0] != '\0') pending.wrong[r.job] = text_of(r);
       return true;
-    case Kind::seen_schedule: {
-      if (r.text[0] != '\0') {
-        pending.schedule_wrong.push_back(text_of(r));
-        return true;
-      }
-      Observation::Schedule& sc = pending.schedules[r.job];
-      sc.paused = r.attempt != 0;
-      sc.rule = static_cast<int>(r.arg);
-      sc.fired = r.n;
-      if (r.lease != 0) sc.last_fired = r.due;
-      return true;
-    }
+    case Kind::seen_schedule:
     case Kind::seen_occurrence:
-      if (r.text[0] != '\0')
-        pending.schedule_wrong.push_back(text_of(r));
-      else
-        pending.occurrences.emplace_back(r.job, r.due);
-      return true;
+      return apply_seen_schedule(r);
     case Kind::occ_reserved:
       return apply_occurrence_delivery(r);
     case Kind::observed: {

@@ -211,6 +211,7 @@ struct Model {
   bool apply_schedule_intent(const Record& r);
   bool apply_schedule_outcome(const Record& r, const Record& intent);
   bool apply_occurrence_delivery(const Record& r);
+  bool apply_seen_schedule(const Record& r);  // into `pending`
   void settle_schedule(const Record& intent);
   void settle(const Record& intent, int64_t kill_hi);
 };

@@ -57,6 +57,21 @@ bool Model::apply_schedule_intent(const Record& r) {
   return true;
 }
 
+bool Model::apply_seen_schedule(const Record& r) {
+  if (r.text[0] != '\0') {
+    pending.schedule_wrong.push_back(text_of(r));
+  } else if (r.kind == Kind::seen_occurrence) {
+    pending.occurrences.emplace_back(r.job, r.due);
+  } else {
+    Observation::Schedule& sc = pending.schedules[r.job];
+    sc.paused = r.attempt != 0;
+    sc.rule = static_cast<int>(r.arg);
+    sc.fired = r.n;
+    if (r.lease != 0) sc.last_fired = r.due;
+  }
+  return true;
+}
+
 bool Model::apply_occurrence_delivery(const Record& r) {
   const std::optional<Record>& slot = in_flight[r.thread];
   auto it = schedules.find(r.job);
@@ -82,6 +97,8 @@ bool Model::apply_schedule_outcome(const Record& r, const Record& intent) {
       problem("reserve on " + kScheduleTopic + " failed: " + text_of(r));
       return false;
     }
+    // A lease that ran out before the ack (a stalled thread): the job is back, not acked.
+    if (has_code(r, Errc::stale_token)) return true;
     if (r.code != 0) {
       problem("the ack of the occurrence " + instant_text(*this, taken->second) + " of " +
               sched_text(taken->first) + " failed: " + text_of(r));
