@@ -10,10 +10,6 @@ namespace delayq::crash {
 
 namespace {
 
-std::string sched_text(uint64_t n) {
-  return schedule_id(n);
-}
-
 std::string instant_text(const Model& m, int64_t ns) {
   return occurrence_job_id("", at_ns(ns)).substr(1) + " (" + m.rel(ns) + ")";
 }
@@ -36,7 +32,7 @@ bool Model::apply_schedule_intent(const Record& r) {
   if (r.kind == Kind::occ_intent) return true;
   if (r.kind == Kind::sched_intent && r.arg == 1) {
     if (r.job != next_schedule) {
-      problem("the worker created " + sched_text(r.job) + ", not the next new number " +
+      problem("the worker created " + schedule_id(r.job) + ", not the next new number " +
               std::to_string(next_schedule));
       return false;
     }
@@ -46,7 +42,7 @@ bool Model::apply_schedule_intent(const Record& r) {
   }
   auto it = schedules.find(r.job);
   if (it == schedules.end() || it->second.exist_may != ScheduleModel::kMayExist) {
-    problem(std::string("the worker called ") + call_name(r.kind) + " on " + sched_text(r.job) +
+    problem(std::string("the worker called ") + call_name(r.kind) + " on " + schedule_id(r.job) +
             ", which may not exist");
     return false;
   }
@@ -76,11 +72,11 @@ bool Model::apply_occurrence_delivery(const Record& r) {
   const std::optional<Record>& slot = in_flight[r.thread];
   auto it = schedules.find(r.job);
   if (!slot || slot->kind != Kind::occ_intent || it == schedules.end()) {
-    problem("an occurrence job of " + sched_text(r.job) + " delivered out of place");
+    problem("an occurrence job of " + schedule_id(r.job) + " delivered out of place");
     return false;
   }
   if (it->second.acked.count(r.due)) {
-    problem("the occurrence " + instant_text(*this, r.due) + " of " + sched_text(r.job) +
+    problem("the occurrence " + instant_text(*this, r.due) + " of " + schedule_id(r.job) +
             " was delivered again after its ack returned");
     return false;
   }
@@ -101,14 +97,14 @@ bool Model::apply_schedule_outcome(const Record& r, const Record& intent) {
     if (has_code(r, Errc::stale_token)) return true;
     if (r.code != 0) {
       problem("the ack of the occurrence " + instant_text(*this, taken->second) + " of " +
-              sched_text(taken->first) + " failed: " + text_of(r));
+              schedule_id(taken->first) + " failed: " + text_of(r));
       return false;
     }
     schedules[taken->first].acked.insert(taken->second);
     ++counts.occurrences_acked;
     return true;
   }
-  const std::string what = std::string(call_name(intent.kind)) + " of " + sched_text(intent.job);
+  const std::string what = std::string(call_name(intent.kind)) + " of " + schedule_id(intent.job);
   if (r.code != 0) {
     problem(what + " failed: " + text_of(r));
     return false;
@@ -176,17 +172,19 @@ void check_schedules(Model& m, const Observation& o) {
   std::map<uint64_t, std::set<int64_t>> present;
   for (const auto& [n, instant] : o.occurrences) {
     if (!present[n].insert(instant).second)
-      m.problem("the occurrence " + instant_text(m, instant) + " of " + sched_text(n) +
+      m.problem("the occurrence " + instant_text(m, instant) + " of " + schedule_id(n) +
                 " has two jobs after a reopen");
     if (!m.schedules.count(n))
-      m.problem("an occurrence job of " + sched_text(n) + ", which the load never created");
+      m.problem("an occurrence job of " + schedule_id(n) + ", which the load never created");
   }
   for (const auto& [n, seen] : o.schedules)
     if (!m.schedules.count(n))
-      m.problem(sched_text(n) + " is in a reopened store, but the load never created it");
+      m.problem(schedule_id(n) + " is in a reopened store, but the load never created it");
   for (auto& [n, s] : m.schedules) {
-    const std::string name = sched_text(n);
-    const std::set<int64_t>& jobs = present[n];
+    const std::string name = schedule_id(n);
+    static const std::set<int64_t> kNone;
+    const auto p = present.find(n);
+    const std::set<int64_t>& jobs = p == present.end() ? kNone : p->second;
     for (int64_t t : jobs)
       if (s.acked.count(t))
         m.problem("the occurrence " + instant_text(m, t) + " of " + name +
