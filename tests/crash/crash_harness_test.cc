@@ -73,7 +73,7 @@ void print_calls(const Model::Counts& c) {
       "[ harness  ] schedules: %llu created, %llu replaced, %llu unschedules, %llu "
       "pause_schedules, %llu resume_schedules, %llu occurrence jobs taken (reserve and ack); "
       "%llu schedules seen in %llu reopened stores (%llu paused, %llu occurrences counted as "
-      "fired), with %llu occurrence jobs\n",
+      "fired), %llu occurrence jobs listed in them\n",
       (unsigned long long)c.schedules_created, (unsigned long long)c.schedules_replaced,
       (unsigned long long)c.unschedules, (unsigned long long)c.schedule_pauses,
       (unsigned long long)c.schedule_resumes, (unsigned long long)c.occurrences_acked,
