@@ -50,13 +50,21 @@ std::string limits_may_text(uint16_t may) {
   return s;
 }
 
+// The load's jobs: on every topic but kScheduleTopic, whose jobs the schedules push.
 uint64_t jobs_in(const Stats& s) {
   uint64_t n = 0;
-  for (const auto& [topic, c] : s.topics) n += c.delayed + c.ready + c.reserved + c.dead;
+  for (const auto& [topic, c] : s.topics)
+    if (topic != kScheduleTopic) n += c.delayed + c.ready + c.reserved + c.dead;
   return n;
 }
 
 }  // namespace
+
+uint64_t jobs_on(const Stats& s, const std::string& topic) {
+  auto it = s.topics.find(topic);
+  if (it == s.topics.end()) return 0;
+  return it->second.delayed + it->second.ready + it->second.reserved + it->second.dead;
+}
 
 Observation observe(Queue& q, const Model& m) {
   Observation o;
@@ -81,8 +89,10 @@ Observation observe(Queue& q, const Model& m) {
     }
     o.jobs[job] = ob;
   }
+  observe_schedules(q, o);
   const Stats s = q.stats();
   o.stored = jobs_in(s);
+  o.occurrences_counted = jobs_on(s, kScheduleTopic);
   o.pushed = s.pushed;
   o.acked = s.acked;
   o.cancelled = s.cancelled;
@@ -107,7 +117,11 @@ std::vector<Record> observation_records(const Observation& o) {
     if (auto it = o.wrong.find(job); it != o.wrong.end()) set_text(r, it->second);
     out.push_back(r);
   }
+  const std::vector<Record> schedules = schedule_records(o);
+  out.insert(out.end(), schedules.begin(), schedules.end());
   Record end = make_record(Kind::observed);
+  end.due = static_cast<int64_t>(o.occurrence_jobs);
+  end.lease = static_cast<int64_t>(o.occurrences_counted);
   end.n = o.stored;
   end.totals[0] = o.pushed;
   end.totals[1] = o.acked;
@@ -180,11 +194,14 @@ bool check_observation(Model& m, const Observation& o) {
   if (o.stored != present)
     m.problem("the store holds " + std::to_string(o.stored) + " jobs; the reports allow exactly " +
               std::to_string(present));
-  if (o.pushed - o.acked - o.cancelled - o.purged != o.stored)
+  // (The totals count the schedules' occurrence jobs too.)
+  if (o.pushed - o.acked - o.cancelled - o.purged != o.stored + o.occurrences_counted)
     m.problem("the totals of stats() do not match the jobs: pushed " + std::to_string(o.pushed) +
               " - acked " + std::to_string(o.acked) + " - cancelled " +
               std::to_string(o.cancelled) + " - purged " + std::to_string(o.purged) +
-              " != " + std::to_string(o.stored) + " jobs stored");
+              " != " + std::to_string(o.stored) + " jobs stored + " +
+              std::to_string(o.occurrences_counted) + " occurrence jobs");
+  check_schedules(m, o);
   const Observation& last = m.last_totals;
   if (last.complete && !m.totals_may_drop &&
       (o.pushed < last.pushed || o.acked < last.acked || o.cancelled < last.cancelled ||

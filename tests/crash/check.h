@@ -25,6 +25,13 @@ std::vector<Record> observation_records(const Observation& o);
 // Also: no id the model forgot (gone for good) is back. Driver only (it gets every id).
 void sweep_forgotten(Queue& q, Model& m);
 
+// Schedules (schedules.cc): the load's schedules and the occurrence jobs on kScheduleTopic in
+// one consistent look (false when none could be had), and the same as records for a worker to
+// send (before its `observed`).
+bool observe_schedules(Queue& q, Observation& o);
+std::vector<Record> schedule_records(const Observation& o);
+uint64_t jobs_on(const Stats& s, const std::string& topic);  // the jobs stats() counts on it
+
 // Static promises about a delivery (body, topic, max_attempts); empty when kept.
 std::vector<std::string> delivery_static_problems(const Delivery& d, const Model& m);
 // Browsing (browse.cc): what is wrong with `page`, a page of list_jobs() of kTopics[topic]'s

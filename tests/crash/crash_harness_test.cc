@@ -2,9 +2,10 @@
 //
 // A driver (the test) forks a worker process that opens the store and runs a mixed load on it
 // from two threads: push, push_batch, reserve, ack, ack_batch, nack, dead_letter, touch,
-// release, cancel, reschedule, requeue_dead, requeue_dead_topic, purge_dead, pause and resume, on
-// jobs with 3 attempts and leases of 15 or 200 ms (so that dead letters happen: by nacks,
-// dead_letter() and leases that run out). The worker reports every call's intent and outcome over a
+// release, cancel, reschedule, requeue_dead, requeue_dead_topic, purge_dead, pause and resume
+// (and in the kill cycles limits, list_jobs and schedules, crash/load.h), on jobs with 3
+// attempts and leases of 15 or 200 ms (so that dead letters happen: by nacks, dead_letter() and
+// leases that run out). The worker reports every call's intent and outcome over a
 // pipe; the driver kills it with SIGKILL after 10-80 ms and checks what a reopened store shows
 // against its model of the reports: every job's state, due time, attempts and lease deadline
 // (crash/model.h, crash/check.h). A consumer thread and a consume() loop in the worker take the
@@ -14,8 +15,9 @@
 //    turn (a kill loses nothing answered in any of them).
 //  - CrashHarness.PowerLossesLoseNoMoreThanEachSyncModePromises: a power loss after each kill
 //    (crash/power.cc says what is checked per mode).
-//  - The others show that the checks can fail: a planted lost nack or reschedule, a store that
-//    never syncs checked as always and batch, a batch that syncs every call.
+//  - The others show that the checks can fail: a store that never syncs checked as always and
+//    batch, a batch that syncs every call; and (planted_loss_test.cc) a planted lost nack or
+//    reschedule, a lost occurrence job or schedule.
 //
 // Environment: DELAYQ_CRASH_CYCLES=N sets the number of kill cycles (a soak: 10000),
 // DELAYQ_POWER_CYCLES=N the number of power-loss cycles, DELAYQ_CRASH_SEED=S replays a run's
@@ -33,13 +35,10 @@
 
 #include "crash/check.h"
 #include "crash/driver.h"
-#include "engine/record.h"
-#include "wal/journal.h"
+#include "crash/harness_run.h"
 
 namespace delayq::crash {
 namespace {
-
-using Steady = std::chrono::steady_clock;
 
 // Cycles by default: the whole binary takes about a minute on this shared 2-core machine, in
 // the RelWithDebInfo build (52 to 62 s) and under AddressSanitizer (54 to 57 s), most of it
@@ -48,49 +47,6 @@ using Steady = std::chrono::steady_clock;
 // short of the evidence its checks need goes on past them (extend_until below).
 constexpr int kKillCyclesPerMode = kUnderAsan ? 25 : kUnderTsan ? 15 : 50;
 constexpr int kDefaultPowerCycles = kUnderAsan ? 80 : kUnderTsan ? 40 : 120;
-
-// How to run the current test again with the same choices: its seed, and its number of cycles
-// where `cycles_var` sets one.
-std::string replay_text(uint64_t seed, const char* cycles_var = "", int cycles = 0) {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  return "seed " + std::to_string(seed) + " (replay: DELAYQ_CRASH_SEED=" + std::to_string(seed) +
-         (cycles > 0 ? std::string(" ") + cycles_var + "=" + std::to_string(cycles) : "") +
-         " --gtest_filter=" + test->test_suite_name() + "." + test->name() + ")";
-}
-
-void report_problems(const Model& m) {
-  for (size_t i = 0; i < m.problems.size() && i < 20; ++i) ADD_FAILURE() << m.problems[i];
-  if (m.problems.size() > 20) ADD_FAILURE() << "... and " << (m.problems.size() - 20) << " more";
-}
-
-// What a harness test starts from: a seed (DELAYQ_CRASH_SEED, or a random one), the line that
-// replays the test, a temporary directory (empty if it could not be made), a fresh model.
-struct HarnessRun {
-  explicit HarnessRun(const char* cycles_var = "", int cycles = 0)
-      : replay(replay_text(seed, cycles_var, cycles)) {}
-
-  // After the last cycle: drains the store in `store_dir` (every job still owed must be
-  // delivered), then reports the model's problems as failures.
-  void finish(const std::string& store_dir) {
-    if (m.problems.empty()) {
-      m.cycle += 1;  // problems of the drain count as the cycle after the last
-      DriverStore q = open_for_check(m, store_dir);
-      if (q) drain(m, *q, &owed, &drained);
-    }
-    secs = std::chrono::duration<double>(Steady::now() - t0).count();
-    report_problems(m);
-  }
-
-  const uint64_t seed = random_seed();
-  const std::string replay;
-  TempDir dir{"delayq-crash"};
-  Model m = new_model(seed);
-  const Steady::time_point t0 = Steady::now();
-  // Set by finish(): jobs the drain delivered of those owed, and the seconds since t0.
-  uint64_t drained = 0;
-  size_t owed = 0;
-  double secs = 0;
-};
 
 void print_calls(const Model::Counts& c) {
   std::printf(
@@ -117,6 +73,17 @@ void print_calls(const Model::Counts& c) {
       (unsigned long long)c.limits_set, (unsigned long long)c.limits_cleared,
       (unsigned long long)c.lists, (unsigned long long)c.listed,
       (unsigned long long)c.seen_paused, (unsigned long long)c.seen_limited);
+  std::printf(
+      "[ harness  ] schedules: %llu created, %llu replaced, %llu unschedules, %llu "
+      "pause_schedules, %llu resume_schedules, %llu occurrence jobs taken (reserve and ack); "
+      "%llu schedules seen in %llu reopened stores (%llu paused, %llu occurrences counted as "
+      "fired), %llu occurrence jobs listed in them\n",
+      (unsigned long long)c.schedules_created, (unsigned long long)c.schedules_replaced,
+      (unsigned long long)c.unschedules, (unsigned long long)c.schedule_pauses,
+      (unsigned long long)c.schedule_resumes, (unsigned long long)c.occurrences_acked,
+      (unsigned long long)c.seen_schedules, (unsigned long long)c.schedule_looks,
+      (unsigned long long)c.seen_schedule_paused, (unsigned long long)c.seen_fired,
+      (unsigned long long)c.seen_occurrences);
 }
 
 // The calls of the load that must each have succeeded at least once, and what reopened stores
@@ -132,6 +99,14 @@ bool every_call_seen(const Model::Counts& c) {
   for (uint64_t n : load_calls(c))
     if (n == 0) return false;
   return true;
+}
+
+// The kill cycles' schedule calls each returned, and reopened stores showed schedules with
+// occurrences counted as fired.
+bool schedules_seen(const Model::Counts& c) {
+  return c.schedules_created > 0 && c.schedules_replaced > 0 && c.unschedules > 0 &&
+         c.schedule_pauses > 0 && c.schedule_resumes > 0 && c.occurrences_acked > 0 &&
+         c.seen_schedules > 0 && c.seen_fired > 0;
 }
 
 // A harness whose workers never got going, or whose load skipped a call, proves nothing.
@@ -169,8 +144,9 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
       cycles, t.done_cycles, m,
       [&] {
         const Model::Counts& c = m.counts;
-        return every_call_seen(c) && c.limits_set > 0 && c.limits_cleared > 0 &&
-               c.seen_limited > 0 && c.listed > 0 && (kUnderTsan || t.mid_refill > 0);
+        return every_call_seen(c) && schedules_seen(c) && c.limits_set > 0 &&
+               c.limits_cleared > 0 && c.seen_limited > 0 && c.listed > 0 &&
+               (kUnderTsan || t.mid_refill > 0);
       },
       [&](int first, int n) {
         run_kill_cycles(m, n, run.seed ^ mix(static_cast<uint64_t>(first)), run.dir.path(), t, {},
@@ -206,6 +182,8 @@ TEST(CrashHarness, SigkillsInEverySyncModeKeepEveryPromise) {
   // So is browsing, and its pages list jobs (each checked in the worker, browse.cc).
   EXPECT_GT(m.counts.lists, 0u);
   EXPECT_GT(m.counts.listed, 0u) << "list_jobs never listed a job";
+  EXPECT_TRUE(schedules_seen(m.counts)) << "a schedule call never returned, or no reopened store "
+                                           "showed a schedule that had fired";
   EXPECT_GE(t.worker_reopened, t.done_cycles / 5) << "too few workers reopened a killed store";
   EXPECT_GE(t.tiered, t.done_cycles / 3) << "too few cycles with the disk tier";
   // The kills must land where they can do harm, in a good share of the cycles: during a call
@@ -353,108 +331,6 @@ TEST(CrashHarness, BatchCheckCatchesAStoreThatSyncsEveryCall) {
   EXPECT_FALSE(caught.empty()) << t.done_cycles << " cycles (" << t.batch_cycles_to_tell
                                << " with enough calls): the check did not fire";
   std::printf("[ harness  ] Sync::always checked as Sync::batch: %s\n", caught.c_str());
-}
-
-// A call answered and then lost, planted in the store between a kill and the check: the
-// reopened store must be caught showing the job as it was before that call.
-struct Planted {
-  uint64_t job = 0;
-  std::string what;
-};
-
-// Rewrites the stored record of job `id` with `edit` (through the journal, as the store writes
-// it).
-Status edit_stored(const std::string& dir, const std::string& id,
-                   const std::function<void(engine::JobRecord&)>& edit) {
-  // On RocksDB threads of its own, which end with it (DriverStore says why).
-  const std::unique_ptr<rocksdb::Env> env = fork_safe_env(rocksdb::Env::Default());
-  wal::JournalOptions o;
-  o.env = env.get();
-  Result<std::unique_ptr<wal::Journal>> j = wal::Journal::open(dir, o);
-  if (!j) return j.status();
-  std::optional<engine::JobRecord> found;
-  Status s = (*j)->scan([&](engine::JobRecord&& r) {
-    if (r.id == id) found = std::move(r);
-    return Status();
-  });
-  if (!s.ok()) return s;
-  if (!found) return Status(Errc::not_found, id + " is not in the store");
-  edit(*found);
-  return (*j)->write({engine::Change{found->seq, *found}});
-}
-
-// In the cycle just ended, a job whose last call was an answered nack (`nack`) or reschedule
-// whose loss a check can tell: its record is put back to what it was before that call.
-std::optional<Planted> plant_lost_call(Model& m, const std::string& dir, bool nack) {
-  const int64_t now = ns_of(wall_now());
-  for (uint64_t job : m.live_jobs()) {
-    const std::vector<Model::Event>& ev = m.history[job];
-    const size_t n = ev.size();
-    if (n < 3 || ev[n - 3].cycle != m.cycle || ev[n - 1].r.code != 0) continue;
-    const Record& prev = ev[n - 3].r;
-    const Record& done = ev[n - 1].r;
-    std::function<void(engine::JobRecord&)> edit;
-    if (nack) {
-      // Before the nack: reserved by `prev`, with a lease that will not run out before the
-      // check and an attempt left (a lost nack of a last attempt, once the lease ran out, would
-      // look like the nack: dead).
-      if (done.kind != Kind::nack_done || prev.kind != Kind::reserved ||
-          prev.attempt >= kMaxAttempts || ttr_of(job) != kLongTtr || prev.lease - now < 120'000'000)
-        continue;
-      edit = [&prev](engine::JobRecord& r) {
-        r.state = JobState::reserved;
-        r.due = at_ns(prev.due);
-        r.lease_deadline = at_ns(prev.lease);
-        r.attempts = prev.attempt;
-        r.fence = prev.n;
-      };
-    } else {
-      // Before the reschedule: due as pushed.
-      if (done.kind != Kind::resched_done ||
-          (prev.kind != Kind::push_done && prev.kind != Kind::batch_done))
-        continue;
-      const Span before = Span{prev.t0, prev.t1}.plus(Duration(prev.arg));
-      const Span after = m.jobs[job].cands[0].due;
-      if (before.hi + 1'000'000 > after.lo && before.lo < after.hi + 1'000'000) continue;
-      edit = [before](engine::JobRecord& r) {
-        r.state = JobState::delayed;
-        r.due = at_ns(before.lo);
-      };
-    }
-    if (Status s = edit_stored(dir, job_id(job), edit); !s.ok()) {
-      m.problem("planting a lost call: " + s.to_string());
-      return std::nullopt;
-    }
-    return Planted{job, std::string(nack ? "nack" : "reschedule") + " of " + job_id(job)};
-  }
-  return std::nullopt;
-}
-
-void expect_planted_loss_caught(bool nack) {
-  HarnessRun run;
-  SCOPED_TRACE(run.replay);
-  ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
-  Model& m = run.m;
-  KillTally t;
-  std::optional<Planted> planted;
-  run_kill_cycles(m, 40, run.seed, run.dir.path(), t, [&](Model& mm, const std::string& d) {
-    if (!planted) planted = plant_lost_call(mm, d, nack);
-  });
-  ASSERT_TRUE(planted) << "in " << t.done_cycles << " cycles no answered "
-                       << (nack ? "nack" : "reschedule") << " could be planted as lost";
-  ASSERT_FALSE(m.problems.empty()) << "the lost " << planted->what << " was not caught";
-  const std::string& first = m.problems.front();
-  EXPECT_NE(first.find(job_id(planted->job) + ": a reopened store shows it"), std::string::npos)
-      << first;
-  std::printf("[ harness  ] a lost %s, planted in cycle %d: caught: %s\n", planted->what.c_str(),
-              t.done_cycles - 1, first.substr(0, first.find('\n')).c_str());
-}
-
-TEST(CrashHarness, StateChecksCatchALostNack) {
-  expect_planted_loss_caught(true);
-}
-TEST(CrashHarness, StateChecksCatchALostReschedule) {
-  expect_planted_loss_caught(false);
 }
 
 }  // namespace

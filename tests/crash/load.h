@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "delayq/job.h"
+#include "delayq/schedule.h"
 
 namespace delayq::crash {
 
@@ -110,6 +111,26 @@ inline const std::array<TopicLimits, 2> kTopicLimits = {
 constexpr uint8_t kOtherLimits = 15;
 static_assert(kTopicLimits.size() < kOtherLimits);
 uint8_t limits_code(const std::optional<TopicLimits>& l);
+
+// Schedules (delayq/schedule.h), in the kill cycles only: thread 0 creates (under a new number
+// each time, "sched-<n>", so that a schedule's occurrence jobs are its own and never an earlier
+// one's of the same id), replaces, unschedules, pauses and resumes at most kMaxSchedules at once,
+// with the rules of kScheduleRules, and takes their occurrence jobs (reserve, then ack at once)
+// off kScheduleTopic, a topic no other call of the load touches.
+inline const std::string kScheduleTopic = "crash-sched";
+// A second or more apart, so that the occurrence jobs the load takes keep up with those fired:
+// most fire as a schedule is created or replaced, or when a store opens (the catch-up).
+inline constexpr std::array<const char*, 2> kScheduleRules = {"every 1s", "every 3s"};
+constexpr size_t kMaxSchedules = 3;
+std::string schedule_id(uint64_t n);
+// The spec of schedule n with rule kScheduleRules[rule]: its catch-up policy by n (one, all of
+// the latest 4, or skip), its jobs' body naming it.
+ScheduleSpec schedule_spec(uint64_t n, size_t rule);
+// The schedule number and instant (ns) of an occurrence job id of the load's schedules, or
+// nullopt when `id` is not exactly occurrence_job_id(schedule_id(n), instant).
+std::optional<std::pair<uint64_t, int64_t>> parse_occurrence(std::string_view id);
+// The rule index of `rule` in kScheduleRules, or -1.
+int rule_index(std::string_view rule);
 
 // The body pushed for a job: empty, short, or up to 16 KiB of arbitrary bytes, with a NUL and a
 // 0xff in every body of two bytes or more.

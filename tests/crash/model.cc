@@ -103,6 +103,11 @@ bool Model::apply(const Record& r) {
       pending.jobs[r.job] = obs_of_seen(r);
       if (r.text[0] != '\0') pending.wrong[r.job] = text_of(r);
       return true;
+    case Kind::seen_schedule:
+    case Kind::seen_occurrence:
+      return apply_seen_schedule(r);
+    case Kind::occ_reserved:
+      return apply_occurrence_delivery(r);
     case Kind::observed: {
       Observation o = std::move(pending);
       pending = Observation{};
@@ -113,6 +118,8 @@ bool Model::apply(const Record& r) {
       o.purged = r.totals[3];
       o.paused = r.attempt;
       o.limits = static_cast<uint64_t>(r.arg);
+      o.occurrence_jobs = static_cast<uint64_t>(r.due);
+      o.occurrences_counted = static_cast<uint64_t>(r.lease);
       o.complete = true;
       return check_observation(*this, o);
     }
@@ -159,6 +166,7 @@ bool Model::apply_intent(const Record& r) {
     problem_about(r.job, why);
     return false;
   };
+  if (is_schedule_call(r.kind)) return apply_schedule_intent(r);
   if (is_topic_call(r.kind)) {
     if (r.arg < 0 || static_cast<size_t>(r.arg) >= kTopics.size() ||
         static_cast<size_t>(r.arg) / 2 != r.thread || consumed_topic(static_cast<size_t>(r.arg)))
@@ -213,6 +221,7 @@ bool Model::apply_outcome(const Record& r, const Record& intent) {
   };
   const std::string what = std::string(call_name(intent.kind)) + " of " + job_id(r.job);
   const std::string outcome = r.code == 0 ? std::string("ok") : text_of(r);
+  if (is_schedule_call(intent.kind)) return apply_schedule_outcome(r, intent);
   switch (r.kind) {
     case Kind::reserved:
       return apply_delivery(r);
@@ -339,6 +348,7 @@ void Model::settle(const Record& intent, int64_t kill_hi) {
     note(job, mark);
     jobs[job].cands.push_back(r);
   };
+  if (is_schedule_call(intent.kind)) return settle_schedule(intent);
   switch (intent.kind) {
     case Kind::reserve_intent:
       unreported[intent.thread] = w;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,6 +43,30 @@ struct Observation {
   uint32_t paused = 0;  // bit i: kTopics[i] is paused (stats())
   uint64_t limits = 0;  // bits 4i..4i+3: kTopics[i]'s limits, limits_code() (stats().flow)
   bool complete = false;
+  // Schedules (load.h): each of the load's by number, and each occurrence job on kScheduleTopic
+  // (its schedule's number and instant), taken in one consistent look (observe_schedules()).
+  struct Schedule {
+    bool paused = false;
+    int rule = -1;  // rule_index()
+    uint64_t fired = 0;
+    std::optional<int64_t> last_fired;
+  };
+  std::map<uint64_t, Schedule> schedules;
+  std::vector<std::pair<uint64_t, int64_t>> occurrences;
+  std::vector<std::string> schedule_wrong;  // what the look found that the load never made
+  uint64_t occurrence_jobs = 0;             // the jobs on kScheduleTopic, by stats() in that look
+  uint64_t occurrences_counted = 0;         // ... by the stats() that gave the totals above
+};
+
+// What a schedule of the load may be (load.h), by the reports.
+struct ScheduleModel {
+  static constexpr uint8_t kMayExist = 1, kMayBeGone = 2;
+  uint8_t exist_may = kMayBeGone;
+  uint8_t pause_may = 1;  // Model::kMayRun / kMayPause
+  uint8_t rule_may = 0;   // bit i: kScheduleRules[i]
+  // The occurrences (instants, ns) whose job an ack that returned took, and those whose job an
+  // ack in flight at a kill may have taken (until a reopened store shows which).
+  std::set<int64_t> acked, maybe_acked;
 };
 
 struct Model {
@@ -74,6 +99,11 @@ struct Model {
     all.fill(1);
     return all;
   }();
+  // The load's schedules by number, and the next number (numbers are never reused).
+  std::map<uint64_t, ScheduleModel> schedules;
+  uint64_t next_schedule = 1;
+  // Per worker thread: the occurrence job (schedule, instant) its occ_intent call was delivered.
+  std::array<std::optional<std::pair<uint64_t, int64_t>>, kWorkers> occ_taken;
   // Per worker thread: the span of a reserve() in flight at the last kill. It may have
   // delivered one job, unreported: that job may show one attempt more.
   std::array<std::optional<Span>, kWorkers> unreported;
@@ -135,7 +165,12 @@ struct Model {
              early_deliveries = 0, kept_by_reservation = 0, consumed = 0, refused = 0,
              resolved_present = 0, resolved_missing = 0, seen_dead = 0, seen_expired = 0,
              observations = 0, unreported_deliveries = 0;
-    std::array<uint64_t, 64> killed_in{};        // kills during a call, by its intent kind
+    // Schedules: calls that returned, occurrence jobs taken, and what reopened stores showed.
+    uint64_t schedules_created = 0, schedules_replaced = 0, unschedules = 0,
+             schedule_pauses = 0, schedule_resumes = 0, occurrences_acked = 0,
+             seen_schedules = 0, seen_schedule_paused = 0, seen_fired = 0,
+             seen_occurrences = 0, schedule_looks = 0;
+    std::array<uint64_t, 80> killed_in{};        // kills during a call, by its intent kind
     std::array<uint64_t, kWorkers> by_thread{};  // calls begun, by the thread that made them
   } counts;
 
@@ -171,10 +206,20 @@ struct Model {
   bool apply_topic_jobs(const Record& r, const Record& intent);
   bool apply_batch_acks(const Record& r, const Record& intent);
   bool apply_delivery(const Record& r);
+  // Schedules (schedules.cc): an intent or outcome of a schedule call, and one in flight at a
+  // kill.
+  bool apply_schedule_intent(const Record& r);
+  bool apply_schedule_outcome(const Record& r, const Record& intent);
+  bool apply_occurrence_delivery(const Record& r);
+  bool apply_seen_schedule(const Record& r);  // into `pending`
+  void settle_schedule(const Record& intent);
   void settle(const Record& intent, int64_t kill_hi);
 };
 
 // Checks an observation against the model (check.cc) and makes it the model's picture.
 bool check_observation(Model& m, const Observation& o);
+// Its schedules and occurrence jobs (schedules.cc), within check_observation().
+void check_schedules(Model& m, const Observation& o);
+bool is_schedule_call(Kind intent);
 
 }  // namespace delayq::crash

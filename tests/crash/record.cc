@@ -65,6 +65,11 @@ constexpr Call kCalls[] = {
     {Kind::resume_intent, Kind::resume_done, "resume"},
     {Kind::limits_intent, Kind::limits_done, "set_topic_limits"},
     {Kind::list_intent, Kind::list_done, "list_jobs"},
+    {Kind::sched_intent, Kind::sched_done, "schedule"},
+    {Kind::unsched_intent, Kind::unsched_done, "unschedule"},
+    {Kind::spause_intent, Kind::spause_done, "pause_schedule"},
+    {Kind::sresume_intent, Kind::sresume_done, "resume_schedule"},
+    {Kind::occ_intent, Kind::occ_done, "reserve and ack of an occurrence job"},
 };
 
 const Call* call_of(Kind intent) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 
 #include "delayq/engine.h"
@@ -70,5 +71,7 @@ class WorkerProcess {
 
 // One thread's share of the load (loop.cc): calls on its own topics and jobs only.
 [[noreturn]] void run_loop(WorkerProcess& w, size_t thread, uint64_t seed);
+// A schedule call of the load (schedule_load.cc), by `thread` (0).
+void schedule_call(WorkerProcess& w, size_t thread, std::mt19937_64& rng);
 
 }  // namespace delayq::crash

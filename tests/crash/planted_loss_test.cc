@@ -1,0 +1,186 @@
+// The checks of the kill cycles can fail: a call answered and then lost (a nack, a reschedule),
+// or a broken schedule promise (an occurrence job its schedule counts, a schedule whose
+// schedule() returned), planted in the store between a kill and the check, must be caught.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <optional>
+
+#include "crash/harness_run.h"
+#include "engine/record.h"
+#include "wal/journal.h"
+
+namespace delayq::crash {
+namespace {
+
+// A call answered and then lost, planted in the store between a kill and the check: the
+// reopened store must be caught showing the job as it was before that call.
+struct Planted {
+  std::string what;
+  std::string caught_by;  // what the first problem the check finds must say
+};
+
+// Rewrites the stored record of job `id` with `edit` (through the journal, as the store writes
+// it).
+Status edit_stored(const std::string& dir, const std::string& id,
+                   const std::function<void(engine::JobRecord&)>& edit) {
+  // On RocksDB threads of its own, which end with it (DriverStore says why).
+  const std::unique_ptr<rocksdb::Env> env = fork_safe_env(rocksdb::Env::Default());
+  wal::JournalOptions o;
+  o.env = env.get();
+  Result<std::unique_ptr<wal::Journal>> j = wal::Journal::open(dir, o);
+  if (!j) return j.status();
+  std::optional<engine::JobRecord> found;
+  Status s = (*j)->scan([&](engine::JobRecord&& r) {
+    if (r.id == id) found = std::move(r);
+    return Status();
+  });
+  if (!s.ok()) return s;
+  if (!found) return Status(Errc::not_found, id + " is not in the store");
+  edit(*found);
+  return (*j)->write({engine::Change{found->seq, *found}});
+}
+
+// In the cycle just ended, a job whose last call was an answered nack (`nack`) or reschedule
+// whose loss a check can tell: its record is put back to what it was before that call.
+std::optional<Planted> plant_lost_call(Model& m, const std::string& dir, bool nack) {
+  const int64_t now = ns_of(wall_now());
+  for (uint64_t job : m.live_jobs()) {
+    const std::vector<Model::Event>& ev = m.history[job];
+    const size_t n = ev.size();
+    if (n < 3 || ev[n - 3].cycle != m.cycle || ev[n - 1].r.code != 0) continue;
+    const Record& prev = ev[n - 3].r;
+    const Record& done = ev[n - 1].r;
+    std::function<void(engine::JobRecord&)> edit;
+    if (nack) {
+      // Before the nack: reserved by `prev`, with a lease that will not run out before the
+      // check and an attempt left (a lost nack of a last attempt, once the lease ran out, would
+      // look like the nack: dead).
+      if (done.kind != Kind::nack_done || prev.kind != Kind::reserved ||
+          prev.attempt >= kMaxAttempts || ttr_of(job) != kLongTtr || prev.lease - now < 120'000'000)
+        continue;
+      edit = [&prev](engine::JobRecord& r) {
+        r.state = JobState::reserved;
+        r.due = at_ns(prev.due);
+        r.lease_deadline = at_ns(prev.lease);
+        r.attempts = prev.attempt;
+        r.fence = prev.n;
+      };
+    } else {
+      // Before the reschedule: due as pushed.
+      if (done.kind != Kind::resched_done ||
+          (prev.kind != Kind::push_done && prev.kind != Kind::batch_done))
+        continue;
+      const Span before = Span{prev.t0, prev.t1}.plus(Duration(prev.arg));
+      const Span after = m.jobs[job].cands[0].due;
+      if (before.hi + 1'000'000 > after.lo && before.lo < after.hi + 1'000'000) continue;
+      edit = [before](engine::JobRecord& r) {
+        r.state = JobState::delayed;
+        r.due = at_ns(before.lo);
+      };
+    }
+    if (Status s = edit_stored(dir, job_id(job), edit); !s.ok()) {
+      m.problem("planting a lost call: " + s.to_string());
+      return std::nullopt;
+    }
+    return Planted{std::string("lost ") + (nack ? "nack" : "reschedule") + " of " + job_id(job),
+                   job_id(job) + ": a reopened store shows it"};
+  }
+  return std::nullopt;
+}
+
+// Runs kill cycles, planting with `plant` after each kill until it plants something; the check
+// must then find it.
+void expect_plant_caught(
+    const std::function<std::optional<Planted>(Model&, const std::string&)>& plant,
+    const char* what, const CycleChoices& choices = {}) {
+  HarnessRun run;
+  SCOPED_TRACE(run.replay);
+  ASSERT_FALSE(run.dir.path().empty()) << "mkdtemp failed";
+  Model& m = run.m;
+  KillTally t;
+  std::optional<Planted> planted;
+  run_kill_cycles(
+      m, 40, run.seed, run.dir.path(), t,
+      [&](Model& mm, const std::string& d) {
+        if (!planted) planted = plant(mm, d);
+      },
+      choices);
+  ASSERT_TRUE(planted) << "in " << t.done_cycles << " cycles no " << what << " could be planted";
+  ASSERT_FALSE(m.problems.empty()) << "the " << planted->what << " was not caught";
+  const std::string& first = m.problems.front();
+  EXPECT_NE(first.find(planted->caught_by), std::string::npos) << first;
+  std::printf("[ harness  ] a %s, planted in cycle %d: caught: %s\n", planted->what.c_str(),
+              t.done_cycles - 1, first.substr(0, first.find('\n')).c_str());
+}
+
+void expect_planted_loss_caught(bool nack) {
+  expect_plant_caught([nack](Model& m, const std::string& d) { return plant_lost_call(m, d, nack); },
+                      nack ? "lost answered nack" : "lost answered reschedule");
+}
+
+// A broken schedule promise, planted between a kill and the check (through the store's own
+// calls, on a store opened in the driver): the job of an occurrence its schedule counts as fired
+// cancelled (`lose_job`), or a schedule whose schedule() returned unscheduled. Returns what was
+// planted, or nothing when no schedule of the store fits yet.
+std::optional<Planted> plant_schedule_loss(Model& m, const std::string& dir, bool lose_job) {
+  DriverStore q = open_for_check(m, dir);
+  if (!q) return std::nullopt;
+  Result<SchedulePage> page = q->list_schedules(1000);
+  if (!page) return std::nullopt;
+  for (const ScheduleInfo& info : page->schedules) {
+    const auto n = parse_occurrence(info.spec.id + "@1970-01-01T00:00:00Z");
+    if (!n || !m.schedules.count(n->first)) continue;
+    const ScheduleModel& s = m.schedules[n->first];
+    if (s.exist_may != ScheduleModel::kMayExist) continue;
+    if (!lose_job) {
+      if (Status st = q->unschedule(info.spec.id); !st.ok()) {
+        m.problem("planting a lost schedule: " + st.to_string());
+        return std::nullopt;
+      }
+      return Planted{"lost schedule: " + info.spec.id + ", whose schedule() returned, unscheduled",
+                     info.spec.id + " is not in a reopened store"};
+    }
+    Result<JobPage> jobs = q->list_jobs(kScheduleTopic, JobState::ready, 1000);
+    if (!jobs) return std::nullopt;
+    for (const JobInfo& j : jobs->jobs) {
+      const auto occ = parse_occurrence(j.id);
+      // Not one an ack in flight at the kill may have taken: its absence would be allowed.
+      if (!occ || occ->first != n->first || s.maybe_acked.count(occ->second)) continue;
+      if (Status st = q->cancel(j.id); !st.ok()) {
+        m.problem("planting a lost occurrence job: " + st.to_string());
+        return std::nullopt;
+      }
+      return Planted{"lost occurrence job: " + j.id + ", of an occurrence " + info.spec.id +
+                         " counts as fired, cancelled",
+                     info.spec.id + " counts "};
+    }
+  }
+  return std::nullopt;
+}
+
+void expect_schedule_loss_caught(bool lose_job) {
+  CycleChoices no_tier;  // the driver opens the store to plant, as it does to check: without one
+  no_tier.horizon = [](int) { return Duration::max(); };
+  expect_plant_caught(
+      [lose_job](Model& m, const std::string& d) { return plant_schedule_loss(m, d, lose_job); },
+      lose_job ? "lost occurrence job" : "lost schedule", no_tier);
+}
+
+TEST(CrashHarness, ScheduleChecksCatchALostOccurrenceJob) {
+  expect_schedule_loss_caught(true);
+}
+TEST(CrashHarness, ScheduleChecksCatchALostSchedule) {
+  expect_schedule_loss_caught(false);
+}
+
+TEST(CrashHarness, StateChecksCatchALostNack) {
+  expect_planted_loss_caught(true);
+}
+TEST(CrashHarness, StateChecksCatchALostReschedule) {
+  expect_planted_loss_caught(false);
+}
+
+}  // namespace
+}  // namespace delayq::crash
