@@ -66,7 +66,10 @@ Result<JobPage> ShardedEngine::list_jobs(std::string_view topic, JobState state,
       anchors[s].assign(items->begin() + 2, items->end());
       f.anchors = anchors[s];
       fps[s] = &f;
-    } else if (from && (!lines(state) || from->shards.size() != n)) {
+    } else if (from) {
+      // By key alone: a state without lines, a cursor of another shard count, or a shard that
+      // gave the listing nothing yet (every job it held then came after the boundary). A job
+      // that entered such a shard before the boundary since is not listed, as on one shard.
       f.key = from->boundary;
       f.equal_is_after = s > from->boundary.shard;
       fps[s] = &f;
