@@ -162,10 +162,17 @@ bool ShardedEngine::fire_schedules() {
 }
 
 Status ShardedEngine::fire_due(std::span<ScheduleSlot* const> slots, TimePoint now) {
-  const Status s = fire_plans(slots, now);
+  // Planned and pushed kFireBatch schedules at a time: the first jobs go out while the later
+  // schedules wait to be planned, not after all of them (0.8 s at 100 000 due at once). A
+  // schedule is in one part only, so its occurrences keep their order.
+  Status first;
+  for (size_t from = 0; from < slots.size() && !closed(); from += kFireBatch) {
+    const Status s = fire_plans(slots.subspan(from, std::min(kFireBatch, slots.size() - from)), now);
+    if (first.ok()) first = s;
+  }
   // Each where its next occurrence now is, whatever happened (a failure leaves it due).
   for (ScheduleSlot* slot : slots) schedules_.index(slot->first, slot->second);
-  return s;
+  return first;
 }
 
 Status ShardedEngine::fire_plans(std::span<ScheduleSlot* const> slots, TimePoint now) {
