@@ -45,8 +45,10 @@ namespace delayq::bench {
                "                    [--priorities N]  (W1: jobs over N priorities, 0..1024;\n"
                "                    the hand-out order is checked)\n"
                "                    [--rate PER_S] [--burst N]  (rate: the topic's limit)\n"
+               "                    [--schedules N] [--same-second 0|1]  (schedules: N of\n"
+               "                    them every minute, first occurrences at one second or spread)\n"
                "       workloads: W1 W2 recovery reopen capacity disk-churn redis-memory\n"
-               "       wheel-vs-zset rate\n"
+               "       wheel-vs-zset rate schedules\n"
                "       backends: memory (W2: TimerService) rocksdb redis; baselines asio (one\n"
                "       steady_timer per job, W1 W2), heap (priority_queue + mutex + timer thread,\n"
                "       W1 W2), rocksdb-raw (W1)\n";
@@ -128,11 +130,13 @@ Args parse(int argc, char** argv) {
     else if (k == "--priorities") a.priorities = static_cast<uint32_t>(need_num(0, 1024));
     else if (k == "--rate") a.rate = std::floor(need_num(1, 1e6));
     else if (k == "--burst") a.burst = static_cast<uint32_t>(need_num(1, 1e6));
+    else if (k == "--schedules") a.schedules = static_cast<size_t>(need_num(1, 1e7));
+    else if (k == "--same-second") a.same_second = need_num(0, 1) != 0;
     else usage("unknown option " + k);
   }
   if (a.workload != "W1" && a.workload != "W2" && a.workload != "recovery" &&
       a.workload != "reopen" && a.workload != "capacity" && a.workload != "disk-churn" &&
-      a.workload != "redis-memory" && a.workload != "rate" &&
+      a.workload != "redis-memory" && a.workload != "rate" && a.workload != "schedules" &&
       a.workload != "wheel-vs-zset")
     usage("unknown workload " + a.workload);
   if (a.workload == "capacity" || a.workload == "disk-churn") a.backend = "rocksdb";
@@ -145,7 +149,8 @@ Args parse(int argc, char** argv) {
   if (a.backend == "redis" && a.redis.empty())
     usage("--backend redis needs --redis URL (unix:///path/redis.sock or redis://host:port)");
   if (!delayq::parse_sync(a.sync)) usage(delayq::parse_sync(a.sync).status().message());
-  if (a.time_limit_s == 0) a.time_limit_s = a.delay_max_s + 30;
+  // schedules: --time-limit is its window of firing, a minute unless given.
+  if (a.time_limit_s == 0) a.time_limit_s = a.workload == "schedules" ? 60 : a.delay_max_s + 30;
   return a;
 }
 
@@ -186,7 +191,9 @@ int run_w2(const Args& a) {
 int main(int argc, char** argv) {
   using namespace delayq::bench;
   const Args a = parse(argc, argv);
-  std::cerr << "delayq-bench: " << a.workload << " on " << a.backend << ", " << a.jobs << " jobs";
+  std::cerr << "delayq-bench: " << a.workload << " on " << a.backend << ", "
+            << (a.workload == "schedules" ? a.schedules : a.jobs)
+            << (a.workload == "schedules" ? " schedules" : " jobs");
   if (a.workload == "W1" || a.workload == "W2") std::cerr << ", delays up to " << a.delay_max_s << " s";
   std::cerr << "\n";
   if (a.workload == "W2") return run_w2(a);
@@ -196,6 +203,7 @@ int main(int argc, char** argv) {
   if (a.workload == "redis-memory") return run_redis_memory(a);
   if (a.workload == "wheel-vs-zset") return run_wheel_vs_zset(a);
   if (a.workload == "rate") return run_rate(a);
+  if (a.workload == "schedules") return run_schedules(a);
   if (a.backend == "asio") return run_w1_asio(a);
   if (a.backend == "heap") return delayq::bench::run_w1_heap(timer_run(a));
   if (a.backend == "rocksdb-raw") return run_rocksdb_raw(a);

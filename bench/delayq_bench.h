@@ -5,6 +5,7 @@
 //   w1.cc               W1 on a queue (memory, rocksdb, redis) and on the Asio baseline;
 //   store_workloads.cc  rocksdb-raw (W1's write-path baseline), recovery, reopen;
 //   redis_workloads.cc  redis-memory, wheel-vs-zset (redis_run.h: a run against the server);
+//   schedules.cc        schedules (many schedules firing every minute);
 //   w2.*, heap_scheduler.*, capacity.*, disk_churn.cc: as their own first comments say.
 #pragma once
 
@@ -54,6 +55,8 @@ struct Args {
   double rate = 1000;        // rate: the topic's limit, hand-outs per second
   uint32_t burst = 100;      // rate: the bucket's burst
   bool server_profile = false;  // redis: the server's time per script too (server_meter.h)
+  size_t schedules = 10000;  // schedules: how many, each "every 1m"
+  bool same_second = false;  // schedules: every first occurrence at one instant (else spread)
 };
 
 // Prints `why` and the usage text on stderr and exits with code 2.
@@ -94,6 +97,10 @@ EngineOptions engine_options(const Args& a);
 Result<std::unique_ptr<Queue>> open_run_queue(const Args& a, const std::string& dir,
                                               std::unique_ptr<RedisRun>& redis,
                                               const std::string& what);
+// The same, with the reason it could not be opened on stderr (null then).
+std::unique_ptr<Queue> open_run_queue_or_say(const Args& a, const std::string& dir,
+                                             std::unique_ptr<RedisRun>& redis,
+                                             const std::string& what);
 int run_w1(const Args& a);
 int run_w1_asio(const Args& a);
 // store_workloads.cc
@@ -103,5 +110,7 @@ int run_reopen(const Args& a);
 // redis_workloads.cc
 int run_redis_memory(const Args& a);
 int run_wheel_vs_zset(const Args& a);
+// schedules.cc
+int run_schedules(const Args& a);
 
 }  // namespace delayq::bench

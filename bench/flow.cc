@@ -61,12 +61,9 @@ uint64_t count_inversions(const std::vector<Handout>& h,
 int run_rate(const Args& a) {
   const StoreDir dir(a.backend == "rocksdb" ? a.dir : "/");
   std::unique_ptr<RedisRun> redis;
-  auto opened = open_run_queue(a, dir.path(), redis, "rate");
-  if (!opened) {
-    std::cerr << opened.status().to_string() << "\n";
-    return 2;
-  }
-  Queue& q = **opened;
+  std::unique_ptr<Queue> opened = open_run_queue_or_say(a, dir.path(), redis, "rate");
+  if (!opened) return 2;
+  Queue& q = *opened;
   const std::string topic = "rate";
   const auto count = static_cast<uint32_t>(a.rate);
   if (Status st = q.set_topic_limits(topic, {.rate = TopicLimits::Rate{count, 1s, a.burst}});
@@ -150,7 +147,7 @@ int run_rate(const Args& a) {
             << ",\"consumers\":" << a.consumers
             << (a.backend == "rocksdb" ? sync_params(a) : std::string()) << ",\"shards\":"
             << a.shards << "}}" << std::endl;
-  opened->reset();
+  opened.reset();
   if (redis) redis->cleanup();
   if (at.size() != n) {
     std::cerr << "time limit: received " << at.size() << " of " << n << "\n";

@@ -61,6 +61,15 @@ Result<std::unique_ptr<Queue>> open_run_queue(const Args& a, const std::string& 
   return std::unique_ptr<delayq::Queue>(std::move(*e));
 }
 
+std::unique_ptr<Queue> open_run_queue_or_say(const Args& a, const std::string& dir,
+                                             std::unique_ptr<RedisRun>& redis,
+                                             const std::string& what) {
+  auto q = open_run_queue(a, dir, redis, what);
+  if (q) return std::move(*q);
+  std::cerr << q.status().to_string() << "\n";
+  return nullptr;
+}
+
 int run_w1(const Args& a) {
   const delayq::EngineOptions opt = engine_options(a);
   const StoreDir dir(a.backend == "rocksdb" ? a.dir : "/");

@@ -28,7 +28,7 @@ Status ShardedEngine::start() {
   if (clock_.manual())
     schedule_subscription_ = clock_.subscribe([this] { fire_schedules(); });
   else
-    schedules_.start(clock_, [this] { fire_schedules(); });
+    schedules_.start(clock_, [this] { return fire_schedules(); });
   return {};
 }
 

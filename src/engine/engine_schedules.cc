@@ -1,10 +1,7 @@
-// The engine's schedules (Queue::schedule and friends; the table and its thread: schedules.h).
-//
-// Firing an occurrence is one push on the shard of its job (id occurrence_job_id(), due at the
-// occurrence), and with a durable store the schedule's record, moved past that occurrence, is
-// staged on that shard (Shard::staged_meta) so that the placement writes it in the same atomic
-// batch as the job's record: a crash keeps both or neither. A push refused as a duplicate (the
-// occurrence's job exists already) counts as fired, its record written alone.
+// The engine's schedule calls (Queue::schedule and friends; the table, its index and its
+// thread: schedules.h; firing the occurrences: schedule_firing.cc). A call that changes a
+// schedule writes its record alone (a durable store) and waits for it before the table changes,
+// then indexes the schedule again and fires what is due of it at once.
 //
 // Lock order: schedules_.mu, then a shard's lock (as a call would take it).
 #include <algorithm>
@@ -28,138 +25,17 @@ Status no_schedule(std::string_view id) {
 
 }  // namespace
 
-// ---- the table's thread (schedules.h) ----
-
-void Schedules::publish() {
-  int64_t due = INT64_MAX;
-  for (const auto& [id, e] : table)
-    if (!e.stored.paused && e.stored.state.next)
-      due = std::min<int64_t>(due, e.stored.state.next->time_since_epoch().count());
-  if (next_ns.exchange(due) > due) {
-    std::lock_guard l(thread_mu_);
-    // The thread starts with the first deadline: an engine without schedules has none.
-    if (fire_ && !thread_.joinable() && !stopping_)
-      thread_ = std::thread([this] { run(*clock_, fire_); });
-    cv_.notify_all();
-  }
-}
-
-void Schedules::start(Clock& clock, std::function<void()> fire) {
-  std::lock_guard l(thread_mu_);
-  clock_ = &clock;
-  fire_ = std::move(fire);
-  if (next_ns.load() != INT64_MAX && !stopping_)  // restored schedules
-    thread_ = std::thread([this] { run(*clock_, fire_); });
-}
-
-void Schedules::stop() {
-  {
-    std::lock_guard l(thread_mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Schedules::run(Clock& clock, const std::function<void()>& fire) {
-  std::unique_lock l(thread_mu_);
-  bool just_fired = false;
-  while (!stopping_) {
-    const int64_t due = next_ns.load();
-    if (due == INT64_MAX) {  // no schedule runs: publish() wakes it
-      cv_.wait(l);
-      continue;
-    }
-    Duration left = kClockRecheck;
-    left = std::min(left, Duration(due) - clock.now().time_since_epoch());
-    if (left <= Duration::zero() && !just_fired) {
-      l.unlock();
-      fire();
-      l.lock();
-      just_fired = true;
-      continue;
-    }
-    // Fired and still due (the engine stopped on a failed write): look again a while later.
-    if (left <= Duration::zero()) left = kClockRecheck;
-    just_fired = false;
-    cv_.wait_for(l, left);
-  }
-}
-
-// ---- firing ----
-
-Duration ShardedEngine::schedule_tick() const {
-  // A manual clock's moves fire at once; otherwise the thread may wake up to kClockRecheck late
-  // after a step of the wall clock.
-  return clock_.manual() ? opt_.tick : std::max(opt_.tick, kClockRecheck);
-}
-
-bool ShardedEngine::job_lives(const std::string& id) {
-  Shard& shard = shards_.of(id);
-  Result<JobInfo> r = shards_.apply(
-      shard, [&](Core&, TimePoint now) { return shards_.placement().get(shard, id, now); });
-  return r.ok() && r->state != JobState::dead;
-}
-
-void ShardedEngine::fire_schedules() {
-  if (closed()) return;
-  std::lock_guard l(schedules_.mu);
-  const TimePoint now = shards_.now();
-  for (auto& [id, e] : schedules_.table)
-    if (!e.stored.paused)
-      if (Status s = fire_due(e, now); !s.ok()) break;  // the engine stopped: nothing more
-  schedules_.publish();
-}
-
-Status ShardedEngine::fire_due(ScheduleEntry& e, TimePoint now) {
-  schedule::StoredSchedule& stored = e.stored;
-  if (!stored.state.next || *stored.state.next > now) return {};
-  const std::string& id = stored.spec.id;
-  const bool previous_live = stored.spec.overlap == ScheduleSpec::Overlap::skip &&
-                             stored.state.last_fired &&
-                             job_lives(occurrence_job_id(id, *stored.state.last_fired));
-  const schedule::Plan plan =
-      schedule::plan(e.rule, stored.spec, stored.state, now, schedule_tick(), previous_live);
-  schedule::StoredSchedule next = stored;
-  next.state.skipped_catch_up += plan.skipped_catch_up;
-  next.state.skipped_overlap += plan.skipped_overlap;
-  Persistence* store = shards_.store();
-  for (size_t i = 0; i < plan.fire.size(); ++i) {
-    const TimePoint o = plan.fire[i];
-    next.state.fired += 1;
-    next.state.last_fired = o;
-    // Until the next one fires too, the schedule waits for it: a crash in between fires it
-    // again on open (by the catch-up policy), never this one.
-    next.state.next = i + 1 < plan.fire.size() ? std::optional(plan.fire[i + 1]) : plan.next;
-    JobSpec job = stored.spec.job;
-    job.id = occurrence_job_id(id, o);
-    job.due_at = o;
-    Shard& shard = shards_.of(job.id);
-    Status pushed = shards_.apply(shard, [&](Core&, TimePoint t) {
-      Status s = shards_.placement().push(shard, std::move(job), t);
-      if (store && (s.ok() || s.is(Errc::duplicate_id)))
-        shard.staged_meta.push_back({schedule::schedule_key(id), schedule::encode_schedule(next)});
-      return s;
-    });
-    if (!pushed.ok() && !pushed.is(Errc::duplicate_id)) return pushed;
-    stored.state = next.state;
-    e.recent.push_back(o);
-    if (e.recent.size() > ScheduleEntry::kRecent) e.recent.pop_front();
-  }
-  if (plan.fire.empty()) {
-    next.state.next = plan.next;
-    if (Status s = write_schedule(id, &next); !s.ok()) return s;
-    stored.state = next.state;
-  }
-  return {};
-}
-
 Status ShardedEngine::write_schedule(const std::string& id, const schedule::StoredSchedule* s) {
-  Persistence* store = shards_.store();
-  if (store == nullptr) return {};
+  if (shards_.store() == nullptr) return {};
   std::vector<MetaPut> meta{{schedule::schedule_key(id), std::nullopt}};
   if (s != nullptr) meta[0].value = schedule::encode_schedule(*s);
-  Result<uint64_t> w = store->write_with_meta({}, Stats(), meta);
+  return write_records(meta);
+}
+
+Status ShardedEngine::write_records(const std::vector<MetaPut>& records) {
+  Persistence* store = shards_.store();
+  if (store == nullptr) return {};
+  Result<uint64_t> w = store->write_with_meta({}, Stats(), records);
   if (!w) return shards_.fail(w.status());
   if (Status d = store->wait_durable(*w); !d.ok()) return shards_.fail(d);
   return {};
@@ -188,10 +64,15 @@ Status ShardedEngine::schedule(const ScheduleSpec& spec) {
   }
   if (Status s = write_schedule(spec.id, &stored); !s.ok()) return s;
   std::deque<TimePoint> recent;
-  if (it != schedules_.table.end()) recent = std::move(it->second.recent);
-  ScheduleEntry& e = schedules_.table.insert_or_assign(
-      spec.id, ScheduleEntry{std::move(stored), std::move(*rule), std::move(recent)}).first->second;
-  Status fired = e.stored.paused ? Status() : fire_due(e, now);
+  if (it != schedules_.table.end()) {
+    recent = std::move(it->second.recent);
+    schedules_.unindex(it->first, it->second);
+  }
+  ScheduleSlot& slot = *schedules_.table.insert_or_assign(
+      spec.id, ScheduleEntry{std::move(stored), std::move(*rule), std::move(recent)}).first;
+  schedules_.index(slot.first, slot.second);
+  ScheduleSlot* const fire[] = {&slot};
+  Status fired = fire_due(fire, now);
   schedules_.publish();
   return fired;
 }
@@ -202,6 +83,7 @@ Status ShardedEngine::unschedule(std::string_view id) {
   const auto it = schedules_.table.find(id);
   if (it == schedules_.table.end()) return no_schedule(id);
   if (Status s = write_schedule(it->first, nullptr); !s.ok()) return s;
+  schedules_.unindex(it->first, it->second);
   schedules_.table.erase(it);
   schedules_.publish();
   return {};
@@ -218,8 +100,10 @@ Status ShardedEngine::set_schedule_paused(std::string_view id, bool paused) {
   changed.paused = paused;
   if (Status s = write_schedule(it->first, &changed); !s.ok()) return s;
   e.stored.paused = paused;
+  schedules_.index(it->first, e);
   // Resumed: what fell while it was paused is missed (its catch-up policy), at once.
-  Status fired = paused ? Status() : fire_due(e, shards_.now());
+  ScheduleSlot* const fire[] = {&*it};
+  Status fired = paused ? Status() : fire_due(fire, shards_.now());
   schedules_.publish();
   return fired;
 }
@@ -272,7 +156,10 @@ Status ShardedEngine::restore_schedules(const std::vector<std::string>& records,
     ScheduleEntry e{std::move(*s), std::move(*rule), {}};
     if (e.stored.state.last_fired) e.recent.push_back(*e.stored.state.last_fired);
     std::string id = e.stored.spec.id;
-    schedules_.table.insert_or_assign(std::move(id), std::move(e));
+    if (auto old = schedules_.table.find(id); old != schedules_.table.end())
+      schedules_.unindex(old->first, old->second);
+    ScheduleSlot& slot = *schedules_.table.insert_or_assign(std::move(id), std::move(e)).first;
+    schedules_.index(slot.first, slot.second);
   }
   schedules_.publish();
   return {};

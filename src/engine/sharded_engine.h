@@ -76,6 +76,8 @@ class ShardedEngine final : public Engine {
   std::atomic<uint64_t>& seqs() { return seqs_; }
   std::atomic<uint64_t>& next_id() { return next_id_; }
   Shards& shards() { return shards_; }
+  // For tests (test_hooks.h): Schedules::index_damage() under the table's mutex.
+  std::string schedule_index_damage();
   // Catches up with the time that passed while the queue was down (overdue jobs become ready in
   // due order, leases that ran out are retried, and journaled), then follows the clock.
   // Errors: the store could not record the catch-up.
@@ -127,13 +129,24 @@ class ShardedEngine final : public Engine {
   // Points every shard's core at `limiter` (null: none) for `topic`, each under its lock; a new
   // limiter (`seed`) first counts the topic's jobs reserved in that shard.
   void point_shards(std::string_view topic, TopicLimiter* limiter, bool seed);
-  // Schedules (engine_schedules.cc). Each under schedules_.mu.
-  // Fires what is due of every running schedule, then publishes the next deadline.
-  void fire_schedules();
-  // Fires what is due of `e` at `now` (schedule/planner.h).
-  Status fire_due(ScheduleEntry& e, TimePoint now);
+  // Schedules (engine_schedules.cc, schedule_firing.cc). Each under schedules_.mu.
+  struct Firing;
+  struct Occurrence;
+  // Fires what is due of every running schedule, then publishes the next deadline. False when
+  // something due could not fire (Schedules::start says what the thread does then).
+  bool fire_schedules();
+  // Fires what is due at `now` of each running schedule in `slots` (schedule/planner.h), the
+  // occurrences' jobs in batches with their records (schedule_firing.cc), then indexes each
+  // again. The first failure: a refused push, or the engine's stop.
+  Status fire_due(std::span<ScheduleSlot* const> slots, TimePoint now);
+  Status fire_plans(std::span<ScheduleSlot* const> slots, TimePoint now);
+  // Pushes `batch` in one call on `shard`, each job's record staged beside it; each
+  // Occurrence::pushed says how its push went. Not ok: the engine stopped, nothing was written.
+  Status push_occurrences(Shard& shard, std::span<Occurrence> batch);
   // Writes `stored` as it is (a store: alone in its batch) and waits for it.
   Status write_schedule(const std::string& id, const schedule::StoredSchedule* stored);
+  // Writes schedule records (a store: in one batch, nothing else in it) and waits for them.
+  Status write_records(const std::vector<MetaPut>& records);
   // Whether the job `id` lives (delayed, ready or reserved).
   bool job_lives(const std::string& id);
   ScheduleInfo info_of(const ScheduleEntry& e);

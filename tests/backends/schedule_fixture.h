@@ -40,6 +40,7 @@ struct Backend {
   bool tiered = false;
   uint32_t redis_shards = 0;  // 0: not Redis
   bool http = false;          // open_http to an in-process delayqd over a memory engine
+  size_t engine_shards = 1;   // the in-memory engine and the durable store: EngineOptions::shards
 };
 
 // The binary's redis-server, started by the first Redis test, killed when the binary exits.
@@ -95,6 +96,7 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
     EngineOptions o;
     o.clock = &clock;
     o.limits = limits();
+    o.shards = GetParam().engine_shards;
     auto r = Engine::open(o);
     ASSERT_TRUE(r.ok()) << r.status().message();
     into = std::move(r).value();
@@ -106,6 +108,7 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
     o.sync = Sync::none;
     o.engine.clock = &clock;
     o.engine.limits = limits();
+    o.engine.shards = GetParam().engine_shards;
     if (GetParam().tiered) o.horizon = 1min;
     return o;
   }
