@@ -203,8 +203,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, ScheduleEngine,
                                            Backend{.name = "Http", .durable = false, .http = true}),
                          [](const auto& p) { return p.param.name; });
 
-// On the system clock the engine's own thread fires the occurrences (no ManualClock moves, no
-// consumer waiting while they come): each occurrence's job reaches a consumer in turn. And a
-
 }  // namespace
 }  // namespace delayq::schedule_test
