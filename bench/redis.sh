@@ -19,8 +19,8 @@
 # ONLY=replicas starts a primary on a free loopback TCP port (and the unix socket, for redis-cli)
 # and one replica of it (redis-server --replicaof, appendonly no on both), waits until the replica
 # is in sync, then runs, ROUNDS times, W1 with 100 000 jobs (JOBS) pushed with push_batch of 100
-# and consumed by 4 consumers as one consume(), and W1 with JOBS jobs pushed one push() at a
-# time by 4 producer threads (4 reserve/ack consumers), each with --replicas-to-ack 0 and then 1
+# and W1 with JOBS jobs pushed one push() at a time by 4 producer threads, both consumed by 4
+# consumers as one consume(), each with --replicas-to-ack 0 and then 1
 # against the primary over TCP, each followed by its "server" line.
 #
 # Per configuration: W1 with 1 and 4 consumers (one push() per job, one job per claim), the
@@ -88,7 +88,7 @@ if [ "$only" = replicas ]; then
     done
     for acks in 0 1; do
       measure --workload W1 --backend redis --jobs "$jobs" --delay-max 5 --consumers 4 --producers 4 \
-        --replicas-to-ack "$acks" --time-limit 120
+        --consume 1 --replicas-to-ack "$acks" --time-limit 120
     done
   done
   echo "{\"peer\":\"redis-server\",\"workload\":\"replication\",\"replica\":$(redis-cli -s "$dir/replica.sock" info replication | tr -d '\r' |
