@@ -37,6 +37,8 @@ namespace delayq::bench {
                "                    [--sync-batch-ops N] [--sync-interval-ms MS]\n"
                "                    [--time-limit SECONDS] [--seed N] [--horizon-s S]\n"
                "                    [--redis URL] [--connections N] [--claim-batch N]  (--backend redis)\n"
+               "                    [--replicas-to-ack 0..16]  (--backend redis: WAIT for that\n"
+               "                    many replicas after every writing call)\n"
                "                    [--server-profile 0|1]  (--backend redis: the servers' time\n"
                "                    per script, from a slow log of every command)\n"
                "                    [--consume 0|1]  (W1: consumers as one Queue::consume())\n"
@@ -123,6 +125,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--redis") a.redis = v;
     else if (k == "--connections") a.connections = static_cast<uint32_t>(need_num(1));
     else if (k == "--claim-batch") a.claim_batch = static_cast<uint32_t>(need_num(1));
+    else if (k == "--replicas-to-ack") a.replicas_to_ack = static_cast<uint32_t>(need_num(0, 16));
     else if (k == "--consume") a.consume = need_num(0) != 0;
     else if (k == "--server-profile") a.server_profile = need_num(0, 1) != 0;
     else if (k == "--expected-jobs") a.expected_jobs = static_cast<size_t>(need_num(0));

@@ -49,6 +49,7 @@ struct Args {
   std::string redis;  // redis: the server's url
   uint32_t connections = 0;  // redis: connections per client (0: consumers + producers + 1)
   uint32_t claim_batch = 1;  // redis: RedisOptions::claim_batch
+  uint32_t replicas_to_ack = 0;  // redis: RedisOptions::replicas_to_ack (0 to 16)
   bool consume = false;      // W1: the consumers are one Queue::consume() (else reserve/ack loops)
   size_t expected_jobs = 0;  // memory, rocksdb: EngineOptions::expected_jobs
   uint32_t priorities = 0;   // W1: spread the jobs over this many priorities (0: the default)

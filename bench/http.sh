@@ -33,8 +33,10 @@ for b in "$delayqd" "$client" "$bench"; do
   }
 done
 
-dir=$(mktemp -d /tmp/delayq-http-bench-XXXXXX)
-dpid= rpid= port=
+# dir, and start / stop of the private redis-server in it (its first comment).
+# shellcheck source=bench/private_redis.sh
+. bench/private_redis.sh
+dpid='' port=''
 stop_daemon() {
   if [ -n "$dpid" ]; then
     kill -TERM "$dpid" 2>/dev/null || true
@@ -42,11 +44,7 @@ stop_daemon() {
   fi
   dpid=
 }
-stop_redis() {
-  if [ -n "$rpid" ]; then kill "$rpid" 2>/dev/null || true; wait "$rpid" 2>/dev/null || true; fi
-  rpid=
-}
-trap 'stop_daemon; stop_redis; rm -rf "$dir"' EXIT
+trap 'stop_daemon; stop; rm -rf "$dir"' EXIT
 
 # start_daemon ARGS...: delayqd on 127.0.0.1, port 0 (the kernel picks a free one); the daemon
 # prints the address it got on stdout, alone on its line.
@@ -72,26 +70,12 @@ start_daemon() {
 start_backend() {
   case $1 in
     redis)
-      redis-cli -s "$dir/redis.sock" flushall >/dev/null
+      cli flushall >/dev/null
       start_daemon --redis "unix://$dir/redis.sock" ;;
     *)
       rm -rf "$dir/store"
       start_daemon --store "$dir/store" --sync "$1" ;;
   esac
-}
-
-start_redis() {
-  redis-server --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 --dir "$dir" \
-    --save '' --appendonly no --maxmemory-policy noeviction --logfile "$dir/redis.log" \
-    --daemonize no &
-  rpid=$!
-  for _ in $(seq 1 500); do
-    redis-cli -s "$dir/redis.sock" ping >/dev/null 2>&1 && return 0
-    sleep 0.02
-  done
-  echo "redis-server did not start; log:" >&2
-  cat "$dir/redis.log" >&2
-  exit 1
 }
 
 # run ARGS...: one client run against the current daemon; a failed run still leaves a line.
@@ -134,7 +118,7 @@ fi
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
 echo "# $(date -u +%FT%TZ) $(uname -srm), $(nproc) cores, git $commit" >&2
-start_redis
+start --appendonly no
 for round in $(seq 1 "$rounds"); do
   echo "# round $round of $rounds" >&2
   # The HTTP floor: the same client and daemon, a route that does not touch the queue.

@@ -7,6 +7,7 @@
 #   JOBS=100000 bench/redis.sh      # W1 jobs (default 100000)
 #   MODES=no ONLY=W1 bench/redis.sh # one appendonly mode; only the W1 runs (quick before/after)
 #   ONLY=i13 bench/redis.sh         # issue 13's two lines, ROUNDS times (default 3), appendonly no
+#   ONLY=replicas bench/redis.sh    # W1 with replicas_to_ack 0 and 1, a primary and one replica
 #
 # ONLY=i13 runs, per round, W1 with 250 000 jobs pushed with push_batch of 100 and W1 with 100 000
 # jobs pushed one push() at a time by 4 producer threads, both with 4 consumers and delays over
@@ -14,6 +15,13 @@
 # a line "workload":"server" gives what the server spent on it (INFO commandstats and cpu, reset
 # before the run); with SLOWLOG=1 it also gives each function's calls and µs per call, from a
 # slow log that records every call (which costs the server a little per call).
+#
+# ONLY=replicas starts a primary on a free loopback TCP port (and the unix socket, for redis-cli)
+# and one replica of it (redis-server --replicaof, appendonly no on both), waits until the replica
+# is in sync, then runs, ROUNDS times, W1 with 100 000 jobs (JOBS) pushed with push_batch of 100
+# and W1 with JOBS jobs pushed one push() at a time by 4 producer threads, both consumed by 4
+# consumers as one consume(), each with --replicas-to-ack 0 and then 1
+# against the primary over TCP, each followed by its "server" line.
 #
 # Per configuration: W1 with 1 and 4 consumers (one push() per job, one job per claim), the
 # same with push_batch of 100 and claim_batch 32, redis-memory, wheel-vs-zset, and redis-benchmark's own ZADD and ZPOPMIN
@@ -29,32 +37,13 @@ rounds=${ROUNDS:-3}
 [ "$only" = i13 ] && modes=${MODES:-no}
 [ -x "$bench" ] || { echo "build $bench first" >&2; exit 2; }
 
-dir=$(mktemp -d /tmp/delayq-redis-bench-XXXXXX)
-pid=
-stop() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  pid=
-}
-trap 'stop; rm -rf "$dir"' EXIT
-
-start() {  # extra redis-server arguments
-  rm -f "$dir"/*.aof "$dir"/appendonlydir -r 2>/dev/null || true
-  redis-server --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 --dir "$dir" \
-    --save '' --maxmemory-policy noeviction --logfile "$dir/redis.log" --daemonize no "$@" &
-  pid=$!
-  for _ in $(seq 1 500); do
-    redis-cli -s "$dir/redis.sock" ping >/dev/null 2>&1 && return 0
-    sleep 0.02
-  done
-  echo "redis-server did not start; log:" >&2
-  cat "$dir/redis.log" >&2
-  exit 1
-}
+# dir, start, stop, cli: a private server (its first comment).
+# shellcheck source=bench/private_redis.sh
+. bench/private_redis.sh
 
 url="unix://$dir/redis.sock"
 run() { "$bench" "$@" --redis "$url" 2>/dev/null || echo "{\"failed\":\"$*\"}"; }
 
-cli() { redis-cli -s "$dir/redis.sock" "$@"; }
 # A run, then what the server spent on it (see the top of this file).
 measure() {
   cli config resetstat >/dev/null
@@ -75,6 +64,37 @@ measure() {
   fi
   echo "{\"peer\":\"redis-server\",\"workload\":\"server\",${stats:-\"fcall_calls\":0}${cpu},\"functions\":$functions}"
 }
+
+if [ "$only" = replicas ]; then
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  start --port "$port" --bind 127.0.0.1 --appendonly no
+  mkdir -p "$dir/replica"
+  redis-server --port 0 --unixsocket "$dir/replica.sock" --unixsocketperm 700 --dir "$dir/replica" \
+    --save '' --appendonly no --replicaof 127.0.0.1 "$port" --logfile "$dir/replica.log" \
+    --daemonize no &
+  replica=$!
+  trap 'kill "$replica" 2>/dev/null || true; wait "$replica" 2>/dev/null || true; stop; rm -rf "$dir"' EXIT
+  for _ in $(seq 1 500); do
+    redis-cli -s "$dir/replica.sock" info replication 2>/dev/null | grep -q '^master_link_status:up' && break
+    sleep 0.02
+  done
+  redis-cli -s "$dir/replica.sock" info replication | grep -q '^master_link_status:up' ||
+    { echo "the replica did not sync; log:" >&2; cat "$dir/replica.log" >&2; exit 1; }
+  url="redis://127.0.0.1:$port"
+  for _ in $(seq 1 "$rounds"); do
+    for acks in 0 1; do
+      measure --workload W1 --backend redis --jobs "$jobs" --delay-max 5 --consumers 4 --batch 100 \
+        --consume 1 --replicas-to-ack "$acks" --time-limit 120
+    done
+    for acks in 0 1; do
+      measure --workload W1 --backend redis --jobs "$jobs" --delay-max 5 --consumers 4 --producers 4 \
+        --consume 1 --replicas-to-ack "$acks" --time-limit 120
+    done
+  done
+  echo "{\"peer\":\"redis-server\",\"workload\":\"replication\",\"replica\":$(redis-cli -s "$dir/replica.sock" info replication | tr -d '\r' |
+    awk -F: '/^(master_link_status|master_repl_offset):/ {printf "%s\"%s\":\"%s\"", n++ ? "," : "{", $1, $2} END {print "}"}')}"
+  exit 0
+fi
 
 if [ "$only" = i13 ]; then
   start --appendonly no

@@ -40,6 +40,7 @@ class RedisRun {
     o.shards = shards ? shards : static_cast<uint32_t>(a_.shards);
     o.connections = conns_;
     o.claim_batch = a_.claim_batch;
+    o.replicas_to_ack = a_.replicas_to_ack;
     o.seed = a_.seed;
     auto q = delayq::open_redis(o);
     if (!q) return q.status();

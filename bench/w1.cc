@@ -212,7 +212,8 @@ int run_w1(const Args& a) {
   if (redis) {
     std::cout << ",\"shards\":" << a.shards << ",\"batch\":" << a.batch
               << ",\"connections\":" << redis->connections() << ",\"claim_batch\":"
-              << a.claim_batch << ",\"consume\":" << a.consume << ",\"server_profile\":"
+              << a.claim_batch << ",\"replicas_to_ack\":" << a.replicas_to_ack
+              << ",\"consume\":" << a.consume << ",\"server_profile\":"
               << a.server_profile << redis->server_params() << "}}"
               << std::endl;
   } else {

@@ -26,3 +26,16 @@ check "$("$bench" --workload W2 --jobs 200000 --delay-max 1 2>/dev/null)"
 check "$("$bench" --workload W1 --backend heap --jobs 20000 --delay-max 1 2>/dev/null)"
 check "$("$bench" --workload W2 --backend heap --jobs 200000 --delay-max 1 2>/dev/null)"
 check "$("$bench" --workload W2 --backend asio --jobs 200000 --delay-max 1 2>/dev/null)"
+# A number out of its range is refused before anything runs: exit code 2, the flag named.
+refused() {  # refused FLAG VALUE
+  local err rc=0
+  err=$("$bench" --workload W1 --backend redis --redis unix:///nonexistent "$1" "$2" 2>&1 >/dev/null) || rc=$?
+  if [ "$rc" = 2 ] && grep -q -- "bad value for $1" <<<"$err"; then
+    echo "ok   refused $1 $2"
+  else
+    echo "FAIL $1 $2: exit $rc, $err"
+    exit 1
+  fi
+}
+refused --replicas-to-ack 17
+refused --replicas-to-ack -1
