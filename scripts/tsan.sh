@@ -73,9 +73,12 @@ status=0
 opts="suppressions=$PWD/tests/tsan.supp log_path=$reports/tsan second_deadlock_stack=1 history_size=7"
 # Left out of redis_cluster_test: the failover tests (RedisFailover, RedisClusterFailover), which
 # kill and promote real servers under load within deadlines; their client threads are the same
-# pool and router the other Redis tests here check.
+# pool and router the other Redis tests here check. Left out of crash_harness_test: the two
+# self-tests of the schedule checks (CrashHarness.ScheduleChecksCatch*), which test the driver's
+# checks, not threads; under TSan the workers' slow cycles seldom leave a schedule whose loss can
+# be planted (none in 160 cycles, measured here). The kill test runs the schedule load here.
 TSAN_OPTIONS="$opts ${TSAN_OPTIONS:-}" ctest --test-dir "$build" --output-on-failure -j2 -L "$labels" \
-  -E '^(RedisFailover|RedisClusterFailover)\.' \
+  -E '^((RedisFailover|RedisClusterFailover)\.|CrashHarness\.ScheduleChecksCatch)' \
   --output-junit "$(cd "$build" && pwd)/junit.xml" || status=$?
 python3 scripts/check_skips.py tsan "$build/junit.xml" || status=1
 if compgen -G "$reports/tsan*" >/dev/null; then

@@ -66,7 +66,7 @@ struct RunOutcome {
 };
 
 // How long a worker runs before the SIGKILL, counted from its report that the store is open (or,
-// one cycle in four, from its fork): 10 to 80 ms.
+// one cycle in four, from its fork): 10 to 80 ms (under ThreadSanitizer 40 to 320 ms).
 std::chrono::milliseconds run_time(std::mt19937_64& rng);
 
 // Forks a worker, lets it run for `run` (counted from the fork, or from its report that the

@@ -90,8 +90,9 @@ std::optional<Planted> plant_lost_call(Model& m, const std::string& dir, bool na
   return std::nullopt;
 }
 
-// Runs kill cycles, planting with `plant` after each kill until it plants something; the check
-// must then find it.
+// Runs kill cycles, planting with `plant` after each kill until it plants something (in chunks
+// of 20 cycles, at most 160: a slow machine, a sanitizer's build, answers fewer calls a cycle);
+// the check must then find it.
 void expect_plant_caught(
     const std::function<std::optional<Planted>(Model&, const std::string&)>& plant,
     const char* what, const CycleChoices& choices = {}) {
@@ -101,12 +102,16 @@ void expect_plant_caught(
   Model& m = run.m;
   KillTally t;
   std::optional<Planted> planted;
-  run_kill_cycles(
-      m, 40, run.seed, run.dir.path(), t,
-      [&](Model& mm, const std::string& d) {
-        if (!planted) planted = plant(mm, d);
-      },
-      choices);
+  while (!planted && m.problems.empty() && t.done_cycles < 160) {
+    CycleChoices chunk = choices;
+    chunk.first = t.done_cycles;
+    run_kill_cycles(
+        m, 20, run.seed ^ mix(static_cast<uint64_t>(t.done_cycles)), run.dir.path(), t,
+        [&](Model& mm, const std::string& d) {
+          if (!planted) planted = plant(mm, d);
+        },
+        chunk);
+  }
   ASSERT_TRUE(planted) << "in " << t.done_cycles << " cycles no " << what << " could be planted";
   ASSERT_FALSE(m.problems.empty()) << "the " << planted->what << " was not caught";
   const std::string& first = m.problems.front();
