@@ -38,10 +38,10 @@
 #       checks before each fork), so that TSan checks the worker as a whole process: a child of a
 #       process with several threads runs unchecked under TSan, and dies once it starts a thread
 #       ("dup thread with used id" when a parent's thread id is reused). Under TSan the harness
-#       runs fewer cycles: 60 kill cycles and 40 power-loss cycles (crash_harness_test.cc).
-#       Measured here: its 21 tests take 88 s at -j2 alone (159 s of test time: the kill test
-#       55 s, the power-loss test 43 s, a planted lost nack 33 s, the batch check 19 s), and its
-#       20 sources 110 s to compile at -j1 without ccache.
+#       runs fewer cycles, each longer: 40 kill cycles and 30 power-loss cycles, each worker
+#       running 4 times as long before its kill (crash_harness_test.cc, driver.cc).
+#       Measured here on 2026-12-02 with 60 and 40 cycles, on a loaded machine: the kill test
+#       112 s, the power-loss test 90 s, the batch check 35 s.
 # Left out: single-threaded suites (core, JSON, bad input) and the CLI (one call per process).
 #
 # Reports: every process writes its reports to $build/tsan-reports/ (the daemons the tests start

@@ -45,8 +45,8 @@ namespace {
 // the workers' run times (the budget is 3 and 4 minutes). Under ThreadSanitizer, whose stage
 // runs the harness for its threads, fewer (a cycle takes 3 to 4 times as long there). A run
 // short of the evidence its checks need goes on past them (extend_until below).
-constexpr int kKillCyclesPerMode = kUnderAsan ? 25 : kUnderTsan ? 15 : 50;
-constexpr int kDefaultPowerCycles = kUnderAsan ? 80 : kUnderTsan ? 40 : 120;
+constexpr int kKillCyclesPerMode = kUnderAsan ? 25 : kUnderTsan ? 10 : 50;
+constexpr int kDefaultPowerCycles = kUnderAsan ? 80 : kUnderTsan ? 30 : 120;
 
 void print_calls(const Model::Counts& c) {
   std::printf(
