@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the normal build, then the whole suite
-# again under AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrent tests under
+# again (but three Redis failovers) under AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrent tests under
 # ThreadSanitizer (scripts/tsan.sh), then a short run of the workload driver that checks every
 # job arrives and none early, then a short fuzzing run of each libFuzzer target (scripts/fuzz.sh:
 # delayqd's request parsing, the journal's record decoder, the Redis reply readers, the schedule
