@@ -195,6 +195,19 @@ TEST_P(ScheduleEngine, BadInputIsRefusedNamingTheField) {
   EXPECT_TRUE(page->schedules.empty());  // nothing was stored
 }
 
+// After close(), every schedule call answers `closed` and changes nothing.
+TEST_P(ScheduleEngine, EveryCallAfterCloseIsClosed) {
+  ASSERT_TRUE(q->schedule(spec("c", "every 1h")).ok());
+  q->close();
+  EXPECT_TRUE(q->schedule(spec("d", "every 1h")).is(Errc::closed));
+  EXPECT_TRUE(q->unschedule("c").is(Errc::closed));
+  EXPECT_TRUE(q->get_schedule("c").status().is(Errc::closed));
+  EXPECT_TRUE(q->list_schedules(10).status().is(Errc::closed));
+  EXPECT_TRUE(q->pause_schedule("c").is(Errc::closed));
+  EXPECT_TRUE(q->resume_schedule("c").is(Errc::closed));
+  clock.set(clock.now() + 2h);  // no firing after close either: nothing to crash into
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ScheduleEngine,
                          ::testing::Values(Backend{"Memory", false}, Backend{"Durable", true},
                                            Backend{"Tiered", true, true},
