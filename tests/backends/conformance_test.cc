@@ -2031,6 +2031,13 @@ std::string run_forked(const std::function<std::string()>& child) {
 TEST_P(Conformance, AQueueUsedInAForkedChildRefusesEveryCall) {
   Queue& q = *this->q_;
   Delivery held = this->every_state("fk");
+  // A schedule and a topic's limits of the parent's, which the child's calls would change.
+  ScheduleSpec sched;
+  sched.id = "fk-schedule";
+  sched.rule = "every 1h";
+  sched.job = {.topic = "fk-scheduled"};
+  ASSERT_TRUE(q.schedule(sched).ok());
+  ASSERT_TRUE(q.set_topic_limits("fk-limited", {.max_in_flight = 3}).ok());
   const std::string said = run_forked([&] {
     std::string out;
     auto note = [&](const char* call, const Status& s) {
@@ -2064,6 +2071,19 @@ TEST_P(Conformance, AQueueUsedInAForkedChildRefusesEveryCall) {
     note("pause", q.pause("fk"));
     note("resume", q.resume("fk"));
     note("health", q.health());
+    note("set_topic_limits", q.set_topic_limits("fk-limited", {.max_in_flight = 1}));
+    note("set_topic_limits (new topic)", q.set_topic_limits("fk-other", {.max_in_flight = 1}));
+    note("clear_topic_limits", q.clear_topic_limits("fk-limited"));
+    note("list_jobs", q.list_jobs("fk", JobState::ready, 10).status());
+    note("schedule", q.schedule(sched));
+    ScheduleSpec other = sched;
+    other.id = "fk-child-schedule";
+    note("schedule (new id)", q.schedule(other));
+    note("get_schedule", q.get_schedule("fk-schedule").status());
+    note("list_schedules", q.list_schedules(10).status());
+    note("pause_schedule", q.pause_schedule("fk-schedule"));
+    note("resume_schedule", q.resume_schedule("fk-schedule"));
+    note("unschedule", q.unschedule("fk-schedule"));
     const Stats st = q.stats();
     if (st.pushed != 0 || !st.topics.empty()) out += "stats: not empty in the child\n";
     q.close();
@@ -2075,6 +2095,15 @@ TEST_P(Conformance, AQueueUsedInAForkedChildRefusesEveryCall) {
   for (const char* s : {"delayed", "ready", "reserved", "dead"})
     EXPECT_EQ(this->state(std::string("fk-") + s), std::string(s));
   EXPECT_TRUE(q.get("fk-child").is(Errc::not_found));
+  Result<ScheduleInfo> kept = q.get_schedule("fk-schedule");
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  EXPECT_FALSE(kept->paused);
+  EXPECT_TRUE(q.get_schedule("fk-child-schedule").is(Errc::not_found));
+  EXPECT_TRUE(q.unschedule("fk-schedule").ok());
+  const Stats parent = q.stats();
+  ASSERT_TRUE(parent.flow.count("fk-limited"));
+  EXPECT_EQ(parent.flow.at("fk-limited").limits.max_in_flight, 3u);
+  EXPECT_FALSE(parent.flow.count("fk-other"));
   EXPECT_TRUE(q.ack(held.token).ok());
   this->push("fk", "fk-after");
   EXPECT_EQ(this->take("fk").id, "fk-ready");
