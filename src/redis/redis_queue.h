@@ -47,6 +47,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/waiting.h"
@@ -108,6 +109,12 @@ class RedisQueue final : public Queue {
   Result<SchedulePage> list_schedules(size_t limit, std::string_view cursor) override;
   Status pause_schedule(std::string_view id) override { return set_schedule_paused(id, true); }
   Status resume_schedule(std::string_view id) override { return set_schedule_paused(id, false); }
+
+  // A test hook, never set in production (tests/backends/schedule_redis_test.cc): called by a
+  // client firing a schedule once it won the compare-and-set of its occurrences (after_fire) and
+  // once it pushed their jobs (after_push); true stops the firing there, as if the client died.
+  enum class FireStep { after_fire, after_push };
+  static inline std::atomic<bool (*)(FireStep)> fire_stop_hook{nullptr};
 
  protected:
   Result<Delivery> reserve_interruptible(std::span<const std::string> topics, Duration timeout,
@@ -193,15 +200,30 @@ class RedisQueue final : public Queue {
   };
   // How often a client on a clock other than a manual one looks for due schedules.
   static constexpr Duration kSchedulePoll = std::chrono::seconds(1);
+  // How long an occurrence stays pending (fired, its push not recorded) before any client pushes
+  // it in its firing client's place: that client died, or its push failed. Longer than a push
+  // takes, and than the clocks of two clients may differ.
+  static constexpr Duration kPendingGrace = std::chrono::seconds(30);
   // The home shard's keys of schedule `id`: the records, the running ones by next occurrence,
-  // its recent jobs (lua/sched.lua).
+  // its recent jobs, the pending occurrences (lua/sched.lua).
   std::vector<std::string> sched_keys(std::string_view id) const;
+  // An occurrence's job: `job` pushed with push_once.lua, whose marker lets it be pushed at most
+  // once. True when this call pushed it, false when it had been (the marker, or a job with its
+  // id).
+  Result<bool> push_occurrence(JobSpec job);
+  // Whatever this client's firing of `jobs` left to do once pushed: no longer pending, and the
+  // markers of those it pushed itself (`pushed_now`) kept only kPendingGrace more.
+  void settle_occurrences(const std::vector<std::string>& jobs, const std::vector<bool>& pushed_now);
+  // Every occurrence pending longer than kPendingGrace, pushed (at most once: push_once.lua).
+  void push_pending();
   // Empty when there is no such schedule. Errors: corrupt (a damaged record), unavailable.
   Result<std::optional<SchedRead>> read_sched(std::string_view id);
   // sched.lua: `next` replaces the record if it is still `expected` (nullptr: absent when `next`
   // is given, any when not, which deletes it); false when it changed meanwhile.
+  // `fired`: the occurrences' jobs and their due times, recorded as pending with the record.
   Result<bool> cas_sched(std::string_view id, const std::string* expected,
-                         const schedule::StoredSchedule* next, const std::vector<std::string>& fired);
+                         const schedule::StoredSchedule* next,
+                         const std::vector<std::pair<std::string, TimePoint>>& fired);
   // What is due of schedule `id` now: planned, compare-and-set, then its jobs pushed.
   Status fire_sched(std::string_view id);
   // Every schedule whose next occurrence has come (the zset), fired.

@@ -7,13 +7,23 @@
 // it planned from. Of several clients firing one occurrence, one wins that compare-and-set; the
 // winner alone then pushes the occurrence's jobs (deterministic ids, each on its own shard), the
 // others read again and find the schedule already past it. So no occurrence ever makes two jobs.
-// The cost of this order: a client that dies (or loses Redis) between its compare-and-set and
-// its pushes leaves those occurrences without a job (counted as fired).
+//
+// A client can die (or lose Redis) between its compare-and-set and its pushes. So the
+// compare-and-set also records each occurrence it fires as pending, with the record it came from,
+// and the winner pushes each job with push_once.lua, which sets a marker on the job's shard in the
+// same step; then it removes the pending entries and shortens its markers' lives to
+// kPendingGrace. An occurrence still
+// pending kPendingGrace after it fired is pushed by whichever client looks next (push_pending()),
+// and its marker says whether the first push was made: so it gets its job once, even when that
+// job was pushed, done and acked before the client died. The one case of two jobs: every client
+// down for longer than a marker lives (a day), the first client having died after its push and
+// before removing the pending entry.
 //
 // Who fires: each client, at every move of a ManualClock (RedisOptions::clock, before the move
 // returns), else a thread that looks at the zset every kSchedulePoll; and schedule() and
 // resume_schedule() at once, and start() (the catch-up after downtime).
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <mutex>
 
@@ -41,7 +51,92 @@ std::string us(TimePoint t) {
 
 std::vector<std::string> RedisQueue::sched_keys(std::string_view id) const {
   const std::string& tag = keys_.shard(0).tag;
-  return {tag + ":sched", tag + ":sched:due", tag + ":sched:recent:" + std::string(id)};
+  return {tag + ":sched", tag + ":sched:due", tag + ":sched:recent:" + std::string(id),
+          tag + ":sched:pending"};
+}
+
+namespace {
+// An occurrence's marker (push_once.lua), on its job's shard.
+std::string occurrence_marker(const ShardKeys& sh, std::string_view job_id) {
+  return sh.tag + ":occ:" + std::string(job_id);
+}
+}  // namespace
+
+Result<bool> RedisQueue::push_occurrence(JobSpec job) {
+  if (Status s = rules_.check_push(job, client_now()); !s.ok()) return s;
+  const ShardKeys& sh = keys_.shard(keys_.shard_of(job.id));
+  std::vector<std::string> args = common_(sh);
+  add_job_args(job, /*with_topic=*/true, opt_.limits.default_ttr, opt_.limits.default_retry, args);
+  std::vector<std::string> keys = sh.with_topic(job.topic);
+  keys.push_back(occurrence_marker(sh, job.id));
+  auto send = [&] { return router_.eval(sh.slot, kPushOnce, keys, args); };
+  Result<Reply> r = send();
+  // Safe to send again: the marker lets it be stored once.
+  if (!r && sent_and_lost(r.status())) r = resend(std::move(r), send);
+  if (!r) return r.status();
+  const int64_t code = r->elements.empty() ? -1 : r->elements[0].as_int(-1);
+  if (code == kDuplicateId) return false;
+  if (code != kOk) return bad_reply(kPushOnce);
+  if (r->elements.size() > 1) return false;  // the marker: pushed before
+  jobs_.remember(job.id, job.topic);
+  return true;
+}
+
+void RedisQueue::settle_occurrences(const std::vector<std::string>& jobs,
+                                    const std::vector<bool>& pushed_now) {
+  if (jobs.empty()) return;
+  const std::string pending = sched_keys("")[3];
+  std::vector<std::string_view> hdel{"HDEL", pending};
+  hdel.insert(hdel.end(), jobs.begin(), jobs.end());
+  // Not removed (Redis unreachable): pending, the next look pushes it again, and its marker
+  // keeps it from a second job.
+  if (!router_.command(keys_.shard(0).slot, hdel)) return;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!pushed_now[i]) continue;
+    const ShardKeys& sh = keys_.shard(keys_.shard_of(jobs[i]));
+    // Not deleted: a client that read the entry as pending just before it was removed may be
+    // about to push it, and must find the marker. Kept for kPendingGrace (else: a day).
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(kPendingGrace).count();
+    const std::string marker = occurrence_marker(sh, jobs[i]), life = std::to_string(ms);
+    (void)router_.command(sh.slot, {"PEXPIRE", marker, life});
+  }
+}
+
+void RedisQueue::push_pending() {
+  const std::string pending = sched_keys("")[3];
+  Result<Reply> r = router_.command(keys_.shard(0).slot, {"HGETALL", pending});
+  if (!r || r->elements.empty()) return;
+  const int64_t now_us = ceil_us(client_now());
+  const int64_t grace_us = std::chrono::duration_cast<std::chrono::microseconds>(kPendingGrace).count();
+  for (size_t i = 0; i + 1 < r->elements.size(); i += 2) {
+    const std::string& job_id = r->elements[i].str;
+    const std::string& value = r->elements[i + 1].str;
+    // "<due, ns> <since, µs> <record>"
+    const size_t a = value.find(' ');
+    const size_t b = a == std::string::npos ? a : value.find(' ', a + 1);
+    int64_t due_ns = 0, since_us = 0;
+    bool parsed = b != std::string::npos;
+    if (parsed) {
+      const char* p = value.data();
+      parsed = std::from_chars(p, p + a, due_ns).ec == std::errc() &&
+               std::from_chars(p + a + 1, p + b, since_us).ec == std::errc();
+    }
+    Result<schedule::StoredSchedule> rec =
+        parsed ? schedule::decode_schedule(std::string_view(value).substr(b + 1))
+               : Result<schedule::StoredSchedule>(Status(Errc::corrupt, "unreadable"));
+    if (!rec) {
+      // Damaged: nothing can be pushed from it; dropped rather than read again every second.
+      (void)router_.command(keys_.shard(0).slot, {"HDEL", pending, job_id});
+      continue;
+    }
+    if (now_us - since_us < grace_us) continue;  // its client may still be pushing it
+    JobSpec job = rec->spec.job;
+    job.id = job_id;
+    job.due_at = TimePoint(std::chrono::nanoseconds(due_ns));
+    Result<bool> pushed = push_occurrence(std::move(job));
+    if (!pushed) return;  // Redis unreachable, or the push refused: the next look tries again
+    (void)router_.command(keys_.shard(0).slot, {"HDEL", pending, job_id});
+  }
 }
 
 Result<std::optional<RedisQueue::SchedRead>> RedisQueue::read_sched(std::string_view id) {
@@ -58,7 +153,7 @@ Result<std::optional<RedisQueue::SchedRead>> RedisQueue::read_sched(std::string_
 
 Result<bool> RedisQueue::cas_sched(std::string_view id, const std::string* expected,
                                    const schedule::StoredSchedule* next,
-                                   const std::vector<std::string>& fired) {
+                                   const std::vector<std::pair<std::string, TimePoint>>& fired) {
   const ShardKeys& home = keys_.shard(0);
   std::vector<std::string> args = common_(home);
   args.emplace_back(id);
@@ -66,7 +161,11 @@ Result<bool> RedisQueue::cas_sched(std::string_view id, const std::string* expec
   args.push_back(expected ? *expected : std::string());
   args.push_back(next ? schedule::encode_schedule(*next) : std::string());
   args.push_back(next && !next->paused && next->state.next ? us(*next->state.next) : std::string());
-  for (const std::string& j : fired) args.push_back(j);
+  for (const auto& [job, due] : fired) {
+    args.push_back(job);
+    args.push_back(std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      due.time_since_epoch()).count()));
+  }
   Result<Reply> r = router_.eval(home.slot, kSched, sched_keys(id), std::move(args));
   if (!r) return r.status();
   const int64_t code = r->elements.empty() ? -1 : r->elements[0].as_int(-1);
@@ -102,24 +201,41 @@ Status RedisQueue::fire_sched(std::string_view id) {
         schedule::plan(cur.rule, s.spec, s.state, now, schedule_tick(), previous_live);
     schedule::StoredSchedule next = s;
     schedule::apply(next.state, plan);
-    std::vector<std::string> jobs;
-    for (TimePoint o : plan.fire) jobs.push_back(occurrence_job_id(s.spec.id, o));
-    Result<bool> won = cas_sched(id, &cur.bytes, &next, jobs);
+    std::vector<std::pair<std::string, TimePoint>> fired;
+    for (TimePoint o : plan.fire) fired.emplace_back(occurrence_job_id(s.spec.id, o), o);
+    Result<bool> won = cas_sched(id, &cur.bytes, &next, fired);
     if (!won) return won.status();
     if (!*won) continue;  // another client moved it: read again
-    for (size_t i = 0; i < plan.fire.size(); ++i) {
+    auto stop_at = [](FireStep step) {
+      auto hook = fire_stop_hook.load();
+      return hook != nullptr && hook(step);
+    };
+    if (stop_at(FireStep::after_fire)) return {};
+    // Failed pushes stay pending: push_pending() pushes them after kPendingGrace.
+    std::vector<std::string> jobs;
+    std::vector<bool> pushed_now;
+    Status failed;
+    for (const auto& [job_id, due] : fired) {
       JobSpec job = s.spec.job;
-      job.id = jobs[i];
-      job.due_at = plan.fire[i];
-      Result<std::string> pushed = push(std::move(job));
-      if (!pushed && !pushed.status().is(Errc::duplicate_id)) return pushed.status();
+      job.id = job_id;
+      job.due_at = due;
+      Result<bool> pushed = push_occurrence(std::move(job));
+      if (!pushed) {
+        failed = pushed.status();
+        continue;
+      }
+      jobs.push_back(job_id);
+      pushed_now.push_back(*pushed);
     }
-    return {};
+    if (stop_at(FireStep::after_push)) return {};
+    settle_occurrences(jobs, pushed_now);
+    return failed;
   }
 }
 
 void RedisQueue::fire_schedules() {
   if (shut()) return;
+  push_pending();
   const std::string due = sched_keys("")[1];
   Result<Reply> r = router_.command(keys_.shard(0).slot,
                                     {"ZRANGEBYSCORE", due, "-inf", us(client_now())});

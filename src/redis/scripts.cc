@@ -80,6 +80,7 @@ const Library& library() {
       "settle",
       "place",
       "sched",
+      "push_once",
   });
   return lib;
 }

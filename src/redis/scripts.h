@@ -57,6 +57,7 @@ enum ScriptId : size_t {
   kSettle,
   kPlace,
   kSched,  // issue 23: a schedule's record, compare-and-set (sched.lua)
+  kPushOnce,  // a schedule's occurrence, pushed at most once (push_once.lua)
   kScriptCount
 };
 

@@ -4,7 +4,8 @@
 // its own thread, fire the same schedules concurrently, while a consumer takes and acks every job
 // as it comes. Each occurrence must reach the consumer exactly once: a client that lost the
 // compare-and-set and pushed anyway would push a job already acked again, and it would arrive
-// twice.
+// twice. And a client that dies between firing an occurrence and pushing its job, or between
+// pushing it and recording the push: another client pushes the occurrence, at most once.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "redis/redis_queue.h"
 #include "schedule_fixture.h"
 
 namespace delayq::schedule_test {
@@ -99,6 +101,87 @@ TEST_P(RedisSchedulesRace, TwoClientsFiringTheSameSchedulesMakeOneJobPerOccurren
   EXPECT_EQ(delivered.size(), static_cast<size_t>(kSchedules * (kSeconds + 1)));
   EXPECT_EQ(q->stats().pushed, static_cast<uint64_t>(kSchedules * (kSeconds + 1)));
 }
+
+// A client that dies between firing an occurrence (its compare-and-set) and pushing its job, or
+// between pushing it and recording the push: the test hook stops the client there. Another
+// client, on its own clock, pushes what is still pending 30 s after it fired, at most once.
+class RedisScheduleRecovery : public ScheduleEngine {
+ protected:
+  using Step = redis::RedisQueue::FireStep;
+  void TearDown() override { redis::RedisQueue::fire_stop_hook.store(nullptr); }
+  // Moves the test's clock to the next occurrence of `id`, its client stopped at `step`, and
+  // returns the occurrence.
+  TimePoint fire_stopped(std::string_view id, Step step) {
+    static std::atomic<int> where{-1};
+    where = static_cast<int>(step);
+    const TimePoint o = info(id).next.at(0);
+    redis::RedisQueue::fire_stop_hook.store(
+        +[](Step s) { return static_cast<int>(s) == where.load(); });
+    clock.set(o);
+    redis::RedisQueue::fire_stop_hook.store(nullptr);
+    return o;
+  }
+  // A second client of the queue, on `c`.
+  std::unique_ptr<Queue> other_client(ManualClock& c) {
+    auto r = open_redis(redis_options(c));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? std::move(r).value() : nullptr;
+  }
+};
+
+TEST_P(RedisScheduleRecovery, AnOccurrenceFiredButNotPushedGetsItsJobOnceFromAnotherClient) {
+  ASSERT_TRUE(q->schedule(spec("lost", "every 1h")).ok());
+  const TimePoint o = fire_stopped("lost", Step::after_fire);
+  EXPECT_FALSE(has_job("lost", o)) << "the stopped client pushed";
+  EXPECT_EQ(info("lost").fired, 1u);
+  ManualClock other;
+  ASSERT_TRUE(other.set(o + 29s));
+  std::unique_ptr<Queue> b = other_client(other);
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(has_job("lost", o)) << "pushed before 30 s: its client may still be pushing it";
+  other.set(o + 31s);
+  ASSERT_TRUE(has_job("lost", o)) << "the pending occurrence was not pushed";
+  auto d = q->reserve("t", 0s);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, occurrence_job_id("lost", o));
+  EXPECT_EQ(d->due, o);
+  ASSERT_TRUE(q->ack(d->token).ok());
+  // No longer pending: neither client pushes it again.
+  other.set(o + 2min);
+  clock.set(o + 2min);
+  auto none = q->reserve("t", 0s);
+  EXPECT_TRUE(none.is(Errc::timeout)) << (none.ok() ? none->id : none.status().to_string());
+  EXPECT_EQ(q->stats().pushed, 1u);
+}
+
+TEST_P(RedisScheduleRecovery, AnOccurrencePushedButNotRecordedIsNotPushedAgainOnceAcked) {
+  ASSERT_TRUE(q->schedule(spec("kept", "every 1h")).ok());
+  const TimePoint o = fire_stopped("kept", Step::after_push);
+  ASSERT_TRUE(has_job("kept", o));
+  // Done and gone before any client looks at the pending occurrence: only its marker remains.
+  auto d = q->reserve("t", 0s);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  ASSERT_TRUE(q->ack(d->token).ok());
+  ManualClock other;
+  ASSERT_TRUE(other.set(o + 31s));
+  std::unique_ptr<Queue> b = other_client(other);
+  ASSERT_TRUE(b);
+  other.set(o + 2min);
+  clock.set(o + 2min);
+  auto none = q->reserve("t", 0s);
+  EXPECT_TRUE(none.is(Errc::timeout)) << "pushed twice: "
+                                      << (none.ok() ? none->id : none.status().to_string());
+  EXPECT_EQ(q->stats().pushed, 1u);
+  // The next occurrence is fired and pushed as usual.
+  const TimePoint next = info("kept").next.at(0);
+  clock.set(next);
+  EXPECT_TRUE(has_job("kept", next));
+}
+
+INSTANTIATE_TEST_SUITE_P(Redis, RedisScheduleRecovery,
+                         ::testing::Values(Backend{"Redis", false, false, 1},
+                                           Backend{"RedisShards4", false, false, 4}),
+                         [](const auto& p) { return p.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Redis, RedisSchedulesRace,
                          ::testing::Values(Backend{"Redis", false, false, 1},

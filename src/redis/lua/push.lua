@@ -1,7 +1,7 @@
 -- push: one job stored, delayed or ready now; an id that exists is refused with its state.
 -- ARGV[4..]: id, topic, body, delay (µs or ''), due_at (µs or ''), ttr (µs), priority, then the
 -- policy: kind, max_attempts, base, factor, cap, jitter, delays...
-register('push', function()
+local function push_one()
   local id, topic = ARGV[4], ARGV[5]
   local k = tkeys(1)
   local old = load(id)
@@ -26,4 +26,5 @@ register('push', function()
   schedule(id, topic, j, due, k)
   save(id, topic, j)
   return {0}
-end)
+end
+register('push', push_one)

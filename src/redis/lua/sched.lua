@@ -3,13 +3,15 @@
 -- this applies the new record only if the stored one is still the bytes it planned from, so
 -- that of clients racing on one occurrence exactly one moves the schedule past it (and only that
 -- one pushes its job). KEYS: the records (id -> bytes), the running schedules by next occurrence
--- (µs), the schedule's recent fired job ids (a list, newest last, 64 kept).
+-- (µs), the schedule's recent fired job ids (a list, newest last, 64 kept), the pending
+-- occurrences (job id -> "<due, ns> <since, µs> <record>": fired here, their push not yet
+-- recorded by the client; redis_queue_schedules.cc).
 -- ARGV[4..]: id, expect ('absent', 'any' or 'bytes'), the expected bytes, the new bytes (''
--- deletes the schedule), its next occurrence in µs ('' when paused or ended), then the ids of
--- the jobs this fire pushes. Replies {0} applied, {3} no such schedule (expect 'any'), {5}
--- the record changed since it was read: nothing done.
+-- deletes the schedule), its next occurrence in µs ('' when paused or ended), then, for each job
+-- this fire pushes, its id and its due time in ns. Replies {0} applied, {3} no such schedule
+-- (expect 'any'), {5} the record changed since it was read: nothing done.
 register('sched', function()
-  local recs, due, recent = KEYS[1], KEYS[2], KEYS[3]
+  local recs, due, recent, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
   local id, expect = ARGV[4], ARGV[5]
   local old = redis.call('HGET', recs, id)
   if expect == 'absent' then
@@ -31,8 +33,13 @@ register('sched', function()
   else
     redis.call('ZADD', due, ARGV[8], id)
   end
-  if #ARGV >= 9 then
-    redis.call('RPUSH', recent, unpack(ARGV, 9))
+  if #ARGV >= 10 then
+    local ids = {}
+    for i = 9, #ARGV - 1, 2 do
+      ids[#ids + 1] = ARGV[i]
+      redis.call('HSET', pending, ARGV[i], ARGV[i + 1] .. ' ' .. f(NOW) .. ' ' .. ARGV[7])
+    end
+    redis.call('RPUSH', recent, unpack(ids))
     redis.call('LTRIM', recent, -64, -1)
   end
   return {0}
