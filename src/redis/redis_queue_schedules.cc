@@ -52,7 +52,7 @@ std::string us(TimePoint t) {
 std::vector<std::string> RedisQueue::sched_keys(std::string_view id) const {
   const std::string& tag = keys_.shard(0).tag;
   return {tag + ":sched", tag + ":sched:due", tag + ":sched:recent:" + std::string(id),
-          tag + ":sched:pending"};
+          tag + ":sched:pending", tag + ":sched:ids"};
 }
 
 namespace {
@@ -333,24 +333,36 @@ Result<SchedulePage> RedisQueue::list_schedules(size_t limit, std::string_view c
     return Status(Errc::invalid_argument,
                   fmt::format("limit must be between 1 and {} schedules per page, got {}",
                               rules::kMaxListLimit, limit));
-  Result<Reply> r = router_.command(keys_.shard(0).slot, {"HKEYS", sched_keys("")[0]});
-  if (!r) return r.status();
-  std::vector<std::string> ids;
-  for (const Reply& e : r->elements)
-    if (cursor.empty() || e.str > cursor) ids.push_back(e.str);
-  std::sort(ids.begin(), ids.end());
+  const ShardKeys& home = keys_.shard(0);
+  const std::vector<std::string> k = sched_keys("");
+  // The ids' zset, made again if it does not hold every record (sched_index.lua).
+  Result<Reply> indexed = router_.eval(home.slot, kSchedIndex, {k[0], k[4]}, common_(home));
+  if (!indexed) return indexed.status();
   SchedulePage page;
-  size_t i = 0;
-  for (; i < ids.size() && page.schedules.size() < limit; ++i) {
-    Result<std::optional<SchedRead>> read = read_sched(ids[i]);
-    if (!read) return read.status();
-    if (!*read) continue;  // unscheduled meanwhile
-    Result<ScheduleInfo> info = sched_info(**read);
-    if (!info) return info.status();
-    page.schedules.push_back(std::move(*info));
+  std::string from = cursor.empty() ? "-" : "(" + std::string(cursor);
+  for (;;) {
+    // One id more than the page lacks: if it is there, the page is not the last.
+    const size_t ask = limit - page.schedules.size() + 1;
+    Result<Reply> r = router_.command(home.slot, {"ZRANGEBYLEX", k[4], from, "+", "LIMIT", "0",
+                                                  std::to_string(ask)});
+    if (!r) return r.status();
+    const std::vector<Reply>& ids = r->elements;
+    size_t i = 0;
+    for (; i < ids.size() && page.schedules.size() < limit; ++i) {
+      Result<std::optional<SchedRead>> read = read_sched(ids[i].str);
+      if (!read) return read.status();
+      if (!*read) continue;  // unscheduled meanwhile
+      Result<ScheduleInfo> info = sched_info(**read);
+      if (!info) return info.status();
+      page.schedules.push_back(std::move(*info));
+    }
+    if (i < ids.size()) {  // the page is full, and ids remain
+      page.cursor = page.schedules.back().spec.id;
+      return page;
+    }
+    if (ids.size() < ask) return page;  // every id read
+    from = "(" + ids.back().str;
   }
-  if (i < ids.size() && !page.schedules.empty()) page.cursor = page.schedules.back().spec.id;
-  return page;
 }
 
 }  // namespace delayq::redis

@@ -81,6 +81,7 @@ const Library& library() {
       "place",
       "sched",
       "push_once",
+      "sched_index",
   });
   return lib;
 }

@@ -58,6 +58,7 @@ enum ScriptId : size_t {
   kPlace,
   kSched,  // issue 23: a schedule's record, compare-and-set (sched.lua)
   kPushOnce,  // a schedule's occurrence, pushed at most once (push_once.lua)
+  kSchedIndex,  // the schedules' ids, made again from their records (sched_index.lua)
   kScriptCount
 };
 

@@ -6,6 +6,7 @@
 // compare-and-set and pushed anyway would push a job already acked again, and it would arrive
 // twice. And a client that dies between firing an occurrence and pushing its job, or between
 // pushing it and recording the push: another client pushes the occurrence, at most once.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "redis/redis_queue.h"
 #include "schedule_fixture.h"
@@ -176,6 +178,41 @@ TEST_P(RedisScheduleRecovery, AnOccurrencePushedButNotRecordedIsNotPushedAgainOn
   const TimePoint next = info("kept").next.at(0);
   clock.set(next);
   EXPECT_TRUE(has_job("kept", next));
+}
+
+// list_schedules pages through a zset of the ids (sched.lua keeps it). A queue whose schedules
+// were written without it (an earlier version of the library) has it made again from the records
+// at its next listing.
+TEST_P(RedisScheduleRecovery, SchedulesWrittenWithoutTheIdIndexAreListedInPages) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 25; ++i) {
+    ids.push_back(fmt::format("s{:02}", i));
+    ASSERT_TRUE(q->schedule(spec(ids.back(), "every 1h")).ok());
+  }
+  const std::string index = "{dq:" + queue_name + ":0}:sched:ids";
+  EXPECT_EQ(redis_server().command("ZCARD " + index), ":25");
+  auto list_all = [&](size_t limit) {
+    std::vector<std::string> listed;
+    std::string cursor;
+    for (int pages = 0; pages < 100; ++pages) {
+      auto page = q->list_schedules(limit, cursor);
+      EXPECT_TRUE(page.ok()) << page.status().to_string();
+      if (!page.ok()) break;
+      for (const ScheduleInfo& i : page->schedules) listed.push_back(i.spec.id);
+      if (page->cursor.empty()) break;
+      cursor = page->cursor;
+    }
+    return listed;
+  };
+  EXPECT_EQ(list_all(7), ids);
+  redis_server().command("DEL " + index);
+  EXPECT_EQ(list_all(7), ids) << "not made again from the records";
+  EXPECT_EQ(redis_server().command("ZCARD " + index), ":25");
+  // Unscheduled: out of the index too.
+  ASSERT_TRUE(q->unschedule("s03").ok());
+  ids.erase(ids.begin() + 3);
+  EXPECT_EQ(list_all(24), ids);
+  EXPECT_EQ(list_all(100), ids);
 }
 
 INSTANTIATE_TEST_SUITE_P(Redis, RedisScheduleRecovery,

@@ -5,13 +5,14 @@
 -- one pushes its job). KEYS: the records (id -> bytes), the running schedules by next occurrence
 -- (µs), the schedule's recent fired job ids (a list, newest last, 64 kept), the pending
 -- occurrences (job id -> "<due, ns> <since, µs> <record>": fired here, their push not yet
--- recorded by the client; redis_queue_schedules.cc).
+-- recorded by the client; redis_queue_schedules.cc), and the ids of every schedule (a zset, every
+-- score 0, so that list_schedules pages through them in byte order with ZRANGEBYLEX).
 -- ARGV[4..]: id, expect ('absent', 'any' or 'bytes'), the expected bytes, the new bytes (''
 -- deletes the schedule), its next occurrence in µs ('' when paused or ended), then, for each job
 -- this fire pushes, its id and its due time in ns. Replies {0} applied, {3} no such schedule
 -- (expect 'any'), {5} the record changed since it was read: nothing done.
 register('sched', function()
-  local recs, due, recent, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+  local recs, due, recent, pending, ids = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local id, expect = ARGV[4], ARGV[5]
   local old = redis.call('HGET', recs, id)
   if expect == 'absent' then
@@ -24,10 +25,12 @@ register('sched', function()
   if ARGV[7] == '' then
     redis.call('HDEL', recs, id)
     redis.call('ZREM', due, id)
+    redis.call('ZREM', ids, id)
     redis.call('DEL', recent)
     return {0}
   end
   redis.call('HSET', recs, id, ARGV[7])
+  redis.call('ZADD', ids, 0, id)
   if ARGV[8] == '' then
     redis.call('ZREM', due, id)
   else
