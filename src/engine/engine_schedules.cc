@@ -13,6 +13,7 @@
 #include "engine/sharded_engine.h"
 #include "engine/store_seam.h"
 #include "schedule/info.h"
+#include "schedule/replace.h"
 #include "schedule/spec_rules.h"
 
 namespace delayq::engine {
@@ -57,10 +58,7 @@ Status ShardedEngine::schedule(const ScheduleSpec& spec) {
     // A replacement goes on from now: what the old rule missed is not the new rule's.
     stored.paused = it->second.stored.paused;
     stored.state = it->second.stored.state;
-    stored.state.next = schedule::first_occurrence(*rule, spec, std::max(now, stored.anchor));
-    if (stored.state.next && *stored.state.next < now)
-      stored.state.next = rule->next_at_or_after(now);
-    if (stored.state.next && spec.end && *stored.state.next >= *spec.end) stored.state.next.reset();
+    stored.state.next = schedule::replacement_next(*rule, spec, stored.state, now, stored.anchor);
   }
   if (Status s = write_schedule(spec.id, &stored); !s.ok()) return s;
   std::deque<TimePoint> recent;

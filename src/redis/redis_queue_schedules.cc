@@ -9,8 +9,8 @@
 // others read again and find the schedule already past it. So no occurrence ever makes two jobs.
 //
 // A client can die (or lose Redis) between its compare-and-set and its pushes. So the
-// compare-and-set also records each occurrence it fires as pending, with the record it came from,
-// and the winner pushes each job with push_once.lua, which sets a marker on the job's shard in the
+// compare-and-set also records each occurrence it fires as pending (its job's id, due time and
+// schedule), and the winner pushes each job with push_once.lua, which sets a marker on the job's shard in the
 // same step; then it removes the pending entries and shortens its markers' lives to
 // kPendingGrace. An occurrence still
 // pending kPendingGrace after it fired is pushed by whichever client looks next (push_pending()),
@@ -33,6 +33,7 @@
 #include "redis/redis_queue.h"
 #include "schedule/info.h"
 #include "schedule/record.h"
+#include "schedule/replace.h"
 #include "schedule/spec_rules.h"
 
 namespace delayq::redis {
@@ -111,7 +112,7 @@ void RedisQueue::push_pending() {
   for (size_t i = 0; i + 1 < r->elements.size(); i += 2) {
     const std::string& job_id = r->elements[i].str;
     const std::string& value = r->elements[i + 1].str;
-    // "<due, ns> <since, µs> <record>"
+    // "<due, ns> <since, µs> <schedule id>"
     const size_t a = value.find(' ');
     const size_t b = a == std::string::npos ? a : value.find(' ', a + 1);
     int64_t due_ns = 0, since_us = 0;
@@ -121,20 +122,28 @@ void RedisQueue::push_pending() {
       parsed = std::from_chars(p, p + a, due_ns).ec == std::errc() &&
                std::from_chars(p + a + 1, p + b, since_us).ec == std::errc();
     }
-    Result<schedule::StoredSchedule> rec =
-        parsed ? schedule::decode_schedule(std::string_view(value).substr(b + 1))
-               : Result<schedule::StoredSchedule>(Status(Errc::corrupt, "unreadable"));
-    if (!rec) {
-      // Damaged: nothing can be pushed from it; dropped rather than read again every second.
+    if (parsed && now_us - since_us < grace_us) continue;  // its client may still push it
+    // The job as the schedule's record makes it now (a replacement's job, if it was replaced
+    // since). Damaged, or its schedule removed since: dropped rather than read again each look.
+    Result<std::optional<SchedRead>> rec =
+        parsed ? read_sched(std::string_view(value).substr(b + 1))
+               : Result<std::optional<SchedRead>>(std::optional<SchedRead>());
+    if (!rec) {  // the next look tries again
+      if (rec.status().is(Errc::corrupt)) continue;  // a damaged record: the others first
+      return;                                         // Redis unreachable
+    }
+    if (!*rec) {
       (void)router_.command(keys_.shard(0).slot, {"HDEL", pending, job_id});
       continue;
     }
-    if (now_us - since_us < grace_us) continue;  // its client may still be pushing it
-    JobSpec job = rec->spec.job;
+    JobSpec job = (*rec)->stored.spec.job;
     job.id = job_id;
     job.due_at = TimePoint(std::chrono::nanoseconds(due_ns));
     Result<bool> pushed = push_occurrence(std::move(job));
-    if (!pushed) return;  // Redis unreachable, or the push refused: the next look tries again
+    if (!pushed) {
+      if (pushed.status().is(Errc::unavailable) || pushed.status().is(Errc::closed)) return;
+      continue;  // refused: it stays pending, and the next look tries it again
+    }
     (void)router_.command(keys_.shard(0).slot, {"HDEL", pending, job_id});
   }
 }
@@ -272,11 +281,7 @@ Status RedisQueue::schedule(const ScheduleSpec& spec) {
       const schedule::StoredSchedule& was = (*old)->stored;
       stored.paused = was.paused;
       stored.state = was.state;
-      stored.state.next = schedule::first_occurrence(*rule, spec, std::max(now, stored.anchor));
-      if (stored.state.next && *stored.state.next < now)
-        stored.state.next = rule->next_at_or_after(now);
-      if (stored.state.next && spec.end && *stored.state.next >= *spec.end)
-        stored.state.next.reset();
+      stored.state.next = schedule::replacement_next(*rule, spec, was.state, now, stored.anchor);
     }
     Result<bool> done = cas_sched(spec.id, *old ? &(*old)->bytes : nullptr, &stored, {});
     if (!done) return done.status();

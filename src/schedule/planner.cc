@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/rules.h"
+#include "schedule/replace.h"
 
 namespace delayq::schedule {
 
@@ -60,6 +61,16 @@ std::vector<TimePoint> last_occurrences(const Rule& rule, TimePoint from, TimePo
 std::optional<TimePoint> first_occurrence(const Rule& rule, const ScheduleSpec& spec,
                                           TimePoint created) {
   return before_end(rule.next_at_or_after(spec.start.value_or(created)), spec);
+}
+
+std::optional<TimePoint> replacement_next(const Rule& rule, const ScheduleSpec& spec,
+                                          const ScheduleState& was, TimePoint now,
+                                          TimePoint anchor) {
+  std::optional<TimePoint> next = first_occurrence(rule, spec, std::max(now, anchor));
+  if (next && *next < now) next = rule.next_at_or_after(now);
+  if (next && was.last_fired && *next <= *was.last_fired) next = rule.next_after(*was.last_fired);
+  if (next && spec.end && *next >= *spec.end) next.reset();
+  return next;
 }
 
 Plan plan(const Rule& rule, const ScheduleSpec& spec, const ScheduleState& state, TimePoint now,

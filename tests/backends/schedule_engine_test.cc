@@ -165,6 +165,35 @@ TEST_P(ScheduleEngine, ReplaceUnschedulePauseResume) {
   EXPECT_TRUE(has_job("r", t0));
 }
 
+// A schedule replaced at the very instant of the occurrence it just fired goes on from the next
+// one: that occurrence has had its job, even if the job is done and gone. Seen to fail before:
+// the replacement fired the occurrence again, and its job came a second time.
+TEST_P(ScheduleEngine, AReplacementAtTheInstantOfAFiredOccurrenceDoesNotFireItAgain) {
+  ScheduleSpec s = spec("again", "every 1h");
+  s.start = clock.now() + 1h;
+  ASSERT_TRUE(q->schedule(s).ok());
+  const TimePoint o = info("again").next.at(0);
+  clock.set(o);
+  auto d = q->reserve("t", 0s);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->id, occurrence_job_id("again", o));
+  ASSERT_TRUE(q->ack(d->token).ok());
+  s.job.body = "replaced";
+  ASSERT_TRUE(q->schedule(s).ok());
+  auto none = q->reserve("t", 0s);
+  EXPECT_TRUE(none.is(Errc::timeout)) << "fired twice: "
+                                      << (none.ok() ? none->id : none.status().to_string());
+  const ScheduleInfo i = info("again");
+  EXPECT_EQ(i.fired, 1u);
+  ASSERT_FALSE(i.next.empty());
+  EXPECT_EQ(i.next[0], o + 1h);
+  clock.set(o + 1h);
+  auto next = q->reserve("t", 0s);
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ(next->id, occurrence_job_id("again", o + 1h));
+  EXPECT_EQ(next->body, "replaced");
+}
+
 TEST_P(ScheduleEngine, BadInputIsRefusedNamingTheField) {
   auto refused = [&](ScheduleSpec s, std::string_view word) {
     const Status st = q->schedule(s);

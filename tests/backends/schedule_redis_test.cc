@@ -189,6 +189,32 @@ TEST_P(RedisScheduleRecovery, AnOccurrencePushedButNotRecordedIsNotPushedAgainOn
   EXPECT_TRUE(has_job("kept", next));
 }
 
+// The job of a pending occurrence is made from its schedule's record when it is pushed: a
+// schedule removed meanwhile leaves nothing to make it from, and the occurrence is dropped; one
+// replaced gives its new job.
+TEST_P(RedisScheduleRecovery, APendingOccurrenceTakesItsScheduleAsItIsWhenPushed) {
+  ASSERT_TRUE(q->schedule(later("gone")).ok());
+  ScheduleSpec changed = later("changed");
+  ASSERT_TRUE(q->schedule(changed).ok());
+  const TimePoint o = info("gone").next.at(0);
+  ASSERT_EQ(info("changed").next.at(0), o);
+  {
+    redis::RedisQueue::fire_stop_hook.store(+[](Step s) { return s == Step::after_fire; });
+    clock.set(o);
+    redis::RedisQueue::fire_stop_hook.store(nullptr);
+  }
+  ASSERT_TRUE(q->unschedule("gone").ok());
+  changed.job.body = "new body";
+  ASSERT_TRUE(q->schedule(changed).ok());
+  clock.set(o + 31s);
+  EXPECT_TRUE(q->get(occurrence_job_id("gone", o)).is(Errc::not_found));
+  auto j = q->get(occurrence_job_id("changed", o));
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  EXPECT_EQ(j->body, "new body");
+  clock.set(o + 2min);
+  EXPECT_EQ(q->stats().pushed, 1u);
+}
+
 // list_schedules pages through a zset of the ids (sched.lua keeps it). A queue whose schedules
 // were written without it (an earlier version of the library) has it made again from the records
 // at its next listing.

@@ -4,7 +4,7 @@
 -- that of clients racing on one occurrence exactly one moves the schedule past it (and only that
 -- one pushes its job). KEYS: the records (id -> bytes), the running schedules by next occurrence
 -- (µs), the schedule's recent fired job ids (a list, newest last, 64 kept), the pending
--- occurrences (job id -> "<due, ns> <since, µs> <record>": fired here, their push not yet
+-- occurrences (job id -> "<due, ns> <since, µs> <schedule id>": fired here, their push not yet
 -- recorded by the client; redis_queue_schedules.cc), and the ids of every schedule (a zset, every
 -- score 0, so that list_schedules pages through them in byte order with ZRANGEBYLEX).
 -- ARGV[4..]: id, expect ('absent', 'any' or 'bytes'), the expected bytes, the new bytes (''
@@ -40,7 +40,7 @@ register('sched', function()
     local ids = {}
     for i = 9, #ARGV - 1, 2 do
       ids[#ids + 1] = ARGV[i]
-      redis.call('HSET', pending, ARGV[i], ARGV[i + 1] .. ' ' .. f(NOW) .. ' ' .. ARGV[7])
+      redis.call('HSET', pending, ARGV[i], ARGV[i + 1] .. ' ' .. f(NOW) .. ' ' .. id)
     end
     redis.call('RPUSH', recent, unpack(ids))
     redis.call('LTRIM', recent, -64, -1)
