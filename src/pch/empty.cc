@@ -1,2 +1,2 @@
-// The one source of the targets that compile the precompiled headers (CMakeLists.txt,
-// DELAYQ_PCH): the other targets take their headers from these.
+// The one source of the target that compiles the precompiled header (CMakeLists.txt,
+// DELAYQ_PCH): the other targets take its headers from it.
