@@ -10,14 +10,15 @@
 //
 // A client can die (or lose Redis) between its compare-and-set and its pushes. So the
 // compare-and-set also records each occurrence it fires as pending (its job's id, due time and
-// schedule), and the winner pushes each job with push_once.lua, which sets a marker on the job's shard in the
-// same step; then it removes the pending entries and shortens its markers' lives to
-// kPendingGrace. An occurrence still
-// pending kPendingGrace after it fired is pushed by whichever client looks next (push_pending()),
-// and its marker says whether the first push was made: so it gets its job once, even when that
-// job was pushed, done and acked before the client died. The one case of two jobs: every client
-// down for longer than a marker lives (a day), the first client having died after its push and
-// before removing the pending entry.
+// schedule), and the winner pushes each job with push_once.lua, which sets a marker on the job's
+// shard in the same step; then it removes the pending entries and shortens its markers' lives to
+// kPendingGrace. An occurrence still pending kPendingGrace after it fired is pushed by whichever
+// client looks next (push_pending()), and its marker says whether the first push was made: so it
+// gets its job once, even when that job was pushed, done and acked before the client died. Two
+// jobs remain possible in two cases (docs/redis.md, "Schedules"): the client died after its push
+// and before removing the pending entry, and no client looked for longer than a marker lives (a
+// day); or a client that read the entry as pending stalled for more than kPendingGrace before its
+// own push, while the job was done and its marker expired.
 //
 // Who fires: each client, at every move of a ManualClock (RedisOptions::clock, before the move
 // returns), else a thread that looks at the zset every kSchedulePoll; and schedule() and
