@@ -123,7 +123,8 @@ void RedisQueue::push_pending() {
       parsed = std::from_chars(p, p + a, due_ns).ec == std::errc() &&
                std::from_chars(p + a + 1, p + b, since_us).ec == std::errc();
     }
-    if (parsed && now_us - since_us < grace_us) continue;  // its client may still push it
+    // Its client may still push it. (Compared without subtracting a number read from Redis.)
+    if (parsed && since_us > now_us - grace_us) continue;
     // The job as the schedule's record makes it now (a replacement's job, if it was replaced
     // since). Damaged, or its schedule removed since: dropped rather than read again each look.
     Result<std::optional<SchedRead>> rec =

@@ -37,12 +37,12 @@ register('sched', function()
     redis.call('ZADD', due, ARGV[8], id)
   end
   if #ARGV >= 10 then
-    local ids = {}
+    local jobs = {}
     for i = 9, #ARGV - 1, 2 do
-      ids[#ids + 1] = ARGV[i]
+      jobs[#jobs + 1] = ARGV[i]
       redis.call('HSET', pending, ARGV[i], ARGV[i + 1] .. ' ' .. f(NOW) .. ' ' .. id)
     end
-    redis.call('RPUSH', recent, unpack(ids))
+    redis.call('RPUSH', recent, unpack(jobs))
     redis.call('LTRIM', recent, -64, -1)
   end
   return {0}
