@@ -158,7 +158,7 @@ def topic_cells(b, topic):
 
 def confirm(b):
     wait_for(b, "the confirmation", EC.visibility_of_element_located((By.ID, "confirm-yes")))
-    b.find_element(By.ID, "confirm-yes").click()
+    click(b, "#confirm-yes")
 
 
 def shoot(b, shots, name):
@@ -201,7 +201,7 @@ def dead_letters(b, d, shots):
     assert job["state"] == "ready" and job["attempts"] == 0, job
     # Purge all asks, then deletes the topic's dead letters.
     Select(b.find_element(By.ID, "dead-topic")).select_by_value("sms")
-    b.find_element(By.ID, "dead-purge").click()
+    click(b, "#dead-purge")
     confirm(b)
     wait_for(b, "sms's dead letters gone",
              lambda b: not d.call("/dead/list", {"topic": "sms"})["jobs"])
@@ -216,13 +216,13 @@ def cancel(b, d, shots):
     state = texts(b, '#job-fields tr[data-field="state"] td:last-child')
     assert state == ["delayed"], state
     shoot(b, shots, "job")
-    b.find_element(By.ID, "job-cancel").click()
+    click(b, "#job-cancel")
     shoot(b, shots, "job-cancel-asks")
     # Keep first: nothing happens.
     wait_for(b, "the confirmation", EC.visibility_of_element_located((By.ID, "confirm-no")))
-    b.find_element(By.ID, "confirm-no").click()
+    click(b, "#confirm-no")
     assert d.call("/get", {"id": "order-1"}) is not None, "cancelled without a yes"
-    b.find_element(By.ID, "job-cancel").click()
+    click(b, "#job-cancel")
     confirm(b)
     wait_for(b, "the job gone", lambda b: "no job with id order-1" in
              b.find_element(By.ID, "job-result").text)
@@ -292,9 +292,9 @@ def topic_page(b, d, shots):
     wait_for(b, "pay's first page", lambda b: row_ids(b) == want[:50])
     assert texts(b, '#topic-jobs tr[data-id="pay-40"] td')[1] == "5"
     shoot(b, shots, "topic")
-    b.find_element(By.ID, "topic-next").click()
+    click(b, "#topic-next")
     wait_for(b, "pay's second page", lambda b: row_ids(b) == want[50:])
-    b.find_element(By.ID, "topic-first").click()
+    click(b, "#topic-first")
     wait_for(b, "pay's first page again", lambda b: row_ids(b) == want[:50])
     # Cancel on a row asks first.
     click(b, '#topic-jobs tr[data-id="pay-00"] button.danger')
@@ -302,7 +302,7 @@ def topic_page(b, d, shots):
     wait_for(b, "pay-00 gone from the page", lambda b: "pay-00" not in row_ids(b))
     assert d.call("/get", {"id": "pay-00"}) is None, "the cancelled row's job is still there"
     # Reschedule a delayed row to two hours from now.
-    b.find_element(By.CSS_SELECTOR, '#topic-tabs button[data-state="delayed"]').click()
+    click(b, '#topic-tabs button[data-state="delayed"]')
     wait_for(b, "the delayed tab", lambda b: row_ids(b) == ["pay-later"])
     b.find_element(By.ID, "topic-delay").send_keys("7200")
     before_ms = time.time() * 1000
@@ -314,13 +314,13 @@ def topic_page(b, d, shots):
     for field, value in (("limit-count", "50"), ("limit-per", "1"), ("limit-burst", "10"),
                          ("limit-in-flight", "4")):
         b.find_element(By.ID, field).send_keys(value)
-    b.find_element(By.ID, "limits-set").click()
+    click(b, "#limits-set")
     wait_for(b, "pay limited", lambda b: "pay" in d.call("/stats").get("flow", {}))
     limits = d.call("/stats")["flow"]["pay"]["limits"]
     assert limits == {"rate": {"count": 50, "per_ms": 1000, "burst": 10}, "max_in_flight": 4}, limits
     wait_for(b, "the limits shown", lambda b: texts(b, "#topic-limits")[0].startswith("50 per 1s"))
     shoot(b, shots, "topic-limits")
-    b.find_element(By.ID, "limits-clear").click()
+    click(b, "#limits-clear")
     wait_for(b, "pay's limits cleared", lambda b: "pay" not in d.call("/stats").get("flow", {}))
     wait_for(b, "no limits shown", lambda b: texts(b, "#topic-limits")[0].startswith("No limits"))
 
@@ -398,7 +398,7 @@ def schedules(b, d, shots):
     fill(b, {"schedule-id": "nightly", "schedule-rule": "0 9 * * *",
              "schedule-zone": "Europe/Berlin", "schedule-topic": "sweep", "schedule-body": "remind members", "schedule-priority": "3",
              "schedule-catch-up": "all", "schedule-overlap": "skip"})
-    b.find_element(By.ID, "schedule-set").click()
+    click(b, "#schedule-set")
     wait_for(b, "nightly stored", lambda b: "nightly" in listed())
     s = get("nightly")
     assert {k: s[k] for k in spec} == spec and not s["paused"], s
@@ -431,7 +431,7 @@ def schedules(b, d, shots):
     wait_for(b, "nightly shown running", lambda b: schedule_state(b, "nightly") == "running")
     # A rule that never fires: the daemon's message, and nothing stored.
     fill(b, {"schedule-id": "broken", "schedule-rule": "0 0 30 2 *"})
-    b.find_element(By.ID, "schedule-set").click()
+    click(b, "#schedule-set")
     refusal = d.answer("/schedules/set", dict(spec, id="broken", rule="0 0 30 2 *"))
     assert refusal["code"] != 0 and "rule" in refusal["message"], refusal
     wait_for(b, "the daemon's refusal",
@@ -451,12 +451,12 @@ def schedules(b, d, shots):
     want = [[s["id"] for s in page["schedules"]] for page in (first, second)]
     assert len(want[0]) == 50 and want[1] == ["s-50", "tick"], want
     wait_for(b, "the first page of schedules", lambda b: schedule_ids(b) == want[0])
-    b.find_element(By.ID, "schedules-next").click()
+    click(b, "#schedules-next")
     wait_for(b, "the second page of schedules", lambda b: schedule_ids(b) == want[1])
-    b.find_element(By.ID, "schedules-first").click()
+    click(b, "#schedules-first")
     wait_for(b, "the first page of schedules again", lambda b: schedule_ids(b) == want[0])
     # Removing a schedule leaves the jobs it pushed.
-    b.find_element(By.ID, "schedules-next").click()
+    click(b, "#schedules-next")
     click(b, '#schedules tr[data-id="tick"] button.danger')
     confirm(b)
     wait_for(b, "tick removed", lambda b: d.answer("/schedules/get", {"id": "tick"})["code"] != 0)
