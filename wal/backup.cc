@@ -1,5 +1,6 @@
 // checkpoint() (backup.h).
 #include "wal/backup.h"
+#include "common/bad_input.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,10 +19,6 @@ namespace delayq::wal {
 namespace {
 
 namespace fs = std::filesystem;
-
-Status bad(std::string message) {
-  return Status(Errc::invalid_argument, std::move(message));
-}
 
 // fsync() of one file or directory.
 Status sync_path(const fs::path& p) {

@@ -20,7 +20,7 @@ uint64_t get_le(std::string_view in, size_t at, int bytes) {
   return v;
 }
 
-Status bad(const std::string& why) {
+Status bad_limits(const std::string& why) {
   return Status(Errc::corrupt, why);
 }
 
@@ -44,12 +44,12 @@ std::string encode_limits(const TopicLimits& l) {
 
 Result<TopicLimits> decode_limits(std::string_view b) {
   if (b.size() != kLimitsSize)
-    return bad(std::to_string(b.size()) + " bytes, not " + std::to_string(kLimitsSize));
+    return bad_limits(std::to_string(b.size()) + " bytes, not " + std::to_string(kLimitsSize));
   if (static_cast<uint8_t>(b[0]) != kLimitsVersion)
-    return bad("version " + std::to_string(static_cast<uint8_t>(b[0])) + ", not 1");
+    return bad_limits("version " + std::to_string(static_cast<uint8_t>(b[0])) + ", not 1");
   const auto flags = static_cast<uint8_t>(b[1]);
   if (flags == 0 || (flags & ~(kRateFlag | kInFlightFlag)) != 0)
-    return bad("flags " + std::to_string(flags) + " (1: a rate, 2: max_in_flight, or both)");
+    return bad_limits("flags " + std::to_string(flags) + " (1: a rate, 2: max_in_flight, or both)");
   const auto count = static_cast<uint32_t>(get_le(b, 2, 4));
   const auto per = static_cast<int64_t>(get_le(b, 6, 8));
   const auto burst = static_cast<uint32_t>(get_le(b, 14, 4));
@@ -57,17 +57,17 @@ Result<TopicLimits> decode_limits(std::string_view b) {
   TopicLimits l;
   if (flags & kRateFlag) {
     if (count == 0 || per <= 0 || burst < 1 || burst > rules::kMaxBurst)
-      return bad("a rate of " + std::to_string(count) + " per " + std::to_string(per) +
+      return bad_limits("a rate of " + std::to_string(count) + " per " + std::to_string(per) +
                  " ns, burst " + std::to_string(burst));
     l.rate = TopicLimits::Rate{.count = count, .per = Duration(per), .burst = burst};
   } else if (count != 0 || per != 0 || burst != 0) {
-    return bad("rate fields set without the rate flag");
+    return bad_limits("rate fields set without the rate flag");
   }
   if (flags & kInFlightFlag) {
-    if (in_flight == 0) return bad("max_in_flight 0");
+    if (in_flight == 0) return bad_limits("max_in_flight 0");
     l.max_in_flight = in_flight;
   } else if (in_flight != 0) {
-    return bad("max_in_flight set without its flag");
+    return bad_limits("max_in_flight set without its flag");
   }
   return l;
 }

@@ -10,6 +10,7 @@
 #include "cli/human_text.h"
 #include "cli/parse.h"
 #include "cli/target.h"
+#include "common/bad_input.h"
 #include "common/flow_rules.h"
 #include "wire/flow.h"
 
@@ -21,8 +22,6 @@ namespace json = delayq::wire::json;
 
 constexpr size_t kDefaultPage = 100;
 constexpr uint64_t kMaxU32 = std::numeric_limits<uint32_t>::max();
-
-Status bad(std::string why) { return Status(Errc::invalid_argument, std::move(why)); }
 
 struct LsArgs {
   JobState state = JobState::ready;

@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/bad_input.h"
 #include "common/format.h"
 
 namespace delayq::cli {
@@ -19,10 +20,6 @@ namespace delayq::cli {
 namespace {
 
 using namespace std::chrono;
-
-Status bad(std::string message) {
-  return Status(Errc::invalid_argument, std::move(message));
-}
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';

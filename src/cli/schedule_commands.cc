@@ -183,7 +183,7 @@ int do_add(Context& c, Queue& q, const ScheduleSpec& spec) {
   return kExitOk;
 }
 
-int do_get(Context& c, Queue& q, const std::string& id) {
+int do_get_schedule(Context& c, Queue& q, const std::string& id) {
   auto info = q.get_schedule(id);
   if (!info) return failed(c, info.status());
   if (c.inv.json) return write_info_json(c, *info);
@@ -228,7 +228,7 @@ int do_ls(Context& c, Queue& q, const ScheduleArgs& a) {
   return kExitOk;
 }
 
-int do_pause(Context& c, Queue& q, const std::string& id, bool paused) {
+int do_pause_schedule(Context& c, Queue& q, const std::string& id, bool paused) {
   if (Status s = paused ? q.pause_schedule(id) : q.resume_schedule(id); !s.ok())
     return failed(c, s);
   if (c.inv.json) {
@@ -276,9 +276,9 @@ int run_schedule_command(Context& c, Queue& q, const ScheduleArgs& args) {
   if (n == "schedule add") return do_add(c, q, args.spec);
   if (n == "schedule ls") return do_ls(c, q, args);
   const std::string& id = c.inv.rest[0];
-  if (n == "schedule get") return do_get(c, q, id);
+  if (n == "schedule get") return do_get_schedule(c, q, id);
   if (n == "schedule rm") return do_rm(c, q, id);
-  return do_pause(c, q, id, n == "schedule pause");
+  return do_pause_schedule(c, q, id, n == "schedule pause");
 }
 
 }  // namespace delayq::cli

@@ -5,13 +5,12 @@
 #include <sstream>
 
 #include "client/http_queue.h"
+#include "common/bad_input.h"
 #include "common/rules.h"
 
 namespace delayq {
 
 namespace {
-
-Status bad(std::string why) { return Status(Errc::invalid_argument, std::move(why)); }
 
 // The one token in `path` (blank space around it dropped).
 Result<std::string> read_token_file(const std::string& path) {

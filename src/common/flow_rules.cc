@@ -4,16 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "common/bad_input.h"
 #include "common/format.h"
 #include "common/rules.h"
 #include "delayq/queue.h"
 
 namespace delayq {
 namespace rules {
-
-namespace {
-Status bad(std::string m) { return Status(Errc::invalid_argument, std::move(m)); }
-}  // namespace
 
 Status check_topic_limits(std::string_view topic, const TopicLimits& l, Duration max_delay) {
   if (Status st = check_topic(topic); !st.ok()) return st;

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/bad_input.h"
 #include "common/format.h"
 
 namespace delayq::rules {
@@ -49,8 +50,6 @@ std::string check_limits(const Limits& l) {
 }
 
 namespace {
-
-Status bad(std::string m) { return Status(Errc::invalid_argument, std::move(m)); }
 
 // Nanoseconds per unit, and the unit's suffix for values that do not fit a Duration.
 double scale(Unit u) { return u == Unit::seconds ? 1e9 : 1e6; }

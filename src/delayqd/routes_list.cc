@@ -48,13 +48,13 @@ std::string read_request(const RouteContext& ctx, const Value& body, ListRequest
 }
 
 // The page as it grows, within max_list_bytes of answer.
-struct Listing {
+struct PageListing {
   std::string jobs;  // the array's elements, comma-separated
   size_t listed = 0;
 };
 
 // Appends the jobs of `page` that fit in `cap` bytes (all of them with `force`); how many did.
-size_t append_within(Listing& l, const JobPage& page, size_t cap, bool force) {
+size_t append_within(PageListing& l, const JobPage& page, size_t cap, bool force) {
   size_t fit = 0;
   for (const JobInfo& j : page.jobs) {
     Writer one;
@@ -79,7 +79,7 @@ void jobs_list(RouteContext& ctx, const Request&, const Value& body, Done& done)
   if (std::string why = read_request(ctx, body, r); !why.empty()) return done(bad_request(why));
   const size_t cap = ctx.options.max_list_bytes;
   const size_t largest = std::max<size_t>(ctx.options.max_job_bytes, 1);
-  Listing l;
+  PageListing l;
   std::string cursor = r.cursor;
   bool cut = false;
   while (l.listed < r.limit) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/bad_input.h"
 #include "common/flow_rules.h"
 #include "common/rules.h"
 #include "redis/redis_queue.h"
@@ -24,10 +25,6 @@ namespace {
 // The largest burst * period the scripts count exactly, in the period's units (µs, or ns for a
 // period that is not a whole number of µs): 2^52, with room for the sums the scripts make.
 constexpr int64_t kMaxSpan = int64_t{1} << 52;
-
-Status bad(std::string m) {
-  return Status(Errc::invalid_argument, std::move(m));
-}
 
 // Limits (checked by rules::check_topic_limits) as flow.lua reads them: "<count> <per_x> <m>
 // <burst> <max_in_flight>", the period being per_x / m µs; or the refusal of a rate whose

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <limits>
 
+#include "common/bad_input.h"
 #include "common/rules.h"
 #include "schedule/cron.h"
 
@@ -28,10 +29,6 @@ struct Rule::Impl {
 };
 
 namespace {
-
-Status bad(std::string m) {
-  return Status(Errc::invalid_argument, std::move(m));
-}
 
 // The instant a local time stands for, per the rules at the top.
 date::sys_seconds to_instant(const date::time_zone& z, date::local_seconds l) {

@@ -3,16 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "common/bad_input.h"
 #include "common/format.h"
 #include "common/rules.h"
 
 namespace delayq::schedule {
 
 namespace {
-
-Status bad(std::string m) {
-  return Status(Errc::invalid_argument, std::move(m));
-}
 
 }  // namespace
 

@@ -36,6 +36,15 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+uint64_t counter_of(const json::Value& v, std::string_view key) {
+  const int64_t n = json::member_int(v, key);
+  return n > 0 ? static_cast<uint64_t>(n) : 0;
+}
+
+double seconds_of(Duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   // Three rows of the classic table suffice for the neighbour swap.
   std::vector<size_t> two(b.size() + 1), one(b.size() + 1), cur(b.size() + 1);

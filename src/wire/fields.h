@@ -74,6 +74,11 @@ class Fields {
   std::string error_;
 };
 
+// A counter member of an answer: its value, 0 when absent, not an integer or negative.
+uint64_t counter_of(const json::Value& v, std::string_view key);
+// A duration in (fractional) seconds, as answers carry durations.
+double seconds_of(Duration d);
+
 // The optimal-string-alignment distance (insertions, deletions, substitutions and swaps of two
 // neighbours each count 1): "dealy" is 1 from "delay".
 size_t edit_distance(std::string_view a, std::string_view b);

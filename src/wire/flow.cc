@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/bad_input.h"
 #include "common/flow_rules.h"
+#include "wire/fields.h"
 #include "wire/jobs.h"
 #include "wire/spec.h"
 
@@ -21,11 +23,6 @@ std::optional<uint32_t> count_of(const json::Value& v, std::string_view key) {
   return static_cast<uint32_t>(m->as_int());
 }
 
-uint64_t counter_of(const json::Value& v, std::string_view key) {
-  const int64_t n = json::member_int(v, key);
-  return n > 0 ? static_cast<uint64_t>(n) : 0;
-}
-
 // "per_ms" (an integer of milliseconds) or "per" (seconds), within 100 years; else nothing.
 std::optional<Duration> period_of(const json::Value& v) {
   constexpr double kMaxSeconds = 100.0 * 366 * 86400;
@@ -38,8 +35,6 @@ std::optional<Duration> period_of(const json::Value& v) {
     return std::nullopt;
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s->as_double()));
 }
-
-Status bad(std::string m) { return Status(Errc::invalid_argument, std::move(m)); }
 
 // The limits' members, into an object the caller opened.
 void limits_members(json::Writer& w, const TopicLimits& l) {

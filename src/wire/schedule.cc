@@ -4,7 +4,9 @@
 #include <chrono>
 #include <limits>
 
+#include "common/bad_input.h"
 #include "delayq/clock.h"
+#include "wire/fields.h"
 #include "wire/flow.h"
 #include "wire/spec.h"
 
@@ -13,8 +15,6 @@ namespace delayq::wire {
 namespace {
 
 using json::Value;
-
-Status bad(std::string m) { return Status(Errc::invalid_argument, std::move(m)); }
 
 int64_t unix_ms(TimePoint t) {
   return std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -49,11 +49,6 @@ std::optional<TimePoint> ms_member(const Value& v, std::string_view key) {
       m->as_int() > std::numeric_limits<int64_t>::max() / 1'000'000)
     return std::nullopt;
   return TimePoint(std::chrono::milliseconds(m->as_int()));
-}
-
-uint64_t counter_of(const Value& v, std::string_view key) {
-  const int64_t n = json::member_int(v, key);
-  return n > 0 ? static_cast<uint64_t>(n) : 0;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/bad_input.h"
 #include "common/rules.h"
 #include "delayq/clock.h"
 #include "wire/fields.h"
@@ -17,10 +18,6 @@ namespace {
 
 using json::Value;
 using rules::Unit;
-
-Status bad(std::string m) {
-  return Status(Errc::invalid_argument, std::move(m));
-}
 
 // A "delays" (seconds) or "delays_ms" list of a list policy, each entry checked as a duration.
 void read_delays(Fields& f, RetryPolicy& p) {
@@ -141,9 +138,6 @@ namespace {
 bool whole_ms(Duration d) {
   return d % std::chrono::milliseconds(1) == Duration(0);
 }
-double seconds(Duration d) {
-  return std::chrono::duration_cast<std::chrono::duration<double>>(d).count();
-}
 
 }  // namespace
 
@@ -151,7 +145,7 @@ void write_duration(json::Writer& w, std::string_view name, Duration d) {
   if (whole_ms(d)) {
     w.key(std::string(name) + "_ms").value(to_ms(d));
   } else {
-    w.key(name).value(seconds(d));
+    w.key(name).value(seconds_of(d));
   }
 }
 
@@ -170,7 +164,7 @@ void write_retry(json::Writer& w, const RetryPolicy& p) {
         if (ms)
           w.value(to_ms(d));
         else
-          w.value(seconds(d));
+          w.value(seconds_of(d));
       }
       w.end_array();
       break;

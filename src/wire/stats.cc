@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/totals.h"
+#include "wire/fields.h"
 #include "wire/flow.h"
 
 namespace delayq::wire {
@@ -34,10 +35,6 @@ void write_members(json::Writer& w, const Of& from, const Members& members) {
 template <typename Of, typename Members>
 void read_members(const json::Value& v, Of& into, const Members& members) {
   for (const auto& m : members) into.*m.field = static_cast<uint64_t>(json::member_int(v, m.name));
-}
-
-double seconds(Duration d) {
-  return std::chrono::duration<double>(d).count();
 }
 
 // {"count", "sum_s", "clamped", "buckets": [per bucket, not cumulative]}.
@@ -88,7 +85,7 @@ void write_timing(json::Writer& w, const TopicTiming& t) {
   w.key("due").begin_object();
   write_members(w, t.due, kWindows);
   w.end_object();
-  w.key("oldest_ready_s").value(seconds(t.oldest_ready));
+  w.key("oldest_ready_s").value(seconds_of(t.oldest_ready));
   w.key("lateness").begin_object();
   write_lateness(w.key("first"), t.first);
   write_lateness(w.key("retry"), t.retry);
@@ -97,7 +94,7 @@ void write_timing(json::Writer& w, const TopicTiming& t) {
 
 void write_lateness_bounds(json::Writer& w) {
   w.begin_array();
-  for (Duration b : Lateness::kBounds) w.value(seconds(b));
+  for (Duration b : Lateness::kBounds) w.value(seconds_of(b));
   w.end_array();
 }
 

@@ -49,7 +49,7 @@ std::string spread_queue() {
 // master 0 killed once some pushes and acks were answered; after the promotion it is started
 // again (it rejoins as a replica); load goes on, then the queue is drained and every
 // acknowledged push is looked for.
-FailoverOutcome run_failover(uint32_t replicas_to_ack) {
+FailoverOutcome run_cluster_failover(uint32_t replicas_to_ack) {
   FailoverOutcome out;
   ClusterGroup g;
   if (!g.ok()) {
@@ -92,13 +92,13 @@ FailoverOutcome run_failover(uint32_t replicas_to_ack) {
 }
 
 TEST(RedisClusterFailover, ReplicasToAckOneLosesNothingAcknowledged) {
-  testing::expect_nothing_lost(run_failover(1));
+  testing::expect_nothing_lost(run_cluster_failover(1));
 }
 
 // Without WAIT, what the primary acknowledged but had not sent its replica when it died is gone:
 // reported, not asserted.
 TEST(RedisClusterFailover, ReplicasToAckZeroReportsItsLoss) {
-  testing::expect_rode_through(run_failover(0));
+  testing::expect_rode_through(run_cluster_failover(0));
 }
 
 }  // namespace

@@ -41,12 +41,12 @@ const char* errc_text(uint8_t code) {
 namespace {
 
 // Each call the worker reports: its intent, its outcome and its name.
-struct Call {
+struct CallKinds {
   Kind intent, done;
   const char* name;
 };
 
-constexpr Call kCalls[] = {
+constexpr CallKinds kCalls[] = {
     {Kind::push_intent, Kind::push_done, "push"},
     {Kind::batch_intent, Kind::batch_done, "push_batch"},
     {Kind::reserve_intent, Kind::reserve_done, "reserve"},
@@ -72,8 +72,8 @@ constexpr Call kCalls[] = {
     {Kind::occ_intent, Kind::occ_done, "reserve and ack of an occurrence job"},
 };
 
-const Call* call_of(Kind intent) {
-  for (const Call& c : kCalls)
+const CallKinds* call_of(Kind intent) {
+  for (const CallKinds& c : kCalls)
     if (c.intent == intent) return &c;
   return nullptr;
 }
@@ -81,7 +81,7 @@ const Call* call_of(Kind intent) {
 }  // namespace
 
 Kind done_of(Kind intent) {
-  const Call* c = call_of(intent);
+  const CallKinds* c = call_of(intent);
   return c ? c->done : intent;
 }
 
@@ -118,7 +118,7 @@ Record ack_done_of_batch(const Record& batch_done, size_t i) {
 }
 
 const char* call_name(Kind intent) {
-  const Call* c = call_of(intent);
+  const CallKinds* c = call_of(intent);
   return c ? c->name : "?";
 }
 

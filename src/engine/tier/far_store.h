@@ -30,6 +30,8 @@ struct FarKey {
 inline FarKey far_key(const JobRecord& r) {
   return FarKey{r.due, r.seq};
 }
+// Records in their disk order.
+inline bool by_far_key(const JobRecord& a, const JobRecord& b) { return far_key(a) < far_key(b); }
 
 // One change to the disk tier: the job now lives on disk as `record` (put), or it left the disk
 // tier (`record` as it was stored there: its key, id and topic say what to delete).

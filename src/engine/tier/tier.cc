@@ -23,10 +23,6 @@ FarKey up_to(TimePoint t) {
   return FarKey{t, t == TimePoint::max() ? std::numeric_limits<uint64_t>::max() : 0};
 }
 
-bool by_key(const JobRecord& a, const JobRecord& b) {
-  return far_key(a) < far_key(b);
-}
-
 std::atomic<RefillObserver> refill_observer{nullptr};
 
 // Tells the observer, if any, that a refill's write began, and that it ended when this goes.
@@ -181,7 +177,7 @@ Result<Tier::Loaded> Tier::load(TimePoint now) {
         pending.push_back(*e.record);
     });
   }
-  std::sort(pending.begin(), pending.end(), by_key);
+  std::sort(pending.begin(), pending.end(), by_far_key);
   std::vector<JobRecord> stored;
   Status read = store_.scan(horizon_, limit, [&](JobRecord&& r) {
     if (far(shards_.of(r.id)).overlay.find(r.id) != nullptr) return true;
@@ -192,7 +188,7 @@ Result<Tier::Loaded> Tier::load(TimePoint now) {
   std::vector<JobRecord> taken;
   std::merge(std::make_move_iterator(pending.begin()), std::make_move_iterator(pending.end()),
              std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
-             std::back_inserter(taken), by_key);
+             std::back_inserter(taken), by_far_key);
   // At most a step, and, with a budget not yet reached, at most what it has room for (but one).
   const size_t room =
       budget_ != 0 && !limited
@@ -220,6 +216,5 @@ Result<Tier::Loaded> Tier::load(TimePoint now) {
   if (!out.moved.changes.empty()) out.moved.horizon = next;
   return out;
 }
-
 
 }  // namespace delayq::engine

@@ -23,9 +23,6 @@ namespace {
 cursor::Key key_of(const JobRecord& r) {
   return cursor::Key{0, r.due.time_since_epoch().count(), r.seq, 0};
 }
-bool by_key(const JobRecord& a, const JobRecord& b) {
-  return far_key(a) < far_key(b);
-}
 }  // namespace
 
 Result<Placement::OutOfMemoryPage> TieredPlacement::browse_out_of_memory(
@@ -44,7 +41,7 @@ Result<Placement::OutOfMemoryPage> TieredPlacement::browse_out_of_memory(
       if (e.record && wanted(*e.record)) pending.push_back(*e.record);
     });
   }
-  std::sort(pending.begin(), pending.end(), by_key);
+  std::sort(pending.begin(), pending.end(), by_far_key);
 
   OutOfMemoryPage page;
   std::vector<JobRecord> stored;
@@ -83,7 +80,7 @@ Result<Placement::OutOfMemoryPage> TieredPlacement::browse_out_of_memory(
   std::vector<JobRecord> all;
   std::merge(std::make_move_iterator(pending.begin()), std::make_move_iterator(pending.end()),
              std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
-             std::back_inserter(all), by_key);
+             std::back_inserter(all), by_far_key);
   for (JobRecord& r : all) {
     const cursor::Key k = key_of(r);
     if (page.read_to && *page.read_to < k) break;  // the read did not get there
