@@ -1,6 +1,6 @@
 # Sourced by the other scripts: installs the Debian 12 packages delayq needs, once.
 # Quiet when everything is already there; apt-get update only when something is missing.
-delayq_packages=(cmake ninja-build g++ libboost-dev libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev libhiredis-dev libfmt-dev libhowardhinnant-date-dev redis-server redis-sentinel pkg-config python3 curl)
+delayq_packages=(cmake ninja-build g++ lld libboost-dev libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev libhiredis-dev libfmt-dev libhowardhinnant-date-dev redis-server redis-sentinel pkg-config python3 curl)
 
 # dpkg-dev and file: cpack's dependency list (dpkg-shlibdeps) and debug package (file, objcopy).
 delayq_packages+=(dpkg-dev file)
