@@ -157,8 +157,23 @@ class PrefixCheck : public ::testing::Test {
     start(t, resume ? Kind::resume_intent : Kind::pause_intent, 0, static_cast<int64_t>(topic));
     finish(t, resume ? Kind::resume_done : Kind::pause_done);
   }
+  // Thread 0's schedule calls (schedule_load.cc): `kind` on schedule n (a schedule() that
+  // creates it with `rule`, or replaces it), and taking the occurrence of n at `instant`.
+  void schedule_call(Kind kind, uint64_t n, bool create = false, uint64_t rule = 0) {
+    start(0, kind, n, create ? 1 : 0);
+    records_.back().n = rule;
+    finish(0, done_of(kind));
+  }
+  void take_occurrence(uint64_t n, int64_t instant) {
+    start(0, Kind::occ_intent, 0);
+    Record got = make_record(Kind::occ_reserved, n);
+    got.due = instant;
+    records_.push_back(got);
+    finish(0, Kind::occ_done);
+  }
   PrefixVerdict verdict(size_t shards = 1) const {
-    return explain_by_prefix(before_, records_, seen_, clock_, shards, 0, {0, paused_}, consumer_);
+    return explain_by_prefix(before_, records_, seen_, clock_, shards, 0, {0, paused_}, consumer_,
+                             kDefaultThreads, sched_);
   }
 
   int64_t clock_ = kT;
@@ -169,6 +184,7 @@ class PrefixCheck : public ::testing::Test {
   std::vector<Record> records_;
   std::map<uint64_t, Obs> seen_;
   uint32_t paused_ = 0;    // the topics the store shows paused (bit i: kTopics[i])
+  PrefixSchedules sched_;  // the schedules before and in the store, the acks the store kept
   bool consumer_ = false;  // the consumer thread and consume() took topics 1 and 3
 };
 
@@ -328,6 +344,64 @@ TEST_F(PrefixCheck, APauseIsKeptOrLostInItsPlaceAmongTheCalls) {
   EXPECT_EQ(v.lost, 2u);
   paused_ = 2;  // a topic no call paused
   EXPECT_FALSE(verdict().explained);
+}
+
+// Thread 0 creates sched-1, takes and acks its occurrence at kT, pauses it, then pushes job 4:
+// the schedule's state and whether the ack was kept are told by the store, and each call is
+// kept or lost in its place among the calls.
+TEST_F(PrefixCheck, ScheduleCallsAreKeptOrLostInTheirPlaceAmongTheCalls) {
+  schedule_call(Kind::sched_intent, 1, /*create=*/true, /*rule=*/1);
+  take_occurrence(1, kT);
+  schedule_call(Kind::spause_intent, 1);
+  schedule_call(Kind::spause_intent, 1);  // paused already: writes nothing
+  push(0, 4);
+  const std::pair<uint64_t, int64_t> occ{1, kT};
+  sched_.seen = {{1, SchedState{true, 1}}};
+  sched_.acks = {{occ, true}};
+  seen_ = {{4, waiting(4)}};
+  PrefixVerdict v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 0u);
+  EXPECT_EQ(v.answered, 4u);  // the second pause_schedule is no write
+  sched_.seen[1].paused = false;  // the pause lost, the push after it kept
+  v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("sched-1 should be paused with rule every 3s, the store has it running"),
+            std::string::npos)
+      << v.why;
+  seen_[4] = Obs{};  // and the push: the latest calls lost
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 2u);
+  EXPECT_EQ(v.lost_schedule_calls, 1u);
+  sched_.acks[occ] = false;  // and the ack before them
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 3u);
+  EXPECT_EQ(v.lost_schedule_calls, 2u);
+  sched_.seen[1].paused = true;  // but not the ack lost with the pause after it kept
+  EXPECT_FALSE(verdict().explained);
+  sched_.seen = {{1, SchedState{false, 0}}};  // nor a rule no call set
+  EXPECT_FALSE(verdict().explained);
+  sched_.seen = {{1, SchedState{false, 1}}, {2, SchedState{false, 1}}};  // nor one no call made
+  EXPECT_FALSE(verdict().explained);
+  sched_.seen = {};  // everything lost, the schedule's creation included
+  v = verdict();
+  ASSERT_TRUE(v.explained) << v.why;
+  EXPECT_EQ(v.lost, 4u);
+  // A schedule there before the cycle and never unscheduled in it cannot be gone.
+  records_.clear();
+  sched_.before = {{3, SchedState{false, 0}}};
+  sched_.acks.clear();
+  push(0, 4);
+  seen_ = {{4, Obs{}}};
+  v = verdict();
+  EXPECT_FALSE(v.explained);
+  EXPECT_NE(v.why.find("sched-3 should be running with rule every 1s, the store has it gone"),
+            std::string::npos)
+      << v.why;
+  sched_.seen = {{3, SchedState{false, 0}}};
+  EXPECT_TRUE(verdict().explained);
 }
 
 // With the consumers, topic 1 (jobs 2, 6) is the consumer thread's, pushed by thread 0; topic 3
