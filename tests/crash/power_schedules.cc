@@ -11,7 +11,24 @@
 // as the record counts beyond the jobs there; the latest counted is its last_fired. Which acks of
 // the cycle were kept follows, and the prefix search (prefix.h) must fit them, with the schedule
 // calls, into thread 0's lane.
+//
+// So what is checked here, per schedule the load made: no occurrence whose ack the last check
+// found kept has a job again (that ack was synced since); and for each schedule the store shows,
+// its count of occurrences fired is at least its jobs there and at most those plus the acked
+// occurrences whose job is gone, every ack the last check found kept is among the earliest it
+// counts, and the latest occurrence it counts is its last_fired. What the cycle's acks then
+// must have been (kept or lost) goes to the prefix search. A schedule the store no longer has
+// says nothing of its acks but one whose job is back (lost). check_schedules() (schedules.cc)
+// adds what it checks after a kill: no occurrence with two jobs, none of a schedule the load
+// never made, list_jobs agreeing with stats().
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "check.h"
 
