@@ -160,6 +160,8 @@ struct PowerPlan {
   bool from_open_only = false;           // count every run from the worker's report that it opened
   int first = 0;                         // as in CycleChoices
   std::function<Duration(int)> horizon;  // as in CycleChoices
+  // Called after each power loss, before the check (the self-tests edit the store there).
+  std::function<void(Model&, const std::string&)> plant;
 };
 
 struct PowerTally {
@@ -173,6 +175,8 @@ struct PowerTally {
   int batch_cycles_to_tell = 0;        // batch cycles with 2 * kPowerBatchOps answered calls
   uint64_t consumers_lost = 0;         // answered calls of the consumers a power loss took
   int pauses_seen = 0;                 // checks that found a paused topic
+  int schedules_seen = 0;              // checks that found a schedule there
+  uint64_t schedule_calls_lost = 0;    // answered schedule calls (and occurrence acks) lost
   uint64_t syncs_recorded = 0;
   int mid_background = 0;
   int mid_refill = 0;

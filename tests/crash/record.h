@@ -69,7 +69,8 @@ enum class Kind : uint8_t {
   bg_end,        // ... ended
   refill_begin,  // the disk tier's refill began writing the jobs it moves (engine/test_hooks.h)
   refill_end,    // ... that write is durable (or failed)
-  // Schedules (load.h), in the kill cycles: job = the schedule's number (schedule_id()).
+  // Schedules (load.h), in the kill and power-loss cycles: job = the schedule's number
+  // (schedule_id()).
   sched_intent,    // schedule(): n = its rule (kScheduleRules[n]), arg = 1 when it creates the
                    // schedule (a new number), 0 when it replaces it
   sched_done,
