@@ -17,8 +17,9 @@
 //    (crash/power.cc says what is checked per mode).
 //  - The others show that the checks can fail: a store that never syncs checked as always and
 //    batch, a batch that syncs every call; and (planted_loss_test.cc) a planted lost nack or
-//    reschedule, a lost occurrence job or schedule, and after a power loss a lost occurrence job
-//    or a schedule that no prefix of the calls explains.
+//    reschedule, a lost occurrence job or schedule, an occurrence neither fired nor skipped, and
+//    after a power loss a lost occurrence job, a schedule that no prefix of the calls explains
+//    or an occurrence neither fired nor skipped.
 //
 // Environment: DELAYQ_CRASH_CYCLES=N sets the number of kill cycles (a soak: 10000),
 // DELAYQ_POWER_CYCLES=N the number of power-loss cycles, DELAYQ_CRASH_SEED=S replays a run's

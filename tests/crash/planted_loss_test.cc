@@ -2,8 +2,8 @@
 // or a broken schedule promise (an occurrence job its schedule counts, a schedule whose
 // schedule() returned, an occurrence neither fired nor skipped), planted in the store between a
 // kill and the check, must be caught. So can those of the power-loss cycles about schedules: an
-// occurrence job its schedule counts, or a schedule gone that no prefix of the calls leaves gone,
-// planted after a power loss.
+// occurrence job its schedule counts, a schedule gone that no prefix of the calls leaves gone, or
+// an occurrence neither fired nor skipped, planted after a power loss.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -328,6 +328,9 @@ std::optional<Planted> plant_unexplained_schedule(Model& m, const std::string& d
 
 TEST(CrashHarness, PowerLossScheduleChecksCatchALostOccurrenceJob) {
   expect_power_plant_caught(plant_lost_last_occurrence, "lost occurrence job");
+}
+TEST(CrashHarness, PowerLossScheduleChecksCatchAnOccurrenceNeitherFiredNorSkipped) {
+  expect_power_plant_caught(plant_unaccounted_occurrence, "occurrence neither fired nor skipped");
 }
 TEST(CrashHarness, PowerLossScheduleChecksCatchAScheduleNoPrefixExplains) {
   expect_power_plant_caught(plant_unexplained_schedule, "unexplained schedule");
