@@ -12,8 +12,9 @@
 namespace delayq::crash {
 
 // What `q` shows of every job of the model, and its counts. Also checks what never changes: a
-// present job's body (byte for byte), topic, ttr and max_attempts.
-Observation observe(Queue& q, const Model& m);
+// present job's body (byte for byte), topic, ttr and max_attempts. `open_began`: the wall clock
+// just before the open of `q` began (Observation::open_began).
+Observation observe(Queue& q, const Model& m, int64_t open_began);
 // The same, as records for a worker to send (`seen` for each job, then `observed`).
 std::vector<Record> observation_records(const Observation& o);
 

@@ -17,8 +17,9 @@
 //    (crash/power.cc says what is checked per mode).
 //  - The others show that the checks can fail: a store that never syncs checked as always and
 //    batch, a batch that syncs every call; and (planted_loss_test.cc) a planted lost nack or
-//    reschedule, a lost occurrence job or schedule, and after a power loss a lost occurrence job
-//    or a schedule that no prefix of the calls explains.
+//    reschedule, a lost occurrence job or schedule, an occurrence neither fired nor skipped, and
+//    after a power loss a lost occurrence job, a schedule that no prefix of the calls explains
+//    or an occurrence neither fired nor skipped.
 //
 // Environment: DELAYQ_CRASH_CYCLES=N sets the number of kill cycles (a soak: 10000),
 // DELAYQ_POWER_CYCLES=N the number of power-loss cycles, DELAYQ_CRASH_SEED=S replays a run's
@@ -78,13 +79,16 @@ void print_calls(const Model::Counts& c) {
       "[ harness  ] schedules: %llu created, %llu replaced, %llu unschedules, %llu "
       "pause_schedules, %llu resume_schedules, %llu occurrence jobs taken (reserve and ack); "
       "%llu schedules seen in %llu reopened stores (%llu paused, %llu occurrences counted as "
-      "fired), %llu occurrence jobs listed in them\n",
+      "fired), %llu occurrence jobs listed in them; of those schedules %llu running with their "
+      "next occurrence after the open, %llu reaching back to where they did before, %llu "
+      "paused and unchanged\n",
       (unsigned long long)c.schedules_created, (unsigned long long)c.schedules_replaced,
       (unsigned long long)c.unschedules, (unsigned long long)c.schedule_pauses,
       (unsigned long long)c.schedule_resumes, (unsigned long long)c.occurrences_acked,
       (unsigned long long)c.seen_schedules, (unsigned long long)c.schedule_looks,
       (unsigned long long)c.seen_schedule_paused, (unsigned long long)c.seen_fired,
-      (unsigned long long)c.seen_occurrences);
+      (unsigned long long)c.seen_occurrences, (unsigned long long)c.caught_up,
+      (unsigned long long)c.reach_checks, (unsigned long long)c.paused_unchanged);
 }
 
 // The calls of the load that must each have succeeded at least once, and what reopened stores
@@ -103,11 +107,12 @@ bool every_call_seen(const Model::Counts& c) {
 }
 
 // The schedule calls each returned, and reopened stores showed schedules with occurrences
-// counted as fired.
+// counted as fired, running ones caught up, and ones whose occurrences were checked all
+// accounted for since an earlier look (or their creation).
 bool schedules_seen(const Model::Counts& c) {
   return c.schedules_created > 0 && c.schedules_replaced > 0 && c.unschedules > 0 &&
          c.schedule_pauses > 0 && c.schedule_resumes > 0 && c.occurrences_acked > 0 &&
-         c.seen_schedules > 0 && c.seen_fired > 0;
+         c.seen_schedules > 0 && c.seen_fired > 0 && c.caught_up > 0 && c.reach_checks > 0;
 }
 
 // A harness whose workers never got going, or whose load skipped a call, proves nothing.

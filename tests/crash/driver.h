@@ -89,15 +89,17 @@ inline bool kill_at_refill(Duration horizon, std::mt19937_64& rng) {
 class DriverStore {
  public:
   DriverStore() = default;
-  DriverStore(std::unique_ptr<rocksdb::Env> env, std::unique_ptr<Engine> q)
-      : env_(std::move(env)), q_(std::move(q)) {}
+  DriverStore(std::unique_ptr<rocksdb::Env> env, std::unique_ptr<Engine> q, int64_t open_began)
+      : env_(std::move(env)), q_(std::move(q)), open_began_(open_began) {}
   explicit operator bool() const { return q_ != nullptr; }
   Engine& operator*() const { return *q_; }
   Engine* operator->() const { return q_.get(); }
+  int64_t open_began() const { return open_began_; }  // the wall clock just before the open
 
  private:
   std::unique_ptr<rocksdb::Env> env_;  // outlives q_
   std::unique_ptr<Engine> q_;
+  int64_t open_began_ = 0;
 };
 Result<DriverStore> open_in_driver(const StoreOptions& o);
 

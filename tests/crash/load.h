@@ -121,6 +121,8 @@ inline const std::string kScheduleTopic = "crash-sched";
 // A second or more apart, so that the occurrence jobs the load takes keep up with those fired:
 // most fire as a schedule is created or replaced, or when a store opens (the catch-up).
 inline constexpr std::array<const char*, 2> kScheduleRules = {"every 1s", "every 3s"};
+// ... their intervals, for the arithmetic of a schedule's occurrences (schedule_accounting.cc).
+inline constexpr std::array<Duration, kScheduleRules.size()> kScheduleIntervals = {1s, 3s};
 constexpr size_t kMaxSchedules = 3;
 std::string schedule_id(uint64_t n);
 // The spec of schedule n with rule kScheduleRules[rule]: its catch-up policy by n (one, all of

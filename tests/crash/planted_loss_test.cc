@@ -1,8 +1,9 @@
 // The checks of the kill cycles can fail: a call answered and then lost (a nack, a reschedule),
 // or a broken schedule promise (an occurrence job its schedule counts, a schedule whose
-// schedule() returned), planted in the store between a kill and the check, must be caught. So
-// can those of the power-loss cycles about schedules: an occurrence job its schedule counts, or
-// a schedule gone that no prefix of the calls leaves gone, planted after a power loss.
+// schedule() returned, an occurrence neither fired nor skipped), planted in the store between a
+// kill and the check, must be caught. So can those of the power-loss cycles about schedules: an
+// occurrence job its schedule counts, a schedule gone that no prefix of the calls leaves gone, or
+// an occurrence neither fired nor skipped, planted after a power loss.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 
 #include "crash/harness_run.h"
 #include "engine/record.h"
+#include "schedule/record.h"
 #include "wal/journal.h"
 
 namespace delayq::crash {
@@ -194,6 +196,61 @@ void expect_schedule_loss_caught(bool lose_job) {
       lose_job ? "lost occurrence job" : "lost schedule", no_tier);
 }
 
+// An occurrence neither fired nor skipped, planted between a kill and the check: a schedule's
+// stored record moved on past its next occurrence (through the journal, as the store writes it),
+// its counters as they were, so that no store fires or skips that occurrence. Only a schedule
+// whose reach (ScheduleModel::reach) the model knows to within less than an interval, there by
+// the reports, with no schedule call in flight.
+std::optional<Planted> plant_unaccounted_occurrence(Model& m, const std::string& dir) {
+  std::optional<std::pair<uint64_t, schedule::StoredSchedule>> chosen;
+  const std::unique_ptr<rocksdb::Env> env = fork_safe_env(rocksdb::Env::Default());
+  wal::JournalOptions o;
+  o.env = env.get();
+  Result<std::unique_ptr<wal::Journal>> j = wal::Journal::open(dir, o);
+  Result<std::vector<std::string>> records =
+      j ? (*j)->schedules() : Result<std::vector<std::string>>(j.status());
+  if (!records) {
+    m.problem("planting an unaccounted occurrence: " + records.status().to_string());
+    return std::nullopt;
+  }
+  for (const std::string& bytes : *records) {
+    Result<schedule::StoredSchedule> stored = schedule::decode_schedule(bytes);
+    if (!stored || !stored->state.next) continue;
+    const auto n = parse_occurrence(stored->spec.id + "@1970-01-01T00:00:00Z");
+    const int rule = rule_index(stored->spec.rule);
+    if (!n || rule < 0 || !m.schedules.count(n->first)) continue;
+    const ScheduleModel& s = m.schedules[n->first];
+    if (s.exist_may != ScheduleModel::kMayExist || !s.reach ||
+        s.reach->hi - s.reach->lo >= kScheduleIntervals[static_cast<size_t>(rule)].count())
+      continue;
+    stored->state.next = *stored->state.next + kScheduleIntervals[static_cast<size_t>(rule)];
+    chosen.emplace(n->first, std::move(*stored));
+    break;
+  }
+  if (!chosen) return std::nullopt;
+  const schedule::StoredSchedule& edited = chosen->second;
+  // Read first, so that the write keeps the stored totals and counters (it writes them too).
+  if (!(*j)->totals() || !(*j)->counters()) {
+    m.problem("planting an unaccounted occurrence: the totals or counters do not read");
+    return std::nullopt;
+  }
+  Result<uint64_t> ticket = (*j)->append(
+      {}, {}, {}, {},
+      {engine::MetaPut{schedule::schedule_key(edited.spec.id), schedule::encode_schedule(edited)}});
+  const Status s = ticket ? (*j)->sync_to(*ticket) : ticket.status();
+  if (!s.ok()) {
+    m.problem("planting an unaccounted occurrence: " + s.to_string());
+    return std::nullopt;
+  }
+  return Planted{"schedule record moved past an occurrence uncounted (" + edited.spec.id +
+                     "'s, on to " + occurrence_job_id("", *edited.state.next).substr(1) + ")",
+                 "neither fired nor skipped"};
+}
+
+TEST(CrashHarness, ScheduleChecksCatchAnOccurrenceNeitherFiredNorSkipped) {
+  expect_plant_caught(plant_unaccounted_occurrence, "occurrence neither fired nor skipped");
+}
+
 TEST(CrashHarness, ScheduleChecksCatchALostOccurrenceJob) {
   expect_schedule_loss_caught(true);
 }
@@ -271,6 +328,9 @@ std::optional<Planted> plant_unexplained_schedule(Model& m, const std::string& d
 
 TEST(CrashHarness, PowerLossScheduleChecksCatchALostOccurrenceJob) {
   expect_power_plant_caught(plant_lost_last_occurrence, "lost occurrence job");
+}
+TEST(CrashHarness, PowerLossScheduleChecksCatchAnOccurrenceNeitherFiredNorSkipped) {
+  expect_power_plant_caught(plant_unaccounted_occurrence, "occurrence neither fired nor skipped");
 }
 TEST(CrashHarness, PowerLossScheduleChecksCatchAScheduleNoPrefixExplains) {
   expect_power_plant_caught(plant_unexplained_schedule, "unexplained schedule");

@@ -43,13 +43,13 @@ constexpr Duration kPowerPeriodicInterval = 15ms;
 
 // After a power loss: the store must be the queue after some prefix of the calls, losing no
 // more answered calls than `checked` allows, and keep every other promise.
-void check_after_power_loss(Model& m, Queue& q,
+void check_after_power_loss(Model& m, Queue& q, int64_t open_began,
                             const std::unordered_map<uint64_t, JobModel>& before,
                             uint32_t paused_before,
                             const std::map<uint64_t, ScheduleModel>& schedules_before,
                             Sync checked, int64_t kill_hi, size_t shards, const std::string& cut,
                             PowerTally& tally) {
-  const Observation o = observe(q, m);
+  const Observation o = observe(q, m, open_began);
   const size_t problems_before = m.problems.size();
   const PowerSchedules sched = schedules_after_power_loss(m, schedules_before, o);
   if (m.problems.size() != problems_before) {
@@ -223,8 +223,8 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
     if (plan.plant) plan.plant(m, store);
     DriverStore q = open_for_check(m, store, horizon);
     if (!q) break;
-    check_after_power_loss(m, *q, before, paused_before, schedules_before, checked, out.kill_hi,
-                           shards, report, t);
+    check_after_power_loss(m, *q, q.open_began(), before, paused_before, schedules_before,
+                           checked, out.kill_hi, shards, report, t);
     if (i + 1 == plan.cycles) sweep_forgotten(*q, m);
   }  // the driver's store is closed before the next worker starts
   m.cycle_label.clear();
