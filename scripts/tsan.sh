@@ -81,9 +81,9 @@ status=0
 opts="suppressions=$PWD/tests/tsan.supp log_path=$reports/tsan second_deadlock_stack=1 history_size=7"
 # Left out of redis_cluster_test: the failover tests (RedisFailover, RedisClusterFailover), which
 # kill and promote real servers under load within deadlines; their client threads are the same
-# pool and router the other Redis tests here check. Left out of crash_harness_test: the two
-# self-tests of the schedule checks (CrashHarness.ScheduleChecksCatch*), which test the driver's
-# checks, not threads; under TSan the workers' slow cycles seldom leave a schedule whose loss can
+# pool and router the other Redis tests here check. Left out of crash_harness_test: the kill
+# cycles' self-tests of the schedule checks (CrashHarness.ScheduleChecksCatch*), which test the
+# driver's checks, not threads; under TSan the workers' slow cycles seldom leave a schedule whose loss can
 # be planted (none in 160 cycles, measured here). The kill test runs the schedule load here. Of
 # the conformance suite, the backends whose threads are not checked by a suite of their own here:
 # Redis (its listener, pool and async threads) and the HTTP client over a delayqd; the engine's

@@ -183,7 +183,9 @@ class ScheduleEngine : public ::testing::TestWithParam<Backend> {
       if (o - 1s > clock.now()) {
         clock.set(o - 1s);
         for (size_t k = 0; k < ids.size(); ++k)
-          if (next[k] == o) EXPECT_FALSE(has_job(ids[k], o)) << "early: " << ids[k];
+          if (next[k] == o) {
+            EXPECT_FALSE(has_job(ids[k], o)) << "early: " << ids[k];
+          }
       }
       clock.set(o);
       for (size_t k = 0; k < ids.size(); ++k) {

@@ -36,14 +36,18 @@ TEST(RedisScheduleSystemClock, OccurrencesFireWithoutAManualClock) {
     const TimePoint opened = SystemClock::instance().now();
     auto q = open_redis(o);
     ASSERT_TRUE(q.ok()) << q.status().to_string();
-    if (round == 0) ASSERT_TRUE((*q)->schedule(s).ok());
+    if (round == 0) {
+      ASSERT_TRUE((*q)->schedule(s).ok());
+    }
     // Jobs of occurrences after the open: the client's thread fired them.
     std::set<std::string> seen;
     while (seen.size() < 2) {
       auto d = (*q)->reserve("t", 30s);
       ASSERT_TRUE(d.ok()) << d.status().to_string();
       EXPECT_EQ(d->id.rfind("sys@", 0), 0u) << d->id;
-      if (d->due > opened) EXPECT_TRUE(seen.insert(d->id).second) << d->id;
+      if (d->due > opened) {
+        EXPECT_TRUE(seen.insert(d->id).second) << d->id;
+      }
       ASSERT_TRUE((*q)->ack(d->token).ok());
     }
   }

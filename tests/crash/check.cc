@@ -66,8 +66,9 @@ uint64_t jobs_on(const Stats& s, const std::string& topic) {
   return it->second.delayed + it->second.ready + it->second.reserved + it->second.dead;
 }
 
-Observation observe(Queue& q, const Model& m) {
+Observation observe(Queue& q, const Model& m, int64_t open_began) {
   Observation o;
+  o.open_began = open_began;
   std::vector<uint64_t> ids;
   for (const auto& entry : m.jobs) ids.push_back(entry.first);
   std::sort(ids.begin(), ids.end());
@@ -122,6 +123,7 @@ std::vector<Record> observation_records(const Observation& o) {
   Record end = make_record(Kind::observed);
   end.due = static_cast<int64_t>(o.occurrence_jobs);
   end.lease = static_cast<int64_t>(o.occurrences_counted);
+  end.t0 = o.open_began;
   end.n = o.stored;
   end.totals[0] = o.pushed;
   end.totals[1] = o.acked;

@@ -7,12 +7,14 @@
 
 #include "delayq/engine.h"
 #include "model.h"
+#include "prefix.h"
 
 namespace delayq::crash {
 
 // What `q` shows of every job of the model, and its counts. Also checks what never changes: a
-// present job's body (byte for byte), topic, ttr and max_attempts.
-Observation observe(Queue& q, const Model& m);
+// present job's body (byte for byte), topic, ttr and max_attempts. `open_began`: the wall clock
+// just before the open of `q` began (Observation::open_began).
+Observation observe(Queue& q, const Model& m, int64_t open_began);
 // The same, as records for a worker to send (`seen` for each job, then `observed`).
 std::vector<Record> observation_records(const Observation& o);
 
@@ -31,6 +33,23 @@ void sweep_forgotten(Queue& q, Model& m);
 bool observe_schedules(Queue& q, Observation& o);
 std::vector<Record> schedule_records(const Observation& o);
 uint64_t jobs_on(const Stats& s, const std::string& topic);  // the jobs stats() counts on it
+
+// Schedules after a power loss (power_schedules.cc, which says what a reopened store may show).
+// schedules_after_power_loss(): from the schedules as the last check left them (`before`) and
+// the cycle's records (Model::cycle_records), what the prefix search needs (the schedules there
+// before and after, and which acks of occurrences taken in the cycle the store shows kept), and
+// per schedule the occurrences whose job an ack took; records a problem for each schedule whose
+// count of occurrences fired no kept acks explain. take_schedules(): in the modes that may lose
+// answered calls, once the prefix search explained the store, the model takes its schedules.
+struct PowerSchedules {
+  PrefixSchedules prefix;
+  std::map<uint64_t, std::set<int64_t>> acked;
+};
+std::map<uint64_t, SchedState> schedules_there(const std::map<uint64_t, ScheduleModel>& s);
+PowerSchedules schedules_after_power_loss(Model& m,
+                                          const std::map<uint64_t, ScheduleModel>& before,
+                                          const Observation& o);
+void take_schedules(Model& m, const Observation& o, const PowerSchedules& p);
 
 // Static promises about a delivery (body, topic, max_attempts); empty when kept.
 std::vector<std::string> delivery_static_problems(const Delivery& d, const Model& m);

@@ -3,7 +3,7 @@
 // A driver (the test) forks a worker process that opens the store and runs a mixed load on it
 // from two threads: push, push_batch, reserve, ack, ack_batch, nack, dead_letter, touch,
 // release, cancel, reschedule, requeue_dead, requeue_dead_topic, purge_dead, pause and resume
-// (and in the kill cycles limits, list_jobs and schedules, crash/load.h), on jobs with 3
+// and schedules (and in the kill cycles limits and list_jobs, crash/load.h), on jobs with 3
 // attempts and leases of 15 or 200 ms (so that dead letters happen: by nacks, dead_letter() and
 // leases that run out). The worker reports every call's intent and outcome over a
 // pipe; the driver kills it with SIGKILL after 10-80 ms and checks what a reopened store shows
@@ -17,7 +17,9 @@
 //    (crash/power.cc says what is checked per mode).
 //  - The others show that the checks can fail: a store that never syncs checked as always and
 //    batch, a batch that syncs every call; and (planted_loss_test.cc) a planted lost nack or
-//    reschedule, a lost occurrence job or schedule.
+//    reschedule, a lost occurrence job or schedule, an occurrence neither fired nor skipped, and
+//    after a power loss a lost occurrence job, a schedule that no prefix of the calls explains
+//    or an occurrence neither fired nor skipped.
 //
 // Environment: DELAYQ_CRASH_CYCLES=N sets the number of kill cycles (a soak: 10000),
 // DELAYQ_POWER_CYCLES=N the number of power-loss cycles, DELAYQ_CRASH_SEED=S replays a run's
@@ -77,13 +79,16 @@ void print_calls(const Model::Counts& c) {
       "[ harness  ] schedules: %llu created, %llu replaced, %llu unschedules, %llu "
       "pause_schedules, %llu resume_schedules, %llu occurrence jobs taken (reserve and ack); "
       "%llu schedules seen in %llu reopened stores (%llu paused, %llu occurrences counted as "
-      "fired), %llu occurrence jobs listed in them\n",
+      "fired), %llu occurrence jobs listed in them; of those schedules %llu running with their "
+      "next occurrence after the open, %llu reaching back to where they did before, %llu "
+      "paused and unchanged\n",
       (unsigned long long)c.schedules_created, (unsigned long long)c.schedules_replaced,
       (unsigned long long)c.unschedules, (unsigned long long)c.schedule_pauses,
       (unsigned long long)c.schedule_resumes, (unsigned long long)c.occurrences_acked,
       (unsigned long long)c.seen_schedules, (unsigned long long)c.schedule_looks,
       (unsigned long long)c.seen_schedule_paused, (unsigned long long)c.seen_fired,
-      (unsigned long long)c.seen_occurrences);
+      (unsigned long long)c.seen_occurrences, (unsigned long long)c.caught_up,
+      (unsigned long long)c.reach_checks, (unsigned long long)c.paused_unchanged);
 }
 
 // The calls of the load that must each have succeeded at least once, and what reopened stores
@@ -101,12 +106,13 @@ bool every_call_seen(const Model::Counts& c) {
   return true;
 }
 
-// The kill cycles' schedule calls each returned, and reopened stores showed schedules with
-// occurrences counted as fired.
+// The schedule calls each returned, and reopened stores showed schedules with occurrences
+// counted as fired, running ones caught up, and ones whose occurrences were checked all
+// accounted for since an earlier look (or their creation).
 bool schedules_seen(const Model::Counts& c) {
   return c.schedules_created > 0 && c.schedules_replaced > 0 && c.unschedules > 0 &&
          c.schedule_pauses > 0 && c.schedule_resumes > 0 && c.occurrences_acked > 0 &&
-         c.seen_schedules > 0 && c.seen_fired > 0;
+         c.seen_schedules > 0 && c.seen_fired > 0 && c.caught_up > 0 && c.reach_checks > 0;
 }
 
 // A harness whose workers never got going, or whose load skipped a call, proves nothing.
@@ -214,8 +220,8 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   extend_until(
       cycles, t.done_cycles, m,
       [&] {
-        return every_call_seen(m.counts) && t.batch_cycles_to_tell >= kBatchCyclesToTell &&
-               t.consumers_lost > 0 &&
+        return every_call_seen(m.counts) && schedules_seen(m.counts) &&
+               t.batch_cycles_to_tell >= kBatchCyclesToTell && t.consumers_lost > 0 &&
                (kUnderTsan || (t.mid_background > 0 && t.mid_refill > 0));
       },
       [&](int first, int n) {
@@ -252,9 +258,11 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   std::printf(
       "[ harness  ] the consumer thread reserved %llu jobs before their push returned; consume() "
       "handled %llu jobs; power losses took %llu answered calls of the two; %d checks found a "
-      "paused topic\n",
+      "paused topic, %d a schedule; power losses took %llu answered schedule calls (occurrence "
+      "acks included)\n",
       (unsigned long long)m.counts.early_deliveries, (unsigned long long)m.counts.consumed,
-      (unsigned long long)t.consumers_lost, t.pauses_seen);
+      (unsigned long long)t.consumers_lost, t.pauses_seen, t.schedules_seen,
+      (unsigned long long)t.schedule_calls_lost);
   if (!m.problems.empty() || t.done_cycles < 20) return;
   // A simulation that never dropped a byte, or workers that never got going, would pass
   // without proving anything; and Sync::batch must not be Sync::always in disguise.
@@ -264,6 +272,10 @@ TEST(CrashHarness, PowerLossesLoseNoMoreThanEachSyncModePromises) {
   // The consumers ran, raced the pushes, and lost calls to power losses, which the prefix
   // search had to place among the other threads' calls (prefix.h).
   EXPECT_GT(t.consumers_lost, 0u) << "no power loss took an answered call of the consumers";
+  // Thread 0's schedule calls ran in the power-loss cycles too, and were checked against what
+  // reopened stores showed of schedules that had fired (crash/power_schedules.cc).
+  EXPECT_TRUE(schedules_seen(m.counts)) << "a schedule call never returned, or no store reopened "
+                                           "after a power loss showed a schedule that had fired";
   // The batch check says nothing below kBatchCyclesToTell qualifying cycles: a run must reach it.
   EXPECT_GE(t.batch_cycles_to_tell, kBatchCyclesToTell)
       << "too few Sync::batch cycles answered enough calls to tell whether batch ever loses";

@@ -186,9 +186,10 @@ size_t stray_threads() {
 
 Result<DriverStore> open_in_driver(const StoreOptions& o) {
   std::unique_ptr<rocksdb::Env> env = fork_safe_env(rocksdb::Env::Default());
+  const int64_t open_began = ns_of(wall_now());
   Result<std::unique_ptr<Engine>> q = wal::open_store_on(o, env.get());
   if (!q) return q.status();
-  return DriverStore(std::move(env), std::move(q).value());
+  return DriverStore(std::move(env), std::move(q).value(), open_began);
 }
 
 DriverStore open_for_check(Model& m, const std::string& dir, Duration horizon) {
@@ -247,7 +248,7 @@ void run_kill_cycles(Model& m, int cycles, uint64_t seed, const std::string& dir
     if (!plant && !last && rng() % 2 == 0) continue;
     DriverStore q = open_for_check(m, dir, horizon);
     if (!q) break;
-    check_observation(m, observe(*q, m));
+    check_observation(m, observe(*q, m, q.open_began()));
     if (last) sweep_forgotten(*q, m);
   }  // the driver's store is closed before the next worker starts
   m.cycle_label.clear();

@@ -89,15 +89,17 @@ inline bool kill_at_refill(Duration horizon, std::mt19937_64& rng) {
 class DriverStore {
  public:
   DriverStore() = default;
-  DriverStore(std::unique_ptr<rocksdb::Env> env, std::unique_ptr<Engine> q)
-      : env_(std::move(env)), q_(std::move(q)) {}
+  DriverStore(std::unique_ptr<rocksdb::Env> env, std::unique_ptr<Engine> q, int64_t open_began)
+      : env_(std::move(env)), q_(std::move(q)), open_began_(open_began) {}
   explicit operator bool() const { return q_ != nullptr; }
   Engine& operator*() const { return *q_; }
   Engine* operator->() const { return q_.get(); }
+  int64_t open_began() const { return open_began_; }  // the wall clock just before the open
 
  private:
   std::unique_ptr<rocksdb::Env> env_;  // outlives q_
   std::unique_ptr<Engine> q_;
+  int64_t open_began_ = 0;
 };
 Result<DriverStore> open_in_driver(const StoreOptions& o);
 
@@ -160,6 +162,8 @@ struct PowerPlan {
   bool from_open_only = false;           // count every run from the worker's report that it opened
   int first = 0;                         // as in CycleChoices
   std::function<Duration(int)> horizon;  // as in CycleChoices
+  // Called after each power loss, before the check (the self-tests edit the store there).
+  std::function<void(Model&, const std::string&)> plant;
 };
 
 struct PowerTally {
@@ -173,6 +177,8 @@ struct PowerTally {
   int batch_cycles_to_tell = 0;        // batch cycles with 2 * kPowerBatchOps answered calls
   uint64_t consumers_lost = 0;         // answered calls of the consumers a power loss took
   int pauses_seen = 0;                 // checks that found a paused topic
+  int schedules_seen = 0;              // checks that found a schedule there
+  uint64_t schedule_calls_lost = 0;    // answered schedule calls (and occurrence acks) lost
   uint64_t syncs_recorded = 0;
   int mid_background = 0;
   int mid_refill = 0;

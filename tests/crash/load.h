@@ -112,15 +112,17 @@ constexpr uint8_t kOtherLimits = 15;
 static_assert(kTopicLimits.size() < kOtherLimits);
 uint8_t limits_code(const std::optional<TopicLimits>& l);
 
-// Schedules (delayq/schedule.h), in the kill cycles only: thread 0 creates (under a new number
-// each time, "sched-<n>", so that a schedule's occurrence jobs are its own and never an earlier
-// one's of the same id), replaces, unschedules, pauses and resumes at most kMaxSchedules at once,
-// with the rules of kScheduleRules, and takes their occurrence jobs (reserve, then ack at once)
-// off kScheduleTopic, a topic no other call of the load touches.
+// Schedules (delayq/schedule.h), in the kill and power-loss cycles: thread 0 creates (under a
+// new number each time, "sched-<n>", so that a schedule's occurrence jobs are its own and never
+// an earlier one's of the same id), replaces, unschedules, pauses and resumes at most
+// kMaxSchedules at once, with the rules of kScheduleRules, and takes their occurrence jobs
+// (reserve, then ack at once) off kScheduleTopic, a topic no other call of the load touches.
 inline const std::string kScheduleTopic = "crash-sched";
 // A second or more apart, so that the occurrence jobs the load takes keep up with those fired:
 // most fire as a schedule is created or replaced, or when a store opens (the catch-up).
 inline constexpr std::array<const char*, 2> kScheduleRules = {"every 1s", "every 3s"};
+// ... their intervals, for the arithmetic of a schedule's occurrences (schedule_accounting.cc).
+inline constexpr std::array<Duration, kScheduleRules.size()> kScheduleIntervals = {1s, 3s};
 constexpr size_t kMaxSchedules = 3;
 std::string schedule_id(uint64_t n);
 // The spec of schedule n with rule kScheduleRules[rule]: its catch-up policy by n (one, all of

@@ -81,8 +81,9 @@ class Loop {
     if (!w_.power_loss_ && below(50) == 0) return limits_call();
     // And about one in forty browses a topic (list_jobs), checking what it lists (browse.cc).
     if (!w_.power_loss_ && below(40) == 0) return list_call();
-    // And thread 0 makes a schedule call about one time in ten (schedule_load.cc).
-    if (!w_.power_loss_ && t_ == 0 && below(10) == 0) return schedule_call(w_, t_, rng_);
+    // And thread 0 makes a schedule call about one time in ten (schedule_load.cc), in the
+    // power-loss cycles too (the prefix search fits them among its other calls, prefix.h).
+    if (t_ == 0 && below(10) == 0) return schedule_call(w_, t_, rng_);
     const uint64_t roll = below(100);
     const bool room = pushed_live() < kLiveCap / m_.threads;
     if (roll < 16) return room ? push() : reserve();

@@ -120,6 +120,7 @@ bool Model::apply(const Record& r) {
       o.limits = static_cast<uint64_t>(r.arg);
       o.occurrence_jobs = static_cast<uint64_t>(r.due);
       o.occurrences_counted = static_cast<uint64_t>(r.lease);
+      o.open_began = r.t0;
       o.complete = true;
       return check_observation(*this, o);
     }
@@ -348,7 +349,7 @@ void Model::settle(const Record& intent, int64_t kill_hi) {
     note(job, mark);
     jobs[job].cands.push_back(r);
   };
-  if (is_schedule_call(intent.kind)) return settle_schedule(intent);
+  if (is_schedule_call(intent.kind)) return settle_schedule(intent, kill_hi);
   switch (intent.kind) {
     case Kind::reserve_intent:
       unreported[intent.thread] = w;

@@ -50,12 +50,16 @@ struct Observation {
     int rule = -1;  // rule_index()
     uint64_t fired = 0;
     std::optional<int64_t> last_fired;
+    uint64_t skipped_overlap = 0, skipped_catch_up = 0;
+    std::optional<int64_t> next;  // its next occurrence (ScheduleInfo::next's first)
   };
   std::map<uint64_t, Schedule> schedules;
   std::vector<std::pair<uint64_t, int64_t>> occurrences;
   std::vector<std::string> schedule_wrong;  // what the look found that the load never made
   uint64_t occurrence_jobs = 0;             // the jobs on kScheduleTopic, by stats() in that look
   uint64_t occurrences_counted = 0;         // ... by the stats() that gave the totals above
+  // The wall clock (the store's) just before the open of the store looked at began.
+  int64_t open_began = 0;
 };
 
 // What a schedule of the load may be (load.h), by the reports.
@@ -67,6 +71,14 @@ struct ScheduleModel {
   // The occurrences (instants, ns) whose job an ack that returned took, and those whose job an
   // ack in flight at a kill may have taken (until a reopened store shows which).
   std::set<int64_t> acked, maybe_acked;
+  // Where the occurrences it accounts for may reach back to (schedule_accounting.cc): its next
+  // occurrence less an interval for each occurrence counted (fired or skipped). Known exactly
+  // from the last reopened store that showed it, or within its creation's call; unknown after a
+  // replacement (its rule starts anew from the instant of the call) until a store shows it.
+  std::optional<Span> reach;
+  // Its counters (fired, skipped_overlap, skipped_catch_up) when the last reopened store showed
+  // it paused, until a resume_schedule() on it begins.
+  std::optional<std::array<uint64_t, 3>> paused_counters;
 };
 
 struct Model {
@@ -170,6 +182,10 @@ struct Model {
              schedule_pauses = 0, schedule_resumes = 0, occurrences_acked = 0,
              seen_schedules = 0, seen_schedule_paused = 0, seen_fired = 0,
              seen_occurrences = 0, schedule_looks = 0;
+    // ... and of those, the running ones whose next occurrence was after the open, the ones
+    // whose counters and next occurrence were checked against where they reached before, and
+    // the paused ones checked unchanged (schedule_accounting.cc).
+    uint64_t caught_up = 0, reach_checks = 0, paused_unchanged = 0;
     std::array<uint64_t, 80> killed_in{};        // kills during a call, by its intent kind
     std::array<uint64_t, kWorkers> by_thread{};  // calls begun, by the thread that made them
   } counts;
@@ -212,7 +228,7 @@ struct Model {
   bool apply_schedule_outcome(const Record& r, const Record& intent);
   bool apply_occurrence_delivery(const Record& r);
   bool apply_seen_schedule(const Record& r);  // into `pending`
-  void settle_schedule(const Record& intent);
+  void settle_schedule(const Record& intent, int64_t kill_hi);
   void settle(const Record& intent, int64_t kill_hi);
 };
 
@@ -220,6 +236,10 @@ struct Model {
 bool check_observation(Model& m, const Observation& o);
 // Its schedules and occurrence jobs (schedules.cc), within check_observation().
 void check_schedules(Model& m, const Observation& o);
+// Within it, for each schedule a reopened store shows (schedule_accounting.cc): whether every
+// occurrence of its rule due by the open is accounted for, fired or skipped, and none twice.
+void check_occurrences_accounted(Model& m, uint64_t n, const Observation::Schedule& seen,
+                                 int64_t open_began);
 bool is_schedule_call(Kind intent);
 
 }  // namespace delayq::crash

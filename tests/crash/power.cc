@@ -10,9 +10,17 @@
 // What each mode promises (delayq/store.h), and how it is checked:
 //  - every mode: what comes back is the queue as it was after some prefix of the calls
 //    (prefix.h), each job's state, due time, attempts and lease included, and each topic paused
-//    or running as those calls left it.
-//  - Sync::always: nothing answered is lost: the prefix found loses no answered call, and the
-//    store passes the same check as after a bare kill (check.h).
+//    or running as those calls left it; each of the load's schedules (thread 0 calls them,
+//    load.h) there or gone, paused or running and with its rule as the same prefix of thread 0's
+//    calls left it; and each schedule's record and the jobs of the occurrences it fired written
+//    together: the occurrences it counts are its jobs in the store and the earliest of the acked
+//    ones whose job is gone, the latest of them its last_fired, no occurrence with two jobs
+//    (power_schedules.cc), the acks this finds kept or lost fitting that same prefix. The
+//    occurrences the store fires on its own are no call of any lane: their jobs are not among
+//    those the prefix search compares (they are on a topic of their own, kScheduleTopic).
+//  - Sync::always: nothing answered is lost: the prefix found loses no answered call (schedule
+//    calls included), and the store passes the same check as after a bare kill (check.h), its
+//    schedules' included.
 //  - Sync::batch: at most sync_batch_ops - 1 answered calls lost. sync_batch_ops is 8 here and
 //    sync_interval 10 s, so that only the count can trigger a sync within a cycle. And batch is
 //    not always: over a run, some power loss takes answered calls (batch_that_never_lost()).
@@ -35,14 +43,22 @@ constexpr Duration kPowerPeriodicInterval = 15ms;
 
 // After a power loss: the store must be the queue after some prefix of the calls, losing no
 // more answered calls than `checked` allows, and keep every other promise.
-void check_after_power_loss(Model& m, Queue& q,
+void check_after_power_loss(Model& m, Queue& q, int64_t open_began,
                             const std::unordered_map<uint64_t, JobModel>& before,
-                            uint32_t paused_before, Sync checked, int64_t kill_hi, size_t shards,
-                            const std::string& cut, PowerTally& tally) {
-  const Observation o = observe(q, m);
+                            uint32_t paused_before,
+                            const std::map<uint64_t, ScheduleModel>& schedules_before,
+                            Sync checked, int64_t kill_hi, size_t shards, const std::string& cut,
+                            PowerTally& tally) {
+  const Observation o = observe(q, m, open_began);
+  const size_t problems_before = m.problems.size();
+  const PowerSchedules sched = schedules_after_power_loss(m, schedules_before, o);
+  if (m.problems.size() != problems_before) {
+    m.problems.back() += "\n  the power loss cut the store's files:" + cut;
+    return;
+  }
   const PrefixVerdict v =
       explain_by_prefix(before, m.cycle_records, o.jobs, kill_hi, shards, m.origin,
-                        {paused_before, o.paused}, m.consumer, m.threads);
+                        {paused_before, o.paused}, m.consumer, m.threads, sched.prefix);
   if (!v.explained) {
     std::string s = "after the power loss the store is not the queue as it was after any ";
     s += "prefix of the calls: " + v.why;
@@ -57,6 +73,8 @@ void check_after_power_loss(Model& m, Queue& q,
   tally.batch_cycles_to_tell += checked == Sync::batch && v.answered >= 2 * kPowerBatchOps;
   tally.consumers_lost += v.lost_in[kConsumerLane] + v.lost_in[kConsumeLane];
   tally.pauses_seen += o.paused != 0;
+  tally.schedule_calls_lost += v.lost_schedule_calls;
+  tally.schedules_seen += !o.schedules.empty();
   if (const std::optional<uint64_t> allowed = allowed_loss(checked); allowed && v.lost > *allowed) {
     std::string s = "the power loss took " + std::to_string(v.lost) +
                     " answered calls that changed the queue, at the least (calls kept of those " +
@@ -83,6 +101,7 @@ void check_after_power_loss(Model& m, Queue& q,
     m.unreported = {};
     for (auto& [job, j] : m.jobs) j.cands = {rec_of(o.jobs.at(job))};
     m.take_pauses(o.paused);  // as the prefix search found them
+    take_schedules(m, o, sched);
   }
   check_observation(m, o);
 }
@@ -173,6 +192,7 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
     t.tiered += horizon != Duration::max();
 
     const std::unordered_map<uint64_t, JobModel> before = m.jobs;
+    const std::map<uint64_t, ScheduleModel> schedules_before = m.schedules;  // exact, as checked
     uint32_t paused_before = 0;  // exact: the last check took the store's
     for (size_t i = 0; i < kTopics.size(); ++i)
       paused_before |= static_cast<uint32_t>(m.pause_may[i] == Model::kMayPause) << i;
@@ -200,9 +220,11 @@ void run_power_cycles(Model& m, const PowerPlan& plan, const std::string& root, 
       m.problem("simulating the power loss: " + cut.to_string());
       break;
     }
+    if (plan.plant) plan.plant(m, store);
     DriverStore q = open_for_check(m, store, horizon);
     if (!q) break;
-    check_after_power_loss(m, *q, before, paused_before, checked, out.kill_hi, shards, report, t);
+    check_after_power_loss(m, *q, q.open_began(), before, paused_before, schedules_before,
+                           checked, out.kill_hi, shards, report, t);
     if (i + 1 == plan.cycles) sweep_forgotten(*q, m);
   }  // the driver's store is closed before the next worker starts
   m.cycle_label.clear();

@@ -7,30 +7,50 @@
 #include <tuple>
 
 #include "prefix_calls.h"
+#include "prefix_joint.h"
 
 namespace delayq::crash {
 
 namespace {
 
-// Where a lane's calls are cut: its first `kept` calls kept, and if `partial`, part of the
-// next one (a purge_dead on several shards writes each shard's part on its own). A consumer's
-// lane cut here needs its feeder lane (the thread that pushed its jobs) to keep at least `lo`
-// and at most `hi` calls: every push of a job that the store shows, or that a kept call of the
-// consumer's took, kept; every other push of its jobs in the cycle lost.
-struct Cut {
-  size_t kept = 0;
-  bool partial = false;
-  size_t lo = 0, hi = SIZE_MAX;
-  size_t reach() const { return kept + partial; }
-};
-
 static_assert(std::tuple_size_v<decltype(PrefixVerdict::kept)> == kLanes);
 
 // Pause states ride in the search as pseudo jobs: topic i is kTopicKey + i, its Rec's state
-// St::reserved while the topic is paused and St::waiting while it runs.
+// St::reserved while the topic is paused and St::waiting while it runs. So do the schedules of
+// thread 0's lane: schedule n is kScheduleKey + n, St::absent while it is gone, St::waiting or
+// St::reserved while it runs or is paused, its rule in `attempts`; and the occurrences its calls
+// took: the i-th (ScheduleView::occs) is kOccKey + i, St::absent once an ack took its job, else
+// St::waiting.
 constexpr uint64_t kTopicKey = uint64_t{1} << 62;
+constexpr uint64_t kOccKey = (uint64_t{1} << 61) + (uint64_t{1} << 60);
+constexpr uint64_t kScheduleKey = uint64_t{1} << 61;
 bool is_topic_key(uint64_t key) {
   return key >= kTopicKey;
+}
+bool is_occ_key(uint64_t key) {
+  return key >= kOccKey && key < kTopicKey;
+}
+bool is_schedule_key(uint64_t key) {
+  return key >= kScheduleKey && key < kOccKey;
+}
+bool is_pseudo_key(uint64_t key) {
+  return key >= kScheduleKey;
+}
+
+// What the lane search knows of schedules: what the store shows, and the occurrences taken.
+struct ScheduleView {
+  const PrefixSchedules& s;
+  std::vector<std::pair<uint64_t, int64_t>> occs;  // sorted
+  uint64_t occ_key(const std::pair<uint64_t, int64_t>& occ) const {
+    return kOccKey + (std::lower_bound(occs.begin(), occs.end(), occ) - occs.begin());
+  }
+};
+
+Rec schedule_rec(bool there, const SchedState& st) {
+  Rec r;
+  r.st = !there ? St::absent : st.paused ? St::reserved : St::waiting;
+  r.attempts = static_cast<uint32_t>(st.rule);
+  return r;
 }
 
 // A job of a consumer's lane pushed in the cycle by its feeder lane: the push's index there.
@@ -43,18 +63,28 @@ struct Fed {
 class LaneSearch {
  public:
   LaneSearch(const std::vector<Call>& calls, const std::map<uint64_t, Obs>& seen,
-             uint32_t seen_paused, size_t shards, int64_t origin)
-      : cs_(calls), seen_(seen), seen_paused_(seen_paused), shards_(shards), origin_(origin) {}
+             uint32_t seen_paused, const ScheduleView& sv, size_t shards, int64_t origin)
+      : cs_(calls), seen_(seen), seen_paused_(seen_paused), sv_(sv), shards_(shards),
+        origin_(origin) {}
 
   // `initial`: the lane's jobs (and topics) before the cycle, or for the jobs of `fed`, as
-  // their push left them.
+  // their push left them. `schedules`: the lane makes the schedule calls (thread 0's).
   void start(const std::map<uint64_t, Rec>& initial, uint32_t paused, std::vector<size_t> topics,
-             std::map<uint64_t, Fed> fed) {
+             std::map<uint64_t, Fed> fed, bool schedules) {
     initial_ = initial;
     fed_initial_ = fed;
     topics_ = std::move(topics);
     for (size_t i : topics_)
       initial_[kTopicKey + i] = Rec{(paused >> i) & 1 ? St::reserved : St::waiting, 0, {}, {}, 0};
+    if (schedules) {
+      for (const auto& [n, st] : sv_.s.before) initial_[kScheduleKey + n] = schedule_rec(true, st);
+      for (const auto& [n, st] : sv_.s.seen) initial_.try_emplace(kScheduleKey + n);  // gone
+      for (const Call& c : cs_)
+        if (is_schedule_call(c.intent.kind) && c.intent.kind != Kind::occ_intent)
+          initial_.try_emplace(kScheduleKey + c.intent.job);  // created in the cycle
+      for (size_t i = 0; i < sv_.occs.size(); ++i)
+        initial_[kOccKey + i] = Rec{St::waiting, 0, {}, {}, 0};
+    }
     reset();
   }
 
@@ -99,6 +129,16 @@ class LaneSearch {
     const Rec& r = e_.at(key);
     if (is_topic_key(key))
       return (r.st == St::reserved) == (((seen_paused_ >> (key - kTopicKey)) & 1) != 0);
+    if (is_occ_key(key)) {
+      auto it = sv_.s.acks.find(sv_.occs[key - kOccKey]);
+      return it == sv_.s.acks.end() || it->second == (r.st == St::absent);
+    }
+    if (is_schedule_key(key)) {
+      auto it = sv_.s.seen.find(key - kScheduleKey);
+      const Rec shown = schedule_rec(it != sv_.s.seen.end(),
+                                     it != sv_.s.seen.end() ? it->second : SchedState{});
+      return shown.st == r.st && (r.st == St::absent || shown.attempts == r.attempts);
+    }
     const Obs o = seen_of(key);
     // A consumer's job that none of its calls took yet, not in the store: its push was lost.
     if (auto f = fed_.find(key); f != fed_.end() && !f->second.touched && !o.exists) return true;
@@ -133,6 +173,7 @@ class LaneSearch {
       e_[key].st = call.intent.kind == Kind::pause_intent ? St::reserved : St::waiting;
       return recheck(key);
     }
+    if (is_schedule_call(call.intent.kind)) return apply_schedule_call(call);
     for (uint64_t job : jobs_of(call)) {
       if (!initial_.count(job)) continue;  // another lane's job (a push for a consumer)
       Rec& r = e_[job];
@@ -147,6 +188,28 @@ class LaneSearch {
       if (auto f = fed_.find(job); f != fed_.end()) f->second.touched = true;
       recheck(job);
     }
+  }
+
+  // A schedule call: a schedule's state, or an occurrence taken (its ack done).
+  void apply_schedule_call(const Call& call) {
+    const Kind kind = call.intent.kind;
+    if (kind == Kind::occ_intent && !call.occurrence) return;  // nothing delivered
+    const uint64_t key = kind == Kind::occ_intent ? sv_.occ_key(*call.occurrence)
+                                                  : kScheduleKey + call.intent.job;
+    auto it = e_.find(key);
+    if (it == e_.end()) return;
+    Rec& r = it->second;
+    if (kind == Kind::occ_intent) {
+      r.st = St::absent;
+    } else if (kind == Kind::sched_intent) {
+      if (r.st == St::absent) r.st = St::waiting;  // created running; replaced: its pause kept
+      r.attempts = static_cast<uint32_t>(call.intent.n);
+    } else if (kind == Kind::unsched_intent) {
+      r.st = St::absent;
+    } else if (r.st != St::absent) {
+      r.st = kind == Kind::spause_intent ? St::reserved : St::waiting;
+    }
+    recheck(key);
   }
 
   static bool may_happen(const Rec& r, uint64_t job, const Record& intent, Span w) {
@@ -178,7 +241,7 @@ class LaneSearch {
   bool in_flight_fits(const Call& call) const {
     const Span w{call.intent.t0, call.done->t1};
     for (uint64_t job : bad_) {
-      if (is_topic_key(job)) return false;
+      if (is_pseudo_key(job)) return false;
       const Rec& r = e_.at(job);
       const Obs o = seen_of(job);
       if (call.intent.kind == Kind::reserve_intent) {
@@ -214,6 +277,27 @@ class LaneSearch {
                 (paused ? "running;" : "paused;");
         continue;
       }
+      if (is_occ_key(key)) {
+        const auto& [n, t] = sv_.occs[key - kOccKey];
+        *why += " the ack of " + occurrence_job_id(schedule_id(n), at_ns(t)) + " should be " +
+                (e_[key].st == St::absent ? "kept" : "lost") + ", the store has it " +
+                (e_[key].st == St::absent ? "lost;" : "kept;");
+        continue;
+      }
+      if (is_schedule_key(key)) {
+        auto state = [](const Rec& r) {
+          if (r.st == St::absent) return std::string("gone");
+          return std::string(r.st == St::reserved ? "paused" : "running") + " with rule " +
+                 (r.attempts < kScheduleRules.size() ? kScheduleRules[r.attempts] : "?");
+        };
+        auto it = sv_.s.seen.find(key - kScheduleKey);
+        *why += " " + schedule_id(key - kScheduleKey) + " should be " + state(e_[key]) +
+                ", the store has it " +
+                state(schedule_rec(it != sv_.s.seen.end(),
+                                   it != sv_.s.seen.end() ? it->second : SchedState{})) +
+                ";";
+        continue;
+      }
       *why += " " + job_id(key) + " should be " + rec_text(e_[key], origin_) +
               ", the store has it " + obs_text(seen_of(key), origin_) + ";";
       suspects->push_back(key);
@@ -223,101 +307,13 @@ class LaneSearch {
   const std::vector<Call>& cs_;
   const std::map<uint64_t, Obs>& seen_;
   const uint32_t seen_paused_;
+  const ScheduleView& sv_;
   const size_t shards_;
   const int64_t origin_;
   std::vector<size_t> topics_;
   std::map<uint64_t, Rec> initial_, e_;
   std::map<uint64_t, Fed> fed_initial_, fed_;
-  std::set<uint64_t> bad_;  // jobs (and topics) that differ from what the store shows
-};
-
-}  // namespace
-
-namespace {
-
-// The lanes' searches put together: per lane, its cuts that fit (ascending), and the greatest
-// choice of one cut per lane that fits the order of the calls (every constraint below keeps
-// more calls of one lane only if others keep more too, so the choices that fit are closed under
-// taking the larger cut of each lane: the greatest loses the fewest answered calls).
-class Joint {
- public:
-  Joint(const std::array<std::vector<Call>, kLanes>& calls,
-        const std::array<std::vector<Cut>, kLanes>& fits,
-        const std::array<std::optional<size_t>, kLanes>& feeder)
-      : calls_(calls), fits_(fits), feeder_(feeder) {
-    // need_[t][u][c]: how many of lane u's calls must be kept if lane t keeps c (or part of its
-    // call c - 1): those that had returned before t's call c - 1 began (it was written after).
-    for (size_t t = 0; t < kLanes; ++t)
-      for (size_t u = 0; u < kLanes; ++u) {
-        const std::vector<Call>& mine = calls[t];
-        const std::vector<Call>& other = calls[u];
-        need_[t][u].assign(mine.size() + 1, 0);
-        if (t == u) continue;
-        size_t k = 0;
-        for (size_t c = 1; c <= mine.size(); ++c) {
-          while (k < other.size() && other[k].done_at < mine[c - 1].intent_at) ++k;
-          need_[t][u][c] = k;
-        }
-      }
-  }
-
-  // The greatest choice that fits, as an index into each lane's fits; empty if none (`why`).
-  std::optional<std::array<size_t, kLanes>> solve(std::string* why) {
-    std::array<size_t, kLanes> at;
-    for (size_t l = 0; l < kLanes; ++l) at[l] = fits_[l].size() - 1;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t t = 0; t < kLanes; ++t)
-        for (size_t u = 0; u < kLanes; ++u) {
-          if (t == u) continue;
-          while (kept(u, at) < need_[t][u][cut(t, at).reach()]) {
-            if (at[t] == 0) {
-              *why = order_text(t, u, at);
-              return std::nullopt;
-            }
-            --at[t];
-            changed = true;
-          }
-        }
-      for (size_t f = 0; f < kLanes; ++f) {
-        if (!feeder_[f]) continue;
-        const size_t g = *feeder_[f];
-        while (kept(g, at) < cut(f, at).lo || kept(g, at) > cut(f, at).hi) {
-          const bool lower_f = kept(g, at) < cut(f, at).lo;
-          size_t& i = at[lower_f ? f : g];
-          if (i == 0) {
-            *why = "no cut of " + lane_name(g) + "'s pushes fits what " + lane_name(f) +
-                   "'s calls show of its jobs: " +
-                   (lower_f ? "it took a job whose push is lost"
-                            : "a job whose push is kept is missing");
-            return std::nullopt;
-          }
-          --i;
-          changed = true;
-        }
-      }
-    }
-    return at;
-  }
-
- private:
-  const Cut& cut(size_t l, const std::array<size_t, kLanes>& at) const { return fits_[l][at[l]]; }
-  size_t kept(size_t l, const std::array<size_t, kLanes>& at) const { return cut(l, at).kept; }
-
-  std::string order_text(size_t t, size_t u, const std::array<size_t, kLanes>& at) const {
-    const size_t c = cut(t, at).reach();
-    const size_t k = need_[t][u][c];
-    return "each lane's calls are explained by a prefix of its own, but no choice of them fits "
-           "the order in which the calls were made: a call kept that began after a lost call of "
-           "another lane had returned (" +
-           lane_name(t) + "'s " + call_text(calls_[t][c - 1]) + " began after " + lane_name(u) +
-           "'s " + call_text(calls_[u][k - 1]) + " had returned)";
-  }
-
-  const std::array<std::vector<Call>, kLanes>& calls_;
-  const std::array<std::vector<Cut>, kLanes>& fits_;
-  const std::array<std::optional<size_t>, kLanes>& feeder_;
-  std::array<std::array<std::vector<size_t>, kLanes>, kLanes> need_;
+  std::set<uint64_t> bad_;  // jobs (and pseudo jobs) that differ from what the store shows
 };
 
 }  // namespace
@@ -326,10 +322,16 @@ PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& be
                                 const std::vector<Record>& records,
                                 const std::map<uint64_t, Obs>& seen, int64_t kill_hi, size_t shards,
                                 int64_t origin, const PrefixPauses& pauses, bool consumer,
-                                size_t threads) {
+                                size_t threads, const PrefixSchedules& schedules) {
   PrefixVerdict v;
   const std::array<std::vector<Call>, kLanes> calls =
-      calls_of(records, kill_hi, shards, pauses.before, threads);
+      calls_of(records, kill_hi, shards, pauses.before, threads, schedules.before);
+  // The schedule calls are thread 0's (schedule_load.cc), and so the occurrences they took.
+  ScheduleView sv{schedules, {}};
+  for (const Call& c : calls[0])
+    if (c.occurrence) sv.occs.push_back(*c.occurrence);
+  std::sort(sv.occs.begin(), sv.occs.end());
+  sv.occs.erase(std::unique(sv.occs.begin(), sv.occs.end()), sv.occs.end());
   // The lane that makes the calls on a job (other than its push, made by its owner's lane).
   auto lane_of_job = [consumer, threads](uint64_t job) {
     if (!consumer) return owner_of(job, threads);
@@ -376,8 +378,8 @@ PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& be
     std::vector<size_t> topics;
     if (l < kMaxThreads)
       for (size_t i = 2 * l; i < 2 * l + 2; ++i) topics.push_back(i);
-    LaneSearch search(cs, seen, pauses.seen, shards, origin);
-    search.start(initial, pauses.before, topics, fed);
+    LaneSearch search(cs, seen, pauses.seen, sv, shards, origin);
+    search.start(initial, pauses.before, topics, fed, l == 0);
     std::string why;
     fits[l] = search.run(&why, &v.suspects, l);
     if (fits[l].empty() && v.why.empty()) v.why = why;
@@ -392,9 +394,12 @@ PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& be
     v.kept[l] = fits[l][(*best)[l]].kept;
     v.lost += lost_from[l][v.kept[l]];
     v.lost_in[l] = lost_from[l][v.kept[l]];
-    for (size_t c = v.kept[l]; c < calls[l].size(); ++c)
-      if (answered_write(calls[l][c]) && v.lost_calls.size() < 8)
+    for (size_t c = v.kept[l]; c < calls[l].size(); ++c) {
+      if (!answered_write(calls[l][c])) continue;
+      v.lost_schedule_calls += is_schedule_call(calls[l][c].intent.kind);
+      if (v.lost_calls.size() < 8)
         v.lost_calls.push_back(lane_name(l) + ": " + call_text(calls[l][c]));
+    }
   }
   return v;
 }

@@ -12,12 +12,18 @@
 // store exactly when its push was kept. An ack_batch is one ack per token, in order. On a store
 // of several shards a push_batch is one push per job and a purge_dead or requeue_dead_topic one
 // write per shard, so either may be kept in part. A pause or resume is one write (when it
-// changes the topic): the topic's state must be what the kept calls left.
+// changes the topic): the topic's state must be what the kept calls left. Thread 0's schedule
+// calls (load.h) are in its lane too: each schedule there or gone, paused or running and with
+// its rule as the kept calls left it (a pause_schedule or resume_schedule that changed nothing
+// writes nothing), and each occurrence job that lane took and acked in the cycle acked exactly
+// when the store shows that ack kept (PrefixSchedules::acks; the occurrences the engine fires on
+// its own are no call of any lane, and their jobs are not the load's: the search never sees them).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,6 +47,7 @@ struct PrefixVerdict {
   std::array<size_t, kLanes> calls{};
   std::array<uint64_t, kLanes> lost_in{};
   std::vector<std::string> lost_calls;  // the best explanation's lost answered calls (a few)
+  uint64_t lost_schedule_calls = 0;     // ... of them, schedule calls (occurrence acks included)
   std::string why;                      // !explained: what nothing explains
   std::vector<uint64_t> suspects;       // jobs that `why` is about
 };
@@ -55,10 +62,23 @@ struct PrefixPauses {
   uint32_t before = 0;  // the paused topics before the cycle (bit i: kTopics[i])
   uint32_t seen = 0;    // ... in the store after it
 };
+// A schedule as the search compares it (load.h's schedules, by number).
+struct SchedState {
+  bool paused = false;
+  int rule = -1;  // rule_index()
+};
+struct PrefixSchedules {
+  std::map<uint64_t, SchedState> before;  // those there before the cycle (every one exactly)
+  std::map<uint64_t, SchedState> seen;    // ... in the store after it
+  // The occurrences (schedule, instant) taken in the cycle, by whether the store shows the ack
+  // kept; one missing here may have been either (its schedule is gone: nothing tells).
+  std::map<std::pair<uint64_t, int64_t>, bool> acks;
+};
 PrefixVerdict explain_by_prefix(const std::unordered_map<uint64_t, JobModel>& before,
                                 const std::vector<Record>& records,
                                 const std::map<uint64_t, Obs>& seen, int64_t kill_hi, size_t shards,
                                 int64_t origin, const PrefixPauses& pauses = {},
-                                bool consumer = false, size_t threads = kDefaultThreads);
+                                bool consumer = false, size_t threads = kDefaultThreads,
+                                const PrefixSchedules& schedules = {});
 
 }  // namespace delayq::crash

@@ -20,14 +20,25 @@ bool answered_write(const Call& c) {
   if (!c.answered || c.done->code != 0) return false;
   if (c.done->kind == Kind::reserve_done) return false;  // nothing delivered
   if (c.done->kind == Kind::purge_done || c.done->kind == Kind::rqtopic_done) return c.done->n > 0;
-  // A pause of a paused topic (or a resume of a running one) writes nothing.
-  if (c.done->kind == Kind::pause_done || c.done->kind == Kind::resume_done) return c.flips;
+  // A pause of a paused topic (or a resume of a running one) writes nothing; nor does a
+  // pause_schedule of a paused schedule (or a resume_schedule of a running one).
+  if (c.done->kind == Kind::pause_done || c.done->kind == Kind::resume_done ||
+      c.done->kind == Kind::spause_done || c.done->kind == Kind::sresume_done)
+    return c.flips;
+  // An occurrence job taken: its reservation and its ack (counted as one: at the least).
+  if (c.done->kind == Kind::occ_done) return c.occurrence.has_value();
   return true;
 }
 
 std::string call_text(const Call& c) {
   std::string what = std::string(call_name(c.intent.kind));
-  if (c.intent.kind == Kind::reserve_intent) {
+  if (c.intent.kind == Kind::occ_intent) {
+    if (c.occurrence)
+      what += " (" + occurrence_job_id(schedule_id(c.occurrence->first),
+                                       at_ns(c.occurrence->second)) + ")";
+  } else if (is_schedule_call(c.intent.kind)) {
+    what += " of " + schedule_id(c.intent.job);
+  } else if (c.intent.kind == Kind::reserve_intent) {
     if (c.done && c.done->kind == Kind::reserved)
       what += " that delivered " + job_id(c.done->job) + " (attempt " +
               std::to_string(c.done->attempt) + ")";
@@ -42,7 +53,8 @@ std::string call_text(const Call& c) {
 
 std::array<std::vector<Call>, kLanes> calls_of(const std::vector<Record>& records, int64_t kill_hi,
                                                size_t shards, uint32_t paused_before,
-                                               size_t threads) {
+                                               size_t threads,
+                                               const std::map<uint64_t, SchedState>& sched_before) {
   std::array<std::vector<Call>, kLanes> calls;
   // Per worker thread: its call in flight, as (lane, index in the lane).
   std::array<std::optional<size_t>, kWorkers> open;
@@ -58,6 +70,8 @@ std::array<std::vector<Call>, kLanes> calls_of(const std::vector<Record>& record
       continue;
     } else if (r.kind == Kind::purged || r.kind == Kind::requeued) {
       mine[*at].listed.push_back(r.job);
+    } else if (r.kind == Kind::occ_reserved) {
+      mine[*at].occurrence = std::pair{r.job, r.due};
     } else if (r.kind == done_of(mine[*at].intent.kind) || r.kind == Kind::reserved) {
       mine[*at].done = r;
       mine[*at].answered = true;
@@ -67,9 +81,24 @@ std::array<std::vector<Call>, kLanes> calls_of(const std::vector<Record>& record
   }
   for (std::vector<Call>& mine : calls) {
     uint32_t paused = paused_before;
+    std::map<uint64_t, bool> spaused;  // the schedules there, paused or not
+    for (const auto& [n, s] : sched_before) spaused[n] = s.paused;
     std::vector<Call> split;
     for (Call& c : mine) {
       if (!c.done) c.done = done_record(done_of(c.intent.kind), c.intent, Status(), kill_hi);
+      if (is_schedule_call(c.intent.kind) && c.answered && c.done->code == 0) {
+        const uint64_t n = c.intent.job;
+        if (c.intent.kind == Kind::sched_intent) {
+          spaused.try_emplace(n, false);  // created running; a replacement keeps its pause
+        } else if (c.intent.kind == Kind::unsched_intent) {
+          spaused.erase(n);
+        } else if (c.intent.kind != Kind::occ_intent) {
+          const bool now = c.intent.kind == Kind::spause_intent;
+          auto it = spaused.find(n);
+          c.flips = it != spaused.end() && it->second != now;
+          if (it != spaused.end()) it->second = now;
+        }
+      }
       if ((c.intent.kind == Kind::pause_intent || c.intent.kind == Kind::resume_intent) &&
           c.answered && c.done->code == 0) {
         const uint32_t bit = uint32_t{1} << c.intent.arg;
@@ -114,6 +143,11 @@ std::vector<uint64_t> jobs_of(const Call& c) {
     case Kind::resume_intent:
     case Kind::limits_intent:
     case Kind::list_intent:
+    case Kind::sched_intent:  // schedules and their occurrence jobs: no job of the load's
+    case Kind::unsched_intent:
+    case Kind::spause_intent:
+    case Kind::sresume_intent:
+    case Kind::occ_intent:
       return {};
     case Kind::batch_intent: {
       std::vector<uint64_t> out;

@@ -30,17 +30,21 @@ struct Call {
   size_t intent_at = 0;          // positions in the cycle's records (the order they were sent)
   size_t done_at = SIZE_MAX;
   uint64_t item = 0;                 // push_batch split into pushes: this call's job
-  bool flips = false;                // a pause or resume answered that changed the topic's state
+  bool flips = false;  // a pause or resume answered that changed the topic's (schedule's) state
   size_t threads = kDefaultThreads;  // the run's worker threads (a push_batch's stride)
+  // The reserve and ack of an occurrence job: the occurrence (schedule, instant) it was given.
+  std::optional<std::pair<uint64_t, int64_t>> occurrence;
 };
 
 // Each lane's calls, from the cycle's records. In-flight calls get a made-up outcome. An
 // ack_batch is one ack per token, and on several shards a push_batch one push per job.
 // `paused_before`: the paused topics before the cycle (bit i: kTopics[i]), to tell which
-// pauses and resumes changed anything. `threads`: the run's worker threads.
+// pauses and resumes changed anything; `sched_before`: the same for the schedules'.
+// `threads`: the run's worker threads.
 std::array<std::vector<Call>, kLanes> calls_of(const std::vector<Record>& records, int64_t kill_hi,
                                                size_t shards, uint32_t paused_before,
-                                               size_t threads);
+                                               size_t threads,
+                                               const std::map<uint64_t, SchedState>& sched_before);
 
 // Whether the call was answered and changed the queue: one atomic write to the store.
 bool answered_write(const Call& c);

@@ -64,12 +64,14 @@ enum class Kind : uint8_t {
   observed,      // n = jobs stored (stats()), totals = pushed, acked, cancelled, purged;
                  // attempt = the paused topics (bit i: kTopics[i]); arg = each topic's limits
                  // (bits 4i..4i+3 for kTopics[i]: limits_code(), load.h); due = the jobs
-                 // on kScheduleTopic (stats())
+                 // on kScheduleTopic (stats()); t0 = the wall clock before the store's
+                 // open began
   bg_begin,      // a RocksDB flush (n = 0) or compaction (n = 1) began
   bg_end,        // ... ended
   refill_begin,  // the disk tier's refill began writing the jobs it moves (engine/test_hooks.h)
   refill_end,    // ... that write is durable (or failed)
-  // Schedules (load.h), in the kill cycles: job = the schedule's number (schedule_id()).
+  // Schedules (load.h), in the kill and power-loss cycles: job = the schedule's number
+  // (schedule_id()).
   sched_intent,    // schedule(): n = its rule (kScheduleRules[n]), arg = 1 when it creates the
                    // schedule (a new number), 0 when it replaces it
   sched_done,
@@ -83,7 +85,9 @@ enum class Kind : uint8_t {
   occ_reserved,   // ... it delivered the occurrence `due` (ns) of schedule `job` (not an outcome)
   occ_done,       // n = 1 when a job was delivered, code = its ack's; else code = the reserve's
   seen_schedule,  // a reopened store's schedule `job`: attempt = paused, n = fired, arg = its
-                  // rule (rule_index()), lease = 1 with due = last_fired (ns); text: a problem
+                  // rule (rule_index()), lease = 1 with due = last_fired (ns), totals[0] and
+                  // [1] = skipped_overlap and skipped_catch_up, t1 = 1 with t0 = its next
+                  // occurrence (ns); text: a problem
   seen_occurrence,  // ... an occurrence job: of schedule `job`, due = its instant (ns); text: a
                     // problem the worker saw (an id that is no occurrence of the load's)
   // Never sent: entries of a job's history in the driver.

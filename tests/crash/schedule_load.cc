@@ -1,7 +1,7 @@
-// The schedule calls of the load (load.h), made by thread 0 in the kill cycles: schedule()
-// (create, or replace with one of kScheduleRules), unschedule, pause_schedule, resume_schedule,
-// each on a schedule that the reports say exists (a new number to create one); and taking an
-// occurrence job (reserve on kScheduleTopic without waiting, then ack at once).
+// The schedule calls of the load (load.h), made by thread 0 in the kill and power-loss cycles:
+// schedule() (create, or replace with one of kScheduleRules), unschedule, pause_schedule,
+// resume_schedule, each on a schedule that the reports say exists (a new number to create one);
+// and taking an occurrence job (reserve on kScheduleTopic without waiting, then ack at once).
 #include <random>
 #include <vector>
 

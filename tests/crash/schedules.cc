@@ -38,6 +38,8 @@ bool Model::apply_schedule_intent(const Record& r) {
     }
     next_schedule = r.job + 1;
     schedules[r.job] = ScheduleModel{};
+    // Its rule's first occurrence is the instant of the call (its anchor): counted from there.
+    schedules[r.job].reach = Span{r.t0, INT64_MAX};
     return true;
   }
   auto it = schedules.find(r.job);
@@ -50,6 +52,10 @@ bool Model::apply_schedule_intent(const Record& r) {
     problem("a schedule() with rule " + std::to_string(r.n));
     return false;
   }
+  // A replacement goes on from its own instant, by its rule: where the counters reach is
+  // unknown until a reopened store shows it. A resume may fire what fell while it was paused.
+  if (r.kind == Kind::sched_intent) it->second.reach.reset();
+  if (r.kind == Kind::sresume_intent) it->second.paused_counters.reset();
   return true;
 }
 
@@ -64,6 +70,9 @@ bool Model::apply_seen_schedule(const Record& r) {
     sc.rule = static_cast<int>(r.arg);
     sc.fired = r.n;
     if (r.lease != 0) sc.last_fired = r.due;
+    sc.skipped_overlap = r.totals[0];
+    sc.skipped_catch_up = r.totals[1];
+    if (r.t1 != 0) sc.next = r.t0;
   }
   return true;
 }
@@ -115,6 +124,7 @@ bool Model::apply_schedule_outcome(const Record& r, const Record& intent) {
       s.exist_may = ScheduleModel::kMayExist;
       s.rule_may = static_cast<uint8_t>(1u << intent.n);
       if (intent.arg == 1) s.pause_may = kMayRun;
+      if (intent.arg == 1 && s.reach) s.reach->hi = r.t1;
       ++(intent.arg == 1 ? counts.schedules_created : counts.schedules_replaced);
       return true;
     case Kind::unsched_intent:
@@ -133,7 +143,7 @@ bool Model::apply_schedule_outcome(const Record& r, const Record& intent) {
 }
 
 // A schedule call in flight at a kill: done or not.
-void Model::settle_schedule(const Record& intent) {
+void Model::settle_schedule(const Record& intent, int64_t kill_hi) {
   const std::optional<std::pair<uint64_t, int64_t>> taken =
       std::exchange(occ_taken[intent.thread], std::nullopt);
   if (intent.kind == Kind::occ_intent) {
@@ -146,6 +156,7 @@ void Model::settle_schedule(const Record& intent) {
       s.exist_may |= ScheduleModel::kMayExist;
       s.rule_may |= static_cast<uint8_t>(1u << intent.n);
       if (intent.arg == 1) s.pause_may = kMayRun;  // it was gone: running if there
+      if (intent.arg == 1 && s.reach) s.reach->hi = kill_hi;
       return;
     case Kind::unsched_intent:
       s.exist_may |= ScheduleModel::kMayBeGone;
@@ -162,7 +173,8 @@ void Model::settle_schedule(const Record& intent) {
 // Each schedule there or gone, paused or running and with a rule as the reports allow; and for
 // each one there, its counters and the occurrence jobs in the store agree: the occurrences it
 // counts as fired are exactly those whose job is in the store or was taken by an ack (`fired`
-// of them, the latest last_fired), and no job of it is there twice.
+// of them, the latest last_fired), and no job of it is there twice; and none of its rule's
+// occurrences due by the open is missing (check_occurrences_accounted()).
 void check_schedules(Model& m, const Observation& o) {
   ++m.counts.schedule_looks;
   for (const std::string& w : o.schedule_wrong) m.problem("schedules after a reopen: " + w);
@@ -229,6 +241,7 @@ void check_schedules(Model& m, const Observation& o) {
                 std::to_string(s.acked.size()) + " (the latest " +
                 (latest ? instant_text(m, *latest) : std::string("none")) +
                 "): its record and its jobs were not written together");
+    check_occurrences_accounted(m, n, sc, o.open_began);
   }
   m.counts.seen_occurrences += o.occurrences.size();
 }
@@ -254,6 +267,9 @@ bool observe_schedules(Queue& q, Observation& o) {
         s.rule = rule_index(info.spec.rule);
         s.fired = info.fired;
         if (info.last_fired) s.last_fired = ns_of(*info.last_fired);
+        s.skipped_overlap = info.skipped_overlap;
+        s.skipped_catch_up = info.skipped_catch_up;
+        if (!info.next.empty()) s.next = ns_of(info.next.front());
       }
       cursor = p->cursor;
     } while (!cursor.empty());
@@ -262,7 +278,9 @@ bool observe_schedules(Queue& q, Observation& o) {
                  const std::map<uint64_t, Observation::Schedule>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
       return x.first == y.first && x.second.fired == y.second.fired &&
-             x.second.last_fired == y.second.last_fired;
+             x.second.last_fired == y.second.last_fired && x.second.next == y.second.next &&
+             x.second.skipped_overlap == y.second.skipped_overlap &&
+             x.second.skipped_catch_up == y.second.skipped_catch_up;
     });
   };
   // The store fires its schedules on a thread of its own while it is looked at: the jobs are
@@ -313,6 +331,10 @@ std::vector<Record> schedule_records(const Observation& o) {
     r.n = s.fired;
     r.lease = s.last_fired.has_value();
     r.due = s.last_fired.value_or(0);
+    r.totals[0] = s.skipped_overlap;
+    r.totals[1] = s.skipped_catch_up;
+    r.t0 = s.next.value_or(0);
+    r.t1 = s.next.has_value();
     out.push_back(r);
   }
   for (const std::string& w : o.schedule_wrong) {

@@ -1,22 +1,18 @@
-// The harness's comparisons on their own: what a store may show of a predicted record
-// (job_state.h), and the prefix search after a power loss (prefix.h), on hand-made reports.
+// The harness's comparisons on their own: the load's shape (load.h), what a store may show of
+// a predicted record (job_state.h), and the arithmetic of a schedule's occurrences
+// (schedule_accounting.cc). The prefix search's: prefix_test.cc.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "driver.h"
+#include "hand_made.h"
 #include "job_state.h"
-#include "prefix.h"
 
 namespace delayq::crash {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
-constexpr int64_t kT = 1'000'000'000'000'000'000;  // some instant, in ns
-
-Obs seen_at(int64_t when, JobState s, uint32_t attempts, int64_t due, int64_t lease = 0) {
-  return Obs{true, s, attempts, due, lease, Span::at(when)};
-}
+using namespace hand_made;
 
 // The load's shape in a run of 4 worker threads (load.h): job % 4 is the thread that pushes it,
 // the consumers take the second topics of threads 0 and 1 only, threads 2 and 3 handle the jobs
@@ -95,295 +91,131 @@ TEST(JobStateCheck, AnUnreportedDeliveryAddsOneAttemptAndALeaseFromTheCall) {
   EXPECT_FALSE(shows_after_unreported_delivery(r, 2, twice, call));
 }
 
-// explain_by_prefix() on hand-made reports: it accepts the latest calls lost and nothing else.
-// Every call takes no time and the next starts 1 ms later; jobs are pushed with no delay.
-class PrefixCheck : public ::testing::Test {
- protected:
-  void start(uint8_t t, Kind intent, uint64_t job, int64_t arg = 0) {
-    Record r = make_record(intent, job);
-    r.thread = t;
-    r.t0 = r.t1 = clock_;
-    r.arg = arg;
-    r.n = fence_[job];
-    records_.push_back(r);
-  }
-  void finish(uint8_t t, Kind done) {
-    Record r = records_.back();
-    for (auto it = records_.rbegin(); it != records_.rend(); ++it)
-      if (it->thread == t && is_intent(it->kind)) {
-        r = *it;
-        break;
-      }
-    r.kind = done;
-    records_.push_back(r);
-    clock_ += kMs;
-  }
-  void push(uint8_t t, uint64_t job) {
-    due_[job] = clock_;
-    start(t, Kind::push_intent, job);
-    finish(t, Kind::push_done);
-  }
-  void deliver(uint8_t t, uint64_t job, uint32_t attempt) {
-    start(t, Kind::reserve_intent, 0);
-    Record r = records_.back();
-    r.kind = Kind::reserved;
-    r.job = job;
-    r.attempt = attempt;
-    r.due = due_[job];
-    r.lease = clock_ + ttr_of(job).count();
-    r.n = fence_[job] = ++fences_;
-    records_.push_back(r);
-    clock_ += kMs;
-  }
-  void ack(uint8_t t, uint64_t job) {
-    start(t, Kind::ack_intent, job);
-    finish(t, Kind::ack_done);
-  }
-  void reschedule(uint8_t t, uint64_t job, int64_t to) {
-    start(t, Kind::resched_intent, job, to);
-    finish(t, Kind::resched_done);
-  }
-  // As seen by a store reopened a moment after the calls.
-  Obs waiting(uint64_t job, uint32_t attempts = 0, std::optional<int64_t> due = {}) const {
-    return seen_at(clock_, JobState::ready, attempts, due.value_or(due_.at(job)));
-  }
-  Obs held(uint64_t job, uint32_t attempts) const {
-    const Record* d = nullptr;
-    for (const Record& r : records_)
-      if (r.kind == Kind::reserved && r.job == job) d = &r;
-    return seen_at(clock_, JobState::reserved, attempts, due_.at(job), d->lease);
-  }
-  void pause(uint8_t t, size_t topic, bool resume = false) {
-    start(t, resume ? Kind::resume_intent : Kind::pause_intent, 0, static_cast<int64_t>(topic));
-    finish(t, resume ? Kind::resume_done : Kind::pause_done);
-  }
-  PrefixVerdict verdict(size_t shards = 1) const {
-    return explain_by_prefix(before_, records_, seen_, clock_, shards, 0, {0, paused_}, consumer_);
-  }
+// ---- every occurrence of a schedule accounted for (schedule_accounting.cc) ----------------------
 
-  int64_t clock_ = kT;
-  uint64_t fences_ = 0;
-  std::map<uint64_t, int64_t> due_;
-  std::map<uint64_t, uint64_t> fence_;
-  std::unordered_map<uint64_t, JobModel> before_;
-  std::vector<Record> records_;
-  std::map<uint64_t, Obs> seen_;
-  uint32_t paused_ = 0;    // the topics the store shows paused (bit i: kTopics[i])
-  bool consumer_ = false;  // the consumer thread and consume() took topics 1 and 3
-};
+constexpr int64_t kSecond = 1000 * kMs;
 
-// Jobs 2, 4, 6 are thread 0's; 1, 3, 5 thread 1's (owner_of).
-TEST_F(PrefixCheck, EverythingKeptLosesNothing) {
-  push(0, 2);
-  push(0, 4);
-  deliver(0, 2, 1);
-  seen_ = {{2, held(2, 1)}, {4, waiting(4)}};
-  const PrefixVerdict v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 0u);
+// Schedule 1 (rule "every 1s") created by a schedule() called at kT that returned 1 ms later.
+Model model_with_a_schedule() {
+  Model m = new_model(7);
+  Record create = make_record(Kind::sched_intent, 1);
+  create.arg = 1;
+  create.t0 = kT;
+  EXPECT_TRUE(m.apply(create));
+  EXPECT_TRUE(m.apply(done_record(Kind::sched_done, create, Status(), kT + kMs)));
+  return m;
 }
 
-TEST_F(PrefixCheck, TheLatestCallsLostAreAPrefix) {
-  push(0, 2);
-  push(0, 4);
-  deliver(0, 2, 1);
-  ack(0, 2);
-  seen_ = {{2, held(2, 1)}, {4, waiting(4)}};  // the ack is lost
-  PrefixVerdict v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 1u);
-  seen_ = {{2, waiting(2)}, {4, waiting(4)}};  // and the delivery
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 2u);
-  seen_ = {{2, Obs{}}, {4, Obs{}}};  // everything
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 4u);
+Observation::Schedule looked(uint64_t fired, uint64_t skipped_catch_up, int64_t next,
+                             bool paused = false) {
+  Observation::Schedule s;
+  s.paused = paused;
+  s.rule = 0;
+  s.fired = fired;
+  s.skipped_catch_up = skipped_catch_up;
+  s.next = next;
+  return s;
 }
 
-TEST_F(PrefixCheck, ALostCallBeforeAKeptOneIsNoPrefix) {
-  push(0, 2);
-  push(0, 4);
-  push(0, 6);
-  seen_ = {{2, waiting(2)}, {4, Obs{}}, {6, waiting(6)}};
-  PrefixVerdict v = verdict();
-  EXPECT_FALSE(v.explained);
-  EXPECT_NE(v.why.find("job-4 should be waiting"), std::string::npos) << v.why;
-  // An ack lost while a later push was kept: the acked job came back.
-  records_.clear();
-  push(0, 2);
-  deliver(0, 2, 1);
-  ack(0, 2);
-  push(0, 4);
-  seen_ = {{2, held(2, 1)}, {4, waiting(4)}};
-  EXPECT_FALSE(verdict().explained);
-  seen_ = {{2, Obs{}}, {4, waiting(4)}};
-  EXPECT_TRUE(verdict().explained);
-  // A reschedule lost while a later push was kept: the due time tells.
-  records_.clear();
-  push(0, 2);
-  const int64_t to = clock_ + 100 * kMs;
-  reschedule(0, 2, to);
-  push(0, 4);
-  seen_ = {{2, waiting(2)}, {4, waiting(4)}};
-  EXPECT_FALSE(verdict().explained);
-  seen_ = {{2, seen_at(clock_, JobState::delayed, 0, to)}, {4, waiting(4)}};
-  EXPECT_TRUE(verdict().explained) << verdict().why;
+::testing::AssertionResult first_problem_says(const Model& m, const std::string& what) {
+  if (!m.problems.empty() && m.problems.front().find(what) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "the first problem does not say \"" << what
+                                       << "\": " << ::testing::PrintToString(m.problems);
 }
 
-TEST_F(PrefixCheck, PrefixesOfTwoThreadsMustFitTheOrderOfTheCalls) {
-  push(1, 1);  // returned before thread 0's push began: written first
-  push(0, 2);
-  seen_ = {{1, Obs{}}, {2, waiting(2)}};
-  PrefixVerdict v = verdict();
-  EXPECT_FALSE(v.explained);
-  EXPECT_NE(v.why.find("push of job-2 (returned ok) began after worker thread 1's push of job-1"),
-            std::string::npos)
-      << v.why;
-  // Overlapping calls may be written in either order.
-  records_.clear();
-  due_[1] = due_[2] = clock_;
-  start(1, Kind::push_intent, 1);
-  start(0, Kind::push_intent, 2);
-  finish(1, Kind::push_done);
-  finish(0, Kind::push_done);
-  seen_ = {{1, Obs{}}, {2, waiting(2)}};
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 1u);
+::testing::AssertionResult no_problem(const Model& m) {
+  if (m.problems.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << m.problems.front();
 }
 
-TEST_F(PrefixCheck, APurgeOnSeveralShardsMayBeKeptInPart) {
-  const Rec dead{St::dead, 1, Span::at(kT - kMs), {}, 0};
-  before_[2].cands = before_[6].cands = {dead};  // jobs 2 and 6 share a topic (index 1)
-  Record purge = make_record(Kind::purge_intent);
-  purge.t0 = purge.t1 = clock_;
-  purge.arg = 1;
-  records_.push_back(purge);
-  records_.push_back(make_record(Kind::purged, 2));
-  records_.push_back(make_record(Kind::purged, 6));
-  purge.kind = Kind::purge_done;
-  purge.n = 2;
-  records_.push_back(purge);
-  clock_ += kMs;
-  push(0, 4);
-  // One shard's part of the purge kept, the other's and the push after it lost.
-  seen_ = {{2, Obs{}}, {4, Obs{}}, {6, seen_at(clock_, JobState::dead, 1, kT - kMs)}};
-  const PrefixVerdict v = verdict(2);
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 2u);
-  EXPECT_FALSE(verdict(1).explained);  // one shard: one write
-  seen_[4] = waiting(4);               // nor with a later call kept
-  EXPECT_FALSE(verdict(2).explained);
+// Anchored at its creation's instant A (kT + 500 us), and open 5.5 s later: fired at A, the
+// catch-up (`one`) fired A + 5 s and skipped the 4 between, next A + 6 s.
+TEST(ScheduleAccounting, EveryOccurrenceDueByTheOpenFiredOrSkippedOnce) {
+  const int64_t a = kT + kMs / 2;
+  Model m = model_with_a_schedule();
+  check_occurrences_accounted(m, 1, looked(2, 4, a + 6 * kSecond), a + 5500 * kMs);
+  EXPECT_TRUE(no_problem(m));
+  EXPECT_EQ(m.counts.reach_checks, 1u);
+  EXPECT_EQ(m.counts.caught_up, 1u);
+  // Reopened again 3 s later: 3 more fired, on time or by catch-up.
+  check_occurrences_accounted(m, 1, looked(5, 4, a + 9 * kSecond), a + 8500 * kMs);
+  EXPECT_TRUE(no_problem(m));
+  EXPECT_EQ(m.counts.reach_checks, 2u);
 }
 
-TEST_F(PrefixCheck, CallsInFlightMayOrMayNotBeKept) {
-  before_[2].cands = {Rec{St::waiting, 0, Span::at(kT - kMs), {}, 0}};
-  before_[4].cands = {Rec{St::waiting, 0, Span::at(kT - kMs), {}, 0}};
-  due_[2] = due_[4] = kT - kMs;
-  start(0, Kind::reserve_intent, 0);  // in flight: any one job of thread 0's, one attempt more
-  const Obs taken = seen_at(clock_, JobState::reserved, 1, kT - kMs, kT + ttr_of(4).count());
-  seen_ = {{2, waiting(2)}, {4, taken}};
-  PrefixVerdict v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 0u);
-  seen_ = {{2, seen_at(clock_, JobState::reserved, 1, kT - kMs, kT + ttr_of(2).count())},
-           {4, taken}};  // but not two
-  EXPECT_FALSE(verdict().explained);
-  before_[2].cands = {Rec{St::reserved, 1, Span::at(kT - kMs), Span::at(kT + 200 * kMs), 9}};
-  fence_[2] = 9;
-  records_.clear();
-  start(0, Kind::ack_intent, 2);  // in flight: done or not
-  seen_ = {{2, Obs{}}, {4, waiting(4)}};
-  EXPECT_TRUE(verdict().explained);
-  seen_ = {{2, seen_at(clock_, JobState::reserved, 1, kT - kMs, kT + 200 * kMs)}, {4, waiting(4)}};
-  EXPECT_TRUE(verdict().explained);
-  seen_[4] = Obs{};  // but it touched job 2 only
-  EXPECT_FALSE(verdict().explained);
+TEST(ScheduleAccounting, AnOccurrenceNeitherFiredNorSkippedIsCaught) {
+  const int64_t a = kT + kMs / 2;
+  {
+    Model m = model_with_a_schedule();
+    check_occurrences_accounted(m, 1, looked(2, 3, a + 6 * kSecond), a + 5500 * kMs);
+    EXPECT_TRUE(first_problem_says(m, "sched-1 counts 2 fired"));
+    EXPECT_TRUE(first_problem_says(m, "neither fired nor skipped"));
+  }
+  {
+    Model m = model_with_a_schedule();
+    check_occurrences_accounted(m, 1, looked(2, 4, a + 6 * kSecond), a + 5500 * kMs);
+    check_occurrences_accounted(m, 1, looked(5, 4, a + 10 * kSecond), a + 9500 * kMs);
+    EXPECT_TRUE(first_problem_says(m, "as when a reopened store last showed it"));
+  }
+  {  // one counted twice
+    Model m = model_with_a_schedule();
+    check_occurrences_accounted(m, 1, looked(3, 4, a + 6 * kSecond), a + 5500 * kMs);
+    EXPECT_TRUE(first_problem_says(m, "counted twice"));
+  }
 }
 
-// Thread 0 pauses topic 0 (job 4's) between two pushes: whether the pause was kept is told by
-// the topic's state, and it is kept or lost with the calls around it.
-TEST_F(PrefixCheck, APauseIsKeptOrLostInItsPlaceAmongTheCalls) {
-  push(0, 4);
-  pause(0, 0);
-  push(0, 8);
-  seen_ = {{4, waiting(4)}, {8, waiting(8)}};
-  paused_ = 0;  // the pause lost, the push after it kept
-  PrefixVerdict v = verdict();
-  EXPECT_FALSE(v.explained);
-  EXPECT_NE(v.why.find("topic crash-a should be paused"), std::string::npos) << v.why;
-  paused_ = 1;
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 0u);
-  seen_[8] = Obs{};  // the last push lost
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 1u);
-  paused_ = 0;  // and the pause before it
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 2u);
-  paused_ = 2;  // a topic no call paused
-  EXPECT_FALSE(verdict().explained);
+// Running, its next occurrence at or before the instant the open began: left behind.
+TEST(ScheduleAccounting, ARunningScheduleLeftBehindAtTheOpenIsCaught) {
+  const int64_t a = kT + kMs / 2;
+  Model m = model_with_a_schedule();
+  check_occurrences_accounted(m, 1, looked(2, 4, a + 6 * kSecond), a + 6 * kSecond);
+  EXPECT_TRUE(first_problem_says(m, "not after its open began"));
+  // Paused, it may lag the open: what fell meanwhile goes by catch-up when it is resumed.
+  Model p = model_with_a_schedule();
+  check_occurrences_accounted(p, 1, looked(1, 0, a + kSecond, true), a + 6 * kSecond);
+  EXPECT_TRUE(no_problem(p));
 }
 
-// With the consumers, topic 1 (jobs 2, 6) is the consumer thread's, pushed by thread 0; topic 3
-// (jobs 3, 7) is consume()'s, pushed by thread 1.
-TEST_F(PrefixCheck, AJobAConsumerTookKeepsItsPushAndEveryCallBeforeIt) {
-  consumer_ = true;
-  push(0, 2);
-  push(0, 6);
-  deliver(kConsumer, 6, 1);
-  seen_ = {{2, waiting(2)}, {6, held(6, 1)}};
-  PrefixVerdict v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 0u);
-  seen_[6] = waiting(6);  // the delivery lost
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 1u);
-  EXPECT_EQ(v.lost_in[kConsumerLane], 1u);
-  // The delivery kept, the push of job 2 (before job 6's) lost: no prefix.
-  seen_ = {{2, Obs{}}, {6, held(6, 1)}};
-  v = verdict();
-  EXPECT_FALSE(v.explained);
-  EXPECT_NE(v.why.find("took a job whose push is lost"), std::string::npos) << v.why;
-  // A pushed job the consumer never took is in the store exactly when its push was kept.
-  seen_ = {{2, Obs{}}, {6, Obs{}}};
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 3u);
+TEST(ScheduleAccounting, APausedScheduleFiresNothingUntilAResumeBegins) {
+  const int64_t a = kT + kMs / 2;
+  Model m = model_with_a_schedule();
+  check_occurrences_accounted(m, 1, looked(1, 0, a + kSecond, true), a + 6 * kSecond);
+  check_occurrences_accounted(m, 1, looked(1, 0, a + kSecond, true), a + 9 * kSecond);
+  EXPECT_TRUE(no_problem(m));
+  EXPECT_EQ(m.counts.paused_unchanged, 1u);
+  Model fired = m;
+  check_occurrences_accounted(fired, 1, looked(2, 0, a + 2 * kSecond, true), a + 12 * kSecond);
+  EXPECT_TRUE(first_problem_says(fired, "while paused"));
+  // A resume began (the worker was killed in it, or it returned): it may have fired.
+  Record resume = make_record(Kind::sresume_intent, 1);
+  resume.t0 = a + 10 * kSecond;
+  ASSERT_TRUE(m.apply(resume));
+  m.settle_in_flight(a + 11 * kSecond);
+  // Resumed at A + 10 s: the catch-up fired A + 10 s and skipped the 9 before; paused again.
+  check_occurrences_accounted(m, 1, looked(2, 9, a + 11 * kSecond, true), a + 12 * kSecond);
+  EXPECT_TRUE(no_problem(m));
 }
 
-TEST_F(PrefixCheck, TheConsumeLoopsReservesAndAcksAreOneLane) {
-  consumer_ = true;
-  push(1, 3);
-  push(1, 7);
-  deliver(kConsumeReserves, 3, 1);
-  ack(kConsumeAcks, 3);
-  deliver(kConsumeReserves, 7, 1);
-  seen_ = {{3, Obs{}}, {7, held(7, 1)}};
-  PrefixVerdict v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost, 0u);
-  seen_[3] = held(3, 1);  // the ack lost, the delivery after it kept
-  EXPECT_FALSE(verdict().explained);
-  seen_[7] = waiting(7);  // both lost
-  v = verdict();
-  ASSERT_TRUE(v.explained) << v.why;
-  EXPECT_EQ(v.lost_in[kConsumeLane], 2u);
-  // A call of thread 1 that began after the consume() loop's delivery returned: kept, it keeps
-  // the delivery.
-  push(1, 5);
-  seen_[5] = waiting(5);
-  v = verdict();
-  EXPECT_FALSE(v.explained);
-  EXPECT_NE(v.why.find("began after the consume() loop's reserve that delivered job-7"),
-            std::string::npos)
-      << v.why;
+// A replacement starts its rule from its own instant: where the counters reach is not checked
+// across it, and known again from the next look.
+TEST(ScheduleAccounting, AReplacementIsNotCheckedAcrossThenFromItsNextLook) {
+  const int64_t a = kT + kMs / 2;
+  Model m = model_with_a_schedule();
+  check_occurrences_accounted(m, 1, looked(2, 4, a + 6 * kSecond), a + 5500 * kMs);
+  Record replace = make_record(Kind::sched_intent, 1);
+  replace.n = 1;  // every 3s
+  replace.t0 = a + 7 * kSecond + 123 * kMs;
+  ASSERT_TRUE(m.apply(replace));
+  ASSERT_TRUE(m.apply(done_record(Kind::sched_done, replace, Status(), replace.t0 + kMs)));
+  Observation::Schedule now = looked(3, 4, replace.t0 + 3 * kSecond);
+  now.rule = 1;
+  check_occurrences_accounted(m, 1, now, replace.t0 + 2 * kSecond);
+  EXPECT_TRUE(no_problem(m));
+  EXPECT_EQ(m.counts.reach_checks, 1u);
+  now.next = *now.next + 6 * kSecond;  // two occurrences lost
+  check_occurrences_accounted(m, 1, now, replace.t0 + 8 * kSecond);
+  EXPECT_TRUE(first_problem_says(m, "neither fired nor skipped"));
 }
 
 }  // namespace

@@ -92,12 +92,13 @@ void WorkerProcess::run(const std::string& dir, const WorkerSetup& setup, uint64
   env_ = fork_safe_env(base);
   refill_reporter = this;
   engine::set_refill_observer(report_refill);
+  const int64_t open_began = ns_of(wall_now());
   Result<std::unique_ptr<Engine>> opened =
       wal::open_store_on(o, env_.get(), setup.small_buffers ? small_buffers(*this) : nullptr);
   if (!opened) fail_with("open_store: " + opened.status().to_string(), 3);
   q_ = std::move(opened).value();
   if (setup.observe)
-    for (const Record& r : observation_records(observe(*q_, m_))) emit(r);
+    for (const Record& r : observation_records(observe(*q_, m_, open_began))) emit(r);
   plant_early_ = setup.fault == WorkerFault::early_delivery;
   emit(make_record(Kind::opened));
   if (m_.consumer) start_consume();
