@@ -46,6 +46,10 @@ Status edit_stored(const std::string& dir, const std::string& id,
   if (!s.ok()) return s;
   if (!found) return Status(Errc::not_found, id + " is not in the store");
   edit(*found);
+  // Read first: the write stores the journal's totals and counters with the change, and they
+  // are the stored ones only once read.
+  if (Result<Stats> t = (*j)->totals(); !t) return t.status();
+  if (Result<engine::Counters> c = (*j)->counters(); !c) return c.status();
   return (*j)->write({engine::Change{found->seq, *found}});
 }
 
