@@ -58,20 +58,10 @@ tests=(engine_concurrency_test engine_semantics_test journal_test store_test
        store_corruption_test clock_step_test crash_harness_test)
 # Line tables only (-g1), as the ASan stage of test.sh: reports keep their file:line. -O1, the
 # level ThreadSanitizer's documentation names beside -O2, for a quarter less compile time.
-# Without the unity build (CMakeLists.txt), and without lld: built as one unity source per
-# target, every run of this stage reported races between RocksDB's write-group leader copying a
-# follower's batch and the follower having filled it (the journal's syncer thread against a
-# committing call, wal/commit_pipeline.cc): the race tests/tsan.supp suppresses by its frame
-# rocksdb::WriteBatchInternal::Append, reported without that frame (measured here on 2026-12-02:
-# 16 reports in store_test, store_fault_test and crash_harness_test in one run of this stage, and
-# 5 or so in each of three runs of StoreModes.* and StoreFault.* built with unity and the system's
-# linker; none in the runs without unity before). The appends RocksDB makes run through
-# libstdc++'s std::string code, and which of its functions the test executable carries (TSan-
-# instrumented, recording their caller) depends on what the compiler kept out of line; the unity
-# build changed that, and the reports lost RocksDB's frame. lld, not tried without unity here,
-# is left out too.
+# With the system's linker rather than lld (CMakeLists.txt): lld was not tried under TSan. Every
+# program carries std::string whole here (src/pch/tsan_string.cc says why).
 delayq_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYQ_TSAN=ON -DDELAYQ_GTESTS=ON \
-  -DDELAYQ_UNITY=OFF -DDELAYQ_LLD=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DDELAYQ_UNITY=ON -DDELAYQ_LLD=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DDELAYQ_BUILD_BENCH=OFF -DDELAYQ_BUILD_EXAMPLES=OFF
 cmake --build "$build" --target "${tests[@]}"
 
