@@ -10,7 +10,7 @@
 // of RocksDB's write group (its leader copying a follower's batch, ordered by atomics inside
 // librocksdb) came without the RocksDB frame that tests/tsan.supp suppresses them by: 16 reports
 // in one run of scripts/tsan.sh, measured here on 2026-12-02, and none with this file in three
-// runs of the store tests that showed 6 each without it. Instantiating the class whole makes
+// runs of the store tests that showed about 5 each without it. Instantiating the class whole makes
 // that the same in every build.
 #include <string>
 
