@@ -1,7 +1,7 @@
 -- Redis memory per pending job in four key layouts, measured in one script run on an empty
 -- private server with its default encodings (docs/benchmarks.md, "Redis memory per job: the
 -- layouts"):
---   redis-cli -s SOCK --eval bench/redis_layout_memory.lua , 100000
+--   redis-cli -s SOCK --eval bench/redis_layout_memory.lua , 100000   (docs/benchmarks.md starts the server)
 -- Each layout holds N jobs (6-byte ids, a 45-byte record as the backend's MessagePack record is,
 -- a 64-byte body) and is deleted before the next; the reply is each layout's name and its bytes
 -- per job (used_memory after, minus before, over N).
